@@ -1,0 +1,17 @@
+/* fucina.h - the one public header of fucina, a tensor and autograd library
+ * in C11. Include only this; it pulls in the area headers under fucina/.
+ *
+ *   fucina/status.h   status codes, fc_strerror, fc_status_name
+ *   fucina/dtype.h    dtypes, predicates, dtype policy, scalar conversions
+ *   fucina/alloc.h    the allocator contract
+ *   fucina/tensor.h   context, tensors, creation, data access, scopes
+ */
+#ifndef FUCINA_H
+#define FUCINA_H
+
+#include "fucina/status.h"
+#include "fucina/dtype.h"
+#include "fucina/alloc.h"
+#include "fucina/tensor.h"
+
+#endif /* FUCINA_H */

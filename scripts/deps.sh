@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fucina's build, tests, examples and benchmarks
+# need, when they are missing. Idempotent and non-interactive; needs root
+# (or sudo) only when something is actually missing.
+set -euo pipefail
+PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
+      zlib1g-dev libclang-rt-14-dev dataset-fashion-mnist)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,43 @@
+# Installs the build tree into WORK/prefix, then configures and builds the
+# consumer with find_package(fucina CONFIG), runs it, and compiles it once
+# more with the flags pkg-config gives for fucina.pc.
+file(REMOVE_RECURSE ${WORK})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BIN} --prefix ${WORK}/prefix
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "install failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/build
+                -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_C_COMPILER=${C_COMPILER}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "consumer configure failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "consumer build failed")
+endif()
+execute_process(COMMAND ${WORK}/build/consumer RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "consumer (find_package) failed: ${rc}")
+endif()
+find_program(PKGCONF pkg-config)
+if(PKGCONF)
+  set(ENV{PKG_CONFIG_PATH} ${WORK}/prefix/lib/pkgconfig:${WORK}/prefix/lib64/pkgconfig)
+  execute_process(COMMAND ${PKGCONF} --cflags --libs fucina OUTPUT_VARIABLE flags
+                  RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rc)
+    message(FATAL_ERROR "pkg-config does not know fucina")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  execute_process(COMMAND ${C_COMPILER} ${SRC}/main.c ${flags} -o ${WORK}/consumer_pc
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer (pkg-config) build failed")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${WORK}/prefix/lib
+                  ${WORK}/consumer_pc RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer (pkg-config) failed: ${rc}")
+  endif()
+endif()
