@@ -5,6 +5,7 @@
  *   fucina/dtype.h    dtypes, predicates, dtype policy, scalar conversions
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
+ *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -13,5 +14,6 @@
 #include "fucina/dtype.h"
 #include "fucina/alloc.h"
 #include "fucina/tensor.h"
+#include "fucina/quant.h"
 
 #endif /* FUCINA_H */
