@@ -90,7 +90,8 @@ FC_API size_t fc_quant_row_bytes(fc_dtype dtype, int64_t ncols);
  * ncols is not a multiple of the block size; FC_ERR_OVERFLOW when the byte
  * counts do not fit in size_t; FC_ERR_INVALID_ARG for dtypes that need an
  * importance matrix (iq2_xxs, iq2_xs, iq1_s); FC_ERR_NON_FINITE when src
- * holds a NaN or an infinity. On error dst is untouched. */
+ * holds a NaN or an infinity. All of these are checked before anything is
+ * written: on such an error dst is untouched. */
 FC_API fc_status fc_quantize(fc_dtype dtype, const float *src, void *dst, int64_t nrows,
                              int64_t ncols);
 

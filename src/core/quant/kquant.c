@@ -17,6 +17,7 @@
  *   q8_K 292 B: d (f32), qs[256] (int8), bsums[16] (int16)
  * Code order inside qs follows ggml: 2-bit codes take 4 groups of 32 per 32
  * bytes, 4-bit codes 2 groups of 32 per 32 bytes. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -564,7 +565,12 @@ static void q8k_block(const float *x, blk_q8_k *y) {
         for (int ii = 0; ii < 16; ++ii) sum += y->qs[j * 16 + ii];
         fc__q_put_u16(y->bsums + 2 * j, (uint16_t)(sum & 0xffff));
     }
-    fc__q_put_f32(y->d, 1 / iscale);
+    /* Near FLT_MAX, 127 * d can round past FLT_MAX and decode to inf (as it
+     * does in ggml); step d toward zero until the largest code stays finite.
+     * Codes (all |code| <= 127) are unchanged; only such blocks differ. */
+    float d = 1 / iscale;
+    while (fabsf(d * 127.0f) > FLT_MAX) d = nextafterf(d, 0.0f);
+    fc__q_put_f32(y->d, d);
 }
 
 static void q8k_dequant_block(const blk_q8_k *b, float *y) {

@@ -65,8 +65,6 @@ fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nr
     size_t row_bytes, n_values;
     fc_status st = check_geometry(dtype, nrows, ncols, &row_bytes, &n_values);
     if (st != FC_OK) return st;
-    const fc__quant_fns *fns = family_of(dtype);
-    if (!fns) return FC_ERR_DTYPE;
     if (flags & ~(unsigned)FC_QUANT_IQ4NL_REF) return FC_ERR_INVALID_ARG;
     if ((flags & FC_QUANT_IQ4NL_REF) && dtype != FC_IQ4_NL) return FC_ERR_INVALID_ARG;
     if (requires_imatrix(dtype) && !imatrix) return FC_ERR_INVALID_ARG;
@@ -78,6 +76,8 @@ fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nr
     for (size_t i = 0; i < n_values; i++) {
         if (!finite_f32(src[i])) return FC_ERR_NON_FINITE;
     }
+    const fc__quant_fns *fns = family_of(dtype);
+    if (!fns) return FC_ERR_DTYPE;
     uint8_t *out = dst;
     for (int64_t r = 0; r < nrows; r++) {
         st = fns->quantize_row(src + (size_t)r * (size_t)ncols, out + (size_t)r * row_bytes,
