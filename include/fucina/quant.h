@@ -144,9 +144,8 @@ FC_API fc_status fc_blockq_quantize(fc_blockq_kind kind, const float *x, size_t 
  * take codes in [-8, 7] (an INT4 -8 decodes to -8/7 * absmax). A code
  * outside that range, or a negative or non-finite scale, is refused with
  * FC_ERR_INVALID_ARG and nothing is written. Other errors as above. */
-FC_API fc_status fc_blockq_dequantize(fc_blockq_kind kind, const int8_t *codes,
-                                      const float *scales, size_t n, size_t block_size,
-                                      float *out);
+FC_API fc_status fc_blockq_dequantize(fc_blockq_kind kind, const int8_t *codes, const float *scales,
+                                      size_t n, size_t block_size, float *out);
 
 /* Bytes that n packed 4-bit codes take: ceil(n / 2). */
 FC_API size_t fc_int4_packed_bytes(size_t n);

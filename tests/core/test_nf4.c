@@ -137,9 +137,11 @@ static void test_nf4_blockwise_bounds_partial_block(void **state) {
     float x[N], y[N], scales[16];
     int8_t codes[N];
     rng_state = 4;
-    for (int i = 0; i < N; i++) x[i] = (float)rng_normal();
+    for (int i = 0; i < N; i++)
+        x[i] = (float)rng_normal();
     /* the last block (40 values) is much smaller: it must keep its own scale */
-    for (int i = 960; i < N; i++) x[i] *= 1e-3f;
+    for (int i = 960; i < N; i++)
+        x[i] *= 1e-3f;
     const size_t nb = fc_blockq_num_blocks(N, BS);
     assert_int_equal(nb, 16);
     for (int kind = 0; kind < FC_BLOCKQ_COUNT; kind++) {
@@ -149,7 +151,8 @@ static void test_nf4_blockwise_bounds_partial_block(void **state) {
         for (size_t b = 0; b < nb; b++) {
             const size_t lo = b * BS, hi = lo + BS < N ? lo + BS : N;
             double amax = 0;
-            for (size_t i = lo; i < hi; i++) amax = fmax(amax, fabs((double)x[i]));
+            for (size_t i = lo; i < hi; i++)
+                amax = fmax(amax, fabs((double)x[i]));
             assert_true(scales[b] == (float)amax);
             const double bound = (kind == FC_BLOCKQ_INT8   ? amax / 254
                                   : kind == FC_BLOCKQ_INT4 ? amax / 14
@@ -158,7 +161,7 @@ static void test_nf4_blockwise_bounds_partial_block(void **state) {
             for (size_t i = lo; i < hi; i++) {
                 /* the documented encoder, in its f32 arithmetic */
                 const float v = x[i] / scales[b];
-                const int want = kind == FC_BLOCKQ_NF4 ? ref_nearest(v) - 8
+                const int want = kind == FC_BLOCKQ_NF4    ? ref_nearest(v) - 8
                                  : kind == FC_BLOCKQ_INT8 ? (int)lroundf(v * 127.0f)
                                                           : (int)lroundf(v * 7.0f);
                 assert_int_equal(codes[i], want);
@@ -193,8 +196,10 @@ static void test_nf4_zero_and_extreme_blocks(void **state) {
         assert_int_equal(fc_blockq_quantize((fc_blockq_kind)kind, x, 12, 4, codes, scales), FC_OK);
         assert_int_equal(fc_blockq_dequantize((fc_blockq_kind)kind, codes, scales, 12, 4, y),
                          FC_OK);
-        for (int i = 0; i < 12; i++) assert_true(isfinite(y[i]));
-        for (int i = 0; i < 4; i++) assert_true(y[i] == 0.0f);
+        for (int i = 0; i < 12; i++)
+            assert_true(isfinite(y[i]));
+        for (int i = 0; i < 4; i++)
+            assert_true(y[i] == 0.0f);
         assert_true(y[4] == FLT_MAX && y[5] == -FLT_MAX);
         /* the block of the smallest subnormals is scaled by its own absmax */
         assert_true(y[8] == 0x1p-149f && y[9] == -0x1p-149f && y[11] == 0x1p-149f);
@@ -205,7 +210,8 @@ static void test_nf4_pack_exhaustive(void **state) {
     (void)state;
     uint8_t bytes[256], again[256];
     int8_t codes[512];
-    for (int i = 0; i < 256; i++) bytes[i] = (uint8_t)i;
+    for (int i = 0; i < 256; i++)
+        bytes[i] = (uint8_t)i;
     assert_int_equal(fc_unpack_int4(bytes, 512, codes), FC_OK);
     for (int i = 0; i < 256; i++) {
         assert_int_equal(codes[2 * i], (i & 15) - 8);
@@ -225,16 +231,19 @@ static void test_nf4_double_quant_round_trip(void **state) {
     float scales[NB], rescaled[NB], absmax[2], mean[2];
     int8_t q[NB];
     rng_state = 77;
-    for (int i = 0; i < N; i++) x[i] = (float)(rng_normal() * (1.0 + (i / BS) % 7));
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(rng_normal() * (1.0 + (i / BS) % 7));
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_NF4, x, N, BS, codes, scales), FC_OK);
     assert_int_equal(fc_blockq_num_blocks(NB, OUTER), 2);
     assert_int_equal(fc_double_quant_scales(scales, NB, OUTER, q, absmax, mean), FC_OK);
     for (int o = 0; o < 2; o++) {
         const int lo = o * OUTER, hi = lo + OUTER < NB ? lo + OUTER : NB;
         double sum = 0, dev = 0;
-        for (int i = lo; i < hi; i++) sum += scales[i];
+        for (int i = lo; i < hi; i++)
+            sum += scales[i];
         assert_true(fabs(mean[o] - sum / (hi - lo)) <= 1e-6 * fabs(sum / (hi - lo)));
-        for (int i = lo; i < hi; i++) dev = fmax(dev, fabs((double)scales[i] - mean[o]));
+        for (int i = lo; i < hi; i++)
+            dev = fmax(dev, fabs((double)scales[i] - mean[o]));
         assert_true(fabs(absmax[o] - dev) <= 1e-6 * dev);
     }
     assert_int_equal(fc_double_dequant_scales(q, absmax, mean, NB, OUTER, rescaled), FC_OK);
@@ -246,8 +255,8 @@ static void test_nf4_double_quant_round_trip(void **state) {
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_NF4, codes, rescaled, N, BS, y), FC_OK);
     for (int i = 0; i < N; i++) {
         const int b = i / BS;
-        const double bound = scales[b] * NF4_HALF_GAP + fabs((double)rescaled[b] - scales[b]) +
-                             1e-6 * scales[b];
+        const double bound =
+            scales[b] * NF4_HALF_GAP + fabs((double)rescaled[b] - scales[b]) + 1e-6 * scales[b];
         assert_true(fabs((double)x[i] - y[i]) <= bound);
     }
 }
@@ -259,7 +268,8 @@ static void test_nf4_double_quant_constant_scales(void **state) {
     assert_int_equal(fc_double_quant_scales(s, 5, 256, q, &absmax, &mean), FC_OK);
     assert_true(absmax == 0.0f && mean == 2.5f);
     assert_int_equal(fc_double_dequant_scales(q, &absmax, &mean, 5, 256, back), FC_OK);
-    for (int i = 0; i < 5; i++) assert_true(back[i] == 2.5f);
+    for (int i = 0; i < 5; i++)
+        assert_true(back[i] == 2.5f);
 }
 
 /* ---- FC_NF4 block dtype ------------------------------------------------------------ */
@@ -269,13 +279,16 @@ static void test_nf4_block_dtype(void **state) {
     float x[128], y[128];
     uint8_t blk[2 * 34];
     rng_state = 9;
-    for (int i = 0; i < 64; i++) x[i] = (float)(0.02 * rng_normal());
-    for (int i = 64; i < 128; i++) x[i] = 0.0f;
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(0.02 * rng_normal());
+    for (int i = 64; i < 128; i++)
+        x[i] = 0.0f;
     assert_int_equal(fc_quant_row_bytes(FC_NF4, 128), sizeof blk);
     assert_int_equal(fc_quantize(FC_NF4, x, blk, 1, 128), FC_OK);
     assert_int_equal(fc_dequantize(FC_NF4, blk, y, 1, 128), FC_OK);
     double amax = 0;
-    for (int i = 0; i < 64; i++) amax = fmax(amax, fabs((double)x[i]));
+    for (int i = 0; i < 64; i++)
+        amax = fmax(amax, fabs((double)x[i]));
     const uint16_t d16 = (uint16_t)(blk[0] | blk[1] << 8);
     assert_int_equal(d16, fc_f32_to_f16((float)amax));
     const double d = fc_f16_to_f32(d16);
@@ -287,8 +300,10 @@ static void test_nf4_block_dtype(void **state) {
     }
     /* the zero block: scale 0, every nibble the 0.0 level (7) */
     assert_int_equal(blk[34] | blk[35], 0);
-    for (int i = 36; i < 68; i++) assert_int_equal(blk[i], 0x77);
-    for (int i = 64; i < 128; i++) assert_true(y[i] == 0.0f);
+    for (int i = 36; i < 68; i++)
+        assert_int_equal(blk[i], 0x77);
+    for (int i = 64; i < 128; i++)
+        assert_true(y[i] == 0.0f);
 }
 
 /* With an absmax that f16 holds exactly, an FC_NF4 block carries the
@@ -299,7 +314,8 @@ static void test_nf4_block_matches_blockwise(void **state) {
     int8_t codes[64];
     uint8_t blk[34], packed[32];
     rng_state = 10;
-    for (int i = 0; i < 64; i++) x[i] = (float)(0.3 * rng_normal());
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(0.3 * rng_normal());
     x[17] = 1.5f; /* the absmax, exact in f16 */
     assert_int_equal(fc_quantize(FC_NF4, x, blk, 1, 64), FC_OK);
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_NF4, x, 64, 64, codes, &scale), FC_OK);
@@ -327,7 +343,8 @@ static void test_nf4_errors(void **state) {
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_NF4, x, 8, 4, c, s), FC_ERR_NON_FINITE);
     x[6] = INFINITY;
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_INT4, x, 8, 4, c, s), FC_ERR_NON_FINITE);
-    for (int i = 0; i < 8; i++) assert_int_equal(c[i], 0x11);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(c[i], 0x11);
     x[6] = 7;
 
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_INT4, x, 8, 4, c, s), FC_OK);
@@ -340,7 +357,8 @@ static void test_nf4_errors(void **state) {
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT4, c, s, 8, 4, y), FC_ERR_INVALID_ARG);
     s[1] = NAN;
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT8, c, s, 8, 4, y), FC_ERR_INVALID_ARG);
-    for (int i = 0; i < 8; i++) assert_true(y[i] == 0.0f);
+    for (int i = 0; i < 8; i++)
+        assert_true(y[i] == 0.0f);
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT8, c, s, 0, 4, y), FC_ERR_INVALID_SHAPE);
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT8, NULL, s, 8, 4, y), FC_ERR_NULL_ARG);
     assert_int_equal(fc_blockq_num_blocks(8, 0), 0);
@@ -348,7 +366,8 @@ static void test_nf4_errors(void **state) {
     const int8_t bad[3] = {0, -9, 1};
     memset(p, 0xCC, sizeof p);
     assert_int_equal(fc_pack_int4(bad, 3, p), FC_ERR_INVALID_ARG);
-    for (int i = 0; i < 4; i++) assert_int_equal(p[i], 0xCC);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(p[i], 0xCC);
     assert_int_equal(fc_pack_int4(NULL, 3, p), FC_ERR_NULL_ARG);
     assert_int_equal(fc_pack_int4(bad, 0, p), FC_OK);
     assert_int_equal(fc_unpack_int4(p, 3, NULL), FC_ERR_NULL_ARG);

@@ -48,8 +48,8 @@ static void expect_bytes(const char *what, const uint8_t *got, const uint8_t *wa
                          size_t row_bytes) {
     for (size_t i = 0; i < n; i++) {
         if (got[i] != want[i]) {
-            fail_msg("%s quantize: row %zu byte %zu: got 0x%02x, ggml 0x%02x", what,
-                     i / row_bytes, i % row_bytes, got[i], want[i]);
+            fail_msg("%s quantize: row %zu byte %zu: got 0x%02x, ggml 0x%02x", what, i / row_bytes,
+                     i % row_bytes, got[i], want[i]);
         }
     }
 }
@@ -138,7 +138,8 @@ static void test_quant_golden_q8_k_zero_row_bsums(void **state) {
     uint8_t blk[292];
     memset(blk, 0xFF, sizeof blk);
     assert_int_equal(fc_quantize(FC_Q8_K, zeros, blk, 1, 256), FC_OK);
-    for (size_t i = 0; i < sizeof blk; i++) assert_int_equal(blk[i], 0);
+    for (size_t i = 0; i < sizeof blk; i++)
+        assert_int_equal(blk[i], 0);
 }
 
 typedef struct named_dtype {
@@ -150,9 +151,9 @@ typedef struct named_dtype {
 static void test_quant_golden_imatrix(void **state) {
     (void)state;
     static const named_dtype types[] = {
-        {"q4_0", FC_Q4_0}, {"q4_1", FC_Q4_1}, {"q5_0", FC_Q5_0}, {"q5_1", FC_Q5_1},
-        {"q2_k", FC_Q2_K}, {"q3_k", FC_Q3_K}, {"q4_k", FC_Q4_K}, {"q5_k", FC_Q5_K},
-        {"q6_k", FC_Q6_K},
+        {"q4_0", FC_Q4_0}, {"q4_1", FC_Q4_1}, {"q5_0", FC_Q5_0},
+        {"q5_1", FC_Q5_1}, {"q2_k", FC_Q2_K}, {"q3_k", FC_Q3_K},
+        {"q4_k", FC_Q4_K}, {"q5_k", FC_Q5_K}, {"q6_k", FC_Q6_K},
     };
     const char *dir = "ggml_extra/imatrix";
     float *input = read_file(dir, "input.f32", sizeof(float) * 4 * 1024);
@@ -173,10 +174,10 @@ static void test_quant_golden_imatrix(void **state) {
 static void test_quant_golden_subnormal(void **state) {
     (void)state;
     static const named_dtype types[] = {
-        {"q4_0", FC_Q4_0},   {"q4_1", FC_Q4_1},   {"q5_0", FC_Q5_0},   {"q5_1", FC_Q5_1},
-        {"q8_0", FC_Q8_0},   {"q8_1", FC_Q8_1},   {"q2_k", FC_Q2_K},   {"q3_k", FC_Q3_K},
-        {"q4_k", FC_Q4_K},   {"q5_k", FC_Q5_K},   {"q6_k", FC_Q6_K},   {"q8_k", FC_Q8_K},
-        {"tq1_0", FC_TQ1_0}, {"tq2_0", FC_TQ2_0}, {"mxfp4", FC_MXFP4}, {"nvfp4", FC_NVFP4},
+        {"q4_0", FC_Q4_0},   {"q4_1", FC_Q4_1},     {"q5_0", FC_Q5_0},   {"q5_1", FC_Q5_1},
+        {"q8_0", FC_Q8_0},   {"q8_1", FC_Q8_1},     {"q2_k", FC_Q2_K},   {"q3_k", FC_Q3_K},
+        {"q4_k", FC_Q4_K},   {"q5_k", FC_Q5_K},     {"q6_k", FC_Q6_K},   {"q8_k", FC_Q8_K},
+        {"tq1_0", FC_TQ1_0}, {"tq2_0", FC_TQ2_0},   {"mxfp4", FC_MXFP4}, {"nvfp4", FC_NVFP4},
         {"q1_0", FC_Q1_0},   {"q2_0", FC_Q2_0_G64},
     };
     const char *dir = "ggml_extra/subnormal";

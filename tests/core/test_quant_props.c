@@ -42,8 +42,8 @@
 
 /* Every block dtype this family set implements (the i-quants live elsewhere). */
 static const fc_dtype owned[] = {
-    FC_Q1_0,  FC_Q2_0,  FC_Q4_0,  FC_Q4_1,  FC_Q5_0,  FC_Q5_1,  FC_Q8_0,
-    FC_Q8_1,  FC_Q2_K,  FC_Q3_K,  FC_Q4_K,  FC_Q5_K,  FC_Q6_K,  FC_Q8_K,
+    FC_Q1_0,  FC_Q2_0,  FC_Q4_0,  FC_Q4_1,  FC_Q5_0,     FC_Q5_1, FC_Q8_0,
+    FC_Q8_1,  FC_Q2_K,  FC_Q3_K,  FC_Q4_K,  FC_Q5_K,     FC_Q6_K, FC_Q8_K,
     FC_TQ1_0, FC_TQ2_0, FC_MXFP4, FC_NVFP4, FC_Q2_0_G64, FC_NF4,
 };
 #define N_OWNED (sizeof owned / sizeof owned[0])
@@ -70,12 +70,18 @@ static double rng_normal(void) {
  * paths), 0.3 N(0,1) with 8 outliers of +-20. */
 static void fill_rows(float *x) {
     rng_state = 12345;
-    for (int j = 0; j < COLS; j++) x[j] = (float)rng_normal();
-    for (int j = 0; j < COLS; j++) x[COLS + j] = (float)(2.0 * rng_uniform() - 1.0);
-    for (int j = 0; j < COLS; j++) x[2 * COLS + j] = (float)(5.0 * rng_normal());
-    for (int j = 0; j < COLS; j++) x[3 * COLS + j] = (float)(fabs(rng_normal()) + 0.5);
-    for (int j = 0; j < COLS; j++) x[4 * COLS + j] = (float)(0.3 * rng_normal());
-    for (int k = 0; k < 8; k++) x[4 * COLS + (int)(rng_uniform() * COLS)] = k % 2 ? 20.0f : -20.0f;
+    for (int j = 0; j < COLS; j++)
+        x[j] = (float)rng_normal();
+    for (int j = 0; j < COLS; j++)
+        x[COLS + j] = (float)(2.0 * rng_uniform() - 1.0);
+    for (int j = 0; j < COLS; j++)
+        x[2 * COLS + j] = (float)(5.0 * rng_normal());
+    for (int j = 0; j < COLS; j++)
+        x[3 * COLS + j] = (float)(fabs(rng_normal()) + 0.5);
+    for (int j = 0; j < COLS; j++)
+        x[4 * COLS + j] = (float)(0.3 * rng_normal());
+    for (int k = 0; k < 8; k++)
+        x[4 * COLS + (int)(rng_uniform() * COLS)] = k % 2 ? 20.0f : -20.0f;
 }
 
 /* Quantizes and dequantizes rows x cols values; returns the dequantized copy. */
@@ -95,7 +101,8 @@ static float *round_trip(fc_dtype dtype, const float *x, int64_t rows, int64_t c
 
 static float group_absmax(const float *x, int n) {
     float a = 0;
-    for (int i = 0; i < n; i++) a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
+    for (int i = 0; i < n; i++)
+        a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
     return a;
 }
 
@@ -110,20 +117,31 @@ static double group_bound(fc_dtype t, const float *x, int n) {
     const double R = mx - mn, slack = 1e-6 * A;
     switch (t) {
     case FC_Q8_0:
-    case FC_Q8_1: return A * (0.5 / 127 + f16) + slack;
-    case FC_Q8_K: return A * 0.5 / 127 + slack;
-    case FC_Q4_0: return A / 8 * (1 + 0x1p-8) + slack;
-    case FC_Q5_0: return A / 16 * (1 + 0x1p-7) + slack;
-    case FC_Q4_1: return R / 30 + (R + fabs(mn)) * f16 + slack;
-    case FC_Q5_1: return R / 62 + (R + fabs(mn)) * f16 + slack;
+    case FC_Q8_1:
+        return A * (0.5 / 127 + f16) + slack;
+    case FC_Q8_K:
+        return A * 0.5 / 127 + slack;
+    case FC_Q4_0:
+        return A / 8 * (1 + 0x1p-8) + slack;
+    case FC_Q5_0:
+        return A / 16 * (1 + 0x1p-7) + slack;
+    case FC_Q4_1:
+        return R / 30 + (R + fabs(mn)) * f16 + slack;
+    case FC_Q5_1:
+        return R / 62 + (R + fabs(mn)) * f16 + slack;
     case FC_Q2_0:
     case FC_Q2_0_G64:
     case FC_TQ1_0:
-    case FC_TQ2_0: return A * (0.5 + f16) + slack;
-    case FC_MXFP4: return A / 4 + slack;
-    case FC_NVFP4: return A * (1.0 + 1.0 / 16) / 6 + slack;
-    case FC_NF4: return A * (1.0 - 0.6961928009986877) / 2 * (1 + f16) + slack;
-    default: fail_msg("no element bound for %s", fc_dtype_name(t));
+    case FC_TQ2_0:
+        return A * (0.5 + f16) + slack;
+    case FC_MXFP4:
+        return A / 4 + slack;
+    case FC_NVFP4:
+        return A * (1.0 + 1.0 / 16) / 6 + slack;
+    case FC_NF4:
+        return A * (1.0 - 0.6961928009986877) / 2 * (1 + f16) + slack;
+    default:
+        fail_msg("no element bound for %s", fc_dtype_name(t));
     }
     return 0;
 }
@@ -131,8 +149,10 @@ static double group_bound(fc_dtype t, const float *x, int n) {
 /* Group over which each bounded format takes its scale. */
 static int bound_group(fc_dtype t) {
     switch (t) {
-    case FC_NVFP4: return 16;
-    default: return (int)fc_dtype_block_elems(t);
+    case FC_NVFP4:
+        return 16;
+    default:
+        return (int)fc_dtype_block_elems(t);
     }
 }
 
@@ -158,15 +178,17 @@ static void check_elementwise_bound(fc_dtype t) {
 
 static void test_quant_props_bound_legacy(void **state) {
     (void)state;
-    const fc_dtype ts[] = {FC_Q8_0, FC_Q8_1, FC_Q4_0, FC_Q4_1, FC_Q5_0, FC_Q5_1, FC_Q2_0,
-                           FC_Q2_0_G64};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) check_elementwise_bound(ts[i]);
+    const fc_dtype ts[] = {FC_Q8_0, FC_Q8_1, FC_Q4_0, FC_Q4_1,
+                           FC_Q5_0, FC_Q5_1, FC_Q2_0, FC_Q2_0_G64};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        check_elementwise_bound(ts[i]);
 }
 
 static void test_quant_props_bound_other(void **state) {
     (void)state;
     const fc_dtype ts[] = {FC_Q8_K, FC_TQ1_0, FC_TQ2_0, FC_MXFP4, FC_NVFP4, FC_NF4};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) check_elementwise_bound(ts[i]);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        check_elementwise_bound(ts[i]);
 }
 
 /* q1_0 keeps only signs: y = +-f16(mean |x| of the 128-block), + when x >= 0.
@@ -179,7 +201,8 @@ static void test_quant_props_q1_0_exact(void **state) {
     float *y = round_trip(FC_Q1_0, x, ROWS, COLS, NULL);
     for (int b = 0; b < ROWS * COLS / 128; b++) {
         float sum = 0;
-        for (int i = 0; i < 128; i++) sum += fabsf(x[b * 128 + i]);
+        for (int i = 0; i < 128; i++)
+            sum += fabsf(x[b * 128 + i]);
         const float d = fc_f16_to_f32(fc_f32_to_f16(sum / 128));
         for (int i = b * 128; i < (b + 1) * 128; i++) {
             assert_true(y[i] == (x[i] >= 0.0f ? d : -d));
@@ -203,14 +226,15 @@ static void test_quant_props_kquant_rmse(void **state) {
     const struct {
         fc_dtype t;
         double max_rel_rmse;
-    } ks[] = {{FC_Q2_K, 0.33}, {FC_Q3_K, 0.17}, {FC_Q4_K, 0.085}, {FC_Q5_K, 0.056},
-              {FC_Q6_K, 0.036}};
+    } ks[] = {
+        {FC_Q2_K, 0.33}, {FC_Q3_K, 0.17}, {FC_Q4_K, 0.085}, {FC_Q5_K, 0.056}, {FC_Q6_K, 0.036}};
     float *x = malloc(sizeof(float) * ROWS * COLS);
     float *w = malloc(sizeof(float) * COLS);
     assert_non_null(x);
     assert_non_null(w);
     fill_rows(x);
-    for (int j = 0; j < COLS; j++) w[j] = 1.0f;
+    for (int j = 0; j < COLS; j++)
+        w[j] = 1.0f;
     for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
         /* the weighted search with flat weights must do as well */
         for (int use_im = 0; use_im < 2; use_im++) {
@@ -252,17 +276,39 @@ static void extreme_row(int kind, float *x) {
     for (int j = 0; j < 256; j++) {
         const double g = rng_normal();
         switch (kind) {
-        case 0: x[j] = (float)(1e-40 * (2 * rng_uniform() - 1)); break; /* subnormals */
-        case 1: x[j] = j % 2 ? 0x1p-149f : -0x1p-149f; break;         /* the smallest */
-        case 2: x[j] = j % 2 ? FLT_MAX : -FLT_MAX; break;
-        case 3: x[j] = FLT_MAX; break;
-        case 4: x[j] = (float)(3e38 * (2 * rng_uniform() - 1)); break;
-        case 5: x[j] = (float)(1e30 * g); break;
-        case 6: x[j] = (float)(7e4 * (2 * rng_uniform() - 1)); break; /* beyond f16 */
-        case 7: x[j] = j % 64 == 5 ? FLT_MAX : (float)(1e-39 * g); break;
-        case 8: x[j] = (float)((g < 0 ? -1 : 1) * pow(10.0, -45 + 83.5 * rng_uniform())); break;
-        case 9: x[j] = (float)(1e5 * g); break;
-        default: x[j] = FLT_MIN * (float)g; break;
+        case 0:
+            x[j] = (float)(1e-40 * (2 * rng_uniform() - 1));
+            break; /* subnormals */
+        case 1:
+            x[j] = j % 2 ? 0x1p-149f : -0x1p-149f;
+            break; /* the smallest */
+        case 2:
+            x[j] = j % 2 ? FLT_MAX : -FLT_MAX;
+            break;
+        case 3:
+            x[j] = FLT_MAX;
+            break;
+        case 4:
+            x[j] = (float)(3e38 * (2 * rng_uniform() - 1));
+            break;
+        case 5:
+            x[j] = (float)(1e30 * g);
+            break;
+        case 6:
+            x[j] = (float)(7e4 * (2 * rng_uniform() - 1));
+            break; /* beyond f16 */
+        case 7:
+            x[j] = j % 64 == 5 ? FLT_MAX : (float)(1e-39 * g);
+            break;
+        case 8:
+            x[j] = (float)((g < 0 ? -1 : 1) * pow(10.0, -45 + 83.5 * rng_uniform()));
+            break;
+        case 9:
+            x[j] = (float)(1e5 * g);
+            break;
+        default:
+            x[j] = FLT_MIN * (float)g;
+            break;
         }
     }
 }
@@ -272,17 +318,19 @@ static void test_quant_props_extreme_rows_finite(void **state) {
     (void)state;
     float x[N_EXTREME * 256];
     rng_state = 99;
-    for (int k = 0; k < N_EXTREME; k++) extreme_row(k, x + 256 * k);
+    for (int k = 0; k < N_EXTREME; k++)
+        extreme_row(k, x + 256 * k);
     float w[256];
-    for (int j = 0; j < 256; j++) w[j] = (float)(j % 7);
+    for (int j = 0; j < 256; j++)
+        w[j] = (float)(j % 7);
     for (size_t t = 0; t < N_OWNED; t++) {
         for (int use_im = 0; use_im < 2; use_im++) {
             float *y = round_trip(owned[t], x, N_EXTREME, 256, use_im ? w : NULL);
             for (int i = 0; i < N_EXTREME * 256; i++) {
                 if (!isfinite(y[i])) {
                     fail_msg("%s%s: extreme row %d col %d (x = %g) dequantized to %g",
-                             fc_dtype_name(owned[t]), use_im ? " (imatrix)" : "", i / 256,
-                             i % 256, (double)x[i], (double)y[i]);
+                             fc_dtype_name(owned[t]), use_im ? " (imatrix)" : "", i / 256, i % 256,
+                             (double)x[i], (double)y[i]);
                 }
             }
             free(y);
@@ -318,13 +366,15 @@ static void expect_quant_error(fc_status want, fc_dtype t, const float *src, int
     uint8_t dst[1024];
     memset(dst, 0x5A, sizeof dst);
     assert_int_equal(fc_quantize_ex(t, src, dst, rows, cols, im, flags), want);
-    for (size_t i = 0; i < sizeof dst; i++) assert_int_equal(dst[i], 0x5A);
+    for (size_t i = 0; i < sizeof dst; i++)
+        assert_int_equal(dst[i], 0x5A);
 }
 
 static void test_quant_props_quantize_errors(void **state) {
     (void)state;
     float x[256] = {0}, im[256], bad[256];
-    for (int j = 0; j < 256; j++) im[j] = 1.0f;
+    for (int j = 0; j < 256; j++)
+        im[j] = 1.0f;
     uint8_t dst[1024];
     assert_int_equal(fc_quantize(FC_Q4_0, NULL, dst, 1, 32), FC_ERR_NULL_ARG);
     assert_int_equal(fc_quantize(FC_Q4_0, x, NULL, 1, 32), FC_ERR_NULL_ARG);
@@ -382,7 +432,8 @@ static void test_quant_props_dequantize_errors(void **state) {
     assert_int_equal(fc_dequantize(FC_Q6_K, src, y, 1, 0), FC_ERR_INVALID_SHAPE);
     assert_int_equal(fc_dequantize(FC_Q8_0, src, y, INT64_C(1) << 40, INT64_C(1) << 30),
                      FC_ERR_OVERFLOW);
-    for (size_t i = 0; i < sizeof y; i++) assert_int_equal(((uint8_t *)y)[i], 0x5A);
+    for (size_t i = 0; i < sizeof y; i++)
+        assert_int_equal(((uint8_t *)y)[i], 0x5A);
 }
 
 /* ---- structure ----------------------------------------------------------------- */
@@ -395,7 +446,8 @@ static void test_quant_props_rows_independent_unaligned(void **state) {
     float im[COLS];
     assert_non_null(x);
     fill_rows(x);
-    for (int j = 0; j < COLS; j++) im[j] = (float)(0.5 + (j % 5));
+    for (int j = 0; j < COLS; j++)
+        im[j] = (float)(0.5 + (j % 5));
     for (size_t t = 0; t < N_OWNED; t++) {
         const size_t rb = fc_quant_row_bytes(owned[t], COLS);
         uint8_t *all = malloc(rb * ROWS), *one = malloc(rb + 1);
@@ -425,13 +477,14 @@ static void test_quant_props_rows_independent_unaligned(void **state) {
 /* Formats without a weighted quantizer in ggml ignore the imatrix. */
 static void test_quant_props_imatrix_ignored(void **state) {
     (void)state;
-    const fc_dtype ts[] = {FC_Q8_0, FC_Q8_1, FC_Q8_K, FC_Q1_0, FC_Q2_0, FC_Q2_0_G64,
+    const fc_dtype ts[] = {FC_Q8_0,  FC_Q8_1,  FC_Q8_K,  FC_Q1_0,  FC_Q2_0, FC_Q2_0_G64,
                            FC_TQ1_0, FC_TQ2_0, FC_MXFP4, FC_NVFP4, FC_NF4};
     float *x = malloc(sizeof(float) * ROWS * COLS);
     float im[COLS];
     assert_non_null(x);
     fill_rows(x);
-    for (int j = 0; j < COLS; j++) im[j] = (float)(j % 3);
+    for (int j = 0; j < COLS; j++)
+        im[j] = (float)(j % 3);
     for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++) {
         const size_t rb = fc_quant_row_bytes(ts[t], COLS);
         uint8_t *a = malloc(rb * ROWS), *b = malloc(rb * ROWS);

@@ -90,8 +90,7 @@ static void mxfp4_block(const float *x, blk_mxfp4 *y) {
     for (int j = 0; j < 32; j++) {
         if (amax < fabsf(x[j])) amax = fabsf(x[j]);
     }
-    const uint8_t e =
-        amax > 0.0f ? fc__q_wrap_u8(fc__q_trunc(floorf(log2f(amax)) - 2 + 127)) : 0;
+    const uint8_t e = amax > 0.0f ? fc__q_wrap_u8(fc__q_trunc(floorf(log2f(amax)) - 2 + 127)) : 0;
     const float d = e8m0_half(e);
     y->e = e;
     for (int j = 0; j < 16; ++j) {
@@ -122,14 +121,16 @@ static void nvfp4_block(const float *x, blk_nvfp4 *y) {
 static fc_status mxfp4_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_mxfp4 *y = dst;
-    for (int64_t i = 0; i < n / 32; i++) mxfp4_block(x + 32 * i, &y[i]);
+    for (int64_t i = 0; i < n / 32; i++)
+        mxfp4_block(x + 32 * i, &y[i]);
     return FC_OK;
 }
 
 static fc_status nvfp4_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_nvfp4 *y = dst;
-    for (int64_t i = 0; i < n / 64; i++) nvfp4_block(x + 64 * i, &y[i]);
+    for (int64_t i = 0; i < n / 64; i++)
+        nvfp4_block(x + 64 * i, &y[i]);
     return FC_OK;
 }
 
@@ -162,8 +163,11 @@ static const fc__quant_fns nvfp4_fns = {nvfp4_row, nvfp4_deq};
 
 const fc__quant_fns *fc__quant_family_fp4(fc_dtype dtype) {
     switch (dtype) {
-    case FC_MXFP4: return &mxfp4_fns;
-    case FC_NVFP4: return &nvfp4_fns;
-    default: return NULL;
+    case FC_MXFP4:
+        return &mxfp4_fns;
+    case FC_NVFP4:
+        return &nvfp4_fns;
+    default:
+        return NULL;
     }
 }

@@ -74,8 +74,8 @@ _Static_assert(sizeof(blk_q8_k) == 292, "q8_k block is 292 bytes");
 static void pack_2bit(const uint8_t *L, uint8_t *qs) {
     for (int j = 0; j < QK_K; j += 128) {
         for (int l = 0; l < 32; ++l) {
-            qs[j / 4 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 |
-                                      L[j + l + 96] << 6);
+            qs[j / 4 + l] =
+                (uint8_t)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
         }
     }
 }
@@ -102,9 +102,10 @@ static void q2k_block_ref(const float *x, blk_q2_k *y) {
     const float q4scale = 15.f;
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l) weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = fc__kq_make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j],
-                                            Laux, -0.5f, 0.1f, 15, true);
+        for (int l = 0; l < 16; ++l)
+            weights[l] = fabsf(x[16 * j + l]);
+        scales[j] = fc__kq_make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                            -0.5f, 0.1f, 15, true);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -136,12 +137,15 @@ static void q2k_block_imatrix(const float *x, blk_q2_k *y, const float *qw_block
     uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
     float mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16] = {0}, weight[16];
     float sumx2 = 0;
-    for (int j = 0; j < QK_K; ++j) sumx2 += x[j] * x[j];
+    for (int j = 0; j < QK_K; ++j)
+        sumx2 += x[j] * x[j];
     float sigma2 = sumx2 / QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
         const float *qw = qw_block + 16 * j;
-        for (int l = 0; l < 16; ++l) weight[l] = qw[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        for (int l = 0; l < 16; ++l) sw[j] += weight[l];
+        for (int l = 0; l < 16; ++l)
+            weight[l] = qw[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+        for (int l = 0; l < 16; ++l)
+            sw[j] += weight[l];
         scales[j] = fc__kq_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
     }
@@ -149,7 +153,8 @@ static void q2k_block_imatrix(const float *x, blk_q2_k *y, const float *qw_block
     float mm = fc__kq_make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
     fc__q_put_f16(y->d, dm);
     fc__q_put_f16(y->dmin, mm);
-    for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
+    for (int j = 0; j < QK_K / 16; ++j)
+        y->scales[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
     q2k_requantize(x, y, L);
     pack_2bit(L, y->qs);
 }
@@ -245,19 +250,23 @@ static void q3k_block_imatrix(const float *x, blk_q3_k *y, const float *qw_block
     int8_t L[QK_K], Ls[QK_K / 16];
     float scales[QK_K / 16], weight[16], sw[QK_K / 16];
     float sumx2 = 0;
-    for (int j = 0; j < QK_K; ++j) sumx2 += x[j] * x[j];
+    for (int j = 0; j < QK_K; ++j)
+        sumx2 += x[j] * x[j];
     float sigma2 = 2 * sumx2 / QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
         const float *qw = qw_block + 16 * j;
-        for (int l = 0; l < 16; ++l) weight[l] = qw[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+        for (int l = 0; l < 16; ++l)
+            weight[l] = qw[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
         float sumw = 0;
-        for (int l = 0; l < 16; ++l) sumw += weight[l];
+        for (int l = 0; l < 16; ++l)
+            sumw += weight[l];
         sw[j] = sumw;
         scales[j] = fc__kq_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weight);
     }
     memset(y->scales, 0, sizeof y->scales);
     float d_block = fc__kq_make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw);
-    for (int j = 0; j < QK_K / 16; ++j) q3k_put_scale(y->scales, j, Ls[j]);
+    for (int j = 0; j < QK_K / 16; ++j)
+        q3k_put_scale(y->scales, j, Ls[j]);
     fc__q_put_f16(y->d, d_block);
     q3k_finish(x, y, L);
 }
@@ -316,9 +325,11 @@ static void k45_scales_ref(const float *x, int nmax, float rmin, int nstep, uint
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < QK_K / 32; ++j) {
         float sum_x2 = 0;
-        for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+        for (int l = 0; l < 32; ++l)
+            sum_x2 += x[32 * j + l] * x[32 * j + l];
         float av_x = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
+        for (int l = 0; l < 32; ++l)
+            weights[l] = av_x + fabsf(x[32 * j + l]);
         scales[j] = fc__kq_make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j],
                                             Laux, rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
@@ -342,13 +353,16 @@ static void k45_scales_imatrix(const float *x, const float *qw_block, int nmax, 
     uint8_t Laux[32], Ls[QK_K / 32], Lm[QK_K / 32];
     float weights[32], sw[QK_K / 32], mins[QK_K / 32], scales[QK_K / 32];
     float sum_x2 = 0;
-    for (int l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
+    for (int l = 0; l < QK_K; ++l)
+        sum_x2 += x[l] * x[l];
     float sigma2 = 2 * sum_x2 / QK_K;
     for (int j = 0; j < QK_K / 32; ++j) {
         const float *qw = qw_block + 32 * j;
-        for (int l = 0; l < 32; ++l) weights[l] = qw[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        for (int l = 0; l < 32; ++l)
+            weights[l] = qw[l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
         float sumw = 0;
-        for (int l = 0; l < 32; ++l) sumw += weights[l];
+        for (int l = 0; l < 32; ++l)
+            sumw += weights[l];
         sw[j] = sumw;
         scales[j] = fc__kq_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j],
                                             Laux, -0.9f, 0.05f, 36, false);
@@ -396,7 +410,8 @@ static void q4k_block(const float *x, blk_q4_k *y, const float *qw_block) {
     k45_requantize(x, y->d, y->dmin, y->scales, 15, L);
     uint8_t *q = y->qs;
     for (int j = 0; j < QK_K; j += 64) {
-        for (int l = 0; l < 32; ++l) q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
+        for (int l = 0; l < 32; ++l)
+            q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
         q += 32;
     }
 }
@@ -562,20 +577,23 @@ static void q8k_block(const float *x, blk_q8_k *y) {
     }
     for (int j = 0; j < QK_K / 16; ++j) {
         int sum = 0;
-        for (int ii = 0; ii < 16; ++ii) sum += y->qs[j * 16 + ii];
+        for (int ii = 0; ii < 16; ++ii)
+            sum += y->qs[j * 16 + ii];
         fc__q_put_u16(y->bsums + 2 * j, (uint16_t)(sum & 0xffff));
     }
     /* Near FLT_MAX, 127 * d can round past FLT_MAX and decode to inf (as it
      * does in ggml); step d toward zero until the largest code stays finite.
      * Codes (all |code| <= 127) are unchanged; only such blocks differ. */
     float d = 1 / iscale;
-    while (fabsf(d * 127.0f) > FLT_MAX) d = nextafterf(d, 0.0f);
+    while (fabsf(d * 127.0f) > FLT_MAX)
+        d = nextafterf(d, 0.0f);
     fc__q_put_f32(y->d, d);
 }
 
 static void q8k_dequant_block(const blk_q8_k *b, float *y) {
     const float d = fc__q_get_f32(b->d);
-    for (int j = 0; j < QK_K; ++j) y[j] = d * (float)b->qs[j];
+    for (int j = 0; j < QK_K; ++j)
+        y[j] = d * (float)b->qs[j];
 }
 
 /* ---- row functions and the family lookup ------------------------------------ */
@@ -596,7 +614,8 @@ static fc_status quant_row(const float *src, void *dst, int64_t n, const float *
 static void dequant_row(const void *src, float *dst, int64_t n, size_t blk_bytes,
                         dequant_block_fn f) {
     const uint8_t *in = src;
-    for (int64_t i = 0; i < n / QK_K; i++) f(in + (size_t)i * blk_bytes, dst + i * QK_K);
+    for (int64_t i = 0; i < n / QK_K; i++)
+        f(in + (size_t)i * blk_bytes, dst + i * QK_K);
 }
 
 static void q2k_quant(const float *x, void *blk, const float *qw) {
@@ -687,12 +706,19 @@ static const fc__quant_fns q8k_fns = {q8k_qrow, q8k_drow};
 
 const fc__quant_fns *fc__quant_family_kquant(fc_dtype dtype) {
     switch (dtype) {
-    case FC_Q2_K: return &q2k_fns;
-    case FC_Q3_K: return &q3k_fns;
-    case FC_Q4_K: return &q4k_fns;
-    case FC_Q5_K: return &q5k_fns;
-    case FC_Q6_K: return &q6k_fns;
-    case FC_Q8_K: return &q8k_fns;
-    default: return NULL;
+    case FC_Q2_K:
+        return &q2k_fns;
+    case FC_Q3_K:
+        return &q3k_fns;
+    case FC_Q4_K:
+        return &q4k_fns;
+    case FC_Q5_K:
+        return &q5k_fns;
+    case FC_Q6_K:
+        return &q6k_fns;
+    case FC_Q8_K:
+        return &q8k_fns;
+    default:
+        return NULL;
     }
 }

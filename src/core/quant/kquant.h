@@ -43,6 +43,7 @@ float fc__kq_make_qkx3_quants(int n, int nmax, const float *x, const float *weig
 /* Non-negative codes in [0, nmax] for non-negative x (the sub-block scales
  * of a super-block) under weights quant_weights: a search over 9 iscales,
  * then up to five passes of coordinate descent. */
-float fc__kq_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *quant_weights);
+float fc__kq_make_qp_quants(int n, int nmax, const float *x, uint8_t *L,
+                            const float *quant_weights);
 
 #endif /* FUCINA_CORE_QUANT_KQUANT_H */

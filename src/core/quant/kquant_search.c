@@ -131,7 +131,8 @@ float fc__kq_make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_
             }
             if (!n_changed) break;
         }
-        for (int i = 0; i < n; ++i) L[i] = fc__q_wrap_i8(L[i] + nmax);
+        for (int i = 0; i < n; ++i)
+            L[i] = fc__q_wrap_i8(L[i] + nmax);
         return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
     }
     for (int i = 0; i < n; ++i) {
@@ -253,13 +254,15 @@ float fc__kq_make_qkx3_quants(int n, int nmax, const float *x, const float *weig
 float fc__kq_make_qp_quants(int n, int nmax, const float *x, uint8_t *L,
                             const float *quant_weights) {
     float max = 0;
-    for (int i = 0; i < n; ++i) max = max > x[i] ? max : x[i];
+    for (int i = 0; i < n; ++i)
+        max = max > x[i] ? max : x[i];
     if (max < FC__KQ_GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
     float iscale = (float)nmax / max;
-    for (int i = 0; i < n; ++i) L[i] = fc__q_wrap_u8(fc__q_nearest_int(iscale * x[i]));
+    for (int i = 0; i < n; ++i)
+        L[i] = fc__q_wrap_u8(fc__q_nearest_int(iscale * x[i]));
     float scale = 1 / iscale;
     float best_mse = 0;
     for (int i = 0; i < n; ++i) {

@@ -156,7 +156,8 @@ static void q5_0_ref(const float *x, blk_q5_0 *y) {
     const float id = d ? 1.0f / d : 0.0f;
     fc__q_put_f16(y->d, d);
     uint8_t L[32];
-    for (int j = 0; j < 32; ++j) L[j] = (uint8_t)trunc_i8_capped(x[j] * id + 16.5f, 31);
+    for (int j = 0; j < 32; ++j)
+        L[j] = (uint8_t)trunc_i8_capped(x[j] * id + 16.5f, 31);
     pack_q5(L, y->qs, y->qh);
 }
 
@@ -169,35 +170,38 @@ static void q5_1_ref(const float *x, blk_q5_1 *y) {
     fc__q_put_f16(y->m, min);
     uint8_t L[32];
     /* ggml converts straight to uint8_t here, with no cap */
-    for (int j = 0; j < 32; ++j) L[j] = fc__q_wrap_u8(fc__q_trunc((x[j] - min) * id + 0.5f));
+    for (int j = 0; j < 32; ++j)
+        L[j] = fc__q_wrap_u8(fc__q_trunc((x[j] - min) * id + 0.5f));
     pack_q5(L, y->qs, y->qh);
 }
 
 /* q8_0 and q8_1 share the scale: d = amax / 127, codes roundf(x / d). */
 static float q8_codes(const float *x, int8_t *qs) {
     float amax = 0.0f;
-    for (int j = 0; j < 32; j++) amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
+    for (int j = 0; j < 32; j++)
+        amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
     const float d = amax / 127;
     const float id = d ? 1.0f / d : 0.0f;
-    for (int j = 0; j < 32; ++j) qs[j] = fc__q_wrap_i8(fc__q_trunc(roundf(x[j] * id)));
+    for (int j = 0; j < 32; ++j)
+        qs[j] = fc__q_wrap_i8(fc__q_trunc(roundf(x[j] * id)));
     return d;
 }
 
-static void q8_0_ref(const float *x, blk_q8_0 *y) {
-    fc__q_put_f16(y->d, q8_codes(x, y->qs));
-}
+static void q8_0_ref(const float *x, blk_q8_0 *y) { fc__q_put_f16(y->d, q8_codes(x, y->qs)); }
 
 static void q8_1_ref(const float *x, blk_q8_1 *y) {
     const float d = q8_codes(x, y->qs);
     fc__q_put_f16(y->d, d);
     int sum = 0;
-    for (int j = 0; j < 32; ++j) sum += y->qs[j];
+    for (int j = 0; j < 32; ++j)
+        sum += y->qs[j];
     fc__q_put_f16(y->s, (float)sum * d);
 }
 
 static void q1_0_ref(const float *x, blk_q1_0 *y) {
     float sum_abs = 0.0f;
-    for (int j = 0; j < 128; j++) sum_abs += fabsf(x[j]);
+    for (int j = 0; j < 128; j++)
+        sum_abs += fabsf(x[j]);
     fc__q_put_f16(y->d, sum_abs / 128);
     memset(y->qs, 0, sizeof y->qs);
     for (int j = 0; j < 128; ++j) {
@@ -228,12 +232,14 @@ static void q2_0_ref(const float *x, int qk, uint8_t *d16, uint8_t *qs) {
 
 static float row_sigma2(const float *x, int64_t n) {
     float sum_x2 = 0;
-    for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+    for (int64_t j = 0; j < n; ++j)
+        sum_x2 += x[j] * x[j];
     return sum_x2 / (float)n;
 }
 
 static void block_weights(const float *xb, const float *qw, float sigma2, float *w) {
-    for (int j = 0; j < 32; ++j) w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+    for (int j = 0; j < 32; ++j)
+        w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
 }
 
 static void q4_0_weighted(const float *xb, const float *qw, float sigma2, blk_q4_0 *y) {
@@ -241,7 +247,8 @@ static void q4_0_weighted(const float *xb, const float *qw, float sigma2, blk_q4
     int8_t L[32];
     block_weights(xb, qw, sigma2, w);
     fc__q_put_f16(y->d, fc__kq_make_qx_quants(32, 8, xb, L, 1, w));
-    for (int j = 0; j < 16; ++j) y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    for (int j = 0; j < 16; ++j)
+        y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
 }
 
 static void q4_1_weighted(const float *xb, const float *qw, float sigma2, blk_q4_1 *y) {
@@ -251,7 +258,8 @@ static void q4_1_weighted(const float *xb, const float *qw, float sigma2, blk_q4
     float d = fc__kq_make_qkx3_quants(32, 15, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
     fc__q_put_f16(y->d, d);
     fc__q_put_f16(y->m, -min);
-    for (int j = 0; j < 16; ++j) y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    for (int j = 0; j < 16; ++j)
+        y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
 }
 
 static void q5_0_weighted(const float *xb, const float *qw, float sigma2, blk_q5_0 *y) {
@@ -260,7 +268,8 @@ static void q5_0_weighted(const float *xb, const float *qw, float sigma2, blk_q5
     uint8_t Lu[32];
     block_weights(xb, qw, sigma2, w);
     fc__q_put_f16(y->d, fc__kq_make_qx_quants(32, 16, xb, L, 1, w));
-    for (int j = 0; j < 32; ++j) Lu[j] = (uint8_t)L[j];
+    for (int j = 0; j < 32; ++j)
+        Lu[j] = (uint8_t)L[j];
     pack_q5(Lu, y->qs, y->qh);
 }
 
@@ -336,36 +345,40 @@ static fc_status q5_1_row(const float *x, void *dst, int64_t n, const float *im,
 static fc_status q8_0_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_q8_0 *y = dst;
-    for (int64_t i = 0; i < n / 32; i++) q8_0_ref(x + 32 * i, &y[i]);
+    for (int64_t i = 0; i < n / 32; i++)
+        q8_0_ref(x + 32 * i, &y[i]);
     return FC_OK;
 }
 
 static fc_status q8_1_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_q8_1 *y = dst;
-    for (int64_t i = 0; i < n / 32; i++) q8_1_ref(x + 32 * i, &y[i]);
+    for (int64_t i = 0; i < n / 32; i++)
+        q8_1_ref(x + 32 * i, &y[i]);
     return FC_OK;
 }
 
 static fc_status q1_0_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_q1_0 *y = dst;
-    for (int64_t i = 0; i < n / 128; i++) q1_0_ref(x + 128 * i, &y[i]);
+    for (int64_t i = 0; i < n / 128; i++)
+        q1_0_ref(x + 128 * i, &y[i]);
     return FC_OK;
 }
 
 static fc_status q2_0_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_q2_0 *y = dst;
-    for (int64_t i = 0; i < n / 128; i++) q2_0_ref(x + 128 * i, 128, y[i].d, y[i].qs);
+    for (int64_t i = 0; i < n / 128; i++)
+        q2_0_ref(x + 128 * i, 128, y[i].d, y[i].qs);
     return FC_OK;
 }
 
-static fc_status q2_0_g64_row(const float *x, void *dst, int64_t n, const float *im,
-                              unsigned fl) {
+static fc_status q2_0_g64_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_q2_0_g64 *y = dst;
-    for (int64_t i = 0; i < n / 64; i++) q2_0_ref(x + 64 * i, 64, y[i].d, y[i].qs);
+    for (int64_t i = 0; i < n / 64; i++)
+        q2_0_ref(x + 64 * i, 64, y[i].d, y[i].qs);
     return FC_OK;
 }
 
@@ -406,7 +419,8 @@ static void q5_0_deq(const void *src, float *y, int64_t n) {
     for (int64_t i = 0; i < n / 32; i++, y += 32) {
         const float d = fc__q_get_f16(b[i].d);
         const uint32_t qh = fc__q_get_u32(b[i].qh);
-        for (int j = 0; j < 32; ++j) y[j] = (float)(q5_code(b[i].qs, qh, j) - 16) * d;
+        for (int j = 0; j < 32; ++j)
+            y[j] = (float)(q5_code(b[i].qs, qh, j) - 16) * d;
     }
 }
 
@@ -426,7 +440,8 @@ static void q8_0_deq(const void *src, float *y, int64_t n) {
     const blk_q8_0 *b = src;
     for (int64_t i = 0; i < n / 32; i++, y += 32) {
         const float d = fc__q_get_f16(b[i].d);
-        for (int j = 0; j < 32; ++j) y[j] = (float)b[i].qs[j] * d;
+        for (int j = 0; j < 32; ++j)
+            y[j] = (float)b[i].qs[j] * d;
     }
 }
 
@@ -434,7 +449,8 @@ static void q8_1_deq(const void *src, float *y, int64_t n) {
     const blk_q8_1 *b = src;
     for (int64_t i = 0; i < n / 32; i++, y += 32) {
         const float d = fc__q_get_f16(b[i].d);
-        for (int j = 0; j < 32; ++j) y[j] = d * (float)b[i].qs[j];
+        for (int j = 0; j < 32; ++j)
+            y[j] = d * (float)b[i].qs[j];
     }
 }
 
@@ -442,23 +458,27 @@ static void q1_0_deq(const void *src, float *y, int64_t n) {
     const blk_q1_0 *b = src;
     for (int64_t i = 0; i < n / 128; i++, y += 128) {
         const float d = fc__q_get_f16(b[i].d), neg_d = -d;
-        for (int j = 0; j < 128; ++j) y[j] = ((b[i].qs[j / 8] >> (j % 8)) & 1) ? d : neg_d;
+        for (int j = 0; j < 128; ++j)
+            y[j] = ((b[i].qs[j / 8] >> (j % 8)) & 1) ? d : neg_d;
     }
 }
 
 static void q2_0_deq_block(const uint8_t *d16, const uint8_t *qs, int qk, float *y) {
     const float d = fc__q_get_f16(d16);
-    for (int j = 0; j < qk; ++j) y[j] = (float)(((qs[j / 4] >> ((j % 4) * 2)) & 3) - 1) * d;
+    for (int j = 0; j < qk; ++j)
+        y[j] = (float)(((qs[j / 4] >> ((j % 4) * 2)) & 3) - 1) * d;
 }
 
 static void q2_0_deq(const void *src, float *y, int64_t n) {
     const blk_q2_0 *b = src;
-    for (int64_t i = 0; i < n / 128; i++) q2_0_deq_block(b[i].d, b[i].qs, 128, y + 128 * i);
+    for (int64_t i = 0; i < n / 128; i++)
+        q2_0_deq_block(b[i].d, b[i].qs, 128, y + 128 * i);
 }
 
 static void q2_0_g64_deq(const void *src, float *y, int64_t n) {
     const blk_q2_0_g64 *b = src;
-    for (int64_t i = 0; i < n / 64; i++) q2_0_deq_block(b[i].d, b[i].qs, 64, y + 64 * i);
+    for (int64_t i = 0; i < n / 64; i++)
+        q2_0_deq_block(b[i].d, b[i].qs, 64, y + 64 * i);
 }
 
 static const fc__quant_fns q4_0_fns = {q4_0_row, q4_0_deq};
@@ -473,15 +493,25 @@ static const fc__quant_fns q2_0_g64_fns = {q2_0_g64_row, q2_0_g64_deq};
 
 const fc__quant_fns *fc__quant_family_legacy(fc_dtype dtype) {
     switch (dtype) {
-    case FC_Q4_0: return &q4_0_fns;
-    case FC_Q4_1: return &q4_1_fns;
-    case FC_Q5_0: return &q5_0_fns;
-    case FC_Q5_1: return &q5_1_fns;
-    case FC_Q8_0: return &q8_0_fns;
-    case FC_Q8_1: return &q8_1_fns;
-    case FC_Q1_0: return &q1_0_fns;
-    case FC_Q2_0: return &q2_0_fns;
-    case FC_Q2_0_G64: return &q2_0_g64_fns;
-    default: return NULL;
+    case FC_Q4_0:
+        return &q4_0_fns;
+    case FC_Q4_1:
+        return &q4_1_fns;
+    case FC_Q5_0:
+        return &q5_0_fns;
+    case FC_Q5_1:
+        return &q5_1_fns;
+    case FC_Q8_0:
+        return &q8_0_fns;
+    case FC_Q8_1:
+        return &q8_1_fns;
+    case FC_Q1_0:
+        return &q1_0_fns;
+    case FC_Q2_0:
+        return &q2_0_fns;
+    case FC_Q2_0_G64:
+        return &q2_0_g64_fns;
+    default:
+        return NULL;
     }
 }

@@ -66,7 +66,8 @@ static bool is_finite(float v) { return (fc__q_f32_bits(v) & 0x7f800000u) != 0x7
 
 static float absmax_of(const float *x, size_t n) {
     float amax = 0.0f;
-    for (size_t i = 0; i < n; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    for (size_t i = 0; i < n; i++)
+        amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
     return amax;
 }
 
@@ -92,7 +93,8 @@ static void nf4_block(const float *x, blk_nf4 *y) {
 static fc_status nf4_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_nf4 *y = dst;
-    for (int64_t i = 0; i < n / 64; i++) nf4_block(x + 64 * i, &y[i]);
+    for (int64_t i = 0; i < n / 64; i++)
+        nf4_block(x + 64 * i, &y[i]);
     return FC_OK;
 }
 
@@ -153,10 +155,9 @@ fc_status fc_blockq_quantize(fc_blockq_kind kind, const float *x, size_t n, size
         const float amax = absmax_of(x + start, len);
         scales[b] = amax;
         for (size_t i = 0; i < len; i++) {
-            /* x / amax is exact enough and never leaves [-1, 1], even when
+            /* x / amax is correctly rounded, so it never leaves [-1, 1], even when
              * amax is subnormal, where 1 / amax would overflow */
-            codes[start + i] = amax > 0.0f ? encode(kind, x[start + i] / amax)
-                                           : encode(kind, 0.0f);
+            codes[start + i] = amax > 0.0f ? encode(kind, x[start + i] / amax) : encode(kind, 0.0f);
         }
     }
     return FC_OK;
@@ -176,7 +177,8 @@ fc_status fc_blockq_dequantize(fc_blockq_kind kind, const int8_t *codes, const f
     for (size_t b = 0; b < nb; b++) {
         if (!is_finite(scales[b]) || scales[b] < 0.0f) return FC_ERR_INVALID_ARG;
     }
-    for (size_t i = 0; i < n; i++) out[i] = decode(kind, codes[i], scales[i / block_size]);
+    for (size_t i = 0; i < n; i++)
+        out[i] = decode(kind, codes[i], scales[i / block_size]);
     return FC_OK;
 }
 
@@ -221,7 +223,8 @@ fc_status fc_double_quant_scales(const float *scales, size_t n_scales, size_t ou
         const float *s = scales + start;
         /* a double sum of <= 2^64 values below FLT_MAX cannot overflow */
         double sum = 0.0;
-        for (size_t i = 0; i < len; i++) sum += s[i];
+        for (size_t i = 0; i < len; i++)
+            sum += s[i];
         const float m = (float)(sum / (double)len);
         /* both operands are >= 0, so each difference is finite */
         float amax = 0.0f;

@@ -54,13 +54,12 @@ size_t fc_quant_row_bytes(fc_dtype dtype, int64_t ncols) {
     return check_geometry(dtype, 1, ncols, &rb, &nv) == FC_OK ? rb : 0;
 }
 
-fc_status fc_quantize(fc_dtype dtype, const float *src, void *dst, int64_t nrows,
-                      int64_t ncols) {
+fc_status fc_quantize(fc_dtype dtype, const float *src, void *dst, int64_t nrows, int64_t ncols) {
     return fc_quantize_ex(dtype, src, dst, nrows, ncols, NULL, 0);
 }
 
-fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nrows,
-                         int64_t ncols, const float *imatrix, unsigned flags) {
+fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nrows, int64_t ncols,
+                         const float *imatrix, unsigned flags) {
     if (!src || !dst) return FC_ERR_NULL_ARG;
     size_t row_bytes, n_values;
     fc_status st = check_geometry(dtype, nrows, ncols, &row_bytes, &n_values);
@@ -80,15 +79,14 @@ fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nr
     if (!fns) return FC_ERR_DTYPE;
     uint8_t *out = dst;
     for (int64_t r = 0; r < nrows; r++) {
-        st = fns->quantize_row(src + (size_t)r * (size_t)ncols, out + (size_t)r * row_bytes,
-                               ncols, imatrix, flags);
+        st = fns->quantize_row(src + (size_t)r * (size_t)ncols, out + (size_t)r * row_bytes, ncols,
+                               imatrix, flags);
         if (st != FC_OK) return st;
     }
     return FC_OK;
 }
 
-fc_status fc_dequantize(fc_dtype dtype, const void *src, float *dst, int64_t nrows,
-                        int64_t ncols) {
+fc_status fc_dequantize(fc_dtype dtype, const void *src, float *dst, int64_t nrows, int64_t ncols) {
     if (!src || !dst) return FC_ERR_NULL_ARG;
     size_t row_bytes, n_values;
     fc_status st = check_geometry(dtype, nrows, ncols, &row_bytes, &n_values);

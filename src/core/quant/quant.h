@@ -71,7 +71,8 @@ static inline uint32_t fc__q_get_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline void fc__q_put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 /* An f16 field as f32 (exact widening). */
 static inline float fc__q_get_f16(const uint8_t *p) { return fc_f16_to_f32(fc__q_get_u16(p)); }
@@ -118,8 +119,6 @@ static inline int fc__q_nearest_int(float v) {
 
 static inline int fc__q_min_i(int a, int b) { return a < b ? a : b; }
 static inline int fc__q_max_i(int a, int b) { return a > b ? a : b; }
-static inline int fc__q_clamp_i(int v, int lo, int hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
+static inline int fc__q_clamp_i(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 #endif /* FUCINA_CORE_QUANT_QUANT_H */

@@ -46,7 +46,8 @@ static int trit(float v) {
 
 static float absmax_scale(const float *x, float *id) {
     float amax = 0.0f;
-    for (int j = 0; j < QK_K; j++) amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
+    for (int j = 0; j < QK_K; j++)
+        amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
     *id = amax ? 1.0f / amax : 0.0f;
     return amax;
 }
@@ -54,7 +55,8 @@ static float absmax_scale(const float *x, float *id) {
 /* Five trits (or four, shifted up one) into one byte. */
 static uint8_t pack_trits(const float *x, size_t stride, int count, float id) {
     unsigned q = 0;
-    for (int n = 0; n < count; ++n) q = (q * 3 + (unsigned)trit(x[(size_t)n * stride] * id)) & 0xffu;
+    for (int n = 0; n < count; ++n)
+        q = (q * 3 + (unsigned)trit(x[(size_t)n * stride] * id)) & 0xffu;
     if (count == 4) q = (q * 3) & 0xffu;
     return (uint8_t)((q * 256 + 242) / 243);
 }
@@ -62,11 +64,14 @@ static uint8_t pack_trits(const float *x, size_t stride, int count, float id) {
 static void tq1_0_block(const float *x, blk_tq1_0 *y) {
     float id;
     fc__q_put_f16(y->d, absmax_scale(x, &id));
-    for (size_t m = 0; m < 32; ++m) y->qs[m] = pack_trits(x + m, 32, 5, id);
+    for (size_t m = 0; m < 32; ++m)
+        y->qs[m] = pack_trits(x + m, 32, 5, id);
     x += 160;
-    for (size_t m = 0; m < 16; ++m) y->qs[32 + m] = pack_trits(x + m, 16, 5, id);
+    for (size_t m = 0; m < 16; ++m)
+        y->qs[32 + m] = pack_trits(x + m, 16, 5, id);
     x += 80;
-    for (size_t j = 0; j < 4; ++j) y->qh[j] = pack_trits(x + j, 4, 4, id);
+    for (size_t j = 0; j < 4; ++j)
+        y->qh[j] = pack_trits(x + j, 4, 4, id);
 }
 
 static void tq2_0_block(const float *x, blk_tq2_0 *y) {
@@ -95,13 +100,16 @@ static void tq1_0_dequant_block(const blk_tq1_0 *b, float *y) {
     static const unsigned pow3[5] = {1, 3, 9, 27, 81};
     const float d = fc__q_get_f16(b->d);
     for (int n = 0; n < 5; ++n) {
-        for (int m = 0; m < 32; ++m) *y++ = unpack_trit(b->qs[m], pow3[n], d);
+        for (int m = 0; m < 32; ++m)
+            *y++ = unpack_trit(b->qs[m], pow3[n], d);
     }
     for (int n = 0; n < 5; ++n) {
-        for (int m = 0; m < 16; ++m) *y++ = unpack_trit(b->qs[32 + m], pow3[n], d);
+        for (int m = 0; m < 16; ++m)
+            *y++ = unpack_trit(b->qs[32 + m], pow3[n], d);
     }
     for (int n = 0; n < 4; ++n) {
-        for (int j = 0; j < 4; ++j) *y++ = unpack_trit(b->qh[j], pow3[n], d);
+        for (int j = 0; j < 4; ++j)
+            *y++ = unpack_trit(b->qh[j], pow3[n], d);
     }
 }
 
@@ -109,7 +117,8 @@ static void tq2_0_dequant_block(const blk_tq2_0 *b, float *y) {
     const float d = fc__q_get_f16(b->d);
     for (int j = 0; j < 64; j += 32) {
         for (int l = 0; l < 4; ++l) {
-            for (int m = 0; m < 32; ++m) *y++ = (float)(((b->qs[j + m] >> (l * 2)) & 3) - 1) * d;
+            for (int m = 0; m < 32; ++m)
+                *y++ = (float)(((b->qs[j + m] >> (l * 2)) & 3) - 1) * d;
         }
     }
 }
@@ -118,22 +127,26 @@ static void tq2_0_dequant_block(const blk_tq2_0 *b, float *y) {
 static fc_status tq1_0_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_tq1_0 *y = dst;
-    for (int64_t i = 0; i < n / QK_K; i++) tq1_0_block(x + i * QK_K, &y[i]);
+    for (int64_t i = 0; i < n / QK_K; i++)
+        tq1_0_block(x + i * QK_K, &y[i]);
     return FC_OK;
 }
 static fc_status tq2_0_row(const float *x, void *dst, int64_t n, const float *im, unsigned fl) {
     (void)im, (void)fl;
     blk_tq2_0 *y = dst;
-    for (int64_t i = 0; i < n / QK_K; i++) tq2_0_block(x + i * QK_K, &y[i]);
+    for (int64_t i = 0; i < n / QK_K; i++)
+        tq2_0_block(x + i * QK_K, &y[i]);
     return FC_OK;
 }
 static void tq1_0_deq(const void *src, float *y, int64_t n) {
     const blk_tq1_0 *b = src;
-    for (int64_t i = 0; i < n / QK_K; i++) tq1_0_dequant_block(&b[i], y + i * QK_K);
+    for (int64_t i = 0; i < n / QK_K; i++)
+        tq1_0_dequant_block(&b[i], y + i * QK_K);
 }
 static void tq2_0_deq(const void *src, float *y, int64_t n) {
     const blk_tq2_0 *b = src;
-    for (int64_t i = 0; i < n / QK_K; i++) tq2_0_dequant_block(&b[i], y + i * QK_K);
+    for (int64_t i = 0; i < n / QK_K; i++)
+        tq2_0_dequant_block(&b[i], y + i * QK_K);
 }
 
 static const fc__quant_fns tq1_0_fns = {tq1_0_row, tq1_0_deq};
@@ -141,8 +154,11 @@ static const fc__quant_fns tq2_0_fns = {tq2_0_row, tq2_0_deq};
 
 const fc__quant_fns *fc__quant_family_ternary(fc_dtype dtype) {
     switch (dtype) {
-    case FC_TQ1_0: return &tq1_0_fns;
-    case FC_TQ2_0: return &tq2_0_fns;
-    default: return NULL;
+    case FC_TQ1_0:
+        return &tq1_0_fns;
+    case FC_TQ2_0:
+        return &tq2_0_fns;
+    default:
+        return NULL;
     }
 }
