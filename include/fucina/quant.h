@@ -7,7 +7,8 @@
  * Blocks are the little-endian byte layouts of ggml's block structs; the
  * reference quantizers reproduce ggml's bytes exactly (tests/data/ggml):
  * fc_quantize(t, x, ...) equals ggml_quantize_chunk(t, x, ..., imatrix=NULL),
- * and fc_dequantize equals ggml's to_float. FC_Q2_0 is the 128-element q2_0
+ * fc_quantize_ex with an imatrix equals ggml_quantize_chunk with that
+ * imatrix, and fc_dequantize equals ggml's to_float. FC_Q2_0 is the 128-element q2_0
  * of PrismML's fork, FC_Q2_0_G64 ggml master's 64-element q2_0; q8_1 and q8_k
  * follow quantize_row_q8_1_ref / quantize_row_q8_K_ref. FC_NF4 (64 elements,
  * {f16 absmax; u8 codes[32]}) is fucina's own: absmax scale, nearest NF4
@@ -18,10 +19,12 @@
  *    block's scale underflows, e.g. rows of f32 subnormals) gives what
  *    x86-64 gives ggml (the "integer indefinite" 0x80000000, then narrowed),
  *    so such rows still match ggml built for x86-64 byte for byte;
- *  - an f16 scale that would be infinite (|scale| > 65504, e.g. rows near
- *    FLT_MAX) saturates to +-65504, and a scale that a degenerate search
- *    left NaN is stored as 0. ggml would store inf/NaN there; fucina keeps
- *    every dequantized value finite for finite input.
+ *  - an f16 field (a scale, a min, q8_1's sum) that would be infinite
+ *    (beyond +-65504, e.g. rows near FLT_MAX, or q8_1 blocks whose code sum
+ *    times the scale passes 65504) saturates to +-65504, and a scale that a
+ *    degenerate search left NaN is stored as 0; q8_k's f32 scale steps
+ *    toward zero until 127 times it is finite. ggml would store inf/NaN
+ *    there; fucina keeps every dequantized value finite for finite input.
  *
  * Part 2: blockwise absmax quantization (seed 004, QLoRA style). n values in
  * consecutive blocks of block_size (the last block may be shorter and is
