@@ -10,9 +10,11 @@
  * whole matrix in one call, as ggml's generator did (its zero row 3 repeats
  * the codes of row 2's last block, see iquant.h).
  */
+/* cmocka.h needs these three first */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -73,14 +75,14 @@ static void check_type(const golden_case *gc, const char *quant_name, const char
                        unsigned flags, bool whole_matrix) {
     const fc__quant_fns *fns = fc__quant_family_iquant(gc->dtype);
     assert_non_null(fns);
-    const size_t row_bytes = (size_t)(COLS / fc_dtype_block_elems(gc->dtype)) *
-                             fc_dtype_size(gc->dtype);
+    const size_t row_bytes =
+        (size_t)(COLS / fc_dtype_block_elems(gc->dtype)) * fc_dtype_size(gc->dtype);
     const size_t nbytes = ROWS * row_bytes;
     float *input = load_file(gc->folder, "input.f32", sizeof(float) * ROWS * COLS);
     uint8_t *want_q = load_file(gc->folder, quant_name, nbytes);
     float *want_dq = load_file(gc->folder, dequant_name, sizeof(float) * ROWS * COLS);
-    float *imatrix = gc->imatrix ? load_file(gc->folder, "imatrix.f32", sizeof(float) * COLS)
-                                 : NULL;
+    float *imatrix =
+        gc->imatrix ? load_file(gc->folder, "imatrix.f32", sizeof(float) * COLS) : NULL;
 
     uint8_t *got_q = malloc(nbytes);
     float *got_dq = malloc(sizeof(float) * ROWS * COLS);
@@ -154,7 +156,8 @@ static void test_iquant_golden_iq4_nl_ref_per_row(void **state) {
         }
         for (size_t b = 0; b < row_bytes / 18; ++b) {
             assert_int_equal(got[18 * b] | got[18 * b + 1], 0); /* d = +0 */
-            for (int j = 2; j < 18; ++j) assert_int_equal(got[18 * b + j], 0x88);
+            for (int j = 2; j < 18; ++j)
+                assert_int_equal(got[18 * b + j], 0x88);
         }
     }
     free(input);

@@ -15,15 +15,24 @@ typedef struct iq_type {
 
 static iq_type type_info(fc_dtype dtype) {
     switch (dtype) {
-    case FC_IQ1_S: return (iq_type){FC__IQ_LAT_IQ1S, FC__IQ_QK, true};
-    case FC_IQ1_M: return (iq_type){FC__IQ_LAT_IQ1S, FC__IQ_QK, false};
-    case FC_IQ2_XXS: return (iq_type){FC__IQ_LAT_IQ2XXS, FC__IQ_QK, true};
-    case FC_IQ2_XS: return (iq_type){FC__IQ_LAT_IQ2XS, FC__IQ_QK, true};
-    case FC_IQ2_S: return (iq_type){FC__IQ_LAT_IQ2S, FC__IQ_QK, false};
-    case FC_IQ3_XXS: return (iq_type){FC__IQ_LAT_IQ3XXS, FC__IQ_QK, false};
-    case FC_IQ3_S: return (iq_type){FC__IQ_LAT_IQ3S, FC__IQ_QK, false};
-    case FC_IQ4_NL: return (iq_type){FC__IQ_LAT_COUNT, FC__IQ4NL_QK, false};
-    default: return (iq_type){FC__IQ_LAT_COUNT, FC__IQ_QK, false}; /* FC_IQ4_XS */
+    case FC_IQ1_S:
+        return (iq_type){FC__IQ_LAT_IQ1S, FC__IQ_QK, true};
+    case FC_IQ1_M:
+        return (iq_type){FC__IQ_LAT_IQ1S, FC__IQ_QK, false};
+    case FC_IQ2_XXS:
+        return (iq_type){FC__IQ_LAT_IQ2XXS, FC__IQ_QK, true};
+    case FC_IQ2_XS:
+        return (iq_type){FC__IQ_LAT_IQ2XS, FC__IQ_QK, true};
+    case FC_IQ2_S:
+        return (iq_type){FC__IQ_LAT_IQ2S, FC__IQ_QK, false};
+    case FC_IQ3_XXS:
+        return (iq_type){FC__IQ_LAT_IQ3XXS, FC__IQ_QK, false};
+    case FC_IQ3_S:
+        return (iq_type){FC__IQ_LAT_IQ3S, FC__IQ_QK, false};
+    case FC_IQ4_NL:
+        return (iq_type){FC__IQ_LAT_COUNT, FC__IQ4NL_QK, false};
+    default:
+        return (iq_type){FC__IQ_LAT_COUNT, FC__IQ_QK, false}; /* FC_IQ4_XS */
     }
 }
 
@@ -35,17 +44,33 @@ static fc_status quantize_any(fc_dtype dtype, const float *src, void *dst, int64
     if (t.needs_imatrix && !imatrix) return FC_ERR_INVALID_ARG;
     if (t.lattice != FC__IQ_LAT_COUNT && !fc__iq_lattice_get(t.lattice)) return FC_ERR_STATE;
     switch (dtype) {
-    case FC_IQ1_S: fc__iq1_s_quantize(src, dst, n, imatrix); break;
-    case FC_IQ1_M: fc__iq1_m_quantize(src, dst, n, imatrix); break;
-    case FC_IQ2_XXS: fc__iq2_xxs_quantize(src, dst, n, imatrix); break;
-    case FC_IQ2_XS: fc__iq2_xs_quantize(src, dst, n, imatrix); break;
-    case FC_IQ2_S: fc__iq2_s_quantize(src, dst, n, imatrix); break;
-    case FC_IQ3_XXS: fc__iq3_xxs_quantize(src, dst, n, imatrix); break;
-    case FC_IQ3_S: fc__iq3_s_quantize(src, dst, n, imatrix); break;
+    case FC_IQ1_S:
+        fc__iq1_s_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ1_M:
+        fc__iq1_m_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ2_XXS:
+        fc__iq2_xxs_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ2_XS:
+        fc__iq2_xs_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ2_S:
+        fc__iq2_s_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ3_XXS:
+        fc__iq3_xxs_quantize(src, dst, n, imatrix);
+        break;
+    case FC_IQ3_S:
+        fc__iq3_s_quantize(src, dst, n, imatrix);
+        break;
     case FC_IQ4_NL:
         fc__iq4_nl_quantize(src, dst, n, imatrix, (flags & FC_QUANT_IQ4NL_REF) != 0);
         break;
-    default: fc__iq4_xs_quantize(src, dst, n, imatrix); break;
+    default:
+        fc__iq4_xs_quantize(src, dst, n, imatrix);
+        break;
     }
     return FC_OK;
 }
@@ -53,15 +78,33 @@ static fc_status quantize_any(fc_dtype dtype, const float *src, void *dst, int64
 static void dequantize_any(fc_dtype dtype, const void *src, float *dst, int64_t n) {
     if (!src || !dst || n <= 0) return;
     switch (dtype) {
-    case FC_IQ1_S: fc__iq1_s_dequantize(src, dst, n); break;
-    case FC_IQ1_M: fc__iq1_m_dequantize(src, dst, n); break;
-    case FC_IQ2_XXS: fc__iq2_xxs_dequantize(src, dst, n); break;
-    case FC_IQ2_XS: fc__iq2_xs_dequantize(src, dst, n); break;
-    case FC_IQ2_S: fc__iq2_s_dequantize(src, dst, n); break;
-    case FC_IQ3_XXS: fc__iq3_xxs_dequantize(src, dst, n); break;
-    case FC_IQ3_S: fc__iq3_s_dequantize(src, dst, n); break;
-    case FC_IQ4_NL: fc__iq4_nl_dequantize(src, dst, n); break;
-    default: fc__iq4_xs_dequantize(src, dst, n); break;
+    case FC_IQ1_S:
+        fc__iq1_s_dequantize(src, dst, n);
+        break;
+    case FC_IQ1_M:
+        fc__iq1_m_dequantize(src, dst, n);
+        break;
+    case FC_IQ2_XXS:
+        fc__iq2_xxs_dequantize(src, dst, n);
+        break;
+    case FC_IQ2_XS:
+        fc__iq2_xs_dequantize(src, dst, n);
+        break;
+    case FC_IQ2_S:
+        fc__iq2_s_dequantize(src, dst, n);
+        break;
+    case FC_IQ3_XXS:
+        fc__iq3_xxs_dequantize(src, dst, n);
+        break;
+    case FC_IQ3_S:
+        fc__iq3_s_dequantize(src, dst, n);
+        break;
+    case FC_IQ4_NL:
+        fc__iq4_nl_dequantize(src, dst, n);
+        break;
+    default:
+        fc__iq4_xs_dequantize(src, dst, n);
+        break;
     }
 }
 
@@ -115,15 +158,25 @@ static const fc__quant_fns fns_iq4_xs = {q_iq4_xs, dq_iq4_xs};
 
 const fc__quant_fns *fc__quant_family_iquant(fc_dtype dtype) {
     switch (dtype) {
-    case FC_IQ1_S: return &fns_iq1_s;
-    case FC_IQ1_M: return &fns_iq1_m;
-    case FC_IQ2_XXS: return &fns_iq2_xxs;
-    case FC_IQ2_XS: return &fns_iq2_xs;
-    case FC_IQ2_S: return &fns_iq2_s;
-    case FC_IQ3_XXS: return &fns_iq3_xxs;
-    case FC_IQ3_S: return &fns_iq3_s;
-    case FC_IQ4_NL: return &fns_iq4_nl;
-    case FC_IQ4_XS: return &fns_iq4_xs;
-    default: return NULL;
+    case FC_IQ1_S:
+        return &fns_iq1_s;
+    case FC_IQ1_M:
+        return &fns_iq1_m;
+    case FC_IQ2_XXS:
+        return &fns_iq2_xxs;
+    case FC_IQ2_XS:
+        return &fns_iq2_xs;
+    case FC_IQ2_S:
+        return &fns_iq2_s;
+    case FC_IQ3_XXS:
+        return &fns_iq3_xxs;
+    case FC_IQ3_S:
+        return &fns_iq3_s;
+    case FC_IQ4_NL:
+        return &fns_iq4_nl;
+    case FC_IQ4_XS:
+        return &fns_iq4_xs;
+    default:
+        return NULL;
     }
 }

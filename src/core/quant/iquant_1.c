@@ -65,7 +65,8 @@ static int iq1_best_neighbour(const fc__iq_lattice *lat, int key, const float *x
         }
     }
     const uint8_t *pg = lat->levels + 8 * (size_t)best;
-    for (int i = 0; i < 8; ++i) L[i] = (int8_t)((pg[i] - 1) / 2);
+    for (int i = 0; i < 8; ++i)
+        L[i] = (int8_t)((pg[i] - 1) / 2);
     return best;
 }
 
@@ -98,21 +99,25 @@ static float refit(const fc__iq_lattice *lat, int ngroups, const int *gidx, cons
 
 static float sigma2_of(const float *xbl) {
     float sumx2 = 0;
-    for (int i = 0; i < FC__IQ_QK; ++i) sumx2 += xbl[i] * xbl[i];
+    for (int i = 0; i < FC__IQ_QK; ++i)
+        sumx2 += xbl[i] * xbl[i];
     return 2 * sumx2 / FC__IQ_QK;
 }
 
 static void make_weights(const float *xb, const float *qw, float sigma2, int n, float *weight) {
     if (qw) {
-        for (int i = 0; i < n; ++i) weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        for (int i = 0; i < n; ++i)
+            weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
     } else {
-        for (int i = 0; i < n; ++i) weight[i] = xb[i] * xb[i];
+        for (int i = 0; i < n; ++i)
+            weight[i] = xb[i] * xb[i];
     }
 }
 
 static float max_abs(const float *xb, int n) {
     float max = fabsf(xb[0]);
-    for (int i = 1; i < n; ++i) max = fc__iq_maxf(max, fabsf(xb[i]));
+    for (int i = 1; i < n; ++i)
+        max = fc__iq_maxf(max, fabsf(xb[i]));
     return max;
 }
 
@@ -153,9 +158,11 @@ static bool iq1_s_split(const float *xb, const float *weight, int8_t *L, float *
         }
     }
     if (best1 < 0 || best2 < 0 || best_shift == 0) return false;
-    for (int j = 0; j < 32; ++j) L[order[j]] = (int8_t)(j < best1 ? 0 : j < best2 ? 1 : 2);
+    for (int j = 0; j < 32; ++j)
+        L[order[j]] = (int8_t)(j < best1 ? 0 : j < best2 ? 1 : 2);
     if (scale < 0) {
-        for (int j = 0; j < 32; ++j) L[j] = (int8_t)(2 - L[j]);
+        for (int j = 0; j < 32; ++j)
+            L[j] = (int8_t)(2 - L[j]);
         scale = -scale;
         best_shift = -best_shift;
     }
@@ -193,7 +200,8 @@ void fc__iq1_s_quantize(const float *x, fc__block_iq1_s *y, int64_t k, const flo
             int gidx[4];
             bool on_grid = true;
             for (int g = 0; g < 4; ++g)
-                gidx[g] = snap_group(lat, xb + 8 * g, weight + 8 * g, scale, lv, L + 8 * g, &on_grid);
+                gidx[g] =
+                    snap_group(lat, xb + 8 * g, weight + 8 * g, scale, lv, L + 8 * g, &on_grid);
             if (!on_grid) scale = refit(lat, 4, gidx, xb, weight, lvs, scale);
             uint16_t h = 0;
             for (int g = 0; g < 4; ++g) {
@@ -216,7 +224,8 @@ void fc__iq1_s_quantize(const float *x, fc__block_iq1_s *y, int64_t k, const flo
                 qh[ib] |= (uint16_t)(l << 12);
             }
         }
-        for (int ib = 0; ib < 8; ++ib) fc__iq_wr16(b->qh + 2 * ib, qh[ib]);
+        for (int ib = 0; ib < 8; ++ib)
+            fc__iq_wr16(b->qh + 2 * ib, qh[ib]);
     }
 }
 
@@ -261,9 +270,11 @@ static bool iq1_m_split(const float *xb, const float *weight, int8_t *L, float *
         }
     }
     if (best1 < 0 || best2 < 0 || best_k < 0) return false;
-    for (int j = 0; j < 16; ++j) L[order[j]] = (int8_t)(j < best1 ? 0 : j < best2 ? 1 : 2);
+    for (int j = 0; j < 16; ++j)
+        L[order[j]] = (int8_t)(j < best1 ? 0 : j < best2 ? 1 : 2);
     if (scale < 0) {
-        for (int j = 0; j < 16; ++j) L[j] = (int8_t)(2 - L[j]);
+        for (int j = 0; j < 16; ++j)
+            L[j] = (int8_t)(2 - L[j]);
         scale = -scale;
         best_k = 3 - best_k; /* both shifts flip */
     }
@@ -276,8 +287,8 @@ static bool iq1_m_split(const float *xb, const float *weight, int8_t *L, float *
  * elements on the chosen points and sub-block codes. Writes the codes into
  * the block (sc, qh shift bits) as it goes and returns d. */
 static float iq1_m_finish(const fc__iq_lattice *lat, fc__block_iq1_m *b, const float *xbl,
-                          const float *qwbl, float sigma2, const float *scales,
-                          const int *patterns, float max_scale, uint16_t *sc) {
+                          const float *qwbl, float sigma2, const float *scales, const int *patterns,
+                          float max_scale, uint16_t *sc) {
     static const uint8_t shift_bits[4] = {0x00, 0x80, 0x08, 0x88};
     float weight[16];
     float d = max_scale / 15;
@@ -332,8 +343,8 @@ void fc__iq1_m_quantize(const float *x, fc__block_iq1_m *y, int64_t k, const flo
             int gidx[2];
             bool on_grid = true;
             for (int g = 0; g < 2; ++g)
-                gidx[g] = snap_group(lat, xb + 8 * g, weight + 8 * g, scale, lvs[g], L + 8 * g,
-                                     &on_grid);
+                gidx[g] =
+                    snap_group(lat, xb + 8 * g, weight + 8 * g, scale, lvs[g], L + 8 * g, &on_grid);
             if (!on_grid) scale = refit(lat, 2, gidx, xb, weight, lvs, scale);
             b->qs[2 * ib] = (uint8_t)(gidx[0] & 255);
             b->qs[2 * ib + 1] = (uint8_t)(gidx[1] & 255);
@@ -352,6 +363,7 @@ void fc__iq1_m_quantize(const float *x, fc__block_iq1_m *y, int64_t k, const flo
         sc[1] |= (uint16_t)((dbits & 0x00f0) << 8);
         sc[2] |= (uint16_t)((dbits & 0x0f00) << 4);
         sc[3] |= (uint16_t)(dbits & 0xf000);
-        for (int i = 0; i < 4; ++i) fc__iq_wr16(b->scales + 2 * i, sc[i]);
+        for (int i = 0; i < 4; ++i)
+            fc__iq_wr16(b->scales + 2 * i, sc[i]);
     }
 }

@@ -29,13 +29,15 @@
  * modulo 256 exactly as in ggml. */
 static float fit_levels(int n, int nmax, const float *x, uint8_t *L, const float *w) {
     float max = 0;
-    for (int i = 0; i < n; ++i) max = fc__iq_maxf(max, x[i]);
+    for (int i = 0; i < n; ++i)
+        max = fc__iq_maxf(max, x[i]);
     if (max < EPS_FIT) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
     float iscale = (float)nmax / max;
-    for (int i = 0; i < n; ++i) L[i] = (uint8_t)fc__iq_nearest_int(iscale * x[i]);
+    for (int i = 0; i < n; ++i)
+        L[i] = (uint8_t)fc__iq_nearest_int(iscale * x[i]);
     float scale = 1 / iscale;
     float best_mse = 0;
     for (int i = 0; i < n; ++i) {
@@ -92,7 +94,8 @@ static float fit_levels(int n, int nmax, const float *x, uint8_t *L, const float
 
 static float sum_squares(const float *x, int n) {
     float s = 0;
-    for (int i = 0; i < n; ++i) s += x[i] * x[i];
+    for (int i = 0; i < n; ++i)
+        s += x[i] * x[i];
     return s;
 }
 
@@ -116,13 +119,16 @@ void fc__iq2_xxs_quantize(const float *x, fc__block_iq2_xxs *y, int64_t k, const
 
         for (int ib = 0; ib < 8; ++ib) {
             const float *xb = xbl + 32 * ib;
-            for (int i = 0; i < 32; ++i) weight[i] = qwbl[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
-            for (int i = 0; i < 32; ++i) waux[i] = sqrtf(weight[i]);
+            for (int i = 0; i < 32; ++i)
+                weight[i] = qwbl[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            for (int i = 0; i < 32; ++i)
+                waux[i] = sqrtf(weight[i]);
             uint8_t signs[4];
             for (int g = 0; g < 4; ++g)
                 signs[g] = fc__iq_fold_signs(xb + 8 * g, weight + 8 * g, xval + 8 * g, true);
             float max = xval[0];
-            for (int i = 1; i < 32; ++i) max = fc__iq_maxf(max, xval[i]);
+            for (int i = 1; i < 32; ++i)
+                max = fc__iq_maxf(max, xval[i]);
             scales[ib] = 0;
             if (max < EPS_IQ2_XXS) continue;
 
@@ -135,7 +141,8 @@ void fc__iq2_xxs_quantize(const float *x, fc__block_iq2_xxs *y, int64_t k, const
             if (scale < 0) {
                 /* the fit came out negative: flip the scale and every sign */
                 scale = -scale;
-                for (int g = 0; g < 4; ++g) signs[g] = (uint8_t)(~signs[g] & 127u);
+                for (int g = 0; g < 4; ++g)
+                    signs[g] = (uint8_t)(~signs[g] & 127u);
             }
             uint32_t sign_word = 0;
             for (int g = 0; g < 4; ++g) {
@@ -172,9 +179,8 @@ typedef struct iq2_16_kind {
 
 /* One super-block of a 16-element type: fills scales (16), gidx (32) and
  * signs (32) and returns the largest sub-block scale. */
-static float iq2_16_superblock(const iq2_16_kind *kind, const fc__iq_lattice *lat,
-                               const float *xbl, const float *qwbl, float *scales, int *gidx,
-                               uint8_t *signs) {
+static float iq2_16_superblock(const iq2_16_kind *kind, const fc__iq_lattice *lat, const float *xbl,
+                               const float *qwbl, float *scales, int *gidx, uint8_t *signs) {
     const fc__iq_search search = {lat, 16, 3, -9, 9, 0.1f, true, FC__IQ_REFINE_OFFGRID};
     float weight[16], waux[16], xval[16];
     int8_t L[16];
@@ -188,14 +194,17 @@ static float iq2_16_superblock(const iq2_16_kind *kind, const fc__iq_lattice *la
             for (int i = 0; i < 16; ++i)
                 weight[i] = qwbl[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
         } else {
-            for (int i = 0; i < 16; ++i) weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+            for (int i = 0; i < 16; ++i)
+                weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
         }
-        for (int i = 0; i < 16; ++i) waux[i] = sqrtf(weight[i]);
+        for (int i = 0; i < 16; ++i)
+            waux[i] = sqrtf(weight[i]);
         for (int g = 0; g < 2; ++g)
             signs[2 * ib + g] =
                 fc__iq_fold_signs(xb + 8 * g, weight + 8 * g, xval + 8 * g, kind->parity_signs);
         float max = xval[0];
-        for (int i = 1; i < 16; ++i) max = fc__iq_maxf(max, xval[i]);
+        for (int i = 1; i < 16; ++i)
+            max = fc__iq_maxf(max, xval[i]);
         memset(L, 0, sizeof L);
         scales[ib] = 0;
         if (max < kind->eps) {
@@ -210,7 +219,8 @@ static float iq2_16_superblock(const iq2_16_kind *kind, const fc__iq_lattice *la
                 signs[2 * ib + g] = (uint8_t)(kind->parity_signs ? flipped & 127u : flipped);
             }
         }
-        for (int g = 0; g < 2; ++g) gidx[2 * ib + g] = fc__iq_grid_index(lat, L + 8 * g);
+        for (int g = 0; g < 2; ++g)
+            gidx[2 * ib + g] = fc__iq_grid_index(lat, L + 8 * g);
         scales[ib] = scale;
         max_scale = fc__iq_maxf(max_scale, scale);
     }
@@ -231,8 +241,7 @@ void fc__iq2_xs_quantize(const float *x, fc__block_iq2_xs *y, int64_t k, const f
         memset(&y[ibl], 0, sizeof y[ibl]);
         if (!max_scale) continue;
         for (int g = 0; g < 32; ++g)
-            if (gidx[g] >= 0)
-                fc__iq_wr16(y[ibl].qs + 2 * g, (uint16_t)(gidx[g] | signs[g] << 9));
+            if (gidx[g] >= 0) fc__iq_wr16(y[ibl].qs + 2 * g, (uint16_t)(gidx[g] | signs[g] << 9));
         float d = max_scale / 31;
         fc__iq_wr16(y[ibl].d, fc_f32_to_f16(d * kind_iq2_xs.d_fudge));
         float id = 1 / d;

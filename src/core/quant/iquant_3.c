@@ -25,21 +25,26 @@
 static float prepare_subblock(const float *xb, const float *qw, float sigma2, bool parity,
                               float *weight, float *waux, float *xval, uint8_t *signs) {
     if (qw) {
-        for (int i = 0; i < 32; ++i) weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        for (int i = 0; i < 32; ++i)
+            weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
     } else {
-        for (int i = 0; i < 32; ++i) weight[i] = xb[i] * xb[i];
+        for (int i = 0; i < 32; ++i)
+            weight[i] = xb[i] * xb[i];
     }
-    for (int i = 0; i < 32; ++i) waux[i] = sqrtf(weight[i]);
+    for (int i = 0; i < 32; ++i)
+        waux[i] = sqrtf(weight[i]);
     for (int g = 0; g < 4; ++g)
         signs[g] = fc__iq_fold_signs(xb + 8 * g, weight + 8 * g, xval + 8 * g, parity);
     float max = xval[0];
-    for (int i = 1; i < 32; ++i) max = fc__iq_maxf(max, xval[i]);
+    for (int i = 1; i < 32; ++i)
+        max = fc__iq_maxf(max, xval[i]);
     return max;
 }
 
 static float sigma2_of(const float *xbl) {
     float sumx2 = 0;
-    for (int i = 0; i < FC__IQ_QK; ++i) sumx2 += xbl[i] * xbl[i];
+    for (int i = 0; i < FC__IQ_QK; ++i)
+        sumx2 += xbl[i] * xbl[i];
     return 2 * sumx2 / FC__IQ_QK;
 }
 
@@ -69,9 +74,11 @@ void fc__iq3_xxs_quantize(const float *x, fc__block_iq3_xxs *y, int64_t k, const
             float scale = fc__iq_search_scale(&search, xval, weight, waux, max, max / 15, L);
             if (scale < 0) {
                 scale = -scale;
-                for (int g = 0; g < 4; ++g) signs[g] = (uint8_t)(~signs[g] & 127u);
+                for (int g = 0; g < 4; ++g)
+                    signs[g] = (uint8_t)(~signs[g] & 127u);
             }
-            for (int g = 0; g < 8; ++g) q3[8 * ib + g] = (uint8_t)fc__iq_grid_index(lat, L + 4 * g);
+            for (int g = 0; g < 8; ++g)
+                q3[8 * ib + g] = (uint8_t)fc__iq_grid_index(lat, L + 4 * g);
             fc__iq_wr32(q3 + 64 + 4 * ib, (uint32_t)signs[0] | (uint32_t)signs[1] << 7 |
                                               (uint32_t)signs[2] << 14 | (uint32_t)signs[3] << 21);
             scales[ib] = scale;
@@ -116,7 +123,8 @@ void fc__iq3_s_quantize(const float *x, fc__block_iq3_s *y, int64_t k, const flo
             float scale = fc__iq_search_scale(&search, xval, weight, waux, max, max / 15, L);
             if (scale < 0) {
                 scale = -scale;
-                for (int g = 0; g < 4; ++g) signs[g] = (uint8_t)~signs[g];
+                for (int g = 0; g < 4; ++g)
+                    signs[g] = (uint8_t)~signs[g];
             }
             for (int g = 0; g < 8; ++g) {
                 int gi = fc__iq_grid_index(lat, L + 4 * g);

@@ -58,9 +58,11 @@ static void fit_block(const float *xb, const float *weight, float id, uint8_t *L
 static float block_scale(const float *xb, const float *qw, float sigma2, int ntry, float *weight,
                          uint8_t *L) {
     if (qw) {
-        for (int j = 0; j < 32; ++j) weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+        for (int j = 0; j < 32; ++j)
+            weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
     } else {
-        for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+        for (int j = 0; j < 32; ++j)
+            weight[j] = xb[j] * xb[j];
     }
     float amax = 0, max = 0;
     for (int j = 0; j < 32; ++j) {
@@ -90,7 +92,8 @@ static float block_scale(const float *xb, const float *qw, float sigma2, int ntr
 
 static float sigma2_of(const float *x, int n) {
     float s = 0;
-    for (int j = 0; j < n; ++j) s += x[j] * x[j];
+    for (int j = 0; j < n; ++j)
+        s += x[j] * x[j];
     return s * (2.f / (float)n);
 }
 
@@ -116,7 +119,8 @@ void fc__iq4_nl_quantize(const float *x, fc__block_iq4_nl *y, int64_t k, const f
         fc__iq_wr16(y[ib].d, fc_f32_to_f16(d));
         if (ntry > 0) {
             float id = d ? 1 / d : 0;
-            for (int j = 0; j < 32; ++j) L[j] = (uint8_t)nearest_level(id * xb[j]);
+            for (int j = 0; j < 32; ++j)
+                L[j] = (uint8_t)nearest_level(id * xb[j]);
         }
         pack_codes(L, 32, y[ib].qs);
     }
@@ -151,7 +155,8 @@ void fc__iq4_xs_quantize(const float *x, fc__block_iq4_xs *y, int64_t k, const f
             float dl = d * (float)l;
             float idl = dl ? 1 / dl : 0.f;
             const float *xb = xbl + 32 * ib;
-            for (int j = 0; j < 32; ++j) L[32 * ib + j] = (uint8_t)nearest_level(idl * xb[j]);
+            for (int j = 0; j < 32; ++j)
+                L[32 * ib + j] = (uint8_t)nearest_level(idl * xb[j]);
             l += 32;
             b->scales_l[ib / 2] |= (uint8_t)((l & 0xf) << 4 * (ib % 2));
             scales_h |= (uint16_t)((l >> 4) << 2 * ib);

@@ -80,8 +80,8 @@ void fc__iq3_xxs_dequantize(const fc__block_iq3_xxs *x, float *y, int64_t k) {
             for (int g = 0; g < 4; ++g) {
                 const unsigned signs = fc__iq_sign_byte(aux >> (7 * g));
                 for (int j = 0; j < 4; ++j) {
-                    y[j] = db * (float)grid_coord32(fc__iq3xxs_grid, q[2 * g], j) *
-                           sign_of(signs, j);
+                    y[j] =
+                        db * (float)grid_coord32(fc__iq3xxs_grid, q[2 * g], j) * sign_of(signs, j);
                     y[j + 4] = db * (float)grid_coord32(fc__iq3xxs_grid, q[2 * g + 1], j) *
                                sign_of(signs, j + 4);
                 }
@@ -105,8 +105,8 @@ void fc__iq3_s_dequantize(const fc__block_iq3_s *x, float *y, int64_t k) {
                 const unsigned signs = x[i].signs[4 * ib + g];
                 for (int j = 0; j < 4; ++j) {
                     y[j] = db * (float)grid_coord32(fc__iq3s_grid, i1, j) * sign_of(signs, j);
-                    y[j + 4] = db * (float)grid_coord32(fc__iq3s_grid, i2, j) *
-                               sign_of(signs, j + 4);
+                    y[j + 4] =
+                        db * (float)grid_coord32(fc__iq3s_grid, i2, j) * sign_of(signs, j + 4);
                 }
                 y += 8;
             }
@@ -134,7 +134,8 @@ void fc__iq1_s_dequantize(const fc__block_iq1_s *x, float *y, int64_t k) {
 void fc__iq1_m_dequantize(const fc__block_iq1_m *x, float *y, int64_t k) {
     for (int64_t i = 0; i < k / FC__IQ_QK; ++i) {
         uint16_t sc[4];
-        for (int s = 0; s < 4; ++s) sc[s] = fc__iq_rd16(x[i].scales + 2 * s);
+        for (int s = 0; s < 4; ++s)
+            sc[s] = fc__iq_rd16(x[i].scales + 2 * s);
         const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
                                           ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
         const float d = fc_f16_to_f32(dbits);
@@ -148,8 +149,8 @@ void fc__iq1_m_dequantize(const fc__block_iq1_m *x, float *y, int64_t k) {
                 const unsigned index = x[i].qs[4 * ib + g] | ((h << (g % 2 ? 4 : 8)) & 0x700);
                 const float delta = h & (g % 2 ? 0x80 : 0x08) ? -0.125f : 0.125f;
                 for (int j = 0; j < 8; ++j)
-                    y[j] = dl[g / 2] *
-                           ((float)(int8_t)grid_coord64(fc__iq1s_grid, index, j) + delta);
+                    y[j] =
+                        dl[g / 2] * ((float)(int8_t)grid_coord64(fc__iq1s_grid, index, j) + delta);
                 y += 8;
             }
         }

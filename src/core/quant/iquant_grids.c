@@ -580,4 +580,4 @@ const uint32_t fc__iq3s_grid[512] = {
 
 /* The 16 non-uniform levels shared by iq4_nl and iq4_xs (ggml kvalues_iq4nl). */
 const int8_t fc__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                      1,    13,   25,  38,  53,  69,  89,  113};
+                                     1,    13,   25,  38,  53,  69,  89,  113};

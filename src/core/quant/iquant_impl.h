@@ -128,7 +128,8 @@ const fc__iq_lattice *fc__iq_lattice_get(fc__iq_lattice_id id);
 /* key of a digit vector; digits must lie in 0..radix-1. */
 static inline int fc__iq_key(const fc__iq_lattice *lat, const int8_t *digits) {
     int key = 0;
-    for (int i = lat->dim - 1; i >= 0; --i) key = key * lat->radix + digits[i];
+    for (int i = lat->dim - 1; i >= 0; --i)
+        key = key * lat->radix + digits[i];
     return key;
 }
 
@@ -163,7 +164,8 @@ static inline uint32_t fc__iq_rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline void fc__iq_wr32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; ++i)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 /* The 8 sign bits of a 7-bit iq2/iq3 sign code: bit 7 restores even parity. */
 static inline uint8_t fc__iq_sign_byte(unsigned code) {
@@ -229,8 +231,7 @@ void fc__iq3_xxs_quantize(const float *x, fc__block_iq3_xxs *y, int64_t k, const
 void fc__iq3_s_quantize(const float *x, fc__block_iq3_s *y, int64_t k, const float *qw);
 void fc__iq1_s_quantize(const float *x, fc__block_iq1_s *y, int64_t k, const float *qw);
 void fc__iq1_m_quantize(const float *x, fc__block_iq1_m *y, int64_t k, const float *qw);
-void fc__iq4_nl_quantize(const float *x, fc__block_iq4_nl *y, int64_t k, const float *qw,
-                         bool ref);
+void fc__iq4_nl_quantize(const float *x, fc__block_iq4_nl *y, int64_t k, const float *qw, bool ref);
 void fc__iq4_xs_quantize(const float *x, fc__block_iq4_xs *y, int64_t k, const float *qw);
 
 void fc__iq2_xxs_dequantize(const fc__block_iq2_xxs *x, float *y, int64_t k);

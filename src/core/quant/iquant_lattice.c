@@ -53,6 +53,7 @@ static uint16_t pool_iq2xxs[POOL_IQ2XXS], pool_iq2xs[POOL_IQ2XS], pool_iq2s[POOL
 static uint16_t pool_iq1s[POOL_IQ1S], pool_iq3xxs[POOL_IQ3XXS], pool_iq3s[POOL_IQ3S];
 
 /* nwant and the grid byte of each digit are ggml's (see iquant_grids.c). */
+/* clang-format off */
 static lattice_spec specs[FC__IQ_LAT_COUNT] = {
     [FC__IQ_LAT_IQ2XXS] = {8, 3, 256, 2, fc__iq2xxs_grid, {8, 25, 43}, levels_iq2xxs, map_iq2xxs,
                            pool_iq2xxs, POOL_IQ2XXS},
@@ -67,6 +68,7 @@ static lattice_spec specs[FC__IQ_LAT_COUNT] = {
     [FC__IQ_LAT_IQ3S] = {4, 8, 512, 3, fc__iq3s_grid, {1, 3, 5, 7, 9, 11, 13, 15}, levels_iq3s,
                          map_iq3s, pool_iq3s, POOL_IQ3S},
 };
+/* clang-format on */
 
 static fc__iq_lattice lattices[FC__IQ_LAT_COUNT];
 static bool built_ok[FC__IQ_LAT_COUNT];
@@ -78,19 +80,22 @@ static unsigned grid_byte(const lattice_spec *sp, int point, int coord) {
 
 /* Grid bytes -> odd levels, and the key map of the grid points. */
 static bool build_levels_and_map(lattice_spec *sp, int nkeys) {
-    for (int key = 0; key < nkeys; ++key) sp->map[key] = -1;
+    for (int key = 0; key < nkeys; ++key)
+        sp->map[key] = -1;
     for (int p = 0; p < sp->ngrid; ++p) {
         int8_t digits[8];
         for (int c = 0; c < sp->dim; ++c) {
             unsigned b = grid_byte(sp, p, c);
             int d = 0;
-            while (d < sp->radix && sp->byte_of_digit[d] != b) ++d;
+            while (d < sp->radix && sp->byte_of_digit[d] != b)
+                ++d;
             if (d == sp->radix) return false; /* a byte the level table lacks */
             digits[c] = (int8_t)d;
             sp->levels[p * sp->dim + c] = (uint8_t)(2 * d + 1);
         }
         int key = 0;
-        for (int c = sp->dim - 1; c >= 0; --c) key = key * sp->radix + digits[c];
+        for (int c = sp->dim - 1; c >= 0; --c)
+            key = key * sp->radix + digits[c];
         if (sp->map[key] >= 0) return false; /* duplicate point */
         sp->map[key] = p;
     }
@@ -103,7 +108,8 @@ static bool build_neighbours(lattice_spec *sp, int nkeys) {
     for (int key = 0; key < nkeys; ++key) {
         if (sp->map[key] >= 0) continue;
         int pos[8];
-        for (int c = 0, k = key; c < sp->dim; ++c, k /= sp->radix) pos[c] = 2 * (k % sp->radix) + 1;
+        for (int c = 0, k = key; c < sp->dim; ++c, k /= sp->radix)
+            pos[c] = 2 * (k % sp->radix) + 1;
 
         uint16_t dist[2048];
         int hist[MAX_DIST2 + 1] = {0};
@@ -157,7 +163,7 @@ static void build_iq3s(void) { build(FC__IQ_LAT_IQ3S); }
 static pthread_once_t once[FC__IQ_LAT_COUNT] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
                                                 PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
                                                 PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
-static void (*const builders[FC__IQ_LAT_COUNT])(void) = {build_iq2xxs, build_iq2xs, build_iq2s,
+static void (*const builders[FC__IQ_LAT_COUNT])(void) = {build_iq2xxs, build_iq2xs,  build_iq2s,
                                                          build_iq1s,   build_iq3xxs, build_iq3s};
 
 const fc__iq_lattice *fc__iq_lattice_get(fc__iq_lattice_id id) {
@@ -185,6 +191,7 @@ int fc__iq_best_neighbour(const fc__iq_lattice *lat, int key, const float *xval,
         }
     }
     const uint8_t *lv = lat->levels + (size_t)best * (size_t)lat->dim;
-    for (int i = 0; i < lat->dim; ++i) L[i] = (int8_t)((lv[i] - 1) / 2);
+    for (int i = 0; i < lat->dim; ++i)
+        L[i] = (int8_t)((lv[i] - 1) / 2);
     return best;
 }

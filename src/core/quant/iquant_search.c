@@ -75,7 +75,8 @@ float fc__iq_search_scale(const fc__iq_search *s, const float *xval, const float
     const int dim = lat->dim, ngroups = s->n / dim;
     int8_t Laux[32];
     bool on_grid[8], on_grid_aux[8];
-    for (int k = 0; k < ngroups; ++k) on_grid[k] = s->start_on_grid;
+    for (int k = 0; k < ngroups; ++k)
+        on_grid[k] = s->start_on_grid;
 
     float best = 0;
     for (int is = s->is_lo; is <= s->is_hi; ++is) {
@@ -99,7 +100,8 @@ float fc__iq_search_scale(const fc__iq_search *s, const float *xval, const float
     }
 
     int n_off = 0;
-    for (int k = 0; k < ngroups; ++k) n_off += !on_grid[k];
+    for (int k = 0; k < ngroups; ++k)
+        n_off += !on_grid[k];
     bool refit = s->refine == FC__IQ_REFINE_ALL ? scale > 0 : (n_off > 0 && scale > 0);
     if (!refit) return scale;
 
