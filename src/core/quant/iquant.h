@@ -44,8 +44,11 @@ typedef struct fc__quant_fns {
  *    (32 for iq4_nl, 256 for the others); n == 0 writes nothing and succeeds;
  *  - FC_ERR_INVALID_ARG when imatrix is NULL for iq2_xxs, iq2_xs or iq1_s,
  *    which ggml only defines with an importance matrix;
+ *  - FC_ERR_STATE if a grid type's lookup tables could not be built (only a
+ *    corrupted grid table could cause it; the tests rule it out);
  *  - flags: FC_QUANT_IQ4NL_REF selects iq4_nl's reference variant; every
  *    other bit is ignored.
+ * Checks run in this order; on any error dst is untouched.
  * In FC_QUANT_IQ4NL_REF mode a block whose largest magnitude is below 1e-15
  * keeps the codes of the block before it in the same call (ggml reuses its
  * code buffer there); the first block of a call starts from code 8 (level +1).

@@ -132,11 +132,14 @@ void fc__iq2_xxs_quantize(const float *x, fc__block_iq2_xxs *y, int64_t k, const
             scales[ib] = 0;
             if (max < EPS_IQ2_XXS) continue;
 
+            /* the starting levels stay in L (read as int8_t, as ggml does)
+             * unless a trial or the refit replaces them */
             uint8_t Lqp[32];
             float scale = fit_levels(32, 4, xval, Lqp, weight);
             float eff_max = scale * 3;
             if (eff_max <= 0) continue;
-            memset(L, 0, sizeof L);
+            for (int i = 0; i < 32; ++i)
+                L[i] = (int8_t)(Lqp[i] <= 127 ? Lqp[i] : Lqp[i] - 256);
             scale = fc__iq_search_scale(&search, xval, weight, waux, eff_max, scale, L);
             if (scale < 0) {
                 /* the fit came out negative: flip the scale and every sign */

@@ -201,9 +201,10 @@ typedef struct fc__iq_search {
 } fc__iq_search;
 
 /* Runs the search from the initial scale `scale`; max is the divisor of the
- * trials. L (n entries) must hold on-grid digits on entry (zeros are on every
- * grid); it receives the digits of the chosen points. Returns the final scale,
- * which may be <= 0 or NaN (then L may be left as it came in). */
+ * trials. L (n entries) receives the digits of the chosen points; when no
+ * trial is accepted and no refit runs (only for NaN scales) it keeps what it
+ * held on entry, which fc__iq_grid_index then maps safely. Returns the final
+ * scale, which may be <= 0 or NaN. */
 float fc__iq_search_scale(const fc__iq_search *s, const float *xval, const float *weight,
                           const float *waux, float max, float scale, int8_t *L);
 
