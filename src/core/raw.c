@@ -19,7 +19,8 @@ static fc_status init_meta(fc_raw *out, fc_buffer *buf, fc_dtype dtype, const in
     memcpy(sshape, shape, sizeof(int64_t) * (size_t)rank);
     sshape[rank - 1] /= fc_dtype_block_elems(dtype);
     fc__shape_contiguous_strides(sshape, rank, out->strides);
-    for (int i = rank; i < FC_MAX_RANK; i++) out->shape[i] = 1, out->strides[i] = 0;
+    for (int i = rank; i < FC_MAX_RANK; i++)
+        out->shape[i] = 1, out->strides[i] = 0;
     return FC_OK;
 }
 
@@ -164,6 +165,8 @@ fc_status fc__raw_view_strided(const fc_raw *src, const int64_t *shape, const in
     v.rank = rank;
     memcpy(v.shape, shape, sizeof(int64_t) * (size_t)rank);
     memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
+    for (int i = rank; i < FC_MAX_RANK; i++)
+        v.shape[i] = 1, v.strides[i] = 0;
     v.offset = src->offset + offset_delta;
     fc__buffer_retain(src->buf);
     *out = v;
@@ -223,8 +226,8 @@ fc_status fc__raw_data_mut(fc_raw *t, void **out) {
  * (sb) in whatever unit they are given. False after the last position, with
  * idx and the offsets back at the start. Offsets only ever describe real
  * element positions, so no pointer past the view is ever formed. */
-static bool odometer_next(int n, const int64_t *dims, int64_t *idx, const int64_t *sa,
-                          int64_t *oa, const int64_t *sb, int64_t *ob) {
+static bool odometer_next(int n, const int64_t *dims, int64_t *idx, const int64_t *sa, int64_t *oa,
+                          const int64_t *sb, int64_t *ob) {
     for (int i = n - 1; i >= 0; i--) {
         if (++idx[i] < dims[i]) {
             *oa += sa[i];
@@ -263,7 +266,8 @@ static void walk_plan(const fc_raw *t, walk *w) {
     /* maximal contiguous suffix */
     int64_t expect = 1;
     int k = r;
-    while (k > 0 && s[k - 1] == expect) expect *= d[--k];
+    while (k > 0 && s[k - 1] == expect)
+        expect *= d[--k];
     if (k < r || r == 0) {
         w->strided = false;
         w->inner_stride = es;
@@ -276,16 +280,27 @@ static void walk_plan(const fc_raw *t, walk *w) {
         w->per = d[r - 1];
         w->n = r - 1;
     }
-    for (int i = 0; i < w->n; i++) w->dims[i] = d[i], w->strides[i] = s[i] * es;
+    for (int i = 0; i < w->n; i++)
+        w->dims[i] = d[i], w->strides[i] = s[i] * es;
 }
 
 static inline void copy_elem(char *dst, const char *src, int64_t es) {
     switch (es) {
-    case 1: *dst = *src; break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, (size_t)es); break;
+    case 1:
+        *dst = *src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, (size_t)es);
+        break;
     }
 }
 
@@ -294,7 +309,8 @@ static inline void copy_elem(char *dst, const char *src, int64_t es) {
 static void walk_copy(const walk *w, const char *base, int64_t *idx, int64_t pos, int64_t elems,
                       char *dst) {
     int64_t off = 0; /* bytes from base to the current inner part */
-    for (int i = 0; i < w->n; i++) off += idx[i] * w->strides[i];
+    for (int i = 0; i < w->n; i++)
+        off += idx[i] * w->strides[i];
     for (;;) {
         int64_t take = w->per - pos < elems ? w->per - pos : elems;
         const char *p = base + off;
@@ -412,7 +428,8 @@ fc_status fc__raw_fill(fc_raw *t, const void *value) {
     int64_t n = fc__raw_numel(t);
     if (fc__raw_is_contiguous(t)) {
         char *p = fc__raw_base(t);
-        for (int64_t i = 0; i < n; i++) copy_elem(p + i * es, value, es);
+        for (int64_t i = 0; i < n; i++)
+            copy_elem(p + i * es, value, es);
         return FC_OK;
     }
     /* strided fill: rows of the last axis, the outer axes by odometer */
@@ -421,7 +438,8 @@ fc_status fc__raw_fill(fc_raw *t, const void *value) {
     char *p = fc__raw_base(t);
     int64_t idx[FC_MAX_RANK] = {0}, off = 0; /* in elements */
     do {
-        for (int64_t j = 0; j < inner; j++) copy_elem(p + (off + j * is) * es, value, es);
+        for (int64_t j = 0; j < inner; j++)
+            copy_elem(p + (off + j * is) * es, value, es);
     } while (odometer_next(r - 1, t->shape, idx, t->strides, &off, NULL, NULL));
     return FC_OK;
 }

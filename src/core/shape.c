@@ -41,7 +41,8 @@ fc_status fc__shape_storage_numel(fc_dtype dtype, const int64_t *shape, int rank
 
 int64_t fc__shape_product(const int64_t *dims, int n) {
     int64_t p = 1;
-    for (int i = 0; i < n; i++) p *= dims[i];
+    for (int i = 0; i < n; i++)
+        p *= dims[i];
     return p;
 }
 
@@ -94,8 +95,8 @@ fc_status fc__shape_broadcast(const int64_t *a, int ra, const int64_t *b, int rb
     return FC_OK;
 }
 
-void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer,
-                             int64_t *dim, int64_t *inner) {
+void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer, int64_t *dim,
+                             int64_t *inner) {
     *outer = fc__shape_product(shape, axis);
     *dim = shape[axis];
     *inner = fc__shape_product(shape + axis + 1, rank - axis - 1);

@@ -45,8 +45,8 @@ bool fc__shape_equal(const int64_t *a, int ra, const int64_t *b, int rb);
 fc_status fc__shape_broadcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *out,
                               int *rank_out);
 /* (outer, axis, inner) decomposition around axis (already normalised). */
-void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer,
-                             int64_t *dim, int64_t *inner);
+void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer, int64_t *dim,
+                             int64_t *inner);
 /* Normalise a possibly negative axis (-rank..rank-1); FC_ERR_AXIS when out of
  * range, FC_ERR_NULL_ARG for a NULL out (untouched on error). */
 fc_status fc__shape_norm_axis(int axis, int rank, int *out);

@@ -177,7 +177,8 @@ static void run_race(int pairs, hook_log *log) {
                      FC_OK);
     log->expected = sh.buf;
     sh.pairs = pairs;
-    for (int i = 1; i < NTHREADS; i++) fc__buffer_retain(sh.buf); /* one per thread */
+    for (int i = 1; i < NTHREADS; i++)
+        fc__buffer_retain(sh.buf); /* one per thread */
     assert_int_equal(refs_of(sh.buf), NTHREADS);
     assert_int_equal(pthread_barrier_init(&sh.start, NULL, NTHREADS), 0);
     assert_int_equal(pthread_barrier_init(&sh.before_final, NULL, NTHREADS), 0);
@@ -186,7 +187,8 @@ static void run_race(int pairs, hook_log *log) {
         args[i].index = i;
         assert_int_equal(pthread_create(&th[i], NULL, race_thread, &args[i]), 0);
     }
-    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
     pthread_barrier_destroy(&sh.start);
     pthread_barrier_destroy(&sh.before_final);
 }
@@ -210,7 +212,8 @@ static void test_buffer_threaded_release_once(void **state) {
         assert_true(fct_counting_clean(&g_alloc));
     }
     int total = 0;
-    for (int i = 0; i < NTHREADS; i++) total += seen[i];
+    for (int i = 0; i < NTHREADS; i++)
+        total += seen[i];
     assert_int_equal(total, 100);
 }
 
@@ -256,8 +259,10 @@ static void test_buffer_generation(void **state) {
     /* concurrent mutable accesses each count exactly once */
     pthread_t th[4];
     gen_race g = {b, 1000};
-    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, gen_thread, &g), 0);
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, gen_thread, &g), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
     assert_int_equal(fc__buffer_generation(b), 4004);
     fc__buffer_release(b);
 }
@@ -270,7 +275,8 @@ static void test_buffer_borrowed_read_only(void **state) {
      * report the later use and the counting allocator a foreign free */
     unsigned char *mem = malloc(48);
     assert_non_null(mem);
-    for (int i = 0; i < 48; i++) mem[i] = (unsigned char)i;
+    for (int i = 0; i < 48; i++)
+        mem[i] = (unsigned char)i;
     fc_buffer *b = NULL;
     assert_int_equal(fc__buffer_borrow(ALLOC, mem, 48, true, NULL, NULL, &b), FC_OK);
     assert_ptr_equal(fc__buffer_data(b), mem);
@@ -286,7 +292,8 @@ static void test_buffer_borrowed_read_only(void **state) {
     fc__buffer_release(b);
     fc__buffer_release(b);
     assert_true(fct_counting_clean(&g_alloc));
-    for (int i = 0; i < 48; i++) assert_int_equal(mem[i], i); /* still ours, intact */
+    for (int i = 0; i < 48; i++)
+        assert_int_equal(mem[i], i); /* still ours, intact */
     free(mem);
 
     /* stack memory too: freeing it would crash */

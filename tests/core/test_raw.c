@@ -41,7 +41,8 @@ static fc_raw make_f32(const int64_t *shape, int rank) {
     int64_t n = fc__shape_product(shape, rank);
     float vals[256];
     assert_true(n <= 256);
-    for (int64_t i = 0; i < n; i++) vals[i] = (float)(i + 1);
+    for (int64_t i = 0; i < n; i++)
+        vals[i] = (float)(i + 1);
     assert_int_equal(
         fc__raw_from_data(ALLOC, FC_F32, shape, rank, vals, (size_t)n * sizeof(float), &t), FC_OK);
     return t;
@@ -49,7 +50,8 @@ static fc_raw make_f32(const int64_t *shape, int rank) {
 
 static float at_f32(const fc_raw *t, const int64_t *idx) {
     int64_t off = t->offset;
-    for (int i = 0; i < t->rank; i++) off += idx[i] * t->strides[i];
+    for (int i = 0; i < t->rank; i++)
+        off += idx[i] * t->strides[i];
     float v;
     memcpy(&v, (const char *)t->buf->data + off * 4, 4);
     return v;
@@ -73,12 +75,13 @@ static void test_raw_empty_zeros(void **state) {
     assert_int_equal(fc__raw_numel(&t), 24);
     assert_int_equal((uintptr_t)t.buf->data % FC_BUFFER_ALIGN, 0);
     fc__raw_release(&t);
-    assert_null(t.buf); /* poisoned */
+    assert_null(t.buf);  /* poisoned */
     fc__raw_release(&t); /* and a second release is then harmless */
     fc__raw_release(NULL);
 
     assert_int_equal(fc__raw_zeros(ALLOC, FC_F64, (int64_t[]){3, 5}, 2, &t), FC_OK);
-    for (size_t i = 0; i < t.buf->nbytes; i++) assert_int_equal(((unsigned char *)t.buf->data)[i], 0);
+    for (size_t i = 0; i < t.buf->nbytes; i++)
+        assert_int_equal(((unsigned char *)t.buf->data)[i], 0);
     fc__raw_release(&t);
 
     /* block dtype: strides count blocks, the shape stays logical */
@@ -137,16 +140,15 @@ static void test_raw_from_data(void **state) {
 
     /* block dtype from storage elements: 4 x 64 q8_0 is 8 blocks of 34 bytes */
     unsigned char blocks[8 * 34];
-    for (size_t i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i * 7);
+    for (size_t i = 0; i < sizeof blocks; i++)
+        blocks[i] = (unsigned char)(i * 7);
     assert_int_equal(
-        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, sizeof blocks, &t),
-        FC_OK);
+        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, sizeof blocks, &t), FC_OK);
     assert_int_equal(fc__raw_storage_numel(&t), 8);
     assert_memory_equal(t.buf->data, blocks, sizeof blocks);
     fc__raw_release(&t);
-    assert_int_equal(
-        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, 4 * 64, &t),
-        FC_ERR_DATA_LENGTH); /* logical bytes are not storage bytes */
+    assert_int_equal(fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, 4 * 64, &t),
+                     FC_ERR_DATA_LENGTH); /* logical bytes are not storage bytes */
 }
 
 static void test_raw_from_borrowed(void **state) {
@@ -168,9 +170,9 @@ static void test_raw_from_borrowed(void **state) {
     assert_true(mem[5] == 6.0f); /* released the header, not the bytes */
 
     const float ro[4] = {9, 8, 7, 6};
-    assert_int_equal(fc__raw_from_borrowed(ALLOC, FC_F32, (int64_t[]){4}, 1, (void *)ro,
-                                           sizeof ro, true, &t),
-                     FC_OK);
+    assert_int_equal(
+        fc__raw_from_borrowed(ALLOC, FC_F32, (int64_t[]){4}, 1, (void *)ro, sizeof ro, true, &t),
+        FC_OK);
     assert_int_equal(fc__raw_data_mut(&t, &p), FC_ERR_READ_ONLY);
     assert_int_equal(fc__buffer_generation(t.buf), 0);
     const void *cp = NULL;
@@ -365,8 +367,8 @@ static void test_raw_view_strided_bounds(void **state) {
     assert_int_equal(fc__raw_view_strided(&x, (int64_t[]){0}, (int64_t[]){1}, 1, 0, &v),
                      FC_ERR_INVALID_SHAPE);
     /* zero strides may repeat one element any number of times */
-    assert_int_equal(
-        fc__raw_view_strided(&x, (int64_t[]){1000, 7}, (int64_t[]){0, 0}, 2, 11, &v), FC_OK);
+    assert_int_equal(fc__raw_view_strided(&x, (int64_t[]){1000, 7}, (int64_t[]){0, 0}, 2, 11, &v),
+                     FC_OK);
     assert_true(at_f32(&v, (int64_t[]){999, 6}) == 12.0f);
     /* a view of a view: bounds are the buffer's, the delta is relative */
     fc_raw w;
@@ -428,7 +430,8 @@ static void test_raw_broadcast_to(void **state) {
 static void test_raw_block_identity_only(void **state) {
     (void)state;
     unsigned char blocks[8 * 34];
-    for (size_t i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i ^ 0x5C);
+    for (size_t i = 0; i < sizeof blocks; i++)
+        blocks[i] = (unsigned char)(i ^ 0x5C);
     fc_raw w, v;
     assert_int_equal(
         fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, sizeof blocks, &w), FC_OK);
@@ -598,16 +601,15 @@ static void test_raw_view_tour(void **state) {
     /* a non-f32 raw tensor */
     fc_raw ids;
     const uint16_t idv[6] = {1, 2, 3, 4, 5, 6};
-    assert_int_equal(
-        fc__raw_from_data(ALLOC, FC_U16, (int64_t[]){2, 3}, 2, idv, sizeof idv, &ids), FC_OK);
+    assert_int_equal(fc__raw_from_data(ALLOC, FC_U16, (int64_t[]){2, 3}, 2, idv, sizeof idv, &ids),
+                     FC_OK);
     assert_int_equal(((const uint16_t *)ids.buf->data)[5], 6);
 
     /* block-quantized: last axis logical, storage in blocks (4*64/32 == 8) */
     unsigned char blocks[8 * 34] = {0};
     fc_raw w;
     assert_int_equal(
-        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, sizeof blocks, &w),
-        FC_OK);
+        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){4, 64}, 2, blocks, sizeof blocks, &w), FC_OK);
     assert_int_equal(fc__raw_storage_numel(&w), 8);
 
     fc__raw_release(&w);
@@ -624,18 +626,12 @@ static void test_raw_view_tour(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        T(test_raw_empty_zeros),
-        T(test_raw_from_data),
-        T(test_raw_from_borrowed),
-        T(test_raw_from_buffer_steals),
-        T(test_raw_oom_sweep),
-        T(test_raw_views_share_storage),
-        T(test_raw_reshape),
-        T(test_raw_view_strided_bounds),
-        T(test_raw_broadcast_to),
-        T(test_raw_block_identity_only),
-        T(test_raw_data_access),
-        T(test_raw_can_take_in_place),
+        T(test_raw_empty_zeros),   T(test_raw_from_data),
+        T(test_raw_from_borrowed), T(test_raw_from_buffer_steals),
+        T(test_raw_oom_sweep),     T(test_raw_views_share_storage),
+        T(test_raw_reshape),       T(test_raw_view_strided_bounds),
+        T(test_raw_broadcast_to),  T(test_raw_block_identity_only),
+        T(test_raw_data_access),   T(test_raw_can_take_in_place),
         T(test_raw_view_tour),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,8 @@
  * named views (transposed, narrowed, stepped, broadcast, size-1 axes,
  * rank 8) and on thousands of random strided views. Every test runs on a
  * counting allocator and must leave nothing allocated. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,7 +54,8 @@ static fc_raw make_base(fc_dtype dt, int64_t n, uint64_t seed) {
     size_t bytes = (size_t)n * fc_dtype_size(dt);
     unsigned char *v = malloc(bytes);
     assert_non_null(v);
-    for (size_t i = 0; i < bytes; i++) v[i] = (unsigned char)rnd(&seed);
+    for (size_t i = 0; i < bytes; i++)
+        v[i] = (unsigned char)rnd(&seed);
     fc_raw t;
     assert_int_equal(fc__raw_from_data(ALLOC, dt, (int64_t[]){n}, 1, v, bytes, &t), FC_OK);
     free(v);
@@ -73,8 +76,8 @@ static void ref_copy(const fc_raw *t, unsigned char *dst) {
     size_t es = fc_dtype_size(t->dtype);
     int64_t n = fc__raw_numel(t);
     for (int64_t lin = 0; lin < n; lin++)
-        memcpy(dst + (size_t)lin * es, (const unsigned char *)t->buf->data + ref_offset(t, lin) * es,
-               es);
+        memcpy(dst + (size_t)lin * es,
+               (const unsigned char *)t->buf->data + ref_offset(t, lin) * es, es);
 }
 
 /* copy_to, clone and copy_range over random splits, all against ref_copy. */
@@ -245,10 +248,17 @@ static void random_view(const fc_raw *base, uint64_t *rng, fc_raw *out, coverage
         }
         for (int i = 0; i < rank; i++) {
             switch (rnd(rng) % 10) {
-            case 0: strides[i] = 0; break;
-            case 1: strides[i] = rnd(rng) % 10; break;
-            case 2: strides[i] *= 2; break;
-            default: break;
+            case 0:
+                strides[i] = 0;
+                break;
+            case 1:
+                strides[i] = rnd(rng) % 10;
+                break;
+            case 2:
+                strides[i] *= 2;
+                break;
+            default:
+                break;
             }
         }
         if (rnd(rng) % 3 == 0) { /* a random permutation of the axes */
@@ -260,7 +270,8 @@ static void random_view(const fc_raw *base, uint64_t *rng, fc_raw *out, coverage
             }
         }
         int64_t reach = 0;
-        for (int i = 0; i < rank; i++) reach += (dims[i] - 1) * strides[i];
+        for (int i = 0; i < rank; i++)
+            reach += (dims[i] - 1) * strides[i];
         if (reach >= cap) continue;
         int64_t delta = (int64_t)(rnd(rng) % (uint32_t)(cap - reach));
         /* the first start that reaches past the end is refused */
@@ -314,10 +325,10 @@ static void test_raw_copy_range_every_split(void **state) {
     (void)state;
     fc_raw x = make_base(FC_F32, 24, 9);
     fc_raw views[4];
-    views[0] = view(&x, (int64_t[]){2, 3, 4}, (int64_t[]){12, 4, 1}, 3, 0);  /* contiguous */
-    views[1] = view(&x, (int64_t[]){4, 3, 2}, (int64_t[]){1, 4, 12}, 3, 0);  /* transposed */
-    views[2] = view(&x, (int64_t[]){2, 2, 6}, (int64_t[]){12, 0, 2}, 3, 1);  /* zero + step */
-    views[3] = view(&x, (int64_t[]){3, 2, 4}, (int64_t[]){4, 0, 1}, 3, 12);  /* run + zero */
+    views[0] = view(&x, (int64_t[]){2, 3, 4}, (int64_t[]){12, 4, 1}, 3, 0); /* contiguous */
+    views[1] = view(&x, (int64_t[]){4, 3, 2}, (int64_t[]){1, 4, 12}, 3, 0); /* transposed */
+    views[2] = view(&x, (int64_t[]){2, 2, 6}, (int64_t[]){12, 0, 2}, 3, 1); /* zero + step */
+    views[3] = view(&x, (int64_t[]){3, 2, 4}, (int64_t[]){4, 0, 1}, 3, 12); /* run + zero */
     for (int vi = 0; vi < 4; vi++) {
         const fc_raw *v = &views[vi];
         int64_t n = fc__raw_numel(v);
@@ -346,6 +357,54 @@ static void test_raw_copy_range_every_split(void **state) {
         assert_int_equal(fc__raw_copy_range(v, &one, n, 0), FC_OK);
         fc__raw_release(&views[vi]);
     }
+    fc__raw_release(&x);
+}
+
+/* Disjoint ranges of one view copied from several threads at once (how the
+ * exec layer parallelises a large materialisation) give copy_to's result. */
+typedef struct range_job {
+    const fc_raw *v;
+    unsigned char *dst;
+    int64_t start, count;
+    fc_status st;
+} range_job;
+
+static void *range_thread(void *arg) {
+    range_job *j = arg;
+    size_t es = fc_dtype_size(j->v->dtype);
+    j->st = fc__raw_copy_range(j->v, j->dst + (size_t)j->start * es, j->start, j->count);
+    return NULL;
+}
+
+static void test_raw_copy_range_concurrent(void **state) {
+    (void)state;
+    fc_raw x = make_base(FC_I16, 96 * 70, 77);
+    /* a transposed, stepped view: every other column of a 96x70 block */
+    fc_raw v = view(&x, (int64_t[]){35, 96}, (int64_t[]){2, 70}, 2, 1);
+    int64_t n = fc__raw_numel(&v);
+    size_t bytes = (size_t)n * 2;
+    unsigned char *want = malloc(bytes), *got = malloc(bytes);
+    assert_non_null(want);
+    assert_non_null(got);
+    ref_copy(&v, want);
+    memset(got, 0, bytes);
+    enum { NT = 6 };
+    range_job jobs[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        /* uneven split points that fall inside rows */
+        int64_t a = n * i / NT + (i ? 7 : 0), b = i + 1 < NT ? n * (i + 1) / NT + 7 : n;
+        jobs[i] = (range_job){&v, got, a, b - a, FC_ERR_STATE};
+        assert_int_equal(pthread_create(&th[i], NULL, range_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].st, FC_OK);
+    }
+    assert_memory_equal(got, want, bytes);
+    free(want);
+    free(got);
+    fc__raw_release(&v);
     fc__raw_release(&x);
 }
 
@@ -458,11 +517,11 @@ static void test_raw_copy_into_refusals(void **state) {
     assert_int_equal(fc__buffer_generation(b.buf), 0);
     /* block tensors: a contiguous copy works, a strided one is refused untouched */
     unsigned char blocks[4 * 34];
-    for (size_t i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i * 3);
+    for (size_t i = 0; i < sizeof blocks; i++)
+        blocks[i] = (unsigned char)(i * 3);
     fc_raw q, q2, qb;
     assert_int_equal(
-        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){2, 64}, 2, blocks, sizeof blocks, &q),
-        FC_OK);
+        fc__raw_from_data(ALLOC, FC_Q8_0, (int64_t[]){2, 64}, 2, blocks, sizeof blocks, &q), FC_OK);
     assert_int_equal(fc__raw_zeros(ALLOC, FC_Q8_0, (int64_t[]){2, 64}, 2, &q2), FC_OK);
     assert_int_equal(fc__raw_copy_into(&q, &q2), FC_OK);
     assert_memory_equal(q2.buf->data, blocks, sizeof blocks);
@@ -474,7 +533,8 @@ static void test_raw_copy_into_refusals(void **state) {
     memset(q2.buf->data, 0, sizeof blocks);
     assert_int_equal(fc__raw_copy_into(&qb, &q2), FC_ERR_UNSUPPORTED_VIEW);
     assert_int_equal(fc__buffer_generation(q2.buf), gen);
-    for (size_t i = 0; i < sizeof blocks; i++) assert_int_equal(((unsigned char *)q2.buf->data)[i], 0);
+    for (size_t i = 0; i < sizeof blocks; i++)
+        assert_int_equal(((unsigned char *)q2.buf->data)[i], 0);
     fc__raw_release(&qb);
     fc__raw_release(&q1);
     fc__raw_release(&q2);
@@ -510,7 +570,8 @@ static void test_raw_clone_independent(void **state) {
     assert_int_equal(fc__raw_fill(&c, &z), FC_OK);
     assert_memory_equal(x.buf->data, before, sizeof before);
     ((double *)x.buf->data)[7] = 1234.5;
-    for (int i = 0; i < 6; i++) assert_true(((double *)c.buf->data)[i] == 0.0);
+    for (int i = 0; i < 6; i++)
+        assert_true(((double *)c.buf->data)[i] == 0.0);
     fc__raw_release(&c);
     assert_int_equal(fc__raw_clone(ALLOC, NULL, &c), FC_ERR_NULL_ARG);
     assert_int_equal(fc__raw_clone(ALLOC, &v, NULL), FC_ERR_NULL_ARG);
@@ -556,8 +617,8 @@ static void test_raw_fill_strided(void **state) {
         v = view(&x, (int64_t[]){3, 1, 4}, (int64_t[]){10, 99, 2}, 3, 100);
         check_fill(&v, val);
         fc__raw_release(&v);
-        v = view(&x, (int64_t[]){2, 2, 2, 2, 2, 2, 2, 1}, (int64_t[]){1, 2, 4, 8, 16, 32, 64, 5},
-                 8, 0);
+        v = view(&x, (int64_t[]){2, 2, 2, 2, 2, 2, 2, 1}, (int64_t[]){1, 2, 4, 8, 16, 32, 64, 5}, 8,
+                 0);
         check_fill(&v, val);
         fc__raw_release(&v);
         v = view(&x, (int64_t[]){1}, (int64_t[]){1}, 1, 255);
@@ -579,13 +640,10 @@ static void test_raw_fill_strided(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        T(test_raw_copy_named_views),
-        T(test_raw_copy_innermost_broadcast),
-        T(test_raw_copy_random_views),
-        T(test_raw_copy_range_every_split),
-        T(test_raw_copy_into_strided_dst),
-        T(test_raw_copy_into_refusals),
-        T(test_raw_clone_independent),
+        T(test_raw_copy_named_views),      T(test_raw_copy_innermost_broadcast),
+        T(test_raw_copy_random_views),     T(test_raw_copy_range_every_split),
+        T(test_raw_copy_range_concurrent), T(test_raw_copy_into_strided_dst),
+        T(test_raw_copy_into_refusals),    T(test_raw_clone_independent),
         T(test_raw_fill_strided),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -197,7 +197,8 @@ static void test_shape_contiguous_strides(void **state) {
     assert_int_equal(st[2], 1);
     int64_t s8[8] = {2, 2, 2, 2, 2, 2, 2, 2};
     fc__shape_contiguous_strides(s8, 8, st);
-    for (int i = 0; i < 8; i++) assert_int_equal(st[i], (int64_t)1 << (7 - i));
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(st[i], (int64_t)1 << (7 - i));
     assert_true(fc__shape_is_contiguous(s8, st, 8));
 }
 
@@ -233,13 +234,16 @@ static void test_shape_is_contiguous_size1_axes(void **state) {
     int checked = 0, contiguous = 0;
     for (int rank = 1; rank <= 3; rank++) {
         int nshapes = 1, nstrides = 1;
-        for (int i = 0; i < rank; i++) nshapes *= 3, nstrides *= 7;
+        for (int i = 0; i < rank; i++)
+            nshapes *= 3, nstrides *= 7;
         for (int si = 0; si < nshapes; si++) {
             int64_t shape[3];
-            for (int i = 0, c = si; i < rank; i++, c /= 3) shape[i] = 1 + c % 3;
+            for (int i = 0, c = si; i < rank; i++, c /= 3)
+                shape[i] = 1 + c % 3;
             for (int ti = 0; ti < nstrides; ti++) {
                 int64_t strides[3];
-                for (int i = 0, c = ti; i < rank; i++, c /= 7) strides[i] = c % 7;
+                for (int i = 0, c = ti; i < rank; i++, c /= 7)
+                    strides[i] = c % 7;
                 bool want = ref_contiguous(shape, strides, rank);
                 assert_int_equal(fc__shape_is_contiguous(shape, strides, rank), want);
                 checked++;
@@ -277,7 +281,8 @@ static void expect_bcast_refused(const int64_t *a, int ra, const int64_t *b, int
     assert_int_equal(fc__shape_broadcast(a, ra, b, rb, out, &r), FC_ERR_SHAPE_MISMATCH);
     assert_int_equal(fc__shape_broadcast(b, rb, a, ra, out, &r), FC_ERR_SHAPE_MISMATCH);
     assert_int_equal(r, -9);
-    for (int i = 0; i < FC_MAX_RANK; i++) assert_int_equal(out[i], -9);
+    for (int i = 0; i < FC_MAX_RANK; i++)
+        assert_int_equal(out[i], -9);
 }
 
 static void test_shape_broadcast_seed_examples(void **state) {

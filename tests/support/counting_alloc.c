@@ -81,7 +81,9 @@ void fct_counting_init(fct_counting *c) {
     atomic_init(&c->fail_after, -1);
 }
 
-void fct_counting_fail_after(fct_counting *c, long n) { atomic_store(&c->fail_after, n < 0 ? -1 : n); }
+void fct_counting_fail_after(fct_counting *c, long n) {
+    atomic_store(&c->fail_after, n < 0 ? -1 : n);
+}
 
 bool fct_counting_clean(fct_counting *c) {
     return atomic_load(&c->live_blocks) == 0 && atomic_load(&c->live_bytes) == 0 &&
@@ -92,8 +94,7 @@ void fct_counting_report(fct_counting *c, const char *label) {
     fprintf(stderr,
             "%s: live_blocks=%ld live_bytes=%ld allocs=%ld frees=%ld failed=%ld bad_frees=%ld "
             "misaligned=%ld\n",
-            label ? label : "allocator", atomic_load(&c->live_blocks),
-            atomic_load(&c->live_bytes), atomic_load(&c->total_allocs),
-            atomic_load(&c->total_frees), atomic_load(&c->failed), atomic_load(&c->bad_frees),
-            atomic_load(&c->misaligned));
+            label ? label : "allocator", atomic_load(&c->live_blocks), atomic_load(&c->live_bytes),
+            atomic_load(&c->total_allocs), atomic_load(&c->total_frees), atomic_load(&c->failed),
+            atomic_load(&c->bad_frees), atomic_load(&c->misaligned));
 }
