@@ -6,7 +6,8 @@
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
- *   fucina/autograd.h gradients, backward, grad mode
+ *   fucina/autograd.h gradients, backward, grad mode, gradcheck
+ *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -17,5 +18,6 @@
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
 #include "fucina/autograd.h"
+#include "fucina/optim.h"
 
 #endif /* FUCINA_H */
