@@ -43,6 +43,7 @@ static fc_status new_header(const fc_allocator *a, fc_buffer **out) {
     b->alloc = *a;
     b->release = NULL;
     b->release_ctx = NULL;
+    b->pool_next = NULL;
     *out = b;
     return FC_OK;
 }
