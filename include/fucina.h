@@ -6,6 +6,7 @@
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
+ *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  */
@@ -17,6 +18,7 @@
 #include "fucina/alloc.h"
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
+#include "fucina/matmul.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
 
