@@ -72,13 +72,14 @@ extern "C" {
 
 /* ---- ggml block formats ---------------------------------------------------- */
 
-/* Flags for fc_quantize_ex. */
-enum {
-    /* iq4_nl only: use ggml's quantize_row_iq4_nl_ref (the type trait's
-     * from_float_ref, no scale search) instead of ggml_quantize_chunk's
-     * searching quantizer. Any other dtype refuses it (FC_ERR_INVALID_ARG). */
-    FC_QUANT_IQ4NL_REF = 1u << 0
-};
+/* Flag for fc_quantize_ex, iq4_nl only: use ggml's quantize_row_iq4_nl_ref
+ * (the type trait's from_float_ref, no scale search) instead of
+ * ggml_quantize_chunk's searching quantizer. Like ggml's function applied
+ * to the contiguous matrix, it runs over all rows as one sequence (an
+ * all-zero block repeats the codes of the block before it; see
+ * core/quant/iquant.h) and takes no imatrix (one given is ignored). Any
+ * other dtype refuses the flag (FC_ERR_INVALID_ARG). */
+#define FC_QUANT_IQ4NL_REF 1u
 
 /* Bytes of one quantized row of ncols values: ncols / block_elems * block
  * bytes. Returns 0 when dtype is not a block dtype, ncols < 1, ncols is not

@@ -196,6 +196,49 @@ static void test_quant_golden_subnormal(void **state) {
     free(input);
 }
 
+/* The i-quants (implemented in core/quant/iquant*.c, tested there against
+ * the same files) reached through the public entry points: the registry
+ * must find them, pass the imatrix of the three types that require one, and
+ * run FC_QUANT_IQ4NL_REF over the whole matrix as ggml's from_float_ref did. */
+static void test_quant_golden_iquant_public_api(void **state) {
+    (void)state;
+    static const struct {
+        const char *folder;
+        fc_dtype dtype;
+        int needs_imatrix;
+    } types[] = {
+        {"iq1_s", FC_IQ1_S, 1},   {"iq1_m", FC_IQ1_M, 0},   {"iq2_xxs", FC_IQ2_XXS, 1},
+        {"iq2_xs", FC_IQ2_XS, 1}, {"iq2_s", FC_IQ2_S, 0},   {"iq3_xxs", FC_IQ3_XXS, 0},
+        {"iq3_s", FC_IQ3_S, 0},   {"iq4_nl", FC_IQ4_NL, 0}, {"iq4_xs", FC_IQ4_XS, 0},
+    };
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "ggml/%s", types[t].folder);
+        const size_t qbytes = ROWS * fc_quant_row_bytes(types[t].dtype, COLS);
+        float *input = read_file(dir, "input.f32", sizeof(float) * ROWS * COLS);
+        uint8_t *golden_q = read_file(dir, "quant.bin", qbytes);
+        uint32_t *golden_dq = read_file(dir, "dequant.f32", sizeof(float) * ROWS * COLS);
+        float *im =
+            types[t].needs_imatrix ? read_file(dir, "imatrix.f32", sizeof(float) * COLS) : NULL;
+        check_against(types[t].folder, types[t].dtype, input, ROWS, COLS, im, golden_q, golden_dq);
+        free(input);
+        free(golden_q);
+        free(golden_dq);
+        free(im);
+    }
+    float *input = read_file("ggml/iq4_nl", "input.f32", sizeof(float) * ROWS * COLS);
+    uint8_t *ref_q = read_file("ggml/iq4_nl", "quant_ref.bin", ROWS * 576);
+    uint8_t *q = malloc(ROWS * 576);
+    assert_non_null(q);
+    memset(q, 0xA5, ROWS * 576);
+    assert_int_equal(fc_quantize_ex(FC_IQ4_NL, input, q, ROWS, COLS, NULL, FC_QUANT_IQ4NL_REF),
+                     FC_OK);
+    expect_bytes("iq4_nl quant_ref.bin", q, ref_q, ROWS * 576, 576);
+    free(input);
+    free(ref_q);
+    free(q);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant_golden_q4_0),
@@ -220,6 +263,7 @@ int main(void) {
         cmocka_unit_test(test_quant_golden_q8_k_zero_row_bsums),
         cmocka_unit_test(test_quant_golden_imatrix),
         cmocka_unit_test(test_quant_golden_subnormal),
+        cmocka_unit_test(test_quant_golden_iquant_public_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,10 @@ fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int64_t nr
     }
     const fc__quant_fns *fns = family_of(dtype);
     if (!fns) return FC_ERR_DTYPE;
+    if (flags & FC_QUANT_IQ4NL_REF) {
+        /* rows are contiguous blocks in src and dst alike (no padding) */
+        return fns->quantize_row(src, dst, (int64_t)n_values, NULL, flags);
+    }
     uint8_t *out = dst;
     for (int64_t r = 0; r < nrows; r++) {
         st = fns->quantize_row(src + (size_t)r * (size_t)ncols, out + (size_t)r * row_bytes, ncols,

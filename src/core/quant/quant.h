@@ -8,6 +8,9 @@
  * already checked pointers, shapes, flags and the imatrix, refused
  * non-finite input, and hands over one row at a time (n = ncols, a nonzero
  * multiple of the block size; imatrix NULL or ncols finite weights >= 0).
+ * The one exception is iq4_nl with FC_QUANT_IQ4NL_REF: the whole matrix in
+ * one call (n = nrows * ncols, imatrix NULL), as ggml's from_float_ref runs
+ * over a contiguous matrix.
  *
  * Block structs are declared with byte arrays only (alignment 1), so a
  * caller's buffer needs no alignment, and multi-byte fields are read and
@@ -32,6 +35,10 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* core/quant/iquant.h carries an identical copy behind the same guard, so
+ * either header may come first. */
+#ifndef FC__QUANT_FNS_DEFINED
+#define FC__QUANT_FNS_DEFINED
 typedef struct fc__quant_fns {
     /* Quantizes one row of n values. Returns FC_OK (families whose work
      * cannot fail) or a status the family documents. */
@@ -40,6 +47,7 @@ typedef struct fc__quant_fns {
     /* Dequantizes one row of n values. Cannot fail. */
     void (*dequantize_row)(const void *src, float *dst, int64_t n);
 } fc__quant_fns;
+#endif
 
 const fc__quant_fns *fc__quant_family_legacy(fc_dtype dtype);  /* legacy.c */
 const fc__quant_fns *fc__quant_family_kquant(fc_dtype dtype);  /* kquant.c */
