@@ -1,0 +1,131 @@
+/* io_testutil.h - helpers for the io tests: a counting allocator that can
+ * fail the Nth allocation (SQLite's out-of-memory sweep), scratch
+ * directories, and whole-file reads. Header-only and static so each test
+ * binary gets its own copy. */
+#ifndef FUCINA_TESTS_IO_TESTUTIL_H
+#define FUCINA_TESTS_IO_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "fucina/io.h"
+
+/* ---- counting allocator ------------------------------------------------------ */
+
+typedef struct io_count {
+    fc_allocator a;
+    long live, allocs, bad_size;
+    long fail_after; /* -1: never; N: the (N+1)th allocation and later fail */
+    size_t live_bytes;
+} io_count;
+
+typedef struct io_hdr {
+    size_t size;
+    void *base;
+} io_hdr;
+
+static void *io_count_alloc(void *user, size_t size, size_t align) {
+    io_count *c = user;
+    if (c->fail_after >= 0 && c->allocs >= c->fail_after) return NULL;
+    if (align < 16) align = 16;
+    char *base = malloc(size + align + sizeof(io_hdr));
+    if (!base) return NULL;
+    uintptr_t p = ((uintptr_t)base + sizeof(io_hdr) + align - 1) & ~(uintptr_t)(align - 1);
+    io_hdr h = {size, base};
+    memcpy((char *)p - sizeof h, &h, sizeof h);
+    c->allocs++;
+    c->live++;
+    c->live_bytes += size;
+    return (void *)p;
+}
+
+static void io_count_free(void *user, void *ptr, size_t size) {
+    io_count *c = user;
+    io_hdr h;
+    memcpy(&h, (char *)ptr - sizeof h, sizeof h);
+    if (h.size != size) c->bad_size++;
+    c->live--;
+    c->live_bytes -= h.size;
+    free(h.base);
+}
+
+static void io_count_init(io_count *c) {
+    memset(c, 0, sizeof *c);
+    c->a.alloc = io_count_alloc;
+    c->a.free = io_count_free;
+    c->a.user = c;
+    c->fail_after = -1;
+}
+
+/* Every allocation freed, every free with the size asked for. */
+static void io_count_assert_clean(const io_count *c) {
+    assert_int_equal(c->live, 0);
+    assert_int_equal(c->bad_size, 0);
+    assert_int_equal((long)c->live_bytes, 0);
+}
+
+/* ---- files ---------------------------------------------------------------------- */
+
+/* A fresh scratch directory under the build tree (or /tmp). */
+static void io_scratch_dir(char *out, size_t cap, const char *tag) {
+    snprintf(out, cap, "%s/io-scratch-%s-%ld", FUCINA_BINARY_DIR, tag, (long)getpid());
+    mkdir(out, 0777);
+}
+
+static void io_path(char *out, size_t cap, const char *dir, const char *name) {
+    snprintf(out, cap, "%s/%s", dir, name);
+}
+
+/* Whole file into malloc'ed memory (NULL when it cannot be read). */
+static uint8_t *io_read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+static void io_write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (size) assert_int_equal(fwrite(data, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Number of entries in dir whose name contains ".tmp-" (leftover temporaries). */
+static int io_count_temps(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '\\.tmp-'", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1) n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+static void io_rm_rf(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+#endif /* FUCINA_TESTS_IO_TESTUTIL_H */
