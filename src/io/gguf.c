@@ -224,6 +224,9 @@ static int cmp_offset(const void *a, const void *b) {
 /* Id 42: the layout whose size fits the room before the next tensor. */
 static fc_status resolve_q2(gguf_tensor *t, uint64_t room, uint64_t align, const fc_io_opts *o) {
     static const fc_dtype cand[2] = {FC_Q2_0_G64, FC_Q2_0};
+    uint64_t g64;
+    fc_status st = tensor_bytes(t, FC_Q2_0_G64, &g64); /* the finer block: a shape error */
+    if (st != FC_OK) return st;                        /* here is one for both layouts */
     int fits = 0;
     fc_dtype pick = FC_Q2_0_G64;
     uint64_t sizes[2] = {0, 0};

@@ -5,6 +5,12 @@
 #ifndef FUCINA_TESTS_IO_TESTUTIL_H
 #define FUCINA_TESTS_IO_TESTUTIL_H
 
+/* popen, mkdir, umask: POSIX. Include this header first. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE
+#endif
+
+#include <dirent.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +39,7 @@ typedef struct io_hdr {
     void *base;
 } io_hdr;
 
-static void *io_count_alloc(void *user, size_t size, size_t align) {
+static inline void *io_count_alloc(void *user, size_t size, size_t align) {
     io_count *c = user;
     if (c->fail_after >= 0 && c->allocs >= c->fail_after) return NULL;
     if (align < 16) align = 16;
@@ -48,7 +54,7 @@ static void *io_count_alloc(void *user, size_t size, size_t align) {
     return (void *)p;
 }
 
-static void io_count_free(void *user, void *ptr, size_t size) {
+static inline void io_count_free(void *user, void *ptr, size_t size) {
     io_count *c = user;
     io_hdr h;
     memcpy(&h, (char *)ptr - sizeof h, sizeof h);
@@ -58,7 +64,7 @@ static void io_count_free(void *user, void *ptr, size_t size) {
     free(h.base);
 }
 
-static void io_count_init(io_count *c) {
+static inline void io_count_init(io_count *c) {
     memset(c, 0, sizeof *c);
     c->a.alloc = io_count_alloc;
     c->a.free = io_count_free;
@@ -67,7 +73,7 @@ static void io_count_init(io_count *c) {
 }
 
 /* Every allocation freed, every free with the size asked for. */
-static void io_count_assert_clean(const io_count *c) {
+static inline void io_count_assert_clean(const io_count *c) {
     assert_int_equal(c->live, 0);
     assert_int_equal(c->bad_size, 0);
     assert_int_equal((long)c->live_bytes, 0);
@@ -76,17 +82,18 @@ static void io_count_assert_clean(const io_count *c) {
 /* ---- files ---------------------------------------------------------------------- */
 
 /* A fresh scratch directory under the build tree (or /tmp). */
-static void io_scratch_dir(char *out, size_t cap, const char *tag) {
+static inline void io_scratch_dir(char *out, size_t cap, const char *tag) {
     snprintf(out, cap, "%s/io-scratch-%s-%ld", FUCINA_BINARY_DIR, tag, (long)getpid());
     mkdir(out, 0777);
 }
 
-static void io_path(char *out, size_t cap, const char *dir, const char *name) {
+static inline void io_path(char *out, size_t cap, const char *dir, const char *name) {
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
 /* Whole file into malloc'ed memory (NULL when it cannot be read). */
-static uint8_t *io_read_file(const char *path, size_t *size) {
+static inline uint8_t *io_read_file(const char *path, size_t *size) {
+    *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -102,7 +109,7 @@ static uint8_t *io_read_file(const char *path, size_t *size) {
     return buf;
 }
 
-static void io_write_file(const char *path, const void *data, size_t size) {
+static inline void io_write_file(const char *path, const void *data, size_t size) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     if (size) assert_int_equal(fwrite(data, 1, size, f), size);
@@ -110,22 +117,37 @@ static void io_write_file(const char *path, const void *data, size_t size) {
 }
 
 /* Number of entries in dir whose name contains ".tmp-" (leftover temporaries). */
-static int io_count_temps(const char *dir) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '\\.tmp-'", dir);
-    FILE *p = popen(cmd, "r");
-    int n = -1;
-    if (p) {
-        if (fscanf(p, "%d", &n) != 1) n = -1;
-        pclose(p);
-    }
+static inline int io_count_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strstr(e->d_name, ".tmp-")) n++;
+    closedir(d);
     return n;
 }
 
-static void io_rm_rf(const char *dir) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+/* Removes dir and everything under it (scratch trees only). */
+static inline void io_rm_rf(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char sub[1024];
+            size_t dl = strlen(dir), nl = strlen(e->d_name);
+            if (dl + nl + 2 > sizeof sub) continue;
+            memcpy(sub, dir, dl);
+            sub[dl] = '/';
+            memcpy(sub + dl + 1, e->d_name, nl + 1);
+            struct stat sb;
+            if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+                io_rm_rf(sub);
+            else
+                unlink(sub);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 #endif /* FUCINA_TESTS_IO_TESTUTIL_H */
