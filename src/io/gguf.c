@@ -432,7 +432,7 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_gguf_file **ou
         f->n_nodes = n_kv;
         st = parse_kvs(f, &c, offs);
     }
-    if (st == FC_OK) st = parse_infos(f, &c, offs + n_kv);
+    if (st == FC_OK) st = parse_infos(f, &c, offs ? offs + n_kv : NULL);
     if (st == FC_OK) {
         /* The names arena no longer grows: offsets become pointers. */
         for (size_t i = 0; i < n_kv; i++) f->keys[i] = f->names + offs[i];

@@ -769,6 +769,17 @@ static void test_gguf_resolves_type_42_by_size(void **state) {
 
 static void test_gguf_null_and_range_arguments(void **state) {
     (void)state;
+    /* The smallest valid file: a header with no key/values and no tensors
+     * (found by the fuzzer: no name offsets at all). */
+    gb g;
+    gb_head(&g, 3, 0, 0);
+    fc_gguf_file *empty;
+    assert_int_equal(fc_gguf_open_memory(g.b, g.n, NULL, &empty), FC_OK);
+    assert_int_equal(fc_gguf_count(empty), 0);
+    assert_int_equal(fc_gguf_kv_count(empty), 0);
+    assert_int_equal(fc_gguf_alignment(empty), 32);
+    assert_null(fc_gguf_get(empty, "general.alignment"));
+    fc_gguf_close(empty);
     fc_gguf_file *f = NULL;
     assert_int_equal(fc_gguf_open(NULL, NULL, &f), FC_ERR_NULL_ARG);
     assert_int_equal(fc_gguf_open_memory(NULL, 3, NULL, &f), FC_ERR_NULL_ARG);
