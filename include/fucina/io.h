@@ -33,6 +33,7 @@
 #include "fucina/dtype.h"
 #include "fucina/export.h"
 #include "fucina/status.h"
+#include "fucina/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,9 @@ enum {
     /* Read the file into allocator memory instead of mapping it (for file
      * systems without mmap, or to drop the file descriptor at once). */
     FC_IO_NO_MMAP = 1u << 0,
+    /* fc_safetensors_load / fc_gguf_load: copy into an owned, writable
+     * tensor instead of aliasing the file's bytes. */
+    FC_IO_COPY = 1u << 1,
 };
 
 /* Options of every open and write call; NULL means all defaults.
@@ -263,6 +267,30 @@ FC_API fc_status fc_gguf_write(const char *path, const fc_gguf_kv *kvs, int64_t 
  * own layout). */
 FC_API fc_status fc_gguf_type_of(fc_dtype dtype, uint32_t *ggml_type);
 FC_API fc_status fc_gguf_dtype_of(uint32_t ggml_type, fc_dtype *dtype);
+
+/* ---- tensors ------------------------------------------------------------------
+ * Loading returns a new reference (or NULL + the context's error). Without
+ * FC_IO_COPY the tensor aliases the file's bytes read-only (mutable access
+ * fails with FC_ERR_READ_ONLY) and keeps the mapping alive after the handle
+ * is closed; bytes not aligned to the dtype's element size are copied
+ * anyway. FC_IO_COPY gives an owned, writable copy. A safetensors scalar
+ * (shape []) loads as shape [1]. Errors: FC_ERR_NULL_ARG, FC_ERR_INDEX (no
+ * tensor of that name), FC_ERR_INVALID_SHAPE (a zero dim: such a tensor is
+ * only available as a descriptor), FC_ERR_OOM. */
+FC_API fc_tensor *fc_safetensors_load(fc_ctx *ctx, const fc_st_file *f, const char *name,
+                                      unsigned flags);
+FC_API fc_tensor *fc_gguf_load(fc_ctx *ctx, const fc_gguf_file *f, const char *name,
+                               unsigned flags);
+
+/* Save n tensors (borrowed; any layout: non-contiguous ones are copied to a
+ * contiguous form first) under names[i], atomically, with the writers'
+ * rules and errors above. The error is also recorded in ctx. */
+FC_API fc_status fc_safetensors_save(fc_ctx *ctx, const char *path, const char *const *names,
+                                     fc_tensor *const *tensors, int64_t n,
+                                     const char *const *meta_keys,
+                                     const char *const *meta_values, int64_t n_meta);
+FC_API fc_status fc_gguf_save(fc_ctx *ctx, const char *path, const fc_gguf_kv *kvs, int64_t n_kv,
+                              const char *const *names, fc_tensor *const *tensors, int64_t n);
 
 #ifdef __cplusplus
 }
