@@ -68,14 +68,14 @@ typedef struct fc_io_opts {
  * name, dtype, rank, shape, data and nbytes; offset and ggml_type are
  * ignored. */
 typedef struct fc_io_tensor {
-    const char *name;               /* NUL-terminated UTF-8 */
+    const char *name; /* NUL-terminated UTF-8 */
     fc_dtype dtype;
-    int rank;                       /* safetensors: 0 (a scalar) .. 8; GGUF: 1 .. 4 */
-    int64_t shape[FC_IO_MAX_RANK];  /* row-major, outermost first; safetensors allows 0 */
-    const void *data;               /* the tensor's bytes (read-only when read) */
-    uint64_t nbytes;                /* storage bytes: numel * size, or blocks * block bytes */
-    uint64_t offset;                /* read: byte offset of data from the start of the file */
-    uint32_t ggml_type;             /* GGUF read: the file's ggml type id; else 0 */
+    int rank;                      /* safetensors: 0 (a scalar) .. 8; GGUF: 1 .. 4 */
+    int64_t shape[FC_IO_MAX_RANK]; /* row-major, outermost first; safetensors allows 0 */
+    const void *data;              /* the tensor's bytes (read-only when read) */
+    uint64_t nbytes;               /* storage bytes: numel * size, or blocks * block bytes */
+    uint64_t offset;               /* read: byte offset of data from the start of the file */
+    uint32_t ggml_type;            /* GGUF read: the file's ggml type id; else 0 */
 } fc_io_tensor;
 
 /* ---- safetensors ------------------------------------------------------------
@@ -133,9 +133,8 @@ FC_API const char *fc_safetensors_meta_get(const fc_st_file *f, const char *key)
  * FC_ERR_OVERFLOW; FC_ERR_DATA_LENGTH (nbytes differs from the shape's
  * size); FC_ERR_OOM; FC_ERR_IO. */
 FC_API fc_status fc_safetensors_write(const char *path, const fc_io_tensor *tensors, int64_t n,
-                                      const char *const *meta_keys,
-                                      const char *const *meta_values, int64_t n_meta,
-                                      const fc_io_opts *opts);
+                                      const char *const *meta_keys, const char *const *meta_values,
+                                      int64_t n_meta, const fc_io_opts *opts);
 
 /* ---- GGUF ---------------------------------------------------------------------
  * Format (versions 2 and 3, little-endian): magic "GGUF", u32 version, u64
@@ -287,8 +286,8 @@ FC_API fc_tensor *fc_gguf_load(fc_ctx *ctx, const fc_gguf_file *f, const char *n
  * rules and errors above. The error is also recorded in ctx. */
 FC_API fc_status fc_safetensors_save(fc_ctx *ctx, const char *path, const char *const *names,
                                      fc_tensor *const *tensors, int64_t n,
-                                     const char *const *meta_keys,
-                                     const char *const *meta_values, int64_t n_meta);
+                                     const char *const *meta_keys, const char *const *meta_values,
+                                     int64_t n_meta);
 FC_API fc_status fc_gguf_save(fc_ctx *ctx, const char *path, const fc_gguf_kv *kvs, int64_t n_kv,
                               const char *const *names, fc_tensor *const *tensors, int64_t n);
 

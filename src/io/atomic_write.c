@@ -94,7 +94,8 @@ static fc_status raw_write(fc_io_out *w, const uint8_t *p, size_t n) {
         size_t chunk = n;
         bool fail_now = false;
         if (fault_at(w, FC_IO_FAULT_WRITE)) {
-            uint64_t left = w->fault->after_bytes > w->written ? w->fault->after_bytes - w->written : 0;
+            uint64_t left =
+                w->fault->after_bytes > w->written ? w->fault->after_bytes - w->written : 0;
             if (left == 0)
                 fail_now = true;
             else if (chunk > left)

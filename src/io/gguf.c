@@ -178,7 +178,8 @@ static fc_status parse_infos(fc_gguf_file *f, cur *c, size_t *name_off) {
                                    FN, name, d);
         }
         t->rank = (int)nd;
-        for (uint32_t d = 0; d < nd; d++) t->shape[nd - 1 - d] = (int64_t)dims[d];
+        for (uint32_t d = 0; d < nd; d++)
+            t->shape[nd - 1 - d] = (int64_t)dims[d];
         if ((st = rd_u32(c, &t->ggml_type, "a tensor type")) != FC_OK) return st;
         if ((st = rd_u64(c, &t->offset, "a tensor offset")) != FC_OK) return st;
     }
@@ -209,8 +210,9 @@ static fc_status tensor_bytes(const gguf_tensor *t, fc_dtype d, uint64_t *out) {
 
 static fc_status size_error(const fc_io_opts *o, fc_status st, const gguf_tensor *t, fc_dtype d) {
     if (st == FC_ERR_INVALID_SHAPE)
-        return fc__io_fail(o, st, "%s: tensor '%s': innermost dim %lld is not a multiple of %s's "
-                                  "block of %lld",
+        return fc__io_fail(o, st,
+                           "%s: tensor '%s': innermost dim %lld is not a multiple of %s's "
+                           "block of %lld",
                            FN, t->name, (long long)t->shape[t->rank - 1], fc_dtype_name(d),
                            (long long)fc_dtype_block_elems(d));
     return fc__io_fail(o, st, "%s: tensor '%s': element or byte count overflows", FN, t->name);
@@ -257,13 +259,15 @@ static fc_status check_tensors(fc_gguf_file *f, uint64_t data_size, const fc_io_
     for (size_t i = 0; i < f->n_t; i++) {
         gguf_tensor *t = &f->t[i];
         if (t->offset % f->alignment != 0)
-            return fc__io_fail(o, FC_ERR_FORMAT, "%s: tensor '%s': offset %llu is not a multiple of "
-                                                 "the alignment %llu",
+            return fc__io_fail(o, FC_ERR_FORMAT,
+                               "%s: tensor '%s': offset %llu is not a multiple of "
+                               "the alignment %llu",
                                FN, t->name, (unsigned long long)t->offset,
                                (unsigned long long)f->alignment);
         if (t->offset >= data_size)
-            return fc__io_fail(o, FC_ERR_FORMAT, "%s: tensor '%s': offset %llu is past the end of "
-                                                 "the data (%llu bytes)",
+            return fc__io_fail(o, FC_ERR_FORMAT,
+                               "%s: tensor '%s': offset %llu is past the end of "
+                               "the data (%llu bytes)",
                                FN, t->name, (unsigned long long)t->offset,
                                (unsigned long long)data_size);
         if (t->ggml_type == FC_GGUF_TYPE_Q2_0) continue; /* sized below, from its room */
@@ -277,7 +281,8 @@ static fc_status check_tensors(fc_gguf_file *f, uint64_t data_size, const fc_io_
     if (f->n_t == 0) return FC_OK;
     const gguf_tensor **by_off = fc__alloc(&f->alloc, f->n_t * sizeof *by_off, 16);
     if (!by_off) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-    for (size_t i = 0; i < f->n_t; i++) by_off[i] = &f->t[i];
+    for (size_t i = 0; i < f->n_t; i++)
+        by_off[i] = &f->t[i];
     qsort(by_off, f->n_t, sizeof *by_off, cmp_offset);
     fc_status st = FC_OK;
     for (size_t i = 0; i < f->n_t && st == FC_OK; i++) {
@@ -292,11 +297,10 @@ static fc_status check_tensors(fc_gguf_file *f, uint64_t data_size, const fc_io_
         }
         if (t->nbytes > room) {
             if (i + 1 < f->n_t)
-                st = fc__io_fail(o, FC_ERR_FORMAT,
-                                 "%s: tensor '%s' [%llu, +%llu) overlaps tensor '%s' at %llu", FN,
-                                 t->name, (unsigned long long)t->offset,
-                                 (unsigned long long)t->nbytes, by_off[i + 1]->name,
-                                 (unsigned long long)next);
+                st = fc__io_fail(
+                    o, FC_ERR_FORMAT, "%s: tensor '%s' [%llu, +%llu) overlaps tensor '%s' at %llu",
+                    FN, t->name, (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+                    by_off[i + 1]->name, (unsigned long long)next);
             else
                 st = fc__io_fail(o, FC_ERR_FORMAT,
                                  "%s: tensor '%s' [%llu, +%llu) runs past the end of the file "
@@ -319,7 +323,8 @@ static fc_status index_names(fc_gguf_file *f, const fc_io_opts *o) {
     if (f->n_kv) {
         f->kv_sorted = fc__alloc(&f->alloc, f->n_kv * sizeof *f->kv_sorted, 16);
         if (!f->kv_sorted) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-        for (size_t i = 0; i < f->n_kv; i++) f->kv_sorted[i] = (gguf_name_ix){f->keys[i], (int64_t)i};
+        for (size_t i = 0; i < f->n_kv; i++)
+            f->kv_sorted[i] = (gguf_name_ix){f->keys[i], (int64_t)i};
         qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, fc__gguf_cmp_name);
         for (size_t i = 1; i < f->n_kv; i++)
             if (strcmp(f->kv_sorted[i - 1].name, f->kv_sorted[i].name) == 0)
@@ -329,7 +334,8 @@ static fc_status index_names(fc_gguf_file *f, const fc_io_opts *o) {
     if (f->n_t) {
         f->t_sorted = fc__alloc(&f->alloc, f->n_t * sizeof *f->t_sorted, 16);
         if (!f->t_sorted) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-        for (size_t i = 0; i < f->n_t; i++) f->t_sorted[i] = (gguf_name_ix){f->t[i].name, (int64_t)i};
+        for (size_t i = 0; i < f->n_t; i++)
+            f->t_sorted[i] = (gguf_name_ix){f->t[i].name, (int64_t)i};
         qsort(f->t_sorted, f->n_t, sizeof *f->t_sorted, fc__gguf_cmp_name);
         for (size_t i = 1; i < f->n_t; i++)
             if (strcmp(f->t_sorted[i - 1].name, f->t_sorted[i].name) == 0)
@@ -351,7 +357,8 @@ static fc_status index_names(fc_gguf_file *f, const fc_io_opts *o) {
     return FC_OK;
 }
 
-/* ---- open / close ------------------------------------------------------------------------------ */
+/* ---- open / close ------------------------------------------------------------------------------
+ */
 
 void fc_gguf_close(fc_gguf_file *f) {
     if (!f) return;
@@ -419,7 +426,8 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_gguf_file **ou
         offs = n_offs ? fc__alloc(&f->alloc, n_offs * sizeof *offs, 16) : NULL;
         f->keys = n_kv ? fc__alloc(&f->alloc, n_kv * sizeof *f->keys, 16) : NULL;
         f->t = n_t ? fc__alloc(&f->alloc, n_t * sizeof *f->t, 16) : NULL;
-        if (n_kv) st = fc__io_grow(&f->alloc, (void **)&f->nodes, &f->nodes_cap, sizeof *f->nodes, n_kv);
+        if (n_kv)
+            st = fc__io_grow(&f->alloc, (void **)&f->nodes, &f->nodes_cap, sizeof *f->nodes, n_kv);
         if ((n_offs && !offs) || (n_kv && !f->keys) || (n_t && !f->t) || st != FC_OK)
             st = fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
         if (f->keys) f->n_kv = n_kv;
@@ -435,8 +443,10 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_gguf_file **ou
     if (st == FC_OK) st = parse_infos(f, &c, offs ? offs + n_kv : NULL);
     if (st == FC_OK) {
         /* The names arena no longer grows: offsets become pointers. */
-        for (size_t i = 0; i < n_kv; i++) f->keys[i] = f->names + offs[i];
-        for (size_t i = 0; i < n_t; i++) f->t[i].name = f->names + offs[n_kv + i];
+        for (size_t i = 0; i < n_kv; i++)
+            f->keys[i] = f->names + offs[i];
+        for (size_t i = 0; i < n_t; i++)
+            f->t[i].name = f->names + offs[n_kv + i];
         st = index_names(f, o);
     }
     if (st == FC_OK) {

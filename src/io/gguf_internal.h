@@ -21,9 +21,9 @@
 #define FC_GGUF_TYPE_Q2_0 42u /* two layouts share this id (see fucina/io.h) */
 
 struct fc_gguf_value {
-    uint32_t type;  /* fc_gguf_type */
-    uint32_t elem;  /* arrays: element type */
-    uint64_t n;     /* strings: bytes; arrays: elements */
+    uint32_t type; /* fc_gguf_type */
+    uint32_t elem; /* arrays: element type */
+    uint64_t n;    /* strings: bytes; arrays: elements */
     const uint8_t *p;
     int64_t child; /* arrays of strings/arrays: first child node; else -1 */
     const fc_gguf_file *file;

@@ -15,13 +15,13 @@ static const struct {
     uint32_t id;
     fc_dtype dtype;
 } ggml_types[] = {
-    {0, FC_F32},       {1, FC_F16},      {2, FC_Q4_0},     {3, FC_Q4_1},    {6, FC_Q5_0},
-    {7, FC_Q5_1},      {8, FC_Q8_0},     {9, FC_Q8_1},     {10, FC_Q2_K},   {11, FC_Q3_K},
-    {12, FC_Q4_K},     {13, FC_Q5_K},    {14, FC_Q6_K},    {15, FC_Q8_K},   {16, FC_IQ2_XXS},
-    {17, FC_IQ2_XS},   {18, FC_IQ3_XXS}, {19, FC_IQ1_S},   {20, FC_IQ4_NL}, {21, FC_IQ3_S},
-    {22, FC_IQ2_S},    {23, FC_IQ4_XS},  {24, FC_I8},      {25, FC_I16},    {26, FC_I32},
-    {27, FC_I64},      {28, FC_F64},     {29, FC_IQ1_M},   {30, FC_BF16},   {34, FC_TQ1_0},
-    {35, FC_TQ2_0},    {39, FC_MXFP4},   {40, FC_NVFP4},   {41, FC_Q1_0},   {42, FC_Q2_0_G64},
+    {0, FC_F32},     {1, FC_F16},      {2, FC_Q4_0},   {3, FC_Q4_1},    {6, FC_Q5_0},
+    {7, FC_Q5_1},    {8, FC_Q8_0},     {9, FC_Q8_1},   {10, FC_Q2_K},   {11, FC_Q3_K},
+    {12, FC_Q4_K},   {13, FC_Q5_K},    {14, FC_Q6_K},  {15, FC_Q8_K},   {16, FC_IQ2_XXS},
+    {17, FC_IQ2_XS}, {18, FC_IQ3_XXS}, {19, FC_IQ1_S}, {20, FC_IQ4_NL}, {21, FC_IQ3_S},
+    {22, FC_IQ2_S},  {23, FC_IQ4_XS},  {24, FC_I8},    {25, FC_I16},    {26, FC_I32},
+    {27, FC_I64},    {28, FC_F64},     {29, FC_IQ1_M}, {30, FC_BF16},   {34, FC_TQ1_0},
+    {35, FC_TQ2_0},  {39, FC_MXFP4},   {40, FC_NVFP4}, {41, FC_Q1_0},   {42, FC_Q2_0_G64},
     {42, FC_Q2_0},
 };
 #define N_GGML_TYPES (sizeof ggml_types / sizeof *ggml_types)
@@ -52,16 +52,21 @@ size_t fc__gguf_scalar_size(uint32_t type) {
     switch (type) {
     case FC_GGUF_U8:
     case FC_GGUF_I8:
-    case FC_GGUF_BOOL: return 1;
+    case FC_GGUF_BOOL:
+        return 1;
     case FC_GGUF_U16:
-    case FC_GGUF_I16: return 2;
+    case FC_GGUF_I16:
+        return 2;
     case FC_GGUF_U32:
     case FC_GGUF_I32:
-    case FC_GGUF_F32: return 4;
+    case FC_GGUF_F32:
+        return 4;
     case FC_GGUF_U64:
     case FC_GGUF_I64:
-    case FC_GGUF_F64: return 8;
-    default: return 0;
+    case FC_GGUF_F64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -128,14 +133,30 @@ fc_gguf_type fc_gguf_value_type(const fc_gguf_value *v) {
 static int decode(uint32_t type, const uint8_t *p, int64_t *i, uint64_t *u, double *d) {
     switch (type) {
     case FC_GGUF_U8:
-    case FC_GGUF_BOOL: *u = p[0]; return 1;
-    case FC_GGUF_I8: *i = (int8_t)p[0]; return 0;
-    case FC_GGUF_U16: *u = fc__le16(p); return 1;
-    case FC_GGUF_I16: *i = (int16_t)fc__le16(p); return 0;
-    case FC_GGUF_U32: *u = fc__le32(p); return 1;
-    case FC_GGUF_I32: *i = (int32_t)fc__le32(p); return 0;
-    case FC_GGUF_U64: *u = fc__le64(p); return 1;
-    case FC_GGUF_I64: *i = (int64_t)fc__le64(p); return 0;
+    case FC_GGUF_BOOL:
+        *u = p[0];
+        return 1;
+    case FC_GGUF_I8:
+        *i = (int8_t)p[0];
+        return 0;
+    case FC_GGUF_U16:
+        *u = fc__le16(p);
+        return 1;
+    case FC_GGUF_I16:
+        *i = (int16_t)fc__le16(p);
+        return 0;
+    case FC_GGUF_U32:
+        *u = fc__le32(p);
+        return 1;
+    case FC_GGUF_I32:
+        *i = (int32_t)fc__le32(p);
+        return 0;
+    case FC_GGUF_U64:
+        *u = fc__le64(p);
+        return 1;
+    case FC_GGUF_I64:
+        *i = (int64_t)fc__le64(p);
+        return 0;
     case FC_GGUF_F32: {
         uint32_t b = fc__le32(p);
         float x;

@@ -37,7 +37,8 @@ static fc_status check_value(const fc_gguf_kv *v, const char *key, int depth, co
         return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key '%s': bad array element type %d", FN,
                            key, (int)v->elem_type);
     if (v->count == 0) return FC_OK;
-    if (!v->data) return fc__io_fail(o, FC_ERR_NULL_ARG, "%s: key '%s': array data is NULL", FN, key);
+    if (!v->data)
+        return fc__io_fail(o, FC_ERR_NULL_ARG, "%s: key '%s': array data is NULL", FN, key);
     if (v->elem_type == FC_GGUF_STRING) {
         const char *const *s = v->data;
         for (uint64_t i = 0; i < v->count; i++)
@@ -48,9 +49,10 @@ static fc_status check_value(const fc_gguf_kv *v, const char *key, int depth, co
         const fc_gguf_kv *sub = v->data;
         for (uint64_t i = 0; i < v->count; i++) {
             if (sub[i].type != FC_GGUF_ARRAY)
-                return fc__io_fail(o, FC_ERR_INVALID_ARG,
-                                   "%s: key '%s': element %llu of an array of arrays is not an array",
-                                   FN, key, (unsigned long long)i);
+                return fc__io_fail(
+                    o, FC_ERR_INVALID_ARG,
+                    "%s: key '%s': element %llu of an array of arrays is not an array", FN, key,
+                    (unsigned long long)i);
             fc_status st = check_value(&sub[i], key, depth + 1, o);
             if (st != FC_OK) return st;
         }
@@ -62,8 +64,8 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static fc_status check_unique(const fc_allocator *a, const char **names, int64_t n, const char *what,
-                              const fc_io_opts *o) {
+static fc_status check_unique(const fc_allocator *a, const char **names, int64_t n,
+                              const char *what, const fc_io_opts *o) {
     if (n < 2) return FC_OK;
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     for (int64_t i = 1; i < n; i++)
@@ -126,15 +128,17 @@ static fc_status check_tensor(const fc_io_tensor *t, int64_t i, uint64_t align,
     uint64_t need;
     fc_status st = row_major_bytes(t, &need);
     if (st == FC_ERR_INVALID_SHAPE)
-        return fc__io_fail(o, st, "%s: tensor '%s': last dim %lld is not a multiple of %s's block %lld",
+        return fc__io_fail(o, st,
+                           "%s: tensor '%s': last dim %lld is not a multiple of %s's block %lld",
                            FN, t->name, (long long)t->shape[t->rank - 1], fc_dtype_name(t->dtype),
                            (long long)fc_dtype_block_elems(t->dtype));
-    if (st != FC_OK)
-        return fc__io_fail(o, st, "%s: tensor '%s': byte size overflows", FN, t->name);
+    if (st != FC_OK) return fc__io_fail(o, st, "%s: tensor '%s': byte size overflows", FN, t->name);
     if (need != t->nbytes)
-        return fc__io_fail(o, FC_ERR_DATA_LENGTH, "%s: tensor '%s': nbytes %llu, the shape needs %llu",
-                           FN, t->name, (unsigned long long)t->nbytes, (unsigned long long)need);
-    if (!t->data) return fc__io_fail(o, FC_ERR_NULL_ARG, "%s: tensor '%s': data is NULL", FN, t->name);
+        return fc__io_fail(o, FC_ERR_DATA_LENGTH,
+                           "%s: tensor '%s': nbytes %llu, the shape needs %llu", FN, t->name,
+                           (unsigned long long)t->nbytes, (unsigned long long)need);
+    if (!t->data)
+        return fc__io_fail(o, FC_ERR_NULL_ARG, "%s: tensor '%s': data is NULL", FN, t->name);
     if (q2_ambiguous(t, align))
         return fc__io_fail(o, FC_ERR_DTYPE,
                            "%s: tensor '%s': q2_0 and q2_0_g64 share ggml type 42, and at %llu "
@@ -153,7 +157,8 @@ static fc_status check_args(const fc_gguf_kv *kvs, int64_t n_kv, const fc_io_ten
     *align = FC_GGUF_DEFAULT_ALIGN;
     for (int64_t i = 0; i < n_kv; i++) {
         const char *key = kvs[i].key;
-        if (!key) return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key %lld is NULL", FN, (long long)i);
+        if (!key)
+            return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key %lld is NULL", FN, (long long)i);
         if (strlen(key) > FC_GGUF_MAX_KEY)
             return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key %lld longer than %d bytes", FN,
                                (long long)i, FC_GGUF_MAX_KEY);
@@ -176,10 +181,12 @@ static fc_status check_args(const fc_gguf_kv *kvs, int64_t n_kv, const fc_io_ten
     int64_t most = n > n_kv ? n : n_kv;
     const char **names = most ? fc__alloc(a, (size_t)most * sizeof *names, 16) : NULL;
     if (most && !names) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-    for (int64_t i = 0; i < n_kv; i++) names[i] = kvs[i].key;
+    for (int64_t i = 0; i < n_kv; i++)
+        names[i] = kvs[i].key;
     fc_status st = check_unique(a, names, n_kv, "key", o);
     if (st == FC_OK) {
-        for (int64_t i = 0; i < n; i++) names[i] = t[i].name;
+        for (int64_t i = 0; i < n; i++)
+            names[i] = t[i].name;
         st = check_unique(a, names, n, "tensor name", o);
     }
     fc__free(a, names, (size_t)most * sizeof *names);
@@ -208,9 +215,13 @@ static void put_str(fc_io_out *w, const char *s) {
 static void put_scalar(fc_io_out *w, uint32_t type, const void *p) {
     uint8_t b[8];
     switch (type) {
-    case FC_GGUF_BOOL: b[0] = *(const bool *)p ? 1 : 0; break;
+    case FC_GGUF_BOOL:
+        b[0] = *(const bool *)p ? 1 : 0;
+        break;
     case FC_GGUF_U8:
-    case FC_GGUF_I8: memcpy(b, p, 1); break;
+    case FC_GGUF_I8:
+        memcpy(b, p, 1);
+        break;
     case FC_GGUF_U16:
     case FC_GGUF_I16: {
         uint16_t v;
@@ -288,7 +299,8 @@ fc_status fc__gguf_write_faulty(const char *path, const fc_gguf_kv *kvs, int64_t
         fc_gguf_type_of(t->dtype, &id);
         put_str(&w, t->name);
         put_u32(&w, (uint32_t)t->rank);
-        for (int d = t->rank - 1; d >= 0; d--) put_u64(&w, (uint64_t)t->shape[d]);
+        for (int d = t->rank - 1; d >= 0; d--)
+            put_u64(&w, (uint64_t)t->shape[d]);
         put_u32(&w, id);
         put_u64(&w, off);
         if (pad_to(t->nbytes, align) > UINT64_MAX - off) {

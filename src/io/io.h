@@ -43,17 +43,18 @@ static inline const fc_allocator *fc__io_alloc(const fc_io_opts *o) {
 
 static inline uint16_t fc__le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t fc__le32(const uint8_t *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 static inline uint64_t fc__le64(const uint8_t *p) {
     return (uint64_t)fc__le32(p) | ((uint64_t)fc__le32(p + 4) << 32);
 }
 static inline void fc__put_le32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 static inline void fc__put_le64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* ---- growable arrays over an fc_allocator -------------------------------------- */
@@ -139,9 +140,9 @@ void fc__io_out_abort(fc_io_out *w);
 /* ---- writers with a fault plan (tests) ------------------------------------------ */
 
 fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *tensors, int64_t n,
-                                       const char *const *meta_keys,
-                                       const char *const *meta_values, int64_t n_meta,
-                                       const fc_io_opts *opts, const fc_io_fault *fault);
+                                       const char *const *meta_keys, const char *const *meta_values,
+                                       int64_t n_meta, const fc_io_opts *opts,
+                                       const fc_io_fault *fault);
 fc_status fc__gguf_write_faulty(const char *path, const fc_gguf_kv *kvs, int64_t n_kv,
                                 const fc_io_tensor *tensors, int64_t n, const fc_io_opts *opts,
                                 const fc_io_fault *fault);

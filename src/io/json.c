@@ -78,12 +78,16 @@ bool fc__utf8_valid(const char *s, size_t len) {
             n = 1;
         } else if (c >= 0xE0 && c <= 0xEF) {
             n = 2;
-            if (c == 0xE0) lo = 0xA0;      /* no overlongs */
-            else if (c == 0xED) hi = 0x9F; /* no surrogates */
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlongs */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
         } else if (c >= 0xF0 && c <= 0xF4) {
             n = 3;
-            if (c == 0xF0) lo = 0x90;      /* no overlongs */
-            else if (c == 0xF4) hi = 0x8F; /* <= U+10FFFF */
+            if (c == 0xF0)
+                lo = 0x90; /* no overlongs */
+            else if (c == 0xF4)
+                hi = 0x8F; /* <= U+10FFFF */
         } else {
             return false;
         }
@@ -101,10 +105,14 @@ static int hex4(const char *p, unsigned *out) {
     for (int i = 0; i < 4; i++) {
         char c = p[i];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return 0;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return 0;
     }
     *out = v;
     return 1;
@@ -142,16 +150,35 @@ static size_t unescape(fc_json *j, char *d, fc_status *st) {
     }
     char c = *j->p++;
     switch (c) {
-    case '"': *d = '"'; return 1;
-    case '\\': *d = '\\'; return 1;
-    case '/': *d = '/'; return 1;
-    case 'b': *d = '\b'; return 1;
-    case 'f': *d = '\f'; return 1;
-    case 'n': *d = '\n'; return 1;
-    case 'r': *d = '\r'; return 1;
-    case 't': *d = '\t'; return 1;
-    case 'u': break;
-    default: *st = fc__json_error(j, "unknown escape"); return 0;
+    case '"':
+        *d = '"';
+        return 1;
+    case '\\':
+        *d = '\\';
+        return 1;
+    case '/':
+        *d = '/';
+        return 1;
+    case 'b':
+        *d = '\b';
+        return 1;
+    case 'f':
+        *d = '\f';
+        return 1;
+    case 'n':
+        *d = '\n';
+        return 1;
+    case 'r':
+        *d = '\r';
+        return 1;
+    case 't':
+        *d = '\t';
+        return 1;
+    case 'u':
+        break;
+    default:
+        *st = fc__json_error(j, "unknown escape");
+        return 0;
     }
     unsigned cp;
     if (j->end - j->p < 4 || !hex4(j->p, &cp)) {
@@ -228,20 +255,23 @@ static fc_status scan_number(fc_json *j, bool *plain_int, const char **stop) {
     if (*p == '0') {
         p++;
     } else {
-        while (p < e && *p >= '0' && *p <= '9') p++;
+        while (p < e && *p >= '0' && *p <= '9')
+            p++;
     }
     if (p < e && *p == '.') {
         plain = false;
         p++;
         if (p >= e || *p < '0' || *p > '9') return fc__json_error(j, "bad fraction");
-        while (p < e && *p >= '0' && *p <= '9') p++;
+        while (p < e && *p >= '0' && *p <= '9')
+            p++;
     }
     if (p < e && (*p == 'e' || *p == 'E')) {
         plain = false;
         p++;
         if (p < e && (*p == '+' || *p == '-')) p++;
         if (p >= e || *p < '0' || *p > '9') return fc__json_error(j, "bad exponent");
-        while (p < e && *p >= '0' && *p <= '9') p++;
+        while (p < e && *p >= '0' && *p <= '9')
+            p++;
     }
     *plain_int = plain;
     *stop = p;

@@ -102,10 +102,12 @@ fc_status fc__io_map_file(const char *fn, const char *path, const fc_io_opts *o,
     do {
         fd = open(path, O_RDONLY | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
-    if (fd < 0) return fc__io_fail(o, FC_ERR_IO, "%s: %s: cannot open: %s", fn, path, strerror(errno));
+    if (fd < 0)
+        return fc__io_fail(o, FC_ERR_IO, "%s: %s: cannot open: %s", fn, path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        fc_status st = fc__io_fail(o, FC_ERR_IO, "%s: %s: cannot stat: %s", fn, path, strerror(errno));
+        fc_status st =
+            fc__io_fail(o, FC_ERR_IO, "%s: %s: cannot stat: %s", fn, path, strerror(errno));
         close(fd);
         return st;
     }

@@ -43,11 +43,11 @@ struct fc_st_file {
     size_t arena_cap;
     st_entry *t;
     size_t n, t_cap;
-    const st_entry **by_name; /* n entries sorted by name */
-    const char **meta;        /* key, value, key, value, ... */
-    size_t n_meta, meta_cap;  /* pairs; meta_cap counts pointers */
+    const st_entry **by_name;        /* n entries sorted by name */
+    const char **meta;               /* key, value, key, value, ... */
+    size_t n_meta, meta_cap;         /* pairs; meta_cap counts pointers */
     const char *const **meta_sorted; /* n_meta pointers to key slots of meta, by key */
-    uint64_t data_start;      /* 8 + N */
+    uint64_t data_start;             /* 8 + N */
 };
 
 static const char *const FN = "safetensors_open";
@@ -55,15 +55,15 @@ static const char *const FN = "safetensors_open";
 /* ---- dtype strings ------------------------------------------------------------ */
 
 const fc_st_dtype_name fc__st_dtypes[FC__ST_DTYPE_COUNT] = {
-    {"BOOL", FC_BOOL}, {"U8", FC_U8},     {"I8", FC_I8},           {"U16", FC_U16},
-    {"I16", FC_I16},   {"I32", FC_I32},   {"I64", FC_I64},         {"F16", FC_F16},
-    {"BF16", FC_BF16}, {"F32", FC_F32},   {"F64", FC_F64},         {"F8_E4M3", FC_F8_E4M3},
+    {"BOOL", FC_BOOL},       {"U8", FC_U8},   {"I8", FC_I8},   {"U16", FC_U16},
+    {"I16", FC_I16},         {"I32", FC_I32}, {"I64", FC_I64}, {"F16", FC_F16},
+    {"BF16", FC_BF16},       {"F32", FC_F32}, {"F64", FC_F64}, {"F8_E4M3", FC_F8_E4M3},
     {"F8_E5M2", FC_F8_E5M2},
 };
 
 /* Valid in the specification, but without an fc_dtype. */
-static const char *const st_unsupported[] = {"U32",  "U64",     "F8_E8M0", "F8_E4M3FNUZ",
-                                             "F4",   "F6_E2M3", "F6_E3M2", "C64"};
+static const char *const st_unsupported[] = {"U32", "U64",     "F8_E8M0", "F8_E4M3FNUZ",
+                                             "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 static fc_status parse_dtype(const char *s, const char *tensor, const fc_io_opts *o,
                              fc_dtype *out) {
@@ -107,8 +107,8 @@ static fc_status parse_offsets(fc_json *j, st_entry *e, const fc_io_opts *o) {
         (st = fc__json_expect(j, ',')) != FC_OK || (st = fc__json_u64(j, &e->end)) != FC_OK)
         return st;
     if (fc__json_peek(j, ','))
-        return fc__io_fail(o, FC_ERR_FORMAT, "%s: tensor '%s': data_offsets has more than 2 numbers",
-                           FN, e->name);
+        return fc__io_fail(o, FC_ERR_FORMAT,
+                           "%s: tensor '%s': data_offsets has more than 2 numbers", FN, e->name);
     if ((st = fc__json_expect(j, ']')) != FC_OK) return st;
     if (e->begin > e->end)
         return fc__io_fail(o, FC_ERR_FORMAT,
@@ -266,31 +266,32 @@ static fc_status validate(fc_st_file *f, uint64_t buffer_size, const fc_io_opts 
         if (st != FC_OK) return st;
         if (e->end - e->begin != need) {
             char sh[96];
-            return fc__io_fail(o, FC_ERR_DATA_LENGTH,
-                               "%s: tensor '%s': data_offsets [%llu, %llu) hold %llu bytes but %s%s "
-                               "needs %llu",
-                               FN, e->name, (unsigned long long)e->begin,
-                               (unsigned long long)e->end, (unsigned long long)(e->end - e->begin),
-                               fc_dtype_name(e->dtype),
-                               e->rank ? fc__shape_str(e->shape, e->rank, sh, sizeof sh) : "[]",
-                               (unsigned long long)need);
+            return fc__io_fail(
+                o, FC_ERR_DATA_LENGTH,
+                "%s: tensor '%s': data_offsets [%llu, %llu) hold %llu bytes but %s%s "
+                "needs %llu",
+                FN, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                (unsigned long long)(e->end - e->begin), fc_dtype_name(e->dtype),
+                e->rank ? fc__shape_str(e->shape, e->rank, sh, sizeof sh) : "[]",
+                (unsigned long long)need);
         }
     }
     if (f->n) {
         f->by_name = fc__alloc(a, f->n * sizeof *f->by_name, 16);
         if (!f->by_name) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-        for (size_t i = 0; i < f->n; i++) f->by_name[i] = &f->t[i];
+        for (size_t i = 0; i < f->n; i++)
+            f->by_name[i] = &f->t[i];
         /* by_name serves first as the range order, then as the name index. */
         qsort(f->by_name, f->n, sizeof *f->by_name, cmp_entry_range);
         uint64_t expect = 0;
         for (size_t i = 0; i < f->n; i++) {
             const st_entry *e = f->by_name[i];
             if (e->begin < expect)
-                return fc__io_fail(o, FC_ERR_FORMAT,
-                                   "%s: tensor '%s' [%llu, %llu) overlaps tensor '%s' (ends at %llu)",
-                                   FN, e->name, (unsigned long long)e->begin,
-                                   (unsigned long long)e->end, f->by_name[i - 1]->name,
-                                   (unsigned long long)expect);
+                return fc__io_fail(
+                    o, FC_ERR_FORMAT,
+                    "%s: tensor '%s' [%llu, %llu) overlaps tensor '%s' (ends at %llu)", FN, e->name,
+                    (unsigned long long)e->begin, (unsigned long long)e->end,
+                    f->by_name[i - 1]->name, (unsigned long long)expect);
             if (e->begin > expect)
                 return fc__io_fail(o, FC_ERR_FORMAT,
                                    "%s: hole: data bytes [%llu, %llu) belong to no tensor", FN,
@@ -298,9 +299,10 @@ static fc_status validate(fc_st_file *f, uint64_t buffer_size, const fc_io_opts 
             expect = e->end;
         }
         if (expect > buffer_size)
-            return fc__io_fail(o, FC_ERR_FORMAT,
-                               "%s: truncated: the tensors need %llu data bytes, the file holds %llu",
-                               FN, (unsigned long long)expect, (unsigned long long)buffer_size);
+            return fc__io_fail(
+                o, FC_ERR_FORMAT,
+                "%s: truncated: the tensors need %llu data bytes, the file holds %llu", FN,
+                (unsigned long long)expect, (unsigned long long)buffer_size);
         if (expect < buffer_size)
             return fc__io_fail(o, FC_ERR_FORMAT,
                                "%s: %llu bytes after the last tensor belong to no tensor", FN,
@@ -318,7 +320,8 @@ static fc_status validate(fc_st_file *f, uint64_t buffer_size, const fc_io_opts 
     if (f->n_meta) {
         f->meta_sorted = fc__alloc(a, f->n_meta * sizeof *f->meta_sorted, 16);
         if (!f->meta_sorted) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-        for (size_t i = 0; i < f->n_meta; i++) f->meta_sorted[i] = &f->meta[2 * i];
+        for (size_t i = 0; i < f->n_meta; i++)
+            f->meta_sorted[i] = &f->meta[2 * i];
         qsort(f->meta_sorted, f->n_meta, sizeof *f->meta_sorted, cmp_key);
         for (size_t i = 1; i < f->n_meta; i++) {
             const char *k0 = *f->meta_sorted[i - 1];

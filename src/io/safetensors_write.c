@@ -36,7 +36,8 @@ static void put_u64(sink *s, uint64_t v) {
         tmp[i++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    while (i > 0) put(s, &tmp[--i], 1);
+    while (i > 0)
+        put(s, &tmp[--i], 1);
 }
 /* A JSON string literal; the text is already known to be valid UTF-8. */
 static void put_str(sink *s, const char *str) {
@@ -118,12 +119,14 @@ static fc_status find_duplicate(const fc_allocator *a, const char *const *strs, 
 }
 
 static fc_status check_tensor(const fc_io_tensor *t, int64_t i, const fc_io_opts *o) {
-    if (!t->name) return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor %lld has no name", FN, (long long)i);
+    if (!t->name)
+        return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor %lld has no name", FN, (long long)i);
     if (!fc__utf8_valid(t->name, strlen(t->name)))
         return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor %lld: name is not valid UTF-8", FN,
                            (long long)i);
     if (strcmp(t->name, "__metadata__") == 0)
-        return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor name \"__metadata__\" is reserved", FN);
+        return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor name \"__metadata__\" is reserved",
+                           FN);
     if (!st_name(t->dtype))
         return fc__io_fail(o, FC_ERR_DTYPE, "%s: tensor '%s': dtype %s has no safetensors name", FN,
                            t->name, fc_dtype_name(t->dtype));
@@ -145,9 +148,9 @@ static fc_status check_tensor(const fc_io_tensor *t, int64_t i, const fc_io_opts
     if (numel > UINT64_MAX / esize)
         return fc__io_fail(o, FC_ERR_OVERFLOW, "%s: tensor '%s': byte size overflows", FN, t->name);
     if (numel * esize != t->nbytes)
-        return fc__io_fail(o, FC_ERR_DATA_LENGTH, "%s: tensor '%s': nbytes %llu, the shape needs %llu",
-                           FN, t->name, (unsigned long long)t->nbytes,
-                           (unsigned long long)(numel * esize));
+        return fc__io_fail(o, FC_ERR_DATA_LENGTH,
+                           "%s: tensor '%s': nbytes %llu, the shape needs %llu", FN, t->name,
+                           (unsigned long long)t->nbytes, (unsigned long long)(numel * esize));
     if (t->nbytes && !t->data)
         return fc__io_fail(o, FC_ERR_NULL_ARG, "%s: tensor '%s': data is NULL", FN, t->name);
     return FC_OK;
@@ -178,10 +181,12 @@ static fc_status check_args(const fc_io_tensor *t, int64_t n, const char *const 
     if (n > 1) {
         names = fc__alloc(a, (size_t)n * sizeof *names, 16);
         if (!names) return fc__io_fail(o, FC_ERR_OOM, "%s: out of memory", FN);
-        for (int64_t i = 0; i < n; i++) names[i] = t[i].name;
+        for (int64_t i = 0; i < n; i++)
+            names[i] = t[i].name;
     }
     fc_status st = find_duplicate(a, names, n, &dup);
-    if (st == FC_OK && dup) st = fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: duplicate tensor name '%s'", FN, dup);
+    if (st == FC_OK && dup)
+        st = fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: duplicate tensor name '%s'", FN, dup);
     fc__free(a, names, (size_t)n * sizeof *names);
     if (st == FC_ERR_OOM) return fc__io_fail(o, st, "%s: out of memory", FN);
     if (st != FC_OK) return st;
@@ -192,9 +197,9 @@ static fc_status check_args(const fc_io_tensor *t, int64_t n, const char *const 
 }
 
 fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *tensors, int64_t n,
-                                       const char *const *meta_keys,
-                                       const char *const *meta_values, int64_t n_meta,
-                                       const fc_io_opts *opts, const fc_io_fault *fault) {
+                                       const char *const *meta_keys, const char *const *meta_values,
+                                       int64_t n_meta, const fc_io_opts *opts,
+                                       const fc_io_fault *fault) {
     if (!path) return fc__io_fail(opts, FC_ERR_NULL_ARG, "%s: NULL path", FN);
     fc__io_clear(opts);
     fc_status st = check_args(tensors, n, meta_keys, meta_values, n_meta, opts);
@@ -244,7 +249,8 @@ fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *ten
             for (size_t j = 0; j < nn; j++) {
                 const fc_io_tensor *t = &tensors[order[j]];
                 if (t->nbytes > SIZE_MAX) {
-                    w.st = fc__io_fail(opts, FC_ERR_OVERFLOW, "%s: tensor '%s' too large", FN, t->name);
+                    w.st = fc__io_fail(opts, FC_ERR_OVERFLOW, "%s: tensor '%s' too large", FN,
+                                       t->name);
                     break;
                 }
                 fc__io_out_write(&w, t->data, (size_t)t->nbytes);

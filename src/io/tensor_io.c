@@ -23,7 +23,8 @@
 /* Largest power of two dividing the element (or block) size, at most 8. */
 static size_t natural_align(fc_dtype d) {
     size_t s = fc_dtype_size(d), a = 1;
-    while (a < 8 && s % (a * 2) == 0) a *= 2;
+    while (a < 8 && s % (a * 2) == 0)
+        a *= 2;
     return a;
 }
 
@@ -66,8 +67,7 @@ static fc_tensor *load(fc_ctx *ctx, const char *op, fc_io_map *map, const fc_io_
     return fc__tensor_wrap(ctx, op, &raw);
 }
 
-fc_tensor *fc_safetensors_load(fc_ctx *ctx, const fc_st_file *f, const char *name,
-                               unsigned flags) {
+fc_tensor *fc_safetensors_load(fc_ctx *ctx, const fc_st_file *f, const char *name, unsigned flags) {
     static const char *const op = "fc_safetensors_load";
     FC__CHECK_CTX(ctx);
     if (!f || !name) {
@@ -118,7 +118,8 @@ static fc_status save_set_make(fc_ctx *ctx, const char *op, const char *const *n
     memset(s, 0, sizeof *s);
     if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n = %lld", op, (long long)n);
     if (n == 0) return FC_OK;
-    if (!names || !tensors) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: names or tensors is NULL", op);
+    if (!names || !tensors)
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: names or tensors is NULL", op);
     s->desc = fc__ctx_alloc(ctx, (size_t)n * sizeof *s->desc);
     s->contig = fc__ctx_alloc(ctx, (size_t)n * sizeof *s->contig);
     if (!s->desc || !s->contig) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <setjmp.h>
+/* cmocka.h needs setjmp.h, stdarg.h and stddef.h first */
 #include <cmocka.h>
 
 #include "fucina/io.h"

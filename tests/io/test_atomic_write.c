@@ -20,7 +20,11 @@ static float NEW_DATA[64];
 /* Writes `data` (n floats) with the chosen writer under a fault plan. */
 static fc_status write_with(which_writer w, const char *path, const float *data, int n,
                             const fc_io_fault *fault, fc_io_opts *o) {
-    fc_io_tensor t = {.name = "w", .dtype = FC_F32, .rank = 1, .shape = {n}, .data = data,
+    fc_io_tensor t = {.name = "w",
+                      .dtype = FC_F32,
+                      .rank = 1,
+                      .shape = {n},
+                      .data = data,
                       .nbytes = (uint64_t)n * 4};
     if (w == W_SAFETENSORS) {
         const char *k[1] = {"kind"}, *v[1] = {"test"};
@@ -86,8 +90,8 @@ static void run_fault_sweep(which_writer w, const char *tag) {
         free(now);
         if (n % 97 == 0) assert_loads(w, path, OLD_DATA, 8);
     }
-    static const fc_io_fault_step steps[] = {FC_IO_FAULT_OPEN, FC_IO_FAULT_FSYNC,
-                                             FC_IO_FAULT_CLOSE, FC_IO_FAULT_RENAME};
+    static const fc_io_fault_step steps[] = {FC_IO_FAULT_OPEN, FC_IO_FAULT_FSYNC, FC_IO_FAULT_CLOSE,
+                                             FC_IO_FAULT_RENAME};
     for (size_t s = 0; s < sizeof steps / sizeof *steps; s++) {
         char err[512] = "";
         fc_io_opts o = {.errbuf = err, .errcap = sizeof err};
@@ -135,7 +139,8 @@ static void test_atomic_write_large_and_chunked(void **state) {
     io_path(path, sizeof path, dir, "big.bin");
     size_t total = 300000;
     uint8_t *src = malloc(total);
-    for (size_t i = 0; i < total; i++) src[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; i < total; i++)
+        src[i] = (uint8_t)(i * 2654435761u >> 13);
     static const size_t chunks[] = {1, 7, 65536, 3, 100000, 65535, 2};
     for (int pass = 0; pass < 2; pass++) {
         io_count c;
@@ -209,7 +214,8 @@ static void test_atomic_write_reports_system_errors(void **state) {
 }
 
 int main(void) {
-    for (int i = 0; i < 64; i++) NEW_DATA[i] = (float)i * -0.25f;
+    for (int i = 0; i < 64; i++)
+        NEW_DATA[i] = (float)i * -0.25f;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_write_safetensors_survives_every_failure),
         cmocka_unit_test(test_atomic_write_gguf_survives_every_failure),

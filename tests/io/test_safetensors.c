@@ -36,7 +36,8 @@ static void build_expected(void) {
     int k = 0;
     exp_tensor *e;
     float f32[6];
-    for (int i = 0; i < 6; i++) f32[i] = (float)i * 0.5f - 1.25f;
+    for (int i = 0; i < 6; i++)
+        f32[i] = (float)i * 0.5f - 1.25f;
     e = &EXP[k++], *e = (exp_tensor){"f32", FC_F32, 2, {2, 3}, 0, {0}};
     put_bytes(e, f32, sizeof f32);
     /* -1.25 -0.75 -0.25 0.25 0.75 1.25 as IEEE half and bfloat16 bits */
@@ -47,7 +48,8 @@ static void build_expected(void) {
     e = &EXP[k++], *e = (exp_tensor){"bf16", FC_BF16, 1, {6, 0}, 0, {0}};
     put_bytes(e, bf16, sizeof bf16);
     double f64[4];
-    for (int i = 0; i < 4; i++) f64[i] = (double)i * 0.1;
+    for (int i = 0; i < 4; i++)
+        f64[i] = (double)i * 0.1;
     e = &EXP[k++], *e = (exp_tensor){"f64", FC_F64, 2, {2, 2}, 0, {0}};
     put_bytes(e, f64, sizeof f64);
     const int64_t i64[3] = {-((int64_t)1 << 40), 0, ((int64_t)1 << 62) + 5};
@@ -101,14 +103,16 @@ static void check_contents(const fc_st_file *f, size_t file_size) {
         assert_string_equal(t.name, e->name);
         assert_int_equal(t.dtype, e->dtype);
         assert_int_equal(t.rank, e->rank);
-        for (int d = 0; d < e->rank; d++) assert_int_equal(t.shape[d], e->shape[d]);
+        for (int d = 0; d < e->rank; d++)
+            assert_int_equal(t.shape[d], e->shape[d]);
         assert_int_equal(t.nbytes, e->nbytes);
         assert_true(t.offset + t.nbytes <= file_size);
         if (e->nbytes) assert_memory_equal(t.data, e->bytes, e->nbytes);
     }
     assert_int_equal(fc_safetensors_find(f, "missing"), -1);
     assert_int_equal(fc_safetensors_meta_count(f), 2);
-    for (int i = 0; i < 2; i++) assert_string_equal(fc_safetensors_meta_get(f, META_K[i]), META_V[i]);
+    for (int i = 0; i < 2; i++)
+        assert_string_equal(fc_safetensors_meta_get(f, META_K[i]), META_V[i]);
     assert_null(fc_safetensors_meta_get(f, "absent"));
     const char *k, *v;
     assert_int_equal(fc_safetensors_meta_at(f, 0, &k, &v), FC_OK);
@@ -159,7 +163,8 @@ static void test_safetensors_borrowed_buffer_keeps_mapping(void **state) {
     fc_safetensors_close(f);
     assert_true(c.live > 0);
     double want[4];
-    for (int i = 0; i < 4; i++) want[i] = (double)i * 0.1;
+    for (int i = 0; i < 4; i++)
+        want[i] = (double)i * 0.1;
     assert_memory_equal(fc__buffer_data(b), want, sizeof want);
     void *mut;
     assert_int_equal(fc__buffer_data_mut(b, &mut), FC_ERR_READ_ONLY);
@@ -168,7 +173,8 @@ static void test_safetensors_borrowed_buffer_keeps_mapping(void **state) {
     io_count_assert_clean(&c);
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
+/* ---- writing ----------------------------------------------------------------------------------
+ */
 
 static void fill_tensors(fc_io_tensor *t) {
     for (int i = 0; i < N_EXP; i++) {
@@ -207,11 +213,13 @@ static void test_safetensors_write_then_read(void **state) {
     /* Layout: N, header padded with spaces to 8-aligned data, each tensor
      * aligned to its element size. */
     uint64_t n = 0;
-    for (int i = 0; i < 8; i++) n |= (uint64_t)blob[i] << (8 * i);
+    for (int i = 0; i < 8; i++)
+        n |= (uint64_t)blob[i] << (8 * i);
     assert_int_equal((8 + n) % 8, 0);
     assert_int_equal(blob[8], '{');
     size_t last = 8 + (size_t)n - 1;
-    while (blob[last] == ' ') last--;
+    while (blob[last] == ' ')
+        last--;
     assert_int_equal(blob[last], '}');
     fc_st_file *f;
     fc_io_opts o = {.allocator = &c.a};
@@ -328,7 +336,8 @@ static void test_safetensors_oom_sweep(void **state) {
     io_rm_rf(dir);
 }
 
-/* ---- corrupt files ------------------------------------------------------------------------------- */
+/* ---- corrupt files
+ * ------------------------------------------------------------------------------- */
 
 /* 8-byte length + header text + data bytes. */
 static uint8_t *make_st(const char *json, uint64_t claimed_len, const void *data, size_t dlen,
@@ -336,7 +345,8 @@ static uint8_t *make_st(const char *json, uint64_t claimed_len, const void *data
     size_t hl = strlen(json);
     *size = 8 + hl + dlen;
     uint8_t *b = malloc(*size);
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(claimed_len >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(claimed_len >> (8 * i));
     memcpy(b + 8, json, hl);
     if (dlen) memcpy(b + 8 + hl, data, dlen);
     return b;
@@ -399,8 +409,8 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
          "unknown dtype 'Q9'"},
         {"{\"a\":{\"dtype\":\"U32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, FC_ERR_DTYPE,
          "not supported"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-         FC_ERR_DATA_LENGTH, "hold 4 bytes but f32[2] needs 8"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, FC_ERR_DATA_LENGTH,
+         "hold 4 bytes but f32[2] needs 8"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],\"data_offsets\":[0,4]}}",
          4, FC_ERR_OVERFLOW, "overflows"},
         {"{\"a\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952,2,1],\"data_offsets\":[0,8]}}",
@@ -439,13 +449,15 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
         {"{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4,
          FC_ERR_FORMAT, "appears twice"},
         {"{\"__metadata__\":{\"k\":1}}", 0, FC_ERR_FORMAT, "not a string"},
-        {"{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", 0, FC_ERR_FORMAT, "duplicate __metadata__"},
+        {"{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", 0, FC_ERR_FORMAT,
+         "duplicate __metadata__"},
         {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, FC_ERR_FORMAT, "appears twice"},
         {"{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
          FC_ERR_FORMAT, "NUL"},
         {"{\"a\":[]}", 0, FC_ERR_FORMAT, "expected '{'"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":"
-         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}",
+         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}",
          0, FC_ERR_FORMAT, "too deep"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":tru}}", 0,
          FC_ERR_FORMAT, "unexpected token"},
@@ -483,6 +495,28 @@ static void test_safetensors_rejects_bad_header_lengths(void **state) {
     b = make_st("", 0, NULL, 0, &size);
     expect_fail_bytes(b, size, FC_ERR_FORMAT, "does not start", "empty header");
     free(b);
+}
+
+/* Every proper prefix of the reference fails cleanly (the buffer must be
+ * covered exactly), reading nothing past the end (exact-size copies). */
+static void test_safetensors_every_truncation_fails(void **state) {
+    (void)state;
+    size_t size;
+    uint8_t *blob = io_read_file(reference_path(), &size);
+    assert_non_null(blob);
+    io_count c;
+    io_count_init(&c);
+    fc_io_opts o = {.allocator = &c.a};
+    for (size_t cut = 0; cut < size; cut++) {
+        uint8_t *copy = malloc(cut ? cut : 1);
+        memcpy(copy, blob, cut);
+        fc_st_file *f = NULL;
+        assert_int_equal(fc_safetensors_open_memory(copy, cut, &o, &f), FC_ERR_FORMAT);
+        assert_null(f);
+        free(copy);
+    }
+    io_count_assert_clean(&c);
+    free(blob);
 }
 
 static void test_safetensors_accepts_spec_corners(void **state) {
@@ -553,8 +587,8 @@ static void test_safetensors_write_refuses_bad_input(void **state) {
     io_scratch_dir(dir, sizeof dir, "st-wbad");
     io_path(path, sizeof path, dir, "w.safetensors");
     const float x[4] = {0};
-    fc_io_tensor base = {.name = "x", .dtype = FC_F32, .rank = 1, .shape = {4}, .data = x,
-                         .nbytes = 16};
+    fc_io_tensor base = {
+        .name = "x", .dtype = FC_F32, .rank = 1, .shape = {4}, .data = x, .nbytes = 16};
     struct {
         fc_io_tensor t[2];
         int n;
@@ -565,9 +599,11 @@ static void test_safetensors_write_refuses_bad_input(void **state) {
         cases[i].t[0] = cases[i].t[1] = base;
         cases[i].n = 1;
     }
-    cases[0].t[0].dtype = FC_Q4_0, cases[0].want = FC_ERR_DTYPE, cases[0].msg = "no safetensors name";
+    cases[0].t[0].dtype = FC_Q4_0, cases[0].want = FC_ERR_DTYPE,
+    cases[0].msg = "no safetensors name";
     cases[1].n = 2, cases[1].want = FC_ERR_INVALID_ARG, cases[1].msg = "duplicate tensor name 'x'";
-    cases[2].t[0].name = "__metadata__", cases[2].want = FC_ERR_INVALID_ARG, cases[2].msg = "reserved";
+    cases[2].t[0].name = "__metadata__", cases[2].want = FC_ERR_INVALID_ARG,
+    cases[2].msg = "reserved";
     cases[3].t[0].nbytes = 12, cases[3].want = FC_ERR_DATA_LENGTH, cases[3].msg = "nbytes 12";
     cases[4].t[0].shape[0] = -4, cases[4].want = FC_ERR_INVALID_SHAPE, cases[4].msg = "is -4";
     cases[5].t[0].rank = 9, cases[5].want = FC_ERR_RANK, cases[5].msg = "rank 9";
@@ -589,7 +625,8 @@ static void test_safetensors_write_refuses_bad_input(void **state) {
     }
     const char *k[2] = {"a", "a"}, *v[2] = {"1", "2"};
     assert_int_equal(fc_safetensors_write(path, &base, 1, k, v, 2, NULL), FC_ERR_INVALID_ARG);
-    assert_int_equal(fc_safetensors_write(path, &base, -1, NULL, NULL, 0, NULL), FC_ERR_INVALID_ARG);
+    assert_int_equal(fc_safetensors_write(path, &base, -1, NULL, NULL, 0, NULL),
+                     FC_ERR_INVALID_ARG);
     assert_int_equal(fc_safetensors_write(NULL, &base, 1, NULL, NULL, 0, NULL), FC_ERR_NULL_ARG);
     char dirpath[600];
     snprintf(dirpath, sizeof dirpath, "%s/", dir);
@@ -615,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_safetensors_oom_sweep),
         cmocka_unit_test(test_safetensors_rejects_corrupt_headers),
         cmocka_unit_test(test_safetensors_rejects_bad_header_lengths),
+        cmocka_unit_test(test_safetensors_every_truncation_fails),
         cmocka_unit_test(test_safetensors_accepts_spec_corners),
         cmocka_unit_test(test_safetensors_open_reports_io_errors),
         cmocka_unit_test(test_safetensors_write_refuses_bad_input),

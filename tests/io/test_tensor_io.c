@@ -25,8 +25,8 @@ static int setup(void **state) {
     fct_counting_init(&fx->c);
     fc_ctx_opts co = {.threads = 1, .allocator = fct_counting_allocator(&fx->c)};
     fx->ctx = fc_ctx_new(&co);
-    fx->o = (fc_io_opts){.allocator = fct_counting_allocator(&fx->c), .errbuf = fx->err,
-                         .errcap = sizeof fx->err};
+    fx->o = (fc_io_opts){
+        .allocator = fct_counting_allocator(&fx->c), .errbuf = fx->err, .errcap = sizeof fx->err};
     *state = fx;
     return fx->ctx ? 0 : -1;
 }
@@ -53,7 +53,7 @@ static void test_tensor_io_safetensors_zero_copy_outlives_file(void **state) {
     fc_io_tensor info;
     assert_int_equal(fc_safetensors_tensor_info(f, fc_safetensors_find(f, "f32"), &info), FC_OK);
     assert_ptr_equal(fc_tensor_data(t), info.data); /* aliases the mapping */
-    fc_safetensors_close(f);                         /* the tensors keep it alive */
+    fc_safetensors_close(f);                        /* the tensors keep it alive */
     assert_int_equal(fc_tensor_dtype(t), FC_F32);
     assert_int_equal(fc_tensor_rank(t), 2);
     assert_int_equal(fc_tensor_dim(t, 0), 2);
@@ -117,7 +117,8 @@ static void test_tensor_io_misaligned_bytes_are_copied(void **state) {
     size_t hl = strlen(json), size = 8 + hl + 9;
     uint8_t *blob = aligned_alloc(64, (size + 63) / 64 * 64);
     memset(blob, 0, size);
-    for (int i = 0; i < 8; i++) blob[i] = (uint8_t)(hl >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        blob[i] = (uint8_t)(hl >> (8 * i));
     memcpy(blob + 8, json, hl);
     const float vals[2] = {2.5f, -7.0f};
     memcpy(blob + 8 + hl + 1, vals, sizeof vals);
