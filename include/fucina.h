@@ -10,6 +10,7 @@
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
+ *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -23,5 +24,6 @@
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
 #include "fucina/quant.h"
+#include "fucina/io.h"
 
 #endif /* FUCINA_H */
