@@ -110,8 +110,8 @@ static void expect_no_leak(fc_ctx *ctx) {
 
 /* ---- the composites (fc_gradcheck_fn) ------------------------------------------------------ */
 
-enum { N = 4, IN = 6, HID = 7, K = 3 };                 /* MLP */
-enum { AB = 2, AT = 4, AC = 6, AH = 2, AHD = AC / AH }; /* attention */
+enum { N = 3, IN = 4, HID = 5, K = 3 };                 /* MLP */
+enum { AB = 2, AT = 3, AC = 4, AH = 2, AHD = AC / AH }; /* attention */
 
 /* What the functions need besides their inputs, made in the context they run in. */
 typedef struct extras {
@@ -121,7 +121,7 @@ typedef struct extras {
 } extras;
 
 static extras extras_new(fc_ctx *ctx, bool gelu) {
-    static const int64_t tgt[N] = {2, 0, 1, 2};
+    static const int64_t tgt[N] = {2, 0, 1};
     bool above[AT * AT];
     for (int i = 0; i < AT; i++)
         for (int j = 0; j < AT; j++)
@@ -318,6 +318,7 @@ static void low_precision_composite(const composite *c, fc_dtype dt, uint64_t se
     fc_scope_end(ctx);
 
     double u = dt == FC_F16 ? ldexp(1, -11) : ldexp(1, -8);
+    char miss[512] = "";
     for (int k = 0; k < c->n; k++) {
         fc_tensor *g16 = fc_grad(lo[k]), *g32 = fc_grad(ref[k]);
         assert_non_null(g16);
@@ -340,8 +341,10 @@ static void low_precision_composite(const composite *c, fc_dtype dt, uint64_t se
             double d = fabs((double)a[i] - (double)b[i]);
             if (!(d <= worst)) worst = d, wi = i;
         }
-        if (!(worst <= TOL_K * u * scale) || !(scale > 0))
-            fail_msg("%s %s input %d element %lld: gradient %.9g, f32 graph %.9g (|diff| %.3g > "
+        /* noted, and reported after the cleanup so a miss leaks nothing */
+        if ((!(worst <= TOL_K * u * scale) || !(scale > 0)) && !miss[0])
+            snprintf(miss, sizeof miss,
+                     "%s %s input %d element %lld: gradient %.9g, f32 graph %.9g (|diff| %.3g > "
                      "%g * u * max|f32| %.3g)",
                      c->name, fc_dtype_name(dt), k, (long long)wi, (double)a[wi], (double)b[wi],
                      worst, TOL_K, scale);
@@ -356,6 +359,7 @@ static void low_precision_composite(const composite *c, fc_dtype dt, uint64_t se
     extras_free(&e);
     expect_no_leak(ctx);
     fc_ctx_free(ctx);
+    if (miss[0]) fail_msg("%s", miss);
 }
 
 static void test_grad_composite_mlp_f16_leaves(void **state) {
