@@ -6,7 +6,9 @@
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
- *   fucina/autograd.h gradients, backward, grad mode
+ *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
+ *   fucina/autograd.h gradients, backward, grad mode, gradcheck
+ *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -16,6 +18,8 @@
 #include "fucina/alloc.h"
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
+#include "fucina/matmul.h"
 #include "fucina/autograd.h"
+#include "fucina/optim.h"
 
 #endif /* FUCINA_H */
