@@ -1,6 +1,6 @@
 /* binary.c - broadcasting binary arithmetic: add, sub, mul, div, pow,
  * maximum, minimum; their scalar forms; the in-place add_, mul_scalar_ and
- * fill_; and the two elementwise kernels the backward rules of pow and
+ * fill_ and the destination form add_out; and the two elementwise kernels the backward rules of pow and
  * maximum/minimum need (grad_binary.c holds the rules, in this order).
  *
  *   a [..A], b [..B] -> out [broadcast(A, B)], out[i] = a[i] (op) b[i]
@@ -284,28 +284,30 @@ fc_tensor *fc_minimum_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
 
 /* ---- in place ------------------------------------------------------------------------- */
 
-/* What every in-place op requires of dst (and of b when given): no
- * gradient recording would see the write, so tensors that require grad are
- * refused while grad mode is on (optimizer-style updates run inside
- * fc_no_grad_begin/end); writable storage; no stride-0 axes, whose
- * elements share memory. */
-static fc_status inplace_check(const char *op, fc_tensor *dst, const fc_tensor *b) {
+/* What every in-place op requires of dst (and of the operands a, b, NULL
+ * allowed): no gradient recording would see the write, so tensors that
+ * require grad are refused while grad mode is on (optimizer-style updates
+ * run inside fc_no_grad_begin/end); writable storage; no stride-0 axes,
+ * whose elements share memory. */
+static fc_status inplace_check(const char *op, fc_tensor *dst, const fc_tensor *a,
+                               const fc_tensor *b) {
     fc_ctx *ctx = dst->ctx;
     char d[160];
     fc__desc(dst, d, (int)sizeof d);
-    if (fc_grad_enabled(ctx) &&
-        ((dst->flags & FC__T_REQUIRES_GRAD) || (b && (b->flags & FC__T_REQUIRES_GRAD))))
+    bool rg_dst = dst->flags & FC__T_REQUIRES_GRAD;
+    bool rg_in = (a && (a->flags & FC__T_REQUIRES_GRAD)) || (b && (b->flags & FC__T_REQUIRES_GRAD));
+    if (fc_grad_enabled(ctx) && (rg_dst || rg_in))
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
                         "%s: %s requires grad and in-place ops are not recorded by autograd; use "
                         "the out-of-place op, or write inside fc_no_grad_begin/end",
-                        op, (dst->flags & FC__T_REQUIRES_GRAD) ? "dst" : "the operand");
+                        op, rg_dst ? "the destination" : "an operand");
     if (fc__buffer_is_read_only(dst->raw.buf))
-        return fc__fail(ctx, FC_ERR_READ_ONLY, "%s: dst %s: storage is read-only", op, d);
+        return fc__fail(ctx, FC_ERR_READ_ONLY, "%s: destination %s: storage is read-only", op, d);
     for (int i = 0; i < dst->raw.rank; i++)
         if (dst->raw.strides[i] == 0 && dst->raw.shape[i] > 1)
             return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW,
-                            "%s: dst %s is a broadcast view (axis %d has stride 0), so several "
-                            "of its elements share one memory location",
+                            "%s: destination %s is a broadcast view (axis %d has stride 0), so "
+                            "several of its elements share one memory location",
                             op, d, i);
     return FC_OK;
 }
@@ -320,26 +322,30 @@ static fc_status inplace_finish(const char *op, fc_tensor *dst) {
                     (long long)bad, bad == 1 ? "" : "s", fc__desc(dst, d, (int)sizeof d));
 }
 
-/* dst (op)= b with b broadcast to dst, after every check. */
-static fc_status inplace_binary(const char *op, bin_kind k, fc_tensor *dst, fc_tensor *b) {
+/* dst = a (op) b, a and b broadcast to exactly dst's shape, after every
+ * check; a mutation of dst (a is dst itself for the in-place ops). */
+static fc_status write_binary(const char *op, bin_kind k, fc_tensor *dst, fc_tensor *a,
+                              fc_tensor *b) {
     fc_ctx *ctx = dst->ctx;
     fc_dtype dt = dst->raw.dtype;
     fc_status st;
-    if ((st = fc__pw_same_dtype(ctx, op, dst, b)) != FC_OK ||
+    if ((st = fc__pw_same_dtype(ctx, op, a, b)) != FC_OK ||
+        (st = fc__pw_same_dtype(ctx, op, dst, a)) != FC_OK ||
         (st = fc__pw_math_dtype(ctx, op, dt, true)) != FC_OK ||
-        (st = inplace_check(op, dst, b)) != FC_OK)
+        (st = inplace_check(op, dst, a, b)) != FC_OK)
         return st;
     int64_t shape[FC_MAX_RANK];
     int rank;
-    if ((st = fc__pw_broadcast(ctx, op, dst, b, shape, &rank)) != FC_OK) return st;
+    if ((st = fc__pw_broadcast(ctx, op, a, b, shape, &rank)) != FC_OK) return st;
     if (!fc__shape_equal(shape, rank, dst->raw.shape, dst->raw.rank)) {
-        char sa[160], sb[160];
-        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: b %s does not broadcast to dst %s", op,
-                        fc__desc(b, sb, (int)sizeof sb), fc__desc(dst, sa, (int)sizeof sa));
+        char sd[160], so[160];
+        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                        "%s: the operands broadcast to %s, not to the destination %s", op,
+                        FC__SHAPE_STR(shape, rank, so), fc__desc(dst, sd, (int)sizeof sd));
     }
     fc__buffer_bump_generation(dst->raw.buf);
     bin_arg arg = {k, dt};
-    fc_raw *ops[3] = {&dst->raw, &dst->raw, &b->raw};
+    fc_raw *ops[3] = {&dst->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     return inplace_finish(op, dst);
 }
@@ -347,7 +353,14 @@ static fc_status inplace_binary(const char *op, bin_kind k, fc_tensor *dst, fc_t
 fc_status fc_add_(fc_tensor *dst, fc_tensor *b) {
     if (!dst) return FC_ERR_NULL_ARG;
     if (!b) return fc__fail(dst->ctx, FC_ERR_NULL_ARG, "add_: input 'b' is NULL");
-    return inplace_binary("add_", BIN_ADD, dst, b);
+    return write_binary("add_", BIN_ADD, dst, dst, b);
+}
+
+fc_status fc_add_out(fc_tensor *out, fc_tensor *a, fc_tensor *b) {
+    if (!out) return FC_ERR_NULL_ARG;
+    if (!a || !b)
+        return fc__fail(out->ctx, FC_ERR_NULL_ARG, "add_out: input '%s' is NULL", !a ? "a" : "b");
+    return write_binary("add_out", BIN_ADD, out, a, b);
 }
 
 fc_status fc_mul_scalar_(fc_tensor *dst, double s) {
@@ -356,7 +369,7 @@ fc_status fc_mul_scalar_(fc_tensor *dst, double s) {
     if (st != FC_OK) return st;
     fc_tensor *b = scalar_like(dst->ctx, "mul_scalar_", dst->raw.dtype, s);
     if (!b) return fc_ctx_status(dst->ctx);
-    st = inplace_binary("mul_scalar_", BIN_MUL, dst, b);
+    st = write_binary("mul_scalar_", BIN_MUL, dst, dst, b);
     fc_release(b);
     return st;
 }
@@ -364,7 +377,7 @@ fc_status fc_mul_scalar_(fc_tensor *dst, double s) {
 fc_status fc_fill_(fc_tensor *dst, double value) {
     if (!dst) return FC_ERR_NULL_ARG;
     fc_status st = fc__pw_scalar_dtype(dst->ctx, "fill_", dst->raw.dtype, true);
-    if (st != FC_OK || (st = inplace_check("fill_", dst, NULL)) != FC_OK) return st;
+    if (st != FC_OK || (st = inplace_check("fill_", dst, NULL, NULL)) != FC_OK) return st;
     unsigned char v[8];
     fc__store_f64(dst->raw.dtype, v, value);
     fc__raw_fill(&dst->raw, v); /* bumps the generation; cannot fail after the checks */

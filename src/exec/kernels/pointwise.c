@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/convert.h"
 #include "exec/kernels/pointwise.h"
 
 /* ---- validation ------------------------------------------------------------------- */
@@ -122,10 +123,16 @@ void fc__pw_load_f32(fc_dtype dt, const char *p, int64_t s, int64_t n, float *ou
             for (int64_t i = 0; i < n; i++) out[i] = LOAD(float, p, s, i);
         break;
     case FC_F16:
-        for (int64_t i = 0; i < n; i++) out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
+        if (s == 2)
+            fc__f16_to_f32_row((const uint16_t *)p, out, (size_t)n);
+        else
+            for (int64_t i = 0; i < n; i++) out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     case FC_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
+        if (s == 2)
+            fc__bf16_to_f32_row((const uint16_t *)p, out, (size_t)n);
+        else
+            for (int64_t i = 0; i < n; i++) out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     default: { /* not reached by the math kernels; kept total for safety */
         double tmp[FC__PW_CHUNK];
@@ -147,10 +154,16 @@ void fc__pw_store_f32(fc_dtype dt, char *p, int64_t s, int64_t n, const float *i
             for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = in[i];
         break;
     case FC_F16:
-        for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_f16(in[i]);
+        if (s == 2)
+            fc__f32_to_f16_row(in, (uint16_t *)p, (size_t)n);
+        else
+            for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_f16(in[i]);
         break;
     case FC_BF16:
-        for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_bf16(in[i]);
+        if (s == 2)
+            fc__f32_to_bf16_row(in, (uint16_t *)p, (size_t)n);
+        else
+            for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_bf16(in[i]);
         break;
     default:
         for (int64_t i = 0; i < n; i++) fc__store_f64(dt, p + i * s, (double)in[i]);
