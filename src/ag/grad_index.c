@@ -14,16 +14,16 @@
 fc_status fc__bw_index_select(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc_tensor *index = fc__ag_saved_tensor(ctx, node, 0);
     if (!index) return fc_ctx_status(ctx);
-    gin[0] = fc__index_add_rows(ctx, gout, node->in[0].shape, node->in[0].rank, (int)node->i[0],
-                                index);
+    gin[0] =
+        fc__index_add_rows(ctx, gout, node->in[0].shape, node->in[0].rank, (int)node->i[0], index);
     return gin[0] ? FC_OK : fc_ctx_status(ctx);
 }
 
 /* gather: i[0] axis; saved 0 the index */
 fc_status fc__bw_gather(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc_tensor *index = fc__ag_saved_tensor(ctx, node, 0);
-    fc_tensor *z = index ? fc_zeros(ctx, gout->raw.dtype, node->in[0].shape, node->in[0].rank)
-                         : NULL;
+    fc_tensor *z =
+        index ? fc_zeros(ctx, gout->raw.dtype, node->in[0].shape, node->in[0].rank) : NULL;
     gin[0] = fc_scatter_add(ctx, z, (int)node->i[0], index, gout);
     return gin[0] ? FC_OK : fc_ctx_status(ctx);
 }

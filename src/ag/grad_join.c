@@ -39,7 +39,8 @@ fc_status fc__bw_stack(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **
 /* pad: i[0..rank) are the leading pads */
 fc_status fc__bw_pad(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     int64_t offset = gout->raw.offset;
-    for (int i = 0; i < node->in[0].rank; i++) offset += node->i[i] * gout->raw.strides[i];
+    for (int i = 0; i < node->in[0].rank; i++)
+        offset += node->i[i] * gout->raw.strides[i];
     gin[0] = fc__tensor_view(ctx, "backward of pad", gout, node->in[0].shape, gout->raw.strides,
                              node->in[0].rank, offset);
     return gin[0] ? FC_OK : fc_ctx_status(ctx);

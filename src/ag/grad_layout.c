@@ -35,7 +35,8 @@ fc_status fc__bw_reshape(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor 
 /* permute, transpose: node->i holds the permutation out axis -> in axis */
 fc_status fc__bw_permute(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     int inv[FC_MAX_RANK];
-    for (int i = 0; i < node->out_rank; i++) inv[node->i[i]] = i;
+    for (int i = 0; i < node->out_rank; i++)
+        inv[node->i[i]] = i;
     gin[0] = fc_permute(ctx, gout, inv);
     return gin[0] ? FC_OK : fc_ctx_status(ctx);
 }

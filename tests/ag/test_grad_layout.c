@@ -64,7 +64,8 @@ static void gradcheck(fc_gradcheck_fn fn, void *user, fc_tensor **in, int n, con
         print_message("%s: %s (%s)\n", what, fc_status_name(st), fc_ctx_error(g_ctx));
         fail();
     }
-    for (int k = 0; k < n; k++) fc_release(in[k]);
+    for (int k = 0; k < n; k++)
+        fc_release(in[k]);
 }
 
 /* ---- views ---------------------------------------------------------------------------------- */
@@ -107,10 +108,11 @@ static fc_tensor *fn_chain(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n, (void)u;
     fc_tensor *a = fc_narrow(
         c, fc_transpose(c, fc_expand(c, in[0], (const int64_t[]){5, 3, 4}, 3), 0, 2), 2, 1, 3);
-    fc_tensor *b = fc_slice(c, fc_permute(c, fc_unsqueeze(c, in[0], 1), (const int[]){2, 1, 0}),
-                            0, 0, 4, 3);
-    return fc_concat(c, (fc_tensor *[]){fc_reshape(c, a, (const int64_t[]){-1}, 1),
-                                        fc_reshape(c, b, (const int64_t[]){-1}, 1)},
+    fc_tensor *b =
+        fc_slice(c, fc_permute(c, fc_unsqueeze(c, in[0], 1), (const int[]){2, 1, 0}), 0, 0, 4, 3);
+    return fc_concat(c,
+                     (fc_tensor *[]){fc_reshape(c, a, (const int64_t[]){-1}, 1),
+                                     fc_reshape(c, b, (const int64_t[]){-1}, 1)},
                      2, 0);
 }
 
@@ -130,19 +132,21 @@ static void test_grad_views(void **state) {
     gradcheck(fn_chain, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 1}, 2)}, 1, "chain");
 }
 
-/* ---- joins ----------------------------------------------------------------------------------- */
+/* ---- joins ---------------------------------------------------------------------------------- */
 
 static fc_tensor *fn_concat(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)u; /* inputs as they are and as transposed views, plus a constant */
     fc_tensor *xs[8];
-    for (int k = 0; k < n; k++) xs[k] = k % 2 ? fc_transpose(c, in[k], 0, 1) : in[k];
+    for (int k = 0; k < n; k++)
+        xs[k] = k % 2 ? fc_transpose(c, in[k], 0, 1) : in[k];
     xs[n] = fc_ones(c, FC_F64, fc_tensor_shape(xs[0]), 2);
     return fc_concat(c, xs, n + 1, 0);
 }
 static fc_tensor *fn_stack(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)u;
     fc_tensor *xs[8];
-    for (int k = 0; k < n; k++) xs[k] = in[k];
+    for (int k = 0; k < n; k++)
+        xs[k] = in[k];
     xs[n] = fc_zeros(c, FC_F64, fc_tensor_shape(in[0]), 2);
     return fc_stack(c, xs, n + 1, 1);
 }
@@ -163,10 +167,12 @@ static void test_grad_joins(void **state) {
     gradcheck(fn_concat, NULL, (fc_tensor *[]){leaf(s, 2), leaf(s, 2)}, 2, "concat of 3");
     /* 7 inputs + a constant: more than a node holds, so grouped nodes */
     fc_tensor *seven[7];
-    for (int k = 0; k < 7; k++) seven[k] = leaf(s, 2);
+    for (int k = 0; k < 7; k++)
+        seven[k] = leaf(s, 2);
     gradcheck(fn_concat, NULL, seven, 7, "concat of 8");
     fc_tensor *five[5];
-    for (int k = 0; k < 5; k++) five[k] = leaf((const int64_t[]){2, 3}, 2);
+    for (int k = 0; k < 5; k++)
+        five[k] = leaf((const int64_t[]){2, 3}, 2);
     gradcheck(fn_stack, NULL, five, 5, "stack of 6");
     gradcheck(fn_split, NULL, (fc_tensor *[]){leaf((const int64_t[]){2, 6}, 2)}, 1, "split");
     gradcheck(fn_pad, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 2}, 2)}, 1, "pad");
@@ -177,33 +183,35 @@ static void test_grad_joins(void **state) {
     fc_tensor *g = fc_ones(g_ctx, FC_F32, fc_tensor_shape(y), 2);
     assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
     const float *gx = fc_tensor_data(fc_grad(x));
-    for (int i = 0; i < 12; i++) assert_true(gx[i] == (i % 6 == 2 ? 0.0f : 1.0f));
+    for (int i = 0; i < 12; i++)
+        assert_true(gx[i] == (i % 6 == 2 ? 0.0f : 1.0f));
     fc_zero_grad(&x, 1);
     fc_release(g);
     fc_release(y);
     fc_release(x);
 }
 
-/* ---- indexing -------------------------------------------------------------------------------- */
+/* ---- indexing ------------------------------------------------------------------------------- */
 
 static fc_tensor *index_of(fc_ctx *c, fc_dtype dt, const int64_t *shape, int rank,
                            const int64_t *v) {
     double d[64];
-    for (int64_t i = 0; i < lh_numel(shape, rank); i++) d[i] = (double)v[i];
+    for (int64_t i = 0; i < lh_numel(shape, rank); i++)
+        d[i] = (double)v[i];
     return lh_from_f64(c, dt, shape, rank, d);
 }
 
 static fc_tensor *fn_index_select(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n;
     int axis = *(const int *)u;
-    fc_tensor *idx = index_of(c, FC_I32, (const int64_t[]){2, 3}, 2,
-                              (const int64_t[]){1, 0, 1, 2, 1, 0});
+    fc_tensor *idx =
+        index_of(c, FC_I32, (const int64_t[]){2, 3}, 2, (const int64_t[]){1, 0, 1, 2, 1, 0});
     return fc_index_select(c, fc_transpose(c, in[0], 0, 1), axis, idx);
 }
 static fc_tensor *fn_embedding(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n, (void)u;
-    fc_tensor *ids = index_of(c, FC_I64, (const int64_t[]){2, 4}, 2,
-                              (const int64_t[]){4, 0, 4, 4, 1, 2, 0, 4});
+    fc_tensor *ids =
+        index_of(c, FC_I64, (const int64_t[]){2, 4}, 2, (const int64_t[]){4, 0, 4, 4, 1, 2, 0, 4});
     return fc_embedding(c, in[0], ids);
 }
 static fc_tensor *fn_gather(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
@@ -214,8 +222,8 @@ static fc_tensor *fn_gather(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
 }
 static fc_tensor *fn_scatter_add(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n, (void)u; /* src [3,4] is larger than the index [2,3] */
-    fc_tensor *idx = index_of(c, FC_I16, (const int64_t[]){2, 3}, 2,
-                              (const int64_t[]){2, 0, 2, 1, 1, 0});
+    fc_tensor *idx =
+        index_of(c, FC_I16, (const int64_t[]){2, 3}, 2, (const int64_t[]){2, 0, 2, 1, 1, 0});
     return fc_scatter_add(c, fc_expand(c, in[0], (const int64_t[]){3, 4}, 2), 0, idx, in[1]);
 }
 
@@ -239,7 +247,8 @@ static void test_grad_indexing(void **state) {
 static void test_grad_embedding_deterministic(void **state) {
     (void)state;
     int64_t ids_v[64];
-    for (int i = 0; i < 64; i++) ids_v[i] = (i * 7) % 5;
+    for (int i = 0; i < 64; i++)
+        ids_v[i] = (i * 7) % 5;
     fc_tensor *table = fc_param_randn(g_ctx, FC_F32, (const int64_t[]){5, 1100}, 2, 1.0);
     fc_tensor *ids = index_of(g_ctx, FC_I64, (const int64_t[]){64}, 1, ids_v);
     fc_tensor *g = fc_randn(g_ctx, FC_F32, (const int64_t[]){64, 1100}, 2);
@@ -290,7 +299,7 @@ static void test_grad_saved_index_modified(void **state) {
     fc_release(x);
 }
 
-/* ---- masks ----------------------------------------------------------------------------------- */
+/* ---- masks ---------------------------------------------------------------------------------- */
 
 static fc_tensor *fn_triu(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n;
@@ -307,16 +316,15 @@ static void test_grad_masks(void **state) {
     (void)state;
     const int64_t ks[3] = {-1, 0, 2};
     for (int i = 0; i < 3; i++)
-        gradcheck(fn_triu, (void *)&ks[i], (fc_tensor *[]){leaf((const int64_t[]){2, 3, 4}, 3)},
-                  1, "triu/tril");
+        gradcheck(fn_triu, (void *)&ks[i], (fc_tensor *[]){leaf((const int64_t[]){2, 3, 4}, 3)}, 1,
+                  "triu/tril");
     gradcheck(fn_dropout, NULL, (fc_tensor *[]){leaf((const int64_t[]){6, 5}, 2)}, 1,
               "dropout (training)");
     gradcheck(fn_dropout, g_ctx, (fc_tensor *[]){leaf((const int64_t[]){6, 5}, 2)}, 1,
               "dropout (eval)");
 
     /* f32 backward uses the forward's mask: grad = (y != 0) * scale */
-    fc_tensor *x = fc_param_from_data(g_ctx, FC_F32, (const int64_t[]){1000}, 1,
-                                      (float[1000]){0});
+    fc_tensor *x = fc_param_from_data(g_ctx, FC_F32, (const int64_t[]){1000}, 1, (float[1000]){0});
     fc_tensor *ones = fc_ones(g_ctx, FC_F32, (const int64_t[]){1000}, 1);
     assert_int_equal(fc_copy_(x, ones), FC_OK);
     fc_tensor *y = fc_dropout(g_ctx, x, 0.3, true);
@@ -342,11 +350,11 @@ static void test_grad_f16_leaf_gets_f32_gradient(void **state) {
     const fc_dtype dts[2] = {FC_F16, FC_BF16};
     for (int d = 0; d < 2; d++) {
         fc_tensor *x = fc_param_zeros(g_ctx, dts[d], (const int64_t[]){3, 4}, 2);
-        fc_tensor *idx = index_of(g_ctx, FC_I32, (const int64_t[]){3}, 1,
-                                  (const int64_t[]){2, 2, 0});
+        fc_tensor *idx =
+            index_of(g_ctx, FC_I32, (const int64_t[]){3}, 1, (const int64_t[]){2, 2, 0});
         /* y = index_select(narrow(transpose(x))): rows 2, 2, 0 of x[1:3, :]^T */
-        fc_tensor *y = fc_index_select(
-            g_ctx, fc_narrow(g_ctx, fc_transpose(g_ctx, x, 0, 1), 1, 1, 2), 0, idx);
+        fc_tensor *y =
+            fc_index_select(g_ctx, fc_narrow(g_ctx, fc_transpose(g_ctx, x, 0, 1), 1, 1, 2), 0, idx);
         fc_tensor *g = fc_full(g_ctx, FC_F32, (const int64_t[]){3, 2}, 2, 0.5);
         assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
         fc_tensor *gx = fc_grad(x);

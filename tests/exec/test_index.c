@@ -68,8 +68,10 @@ static fc_tensor *make_index(fc_dtype dt, const int64_t *shape, int rank, const 
     memcpy(bshape, shape, sizeof(int64_t) * (size_t)rank);
     if (strided) bshape[rank - 1] *= 2;
     double *bv = calloc((size_t)lh_numel(bshape, rank), sizeof(double));
-    for (int64_t i = 0; i < lh_numel(bshape, rank); i++) bv[i] = 99; /* out of range filler */
-    for (int64_t i = 0; i < n; i++) bv[strided ? 2 * i : i] = (double)v[i];
+    for (int64_t i = 0; i < lh_numel(bshape, rank); i++)
+        bv[i] = 99; /* out of range filler */
+    for (int64_t i = 0; i < n; i++)
+        bv[strided ? 2 * i : i] = (double)v[i];
     fc_tensor *b = lh_from_f64(g_ctx, dt, bshape, rank, bv);
     free(bv);
     if (!strided) return b;
@@ -80,23 +82,27 @@ static fc_tensor *make_index(fc_dtype dt, const int64_t *shape, int rank, const 
     return t;
 }
 
-/* ---- index_select --------------------------------------------------------------------- */
+/* ---- index_select --------------------------------------------------------------------------- */
 
-static void check_select(const fc_tensor *x, int axis, const fc_tensor *index,
-                         const int64_t *iv, const fc_tensor *out) {
+static void check_select(const fc_tensor *x, int axis, const fc_tensor *index, const int64_t *iv,
+                         const fc_tensor *out) {
     int xr = fc_tensor_rank(x), ir = fc_tensor_rank(index), r = xr - 1 + ir;
     const int64_t *xs = fc_tensor_shape(x);
     int64_t os[FC_MAX_DIMS], oi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
     for (int i = 0; i < r; i++)
-        os[i] = i < axis ? xs[i] : i < axis + ir ? fc_tensor_shape(index)[i - axis]
-                                                 : xs[i - ir + 1];
+        os[i] = i < axis        ? xs[i]
+                : i < axis + ir ? fc_tensor_shape(index)[i - axis]
+                                : xs[i - ir + 1];
     assert_int_equal(fc_tensor_rank(out), r);
-    for (int i = 0; i < r; i++) assert_int_equal(fc_tensor_shape(out)[i], os[i]);
+    for (int i = 0; i < r; i++)
+        assert_int_equal(fc_tensor_shape(out)[i], os[i]);
     for (int64_t f = 0; f < fc_tensor_numel(out); f++) {
         lh_unravel(f, os, r, oi);
-        for (int i = 0; i < axis; i++) xi[i] = oi[i];
+        for (int i = 0; i < axis; i++)
+            xi[i] = oi[i];
         xi[axis] = iv[lh_ravel(oi + axis, fc_tensor_shape(index), ir)];
-        for (int i = axis + 1; i < xr; i++) xi[i] = oi[i + ir - 1];
+        for (int i = axis + 1; i < xr; i++)
+            xi[i] = oi[i + ir - 1];
         if (lh_get(out, oi) != lh_get(x, xi)) {
             print_message("index_select axis %d: element %lld differs\n", axis, (long long)f);
             fail();
@@ -113,13 +119,14 @@ static void test_index_select_every_dtype_layout_and_index(void **state) {
         for (int l = 0; l < LH_LAYOUTS; l++) {
             fc_tensor *x = lh_make(g_ctx, lh_all_dtypes[d], shape, 3, l, (uint64_t)d);
             for (int axis = 0; axis < 3; axis++) {
-                for (int k = 0; k < 6; k++) iv[k] = raw_iv[k] % shape[axis];
+                for (int k = 0; k < 6; k++)
+                    iv[k] = raw_iv[k] % shape[axis];
                 for (int it = 0; it < 6; it++) {
                     bool rank2 = it % 2, strided = it >= 3;
-                    fc_tensor *index = make_index(index_dtypes[(it + d) % 6],
-                                                  rank2 ? (const int64_t[]){2, 3}
-                                                        : (const int64_t[]){6},
-                                                  rank2 ? 2 : 1, iv, strided);
+                    fc_tensor *index =
+                        make_index(index_dtypes[(it + d) % 6],
+                                   rank2 ? (const int64_t[]){2, 3} : (const int64_t[]){6},
+                                   rank2 ? 2 : 1, iv, strided);
                     fc_tensor *out = fc_index_select(g_ctx, x, axis - 3 * (axis == 2), index);
                     assert_non_null(out);
                     assert_int_equal(fc_tensor_dtype(out), lh_all_dtypes[d]);
@@ -150,7 +157,8 @@ static void test_index_embedding(void **state) {
     }
     /* GPT-sized rows across threads */
     int64_t big[8 * 33];
-    for (int i = 0; i < 8 * 33; i++) big[i] = (i * 37 + 11) % 100;
+    for (int i = 0; i < 8 * 33; i++)
+        big[i] = (i * 37 + 11) % 100;
     fc_tensor *table = lh_make(g_ctx, FC_F32, (const int64_t[]){100, 64}, 2, LH_CONTIG, 3);
     fc_tensor *ids = make_index(FC_I64, (const int64_t[]){8, 33}, 2, big, false);
     fc_tensor *out = fc_embedding(g_ctx, table, ids);
@@ -167,8 +175,8 @@ static void test_index_embedding(void **state) {
 static void test_index_select_errors(void **state) {
     (void)state;
     fc_tensor *x = fc_zeros(g_ctx, FC_F32, (const int64_t[]){5, 3}, 2);
-    fc_tensor *bad = make_index(FC_I64, (const int64_t[]){2, 2}, 2, (const int64_t[]){0, 4, 7, 1},
-                                false);
+    fc_tensor *bad =
+        make_index(FC_I64, (const int64_t[]){2, 2}, 2, (const int64_t[]){0, 4, 7, 1}, false);
     assert_null(fc_index_select(g_ctx, x, 0, bad));
     expect_error(FC_ERR_INDEX, "index_select: index value 7 at position [1,0] of index i64[2,2] "
                                "is out of range [0, 5) for axis 0 of f32[5,3]");
@@ -214,7 +222,7 @@ static void test_index_select_errors(void **state) {
     fc_release(x);
 }
 
-/* ---- gather ---------------------------------------------------------------------------- */
+/* ---- gather --------------------------------------------------------------------------------- */
 
 static void test_index_gather_values(void **state) {
     (void)state;
@@ -228,11 +236,13 @@ static void test_index_gather_values(void **state) {
                 int64_t is[3] = {2, 3, 4};
                 is[axis] = 6;
                 int64_t n = lh_numel(is, 3);
-                for (int64_t k = 0; k < n; k++) iv[k] = (k * 5 + 3) % shape[axis];
+                for (int64_t k = 0; k < n; k++)
+                    iv[k] = (k * 5 + 3) % shape[axis];
                 fc_tensor *index = make_index(index_dtypes[(d + axis) % 6], is, 3, iv, l == 1);
                 fc_tensor *out = fc_gather(g_ctx, x, axis, index);
                 assert_non_null(out);
-                for (int i = 0; i < 3; i++) assert_int_equal(fc_tensor_shape(out)[i], is[i]);
+                for (int i = 0; i < 3; i++)
+                    assert_int_equal(fc_tensor_shape(out)[i], is[i]);
                 for (int64_t f = 0; f < n; f++) {
                     lh_unravel(f, is, 3, ii);
                     memcpy(xi, ii, sizeof xi);
@@ -261,7 +271,7 @@ static void test_index_gather_values(void **state) {
     fc_release(x);
 }
 
-/* ---- scatter_add ----------------------------------------------------------------------- */
+/* ---- scatter_add ---------------------------------------------------------------------------- */
 
 static const fc_dtype add_dtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I8,
                                       FC_U8,  FC_I16, FC_U16, FC_I32,  FC_I64};
@@ -278,13 +288,15 @@ static void test_index_scatter_add_values(void **state) {
                 fc_tensor *x = lh_make(g_ctx, dt, xs, 2, l, 1);
                 /* a saturated start so integer sums wrap */
                 if (is_int && l == LH_CONTIG) {
-                    fc_tensor *big = fc_full(g_ctx, dt, xs, 2, fc_dtype_is_signed_int(dt) ? 120 : 250);
+                    fc_tensor *big =
+                        fc_full(g_ctx, dt, xs, 2, fc_dtype_is_signed_int(dt) ? 120 : 250);
                     fc_release(x);
                     x = big;
                 }
                 fc_tensor *src = lh_make(g_ctx, dt, ss, 2, (l + 1) % LH_LAYOUTS, 2);
                 const int64_t is[2] = {3, 4}; /* <= src everywhere, <= x off the axis */
-                for (int k = 0; k < 12; k++) iv[k] = (k * 3 + 1) % xs[axis]; /* repeats */
+                for (int k = 0; k < 12; k++)
+                    iv[k] = (k * 3 + 1) % xs[axis]; /* repeats */
                 fc_tensor *index = make_index(FC_I64, is, 2, iv, l == 2);
                 fc_tensor *out = fc_scatter_add(g_ctx, x, axis, index, src);
                 assert_non_null(out);
@@ -333,7 +345,8 @@ static void test_index_scatter_add_deterministic(void **state) {
     (void)state;
     const int64_t xs[2] = {64, 8}, is[2] = {4096, 8};
     int64_t *iv = malloc(sizeof(int64_t) * 4096 * 8);
-    for (int64_t k = 0; k < 4096 * 8; k++) iv[k] = (k * 2654435761u) % 64;
+    for (int64_t k = 0; k < 4096 * 8; k++)
+        iv[k] = (k * 2654435761u) % 64;
     fc_tensor *index = make_index(FC_I32, is, 2, iv, false);
     fc_tensor *x = fc_randn(g_ctx, FC_F32, xs, 2), *src = fc_randn(g_ctx, FC_F32, is, 2);
     fc_tensor *ref = NULL;
@@ -382,7 +395,7 @@ static void test_index_scatter_add_errors(void **state) {
     fc_release(x);
 }
 
-/* ---- one_hot --------------------------------------------------------------------------- */
+/* ---- one_hot -------------------------------------------------------------------------------- */
 
 static void test_index_one_hot(void **state) {
     (void)state;
@@ -395,7 +408,8 @@ static void test_index_one_hot(void **state) {
         assert_non_null(out);
         assert_int_equal(fc_tensor_dtype(out), dts[d]);
         const int64_t os[3] = {2, 3, 5};
-        for (int i = 0; i < 3; i++) assert_int_equal(fc_tensor_shape(out)[i], os[i]);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(fc_tensor_shape(out)[i], os[i]);
         for (int64_t f = 0; f < 30; f++) {
             lh_unravel(f, os, 3, oi);
             assert_true(lh_get(out, oi) == (iv[oi[0] * 3 + oi[1]] == oi[2] ? 1.0 : 0.0));
@@ -403,7 +417,8 @@ static void test_index_one_hot(void **state) {
         fc_release(out);
         fc_release(index);
     }
-    fc_tensor *index = make_index(FC_I32, (const int64_t[]){3}, 1, (const int64_t[]){1, 5, 0}, false);
+    fc_tensor *index =
+        make_index(FC_I32, (const int64_t[]){3}, 1, (const int64_t[]){1, 5, 0}, false);
     assert_null(fc_one_hot(g_ctx, index, 5, FC_F32));
     expect_error(FC_ERR_INDEX, "one_hot: index value 5 at position [1]");
     assert_null(fc_one_hot(g_ctx, index, 0, FC_F32));

@@ -58,7 +58,7 @@ static void expect_error(fc_status want, const char *needle) {
     fc_ctx_clear_error(g_ctx);
 }
 
-/* ---- concat ------------------------------------------------------------------------------ */
+/* ---- concat --------------------------------------------------------------------------------- */
 
 /* out must be xs joined along axis: element idx comes from the input whose
  * range along axis holds idx[axis]. */
@@ -67,15 +67,18 @@ static void check_concat(fc_tensor *const *xs, int n, int axis, const fc_tensor 
     int64_t os[FC_MAX_DIMS], oi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
     memcpy(os, fc_tensor_shape(xs[0]), sizeof(int64_t) * (size_t)r);
     os[axis] = 0;
-    for (int k = 0; k < n; k++) os[axis] += fc_tensor_shape(xs[k])[axis];
+    for (int k = 0; k < n; k++)
+        os[axis] += fc_tensor_shape(xs[k])[axis];
     assert_int_equal(fc_tensor_rank(out), r);
-    for (int i = 0; i < r; i++) assert_int_equal(fc_tensor_shape(out)[i], os[i]);
+    for (int i = 0; i < r; i++)
+        assert_int_equal(fc_tensor_shape(out)[i], os[i]);
     assert_true(fc_tensor_is_contiguous(out));
     for (int64_t f = 0; f < fc_tensor_numel(out); f++) {
         lh_unravel(f, os, r, oi);
         memcpy(xi, oi, sizeof xi);
         int k = 0;
-        while (xi[axis] >= fc_tensor_shape(xs[k])[axis]) xi[axis] -= fc_tensor_shape(xs[k++])[axis];
+        while (xi[axis] >= fc_tensor_shape(xs[k])[axis])
+            xi[axis] -= fc_tensor_shape(xs[k++])[axis];
         if (lh_get(out, oi) != lh_get(xs[k], xi)) {
             print_message("concat axis %d: element %lld differs\n", axis, (long long)f);
             fail();
@@ -101,7 +104,8 @@ static void test_join_concat_every_dtype_axis_and_layout(void **state) {
                 assert_non_null(out);
                 check_concat(xs, 3, axis, out);
                 fc_release(out);
-                for (int k = 0; k < 3; k++) fc_release(xs[k]);
+                for (int k = 0; k < 3; k++)
+                    fc_release(xs[k]);
             }
         }
     }
@@ -121,14 +125,17 @@ static void test_join_concat_many_and_large(void **state) {
     check_concat(xs, 1, 1, out);
     assert_ptr_not_equal(out->raw.buf, xs[0]->raw.buf);
     fc_release(out);
-    for (int k = 0; k < 9; k++) fc_release(xs[k]);
+    for (int k = 0; k < 9; k++)
+        fc_release(xs[k]);
 }
 
 static void test_join_concat_block_bytes(void **state) {
     (void)state;
     unsigned char a[2 * 2 * 18], b[2 * 1 * 18];
-    for (size_t i = 0; i < sizeof a; i++) a[i] = (unsigned char)(3 * i + 1);
-    for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(200 - i);
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = (unsigned char)(3 * i + 1);
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)(200 - i);
     fc_tensor *qa = fc_tensor_from_data(g_ctx, FC_Q4_0, (const int64_t[]){2, 64}, 2, a);
     fc_tensor *qb = fc_tensor_from_data(g_ctx, FC_Q4_0, (const int64_t[]){2, 32}, 2, b);
     fc_tensor *rows = fc_concat(g_ctx, (fc_tensor *[]){qa, qa}, 2, 0);
@@ -185,7 +192,7 @@ static void test_join_concat_errors(void **state) {
     fc_release(a);
 }
 
-/* ---- stack -------------------------------------------------------------------------------- */
+/* ---- stack ---------------------------------------------------------------------------------- */
 
 static void test_join_stack_every_dtype_axis_and_layout(void **state) {
     (void)state;
@@ -198,9 +205,11 @@ static void test_join_stack_every_dtype_axis_and_layout(void **state) {
                 xs[k] = lh_make(g_ctx, lh_all_dtypes[d], shape, 2, k % LH_LAYOUTS, (uint64_t)k);
             fc_tensor *out = fc_stack(g_ctx, xs, 4, axis == 2 ? -1 : axis);
             assert_non_null(out);
-            for (int i = 0, k = 0; i < 3; i++) os[i] = i == axis ? 4 : shape[k++];
+            for (int i = 0, k = 0; i < 3; i++)
+                os[i] = i == axis ? 4 : shape[k++];
             assert_int_equal(fc_tensor_rank(out), 3);
-            for (int i = 0; i < 3; i++) assert_int_equal(fc_tensor_shape(out)[i], os[i]);
+            for (int i = 0; i < 3; i++)
+                assert_int_equal(fc_tensor_shape(out)[i], os[i]);
             for (int64_t f = 0; f < 48; f++) {
                 lh_unravel(f, os, 3, oi);
                 for (int i = 0, k = 0; i < 3; i++)
@@ -208,7 +217,8 @@ static void test_join_stack_every_dtype_axis_and_layout(void **state) {
                 assert_true(lh_get(out, oi) == lh_get(xs[oi[axis]], xi));
             }
             fc_release(out);
-            for (int k = 0; k < 4; k++) fc_release(xs[k]);
+            for (int k = 0; k < 4; k++)
+                fc_release(xs[k]);
         }
     }
     fc_tensor *a = fc_zeros(g_ctx, FC_I32, shape, 2);

@@ -57,8 +57,7 @@ static void expect_values(const fc_tensor *t, const double *want, int64_t n, con
     lh_read(t, got);
     for (int64_t i = 0; i < n; i++) {
         if (got[i] != want[i]) {
-            print_message("%s: element %lld is %g, want %g\n", what, (long long)i, got[i],
-                          want[i]);
+            print_message("%s: element %lld is %g, want %g\n", what, (long long)i, got[i], want[i]);
             free(got);
             fail();
         }
@@ -68,7 +67,8 @@ static void expect_values(const fc_tensor *t, const double *want, int64_t n, con
 
 static void expect_shape(const fc_tensor *t, const int64_t *shape, int rank) {
     assert_int_equal(fc_tensor_rank(t), rank);
-    for (int i = 0; i < rank; i++) assert_int_equal(fc_tensor_shape(t)[i], shape[i]);
+    for (int i = 0; i < rank; i++)
+        assert_int_equal(fc_tensor_shape(t)[i], shape[i]);
 }
 
 static void expect_error(fc_status want, const char *needle) {
@@ -80,9 +80,11 @@ static void expect_error(fc_status want, const char *needle) {
     fc_ctx_clear_error(g_ctx);
 }
 
-static bool same_storage(const fc_tensor *a, const fc_tensor *b) { return a->raw.buf == b->raw.buf; }
+static bool same_storage(const fc_tensor *a, const fc_tensor *b) {
+    return a->raw.buf == b->raw.buf;
+}
 
-/* ---- reshape / view ------------------------------------------------------------------------ */
+/* ---- reshape / view ------------------------------------------------------------------------- */
 
 static void test_layout_reshape_every_dtype_and_layout(void **state) {
     (void)state;
@@ -151,17 +153,19 @@ static void test_layout_reshape_errors(void **state) {
     fc_release(x);
 }
 
-/* ---- permute / transpose ------------------------------------------------------------------ */
+/* ---- permute / transpose -------------------------------------------------------------------- */
 
 static void check_permuted(const fc_tensor *x, const fc_tensor *y, const int *p) {
     int r = fc_tensor_rank(x);
     const int64_t *xs = fc_tensor_shape(x);
     int64_t ys[FC_MAX_DIMS], yi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
-    for (int i = 0; i < r; i++) ys[i] = xs[p[i]];
+    for (int i = 0; i < r; i++)
+        ys[i] = xs[p[i]];
     expect_shape(y, ys, r);
     for (int64_t f = 0; f < fc_tensor_numel(y); f++) {
         lh_unravel(f, ys, r, yi);
-        for (int i = 0; i < r; i++) xi[p[i]] = yi[i];
+        for (int i = 0; i < r; i++)
+            xi[p[i]] = yi[i];
         assert_true(lh_get(y, yi) == lh_get(x, xi));
     }
 }
@@ -205,7 +209,7 @@ static void test_layout_permute_transpose_values(void **state) {
     fc_release(x);
 }
 
-/* ---- narrow / slice ------------------------------------------------------------------------ */
+/* ---- narrow / slice ------------------------------------------------------------------------- */
 
 /* y must be x with axis replaced by the positions sel[0..n) */
 static void check_selected(const fc_tensor *x, const fc_tensor *y, int axis, const int64_t *sel,
@@ -236,7 +240,8 @@ static void test_layout_narrow_values(void **state) {
                         fc_tensor *y = fc_narrow(g_ctx, x, axis - (axis == 2 ? 3 : 0), start, len);
                         assert_non_null(y);
                         assert_true(same_storage(x, y));
-                        for (int64_t i = 0; i < len; i++) sel[i] = start + i;
+                        for (int64_t i = 0; i < len; i++)
+                            sel[i] = start + i;
                         check_selected(x, y, axis, sel, len);
                         fc_release(y);
                     }
@@ -309,7 +314,7 @@ static void test_layout_slice_python_semantics(void **state) {
     fc_release(x);
 }
 
-/* ---- expand ----------------------------------------------------------------------------------- */
+/* ---- expand --------------------------------------------------------------------------------- */
 
 static void test_layout_expand_values(void **state) {
     (void)state;
@@ -351,7 +356,7 @@ static void test_layout_expand_values(void **state) {
     fc_release(x);
 }
 
-/* ---- squeeze / unsqueeze ------------------------------------------------------------------ */
+/* ---- squeeze / unsqueeze -------------------------------------------------------------------- */
 
 static void test_layout_squeeze_unsqueeze(void **state) {
     (void)state;
@@ -371,7 +376,8 @@ static void test_layout_squeeze_unsqueeze(void **state) {
                 assert_non_null(u);
                 int pos = a < 0 ? a + 3 : a;
                 int64_t us[3];
-                for (int i = 0, k = 0; i < 3; i++) us[i] = i == pos ? 1 : fc_tensor_shape(s)[k++];
+                for (int i = 0, k = 0; i < 3; i++)
+                    us[i] = i == pos ? 1 : fc_tensor_shape(s)[k++];
                 expect_shape(u, us, 3);
                 expect_values(u, want, 6, "unsqueeze");
                 assert_int_equal(fc_tensor_is_contiguous(u), fc_tensor_is_contiguous(s));
@@ -399,7 +405,7 @@ static void test_layout_squeeze_unsqueeze(void **state) {
     fc_release(x);
 }
 
-/* ---- sharing storage ---------------------------------------------------------------------- */
+/* ---- sharing storage ------------------------------------------------------------------------ */
 
 static uint64_t data_requests(void) {
     fc_ctx_stats s;
@@ -434,9 +440,9 @@ static void test_layout_views_share_storage_without_allocation(void **state) {
     fc_tensor *src = lh_from_f64(g_ctx, FC_F32, (const int64_t[]){4, 3}, 2,
                                  (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     assert_int_equal(fc_copy_(v[4], src), FC_OK); /* x[:, 2:5] */
-    fc_tensor *row = lh_from_f64(g_ctx, FC_F32, (const int64_t[]){2, 6}, 2,
-                                 (const double[]){-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11,
-                                                  -12});
+    fc_tensor *row =
+        lh_from_f64(g_ctx, FC_F32, (const int64_t[]){2, 6}, 2,
+                    (const double[]){-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12});
     assert_int_equal(fc_copy_(v[5], row), FC_OK); /* rows 1 and 3 */
     fc_tensor *col = lh_from_f64(g_ctx, FC_F32, (const int64_t[]){4, 2}, 2,
                                  (const double[]){21, 22, 23, 24, 25, 26, 27, 28});
@@ -444,14 +450,18 @@ static void test_layout_views_share_storage_without_allocation(void **state) {
     double want[24] = {0};
     want[5] = 5;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) want[i * 6 + 2 + j] = 1 + i * 3 + j;
-    for (int j = 0; j < 6; j++) want[6 + j] = -1 - j, want[18 + j] = -7 - j;
-    for (int i = 0; i < 4; i++) want[i * 6] = 21 + 2 * i, want[i * 6 + 1] = 22 + 2 * i;
+        for (int j = 0; j < 3; j++)
+            want[i * 6 + 2 + j] = 1 + i * 3 + j;
+    for (int j = 0; j < 6; j++)
+        want[6 + j] = -1 - j, want[18 + j] = -7 - j;
+    for (int i = 0; i < 4; i++)
+        want[i * 6] = 21 + 2 * i, want[i * 6 + 1] = 22 + 2 * i;
     expect_values(x, want, 24, "base after writes through views");
     /* the transposed view sees them too */
     assert_true(lh_get(v[3], (const int64_t[]){2, 3}) == want[3 * 6 + 2]);
     assert_true(lh_get(v[6], (const int64_t[]){2, 0, 5}) == 5.0);
-    for (int i = 0; i < 10; i++) fc_release(v[i]);
+    for (int i = 0; i < 10; i++)
+        fc_release(v[i]);
     fc_release(col);
     fc_release(row);
     fc_release(src);
@@ -464,15 +474,12 @@ static void test_layout_contiguous_materialises_views(void **state) {
     (void)state;
     fc_tensor *x = lh_make(g_ctx, FC_BF16, (const int64_t[]){3, 4}, 2, LH_CONTIG, 9);
     fc_tensor *x1 = fc_unsqueeze(g_ctx, x, 0);
-    fc_tensor *views[5] = {fc_transpose(g_ctx, x, 0, 1), fc_narrow(g_ctx, x, 1, 1, 2),
-                           fc_slice(g_ctx, x, 1, 0, 4, 3),
-                           fc_expand(g_ctx, x1, (const int64_t[]){2, 3, 4}, 3),
-                           fc_narrow(g_ctx, fc_transpose(g_ctx, fc_expand(g_ctx, x1,
-                                                                          (const int64_t[]){
-                                                                              5, 3, 4},
-                                                                          3),
-                                                         0, 2),
-                                     1, 1, 2)};
+    fc_tensor *views[5] = {
+        fc_transpose(g_ctx, x, 0, 1), fc_narrow(g_ctx, x, 1, 1, 2), fc_slice(g_ctx, x, 1, 0, 4, 3),
+        fc_expand(g_ctx, x1, (const int64_t[]){2, 3, 4}, 3),
+        fc_narrow(g_ctx,
+                  fc_transpose(g_ctx, fc_expand(g_ctx, x1, (const int64_t[]){5, 3, 4}, 3), 0, 2), 1,
+                  1, 2)};
     double want[40], got[40];
     for (int i = 0; i < 5; i++) {
         assert_non_null(views[i]);
@@ -484,8 +491,10 @@ static void test_layout_contiguous_materialises_views(void **state) {
         expect_values(c, want, fc_tensor_numel(views[i]), "contiguous");
         /* and the bytes really are row-major: read them raw */
         const uint16_t *p = fc_tensor_data(c);
-        for (int64_t k = 0; k < fc_tensor_numel(c); k++) got[k] = fc_bf16_to_f32(p[k]);
-        for (int64_t k = 0; k < fc_tensor_numel(c); k++) assert_true(got[k] == want[k]);
+        for (int64_t k = 0; k < fc_tensor_numel(c); k++)
+            got[k] = fc_bf16_to_f32(p[k]);
+        for (int64_t k = 0; k < fc_tensor_numel(c); k++)
+            assert_true(got[k] == want[k]);
         fc_release(c);
     }
     /* the chain: narrow(transpose(expand(x))): element [a][b][c] = x[b+1][a] */
@@ -496,22 +505,24 @@ static void test_layout_contiguous_materialises_views(void **state) {
         lh_unravel(f, cs, 3, idx);
         assert_true(lh_get(views[4], idx) == lh_get(x, (const int64_t[]){idx[1] + 1, idx[0]}));
     }
-    for (int i = 0; i < 5; i++) fc_release(views[i]);
+    for (int i = 0; i < 5; i++)
+        fc_release(views[i]);
     fc_release(x1);
     fc_release(x);
 }
 
-/* ---- block dtypes: identity views only ---------------------------------------------------- */
+/* ---- block dtypes: identity views only ------------------------------------------------------ */
 
 static void test_layout_block_identity_only(void **state) {
     (void)state;
     unsigned char bytes[4 * 18];
-    for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)(i * 37 + 1);
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)(i * 37 + 1);
     fc_tensor *q = fc_tensor_from_data(g_ctx, FC_Q4_0, (const int64_t[]){2, 64}, 2, bytes);
     assert_non_null(q);
     fc_tensor *ok[5] = {fc_reshape(g_ctx, q, (const int64_t[]){2, -1}, 2),
-                        fc_permute(g_ctx, q, (const int[]){0, 1}),
-                        fc_narrow(g_ctx, q, 0, 0, 2), fc_slice(g_ctx, q, 1, 0, INT64_MAX, 1),
+                        fc_permute(g_ctx, q, (const int[]){0, 1}), fc_narrow(g_ctx, q, 0, 0, 2),
+                        fc_slice(g_ctx, q, 1, 0, INT64_MAX, 1),
                         fc_expand(g_ctx, q, (const int64_t[]){2, 64}, 2)};
     for (int i = 0; i < 5; i++) {
         assert_non_null(ok[i]);
@@ -540,7 +551,7 @@ static void test_layout_block_identity_only(void **state) {
     fc_release(q);
 }
 
-/* ---- NULL inputs ----------------------------------------------------------------------------- */
+/* ---- NULL inputs ---------------------------------------------------------------------------- */
 
 static void test_layout_null_propagates(void **state) {
     (void)state;

@@ -61,7 +61,7 @@ static void expect_error(fc_status want, const char *needle) {
     fc_ctx_clear_error(g_ctx);
 }
 
-/* ---- triu / tril -------------------------------------------------------------------------- */
+/* ---- triu / tril ---------------------------------------------------------------------------- */
 
 static void check_triangle(const fc_tensor *x, const fc_tensor *y, int64_t k, bool upper) {
     int r = fc_tensor_rank(x);
@@ -121,7 +121,7 @@ static void test_mask_triu_tril_values(void **state) {
     fc_release(v);
 }
 
-/* ---- dropout ------------------------------------------------------------------------------- */
+/* ---- dropout -------------------------------------------------------------------------------- */
 
 static bool reference_keep(uint64_t seed, uint64_t offset, int64_t i, double p) {
     uint32_t w[4];
@@ -161,9 +161,8 @@ static void test_mask_dropout_matches_documented_mask(void **state) {
                         }
                     }
                     if (lh_get(y, idx) != want) {
-                        print_message("%s p=%g element %lld: %g, want %g\n",
-                                      fc_dtype_name(dts[d]), ps[pi], (long long)f,
-                                      lh_get(y, idx), want);
+                        print_message("%s p=%g element %lld: %g, want %g\n", fc_dtype_name(dts[d]),
+                                      ps[pi], (long long)f, lh_get(y, idx), want);
                         fail();
                     }
                 }

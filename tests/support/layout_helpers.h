@@ -24,9 +24,8 @@ static const char *const lh_layout_names[LH_LAYOUTS] = {"contiguous", "transpose
                                                         "broadcast"};
 
 /* Every scalar dtype: layout ops move bytes, so all of them are allowed. */
-static const fc_dtype lh_all_dtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I8,
-                                         FC_U8,  FC_I16, FC_U16, FC_I32,  FC_I64,
-                                         FC_BOOL, FC_F8_E4M3};
+static const fc_dtype lh_all_dtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I8,   FC_U8,
+                                         FC_I16, FC_U16, FC_I32, FC_I64,  FC_BOOL, FC_F8_E4M3};
 #define LH_NDTYPES ((int)(sizeof lh_all_dtypes / sizeof lh_all_dtypes[0]))
 
 static inline void lh_unravel(int64_t flat, const int64_t *shape, int rank, int64_t *idx) {
@@ -38,13 +37,15 @@ static inline void lh_unravel(int64_t flat, const int64_t *shape, int rank, int6
 
 static inline int64_t lh_ravel(const int64_t *idx, const int64_t *shape, int rank) {
     int64_t f = 0;
-    for (int i = 0; i < rank; i++) f = f * shape[i] + idx[i];
+    for (int i = 0; i < rank; i++)
+        f = f * shape[i] + idx[i];
     return f;
 }
 
 static inline int64_t lh_numel(const int64_t *shape, int rank) {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     return n;
 }
 
@@ -64,7 +65,8 @@ static inline fc_tensor *lh_from_f64(fc_ctx *ctx, fc_dtype dt, const int64_t *sh
     char *p = fc_tensor_data_mut(t);
     size_t es = fc_dtype_size(dt);
     int64_t n = lh_numel(shape, rank);
-    for (int64_t i = 0; i < n; i++) fc_cast_scalar(FC_F64, &v[i], dt, p + (size_t)i * es);
+    for (int64_t i = 0; i < n; i++)
+        fc_cast_scalar(FC_F64, &v[i], dt, p + (size_t)i * es);
     return t;
 }
 
@@ -102,7 +104,8 @@ static inline fc_tensor *lh_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape,
     }
     int64_t bn = lh_numel(bshape, rank);
     double *bv = calloc((size_t)bn, sizeof(double));
-    for (int64_t i = 0; i < bn; i++) bv[i] = lh_pattern(dt, 1000 + i, salt); /* filler */
+    for (int64_t i = 0; i < bn; i++)
+        bv[i] = lh_pattern(dt, 1000 + i, salt); /* filler */
     for (int64_t i = 0; i < n; i++) {
         lh_unravel(i, shape, rank, idx);
         memcpy(bidx, idx, sizeof(int64_t) * (size_t)rank);

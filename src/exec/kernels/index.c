@@ -22,7 +22,7 @@
 
 #include "exec/kernels/shape_ops.h"
 
-/* ---- index tensors -------------------------------------------------------------------- */
+/* ---- index tensors -------------------------------------------------------------------------- */
 
 bool fc__index_load(fc_ctx *ctx, const char *op, const fc_tensor *index, fc__index *out) {
     fc_dtype dt = index->raw.dtype;
@@ -103,7 +103,7 @@ static bool load_checked(fc_ctx *ctx, const char *op, const fc_tensor *x, int ax
     return false;
 }
 
-/* ---- index_select / embedding ------------------------------------------------------------ */
+/* ---- index_select / embedding --------------------------------------------------------------- */
 
 typedef struct select_job {
     const fc_raw *x;
@@ -177,8 +177,7 @@ static fc_tensor *select_impl(fc_ctx *ctx, const char *op, fc_tensor *x, int axi
     if (r > FC_MAX_RANK) {
         char e[160];
         fc__fail(ctx, FC_ERR_RANK, "%s: selecting %s by index %s gives rank %d > %d", op,
-                 fc__desc(x, d, (int)sizeof d), fc__desc(index, e, (int)sizeof e), r,
-                 FC_MAX_RANK);
+                 fc__desc(x, d, (int)sizeof d), fc__desc(index, e, (int)sizeof e), r, FC_MAX_RANK);
         return NULL;
     }
     fc__index ix;
@@ -238,7 +237,7 @@ fc_tensor *fc_embedding(fc_ctx *ctx, fc_tensor *table, fc_tensor *ids) {
     return select_impl(ctx, "embedding", table, 0, ids);
 }
 
-/* ---- index add (backward of index_select) -------------------------------------------------- */
+/* ---- index add (backward of index_select) --------------------------------------------------- */
 
 #define ADD_COLS 512 /* columns per task: tasks own disjoint destination columns */
 
@@ -260,18 +259,20 @@ static void add_rows(void *arg, int64_t t0, int64_t t1) {
             if (j->f64) {
                 double *restrict dp = (double *)j->out + dst;
                 const double *restrict sp = (const double *)j->g + src;
-                for (int64_t c = c0; c < c1; c++) dp[c] += sp[c];
+                for (int64_t c = c0; c < c1; c++)
+                    dp[c] += sp[c];
             } else {
                 float *restrict dp = (float *)j->out + dst;
                 const float *restrict sp = (const float *)j->g + src;
-                for (int64_t c = c0; c < c1; c++) dp[c] += sp[c];
+                for (int64_t c = c0; c < c1; c++)
+                    dp[c] += sp[c];
             }
         }
     }
 }
 
-fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, int xrank,
-                              int axis, fc_tensor *index) {
+fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, int xrank, int axis,
+                              fc_tensor *index) {
     const char *op = "backward of index_select";
     fc__index ix;
     if (!fc__index_load(ctx, op, index, &ix)) return NULL;
@@ -300,7 +301,7 @@ done:
     return out;
 }
 
-/* ---- fibers (gather / scatter_add) ------------------------------------------------------------ */
+/* ---- fibers (gather / scatter_add) ---------------------------------------------------------- */
 
 /* Index positions with the axis coordinate 0, each with the element offsets
  * of up to three operands; fn handles one whole fiber. */
@@ -316,18 +317,22 @@ typedef struct fiber_walk {
 static void fiber_slice(void *arg, int64_t f0, int64_t f1) {
     const fiber_walk *w = arg;
     int64_t idx[FC_MAX_RANK], off[3], q = f0;
-    for (int k = 0; k < w->nops; k++) off[k] = w->base[k];
+    for (int k = 0; k < w->nops; k++)
+        off[k] = w->base[k];
     for (int i = w->rank - 1; i >= 0; i--) {
         idx[i] = q % w->shape[i];
         q /= w->shape[i];
-        for (int k = 0; k < w->nops; k++) off[k] += idx[i] * w->strides[k][i];
+        for (int k = 0; k < w->nops; k++)
+            off[k] += idx[i] * w->strides[k][i];
     }
     for (int64_t f = f0; f < f1; f++) {
         w->fn(w->arg, off);
         for (int i = w->rank - 1; i >= 0; i--) {
-            for (int k = 0; k < w->nops; k++) off[k] += w->strides[k][i];
+            for (int k = 0; k < w->nops; k++)
+                off[k] += w->strides[k][i];
             if (++idx[i] < w->shape[i]) break;
-            for (int k = 0; k < w->nops; k++) off[k] -= w->strides[k][i] * w->shape[i];
+            for (int k = 0; k < w->nops; k++)
+                off[k] -= w->strides[k][i] * w->shape[i];
             idx[i] = 0;
         }
     }
@@ -369,7 +374,7 @@ static void fiber_strides(const fc_raw *t, int axis, int64_t *out, int64_t *alon
     out[axis] = 0;
 }
 
-/* ---- gather ------------------------------------------------------------------------------------ */
+/* ---- gather --------------------------------------------------------------------------------- */
 
 typedef struct gather_job {
     const int64_t *idx;
@@ -409,8 +414,13 @@ fc_tensor *fc_gather(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index) {
         fc__index_free(&ix);
         return NULL;
     }
-    gather_job job = {ix.v, index->raw.shape[a], 0, 0, fc__raw_base(&x->raw),
-                      fc__raw_base(&out->raw), fc_dtype_size(x->raw.dtype)};
+    gather_job job = {ix.v,
+                      index->raw.shape[a],
+                      0,
+                      0,
+                      fc__raw_base(&x->raw),
+                      fc__raw_base(&out->raw),
+                      fc_dtype_size(x->raw.dtype)};
     fiber_walk w = {.nops = 2, .fn = gather_fiber, .arg = &job};
     fiber_strides(&out->raw, a, w.strides[0], &job.is);
     fiber_strides(&x->raw, a, w.strides[1], &job.xs);
@@ -428,7 +438,7 @@ fc_tensor *fc_gather(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index) {
     return out;
 }
 
-/* ---- scatter_add -------------------------------------------------------------------------------- */
+/* ---- scatter_add ---------------------------------------------------------------------------- */
 
 typedef struct scatter_job {
     const int64_t *idx;
@@ -451,11 +461,19 @@ static void add_elem(fc_dtype dt, char *dp, const char *sp) {
                                          fc_bf16_to_f32(*(const uint16_t *)sp));
         break;
     case FC_U8:
-    case FC_I8: *(uint8_t *)dp = (uint8_t)(*(uint8_t *)dp + *(const uint8_t *)sp); break;
+    case FC_I8:
+        *(uint8_t *)dp = (uint8_t)(*(uint8_t *)dp + *(const uint8_t *)sp);
+        break;
     case FC_U16:
-    case FC_I16: *(uint16_t *)dp = (uint16_t)(*(uint16_t *)dp + *(const uint16_t *)sp); break;
-    case FC_I32: *(uint32_t *)dp += *(const uint32_t *)sp; break;
-    default: *(uint64_t *)dp += *(const uint64_t *)sp; break; /* i64 */
+    case FC_I16:
+        *(uint16_t *)dp = (uint16_t)(*(uint16_t *)dp + *(const uint16_t *)sp);
+        break;
+    case FC_I32:
+        *(uint32_t *)dp += *(const uint32_t *)sp;
+        break;
+    default:
+        *(uint64_t *)dp += *(const uint64_t *)sp;
+        break; /* i64 */
     }
 }
 
@@ -465,11 +483,13 @@ static void scatter_fiber(void *arg, const int64_t *off) {
     if (j->dt == FC_F32) {
         const float *s = (const float *)j->src + off[1];
         float *o = (float *)j->out + off[2];
-        for (int64_t k = 0; k < j->len; k++) o[idx[k * j->is] * j->os] += s[k * j->ss];
+        for (int64_t k = 0; k < j->len; k++)
+            o[idx[k * j->is] * j->os] += s[k * j->ss];
     } else if (j->dt == FC_F64) {
         const double *s = (const double *)j->src + off[1];
         double *o = (double *)j->out + off[2];
-        for (int64_t k = 0; k < j->len; k++) o[idx[k * j->is] * j->os] += s[k * j->ss];
+        for (int64_t k = 0; k < j->len; k++)
+            o[idx[k * j->is] * j->os] += s[k * j->ss];
     } else {
         size_t es = fc_dtype_size(j->dt);
         const char *s = j->src + (size_t)off[1] * es;
@@ -490,29 +510,33 @@ fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index,
     if (!fc__op_axis(ctx, "scatter_add", axis, x->raw.rank, x, &a)) return NULL;
     fc_dtype dt = x->raw.dtype;
     if (src->raw.dtype != dt) {
-        fc__fail(ctx, FC_ERR_DTYPE, "scatter_add: x %s and src %s differ in dtype; cast one with "
-                 "fc_to", fc__desc(x, d, (int)sizeof d), fc__desc(src, e, (int)sizeof e));
+        fc__fail(ctx, FC_ERR_DTYPE,
+                 "scatter_add: x %s and src %s differ in dtype; cast one with "
+                 "fc_to",
+                 fc__desc(x, d, (int)sizeof d), fc__desc(src, e, (int)sizeof e));
         return NULL;
     }
     if (!fc_dtype_is_float(dt) && !fc_dtype_supports_int_math(dt)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "scatter_add: dtype %s cannot be added (float or integer "
-                 "dtypes only; cast with fc_to)", fc_dtype_name(dt));
+        fc__fail(ctx, FC_ERR_DTYPE,
+                 "scatter_add: dtype %s cannot be added (float or integer "
+                 "dtypes only; cast with fc_to)",
+                 fc_dtype_name(dt));
         return NULL;
     }
     if (!check_fiber_shapes(ctx, "scatter_add", x, a, index, src)) return NULL;
     fc__index ix;
     if (!load_checked(ctx, "scatter_add", x, a, index, &ix)) return NULL;
     fc_tensor *out = fc__tensor_new(ctx, "scatter_add", dt, x->raw.shape, x->raw.rank);
-    fc_status st = out ? fc__raw_copy_to(&x->raw, fc__raw_base(&out->raw), fc_tensor_nbytes(out))
-                       : FC_ERR_OOM;
+    fc_status st =
+        out ? fc__raw_copy_to(&x->raw, fc__raw_base(&out->raw), fc_tensor_nbytes(out)) : FC_ERR_OOM;
     if (st != FC_OK) {
         if (out) fc__fail(ctx, st, "scatter_add: cannot copy x: %s", fc_strerror(st));
         fc_release(out);
         fc__index_free(&ix);
         return NULL;
     }
-    scatter_job job = {ix.v, index->raw.shape[a], 0, 0, 0, fc__raw_base(&src->raw),
-                       fc__raw_base(&out->raw), dt};
+    scatter_job job = {
+        ix.v, index->raw.shape[a], 0, 0, 0, fc__raw_base(&src->raw), fc__raw_base(&out->raw), dt};
     int64_t istr[FC_MAX_RANK];
     fc__shape_contiguous_strides(index->raw.shape, index->raw.rank, istr);
     fiber_walk w = {.nops = 3, .fn = scatter_fiber, .arg = &job};
@@ -536,7 +560,8 @@ fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index,
     return out;
 }
 
-/* ---- one_hot ------------------------------------------------------------------------------------- */
+/* ---- one_hot
+ * ------------------------------------------------------------------------------------- */
 
 fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype) {
     FC__CHECK_CTX(ctx);

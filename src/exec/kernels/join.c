@@ -19,7 +19,7 @@
 
 #include "exec/kernels/shape_ops.h"
 
-/* ---- argument checks ------------------------------------------------------------------- */
+/* ---- argument checks ------------------------------------------------------------------------ */
 
 /* A non-empty list without NULL entries. */
 static bool check_list(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n) {
@@ -71,7 +71,7 @@ static bool check_same(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n,
     return true;
 }
 
-/* ---- the copy kernel -------------------------------------------------------------------- */
+/* ---- the copy kernel ------------------------------------------------------------------------ */
 
 typedef struct join_job {
     fc_tensor *const *xs;
@@ -112,7 +112,8 @@ static bool join_copy(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n, 
     fc__raw_storage_shape(x0, s);
     int64_t outer = fc__shape_product(s, axis);
     int64_t row_bytes = 0;
-    for (int k = 0; k < n; k++) row_bytes += chunk_bytes(&xs[k]->raw, axis);
+    for (int k = 0; k < n; k++)
+        row_bytes += chunk_bytes(&xs[k]->raw, axis);
     join_job job = {xs, n, axis, fc__raw_base(&out->raw), row_bytes};
     fc__parallel_for(ctx, outer, row_bytes >= 32768 ? 1 : 32768 / row_bytes, join_rows, &job);
     /* strided inputs: copy into their window of out */
@@ -124,7 +125,8 @@ static bool join_copy(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n, 
             fc_raw win = out->raw; /* a plain value: no reference taken */
             win.offset += pos * out->raw.strides[axis];
             if (stack) { /* drop the new axis: the window has x's shape */
-                for (int i = axis; i + 1 < out->raw.rank; i++) win.strides[i] = win.strides[i + 1];
+                for (int i = axis; i + 1 < out->raw.rank; i++)
+                    win.strides[i] = win.strides[i + 1];
                 win.rank = x->rank;
             }
             memcpy(win.shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
@@ -141,7 +143,7 @@ static bool join_copy(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n, 
     return true;
 }
 
-/* ---- autograd: nodes of at most FC__AG_MAX_IN inputs ----------------------------------- */
+/* ---- autograd: nodes of at most FC__AG_MAX_IN inputs ---------------------------------------- */
 
 /* Records out = join(xs) along output axis `axis`. Groups of inputs get
  * nodes on views of their slab of out; the top node joins the slabs. */
@@ -160,7 +162,8 @@ static bool record_join(fc_ctx *ctx, const char *op, fc__backward_fn bw, fc_tens
     for (int g = 0; g < ng && ok; g++) {
         int lo = g * per, hi = lo + per < n ? lo + per : n;
         int64_t span = 0;
-        for (int k = lo; k < hi; k++) span += stack ? 1 : xs[k]->raw.shape[axis];
+        for (int k = lo; k < hi; k++)
+            span += stack ? 1 : xs[k]->raw.shape[axis];
         int64_t shape[FC_MAX_RANK];
         memcpy(shape, out->raw.shape, sizeof shape);
         shape[axis] = span;
@@ -176,7 +179,8 @@ static bool record_join(fc_ctx *ctx, const char *op, fc__backward_fn bw, fc_tens
         ok = nd != NULL;
         if (ok) nd->i[0] = axis;
     }
-    for (int g = 0; g < ng; g++) fc_release(groups[g]);
+    for (int g = 0; g < ng; g++)
+        fc_release(groups[g]);
     return ok;
 }
 
@@ -190,7 +194,7 @@ static fc_tensor *finish_join(fc_ctx *ctx, const char *op, fc__backward_fn bw, f
     return out;
 }
 
-/* ---- concat / stack ---------------------------------------------------------------------- */
+/* ---- concat / stack ------------------------------------------------------------------------- */
 
 fc_tensor *fc_concat(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis) {
     FC__CHECK_CTX(ctx);
@@ -240,7 +244,8 @@ fc_tensor *fc_stack(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis) {
         return NULL;
     }
     int64_t shape[FC_MAX_RANK];
-    for (int i = 0, k = 0; i <= x0->rank; i++) shape[i] = i == a ? n : x0->shape[k++];
+    for (int i = 0, k = 0; i <= x0->rank; i++)
+        shape[i] = i == a ? n : x0->shape[k++];
     fc_tensor *out = fc__tensor_new(ctx, "stack", x0->dtype, shape, x0->rank + 1);
     if (!out) return NULL;
     if (!join_copy(ctx, "stack", xs, n, a, true, out)) {
@@ -250,7 +255,7 @@ fc_tensor *fc_stack(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis) {
     return finish_join(ctx, "stack", fc__bw_stack, out, xs, n, a, true);
 }
 
-/* ---- split ------------------------------------------------------------------------------- */
+/* ---- split ---------------------------------------------------------------------------------- */
 
 /* One piece: `len` elements of axis from `start`, a view with its own node. */
 static fc_tensor *split_piece(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, int64_t len) {
@@ -277,7 +282,9 @@ fc_status fc_split(fc_ctx *ctx, fc_tensor *x, int axis, const int64_t *sizes, in
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!x || !sizes || !out)
         return fc__fail(ctx, FC_ERR_NULL_ARG, "split: %s is NULL",
-                        !x ? "input 'x'" : !sizes ? "sizes" : "out");
+                        !x       ? "input 'x'"
+                        : !sizes ? "sizes"
+                                 : "out");
     int a;
     if (!fc__op_axis(ctx, "split", axis, x->raw.rank, x, &a)) return FC_ERR_AXIS;
     char d[160];
@@ -309,12 +316,13 @@ fc_status fc_split(fc_ctx *ctx, fc_tensor *x, int axis, const int64_t *sizes, in
     if (st == FC_OK)
         memcpy(out, tmp, bytes);
     else
-        for (int k = 0; k < made; k++) fc_release(tmp[k]);
+        for (int k = 0; k < made; k++)
+            fc_release(tmp[k]);
     fc__ctx_free(ctx, tmp, bytes);
     return st;
 }
 
-/* ---- pad ------------------------------------------------------------------------------------- */
+/* ---- pad ------------------------------------------------------------------------------------ */
 
 fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double value) {
     FC__CHECK_CTX(ctx);
@@ -356,7 +364,8 @@ fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double value) 
         fc__raw_fill(&out->raw, v);
     fc_raw inner = out->raw; /* a plain value: no reference taken */
     memcpy(inner.shape, x->raw.shape, sizeof inner.shape);
-    for (int i = 0; i < r; i++) inner.offset += pads[2 * i] * out->raw.strides[i];
+    for (int i = 0; i < r; i++)
+        inner.offset += pads[2 * i] * out->raw.strides[i];
     fc_status st = fc__raw_copy_into(&x->raw, &inner);
     if (st != FC_OK) {
         fc__fail(ctx, st, "pad: cannot copy %s: %s", fc__desc(x, d, (int)sizeof d),
@@ -371,7 +380,8 @@ fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double value) 
             fc_release(out);
             return NULL;
         }
-        for (int i = 0; i < r; i++) nd->i[i] = pads[2 * i];
+        for (int i = 0; i < r; i++)
+            nd->i[i] = pads[2 * i];
     }
     return out;
 }

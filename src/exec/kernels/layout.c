@@ -18,7 +18,7 @@
 
 #include "exec/kernels/shape_ops.h"
 
-/* ---- shared helpers ------------------------------------------------------------------- */
+/* ---- shared helpers ------------------------------------------------------------------------- */
 
 bool fc__op_axis(fc_ctx *ctx, const char *op, int axis, int rank, const fc_tensor *x, int *out) {
     if (fc__shape_norm_axis(axis, rank, out) == FC_OK) return true;
@@ -72,7 +72,7 @@ static bool check_shape_arg(fc_ctx *ctx, const char *op, const int64_t *shape, i
     return true;
 }
 
-/* ---- reshape / view ------------------------------------------------------------------- */
+/* ---- reshape / view ------------------------------------------------------------------------- */
 
 /* Resolves one -1 against x's element count into out. */
 static bool resolve_shape(fc_ctx *ctx, const char *op, const fc_tensor *x, const int64_t *shape,
@@ -164,7 +164,7 @@ fc_tensor *fc_view(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank) {
     return reshape_impl(ctx, "view", x, shape, rank, false);
 }
 
-/* ---- permute / transpose ------------------------------------------------------------------ */
+/* ---- permute / transpose -------------------------------------------------------------------- */
 
 static fc_tensor *permute_impl(fc_ctx *ctx, const char *op, fc_tensor *x, const int *perm) {
     int r = x->raw.rank, p[FC_MAX_RANK];
@@ -173,8 +173,10 @@ static fc_tensor *permute_impl(fc_ctx *ctx, const char *op, fc_tensor *x, const 
         if (!fc__op_axis(ctx, op, perm[i], r, x, &p[i])) return NULL;
         if (seen[p[i]]) {
             char d[160];
-            fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: axis %d appears twice; need a permutation of "
-                     "the %d axes of %s", op, perm[i], r, fc__desc(x, d, (int)sizeof d));
+            fc__fail(ctx, FC_ERR_INVALID_ARG,
+                     "%s: axis %d appears twice; need a permutation of "
+                     "the %d axes of %s",
+                     op, perm[i], r, fc__desc(x, d, (int)sizeof d));
             return NULL;
         }
         seen[p[i]] = true;
@@ -189,7 +191,8 @@ static fc_tensor *permute_impl(fc_ctx *ctx, const char *op, fc_tensor *x, const 
     fc_node *nd;
     out = finish(ctx, op, fc__bw_permute, out, x, &nd);
     if (nd)
-        for (int i = 0; i < r; i++) nd->i[i] = p[i];
+        for (int i = 0; i < r; i++)
+            nd->i[i] = p[i];
     return out;
 }
 
@@ -210,7 +213,8 @@ fc_tensor *fc_transpose(fc_ctx *ctx, fc_tensor *x, int axis0, int axis1) {
     if (!fc__op_axis(ctx, "transpose", axis0, x->raw.rank, x, &a) ||
         !fc__op_axis(ctx, "transpose", axis1, x->raw.rank, x, &b))
         return NULL;
-    for (int i = 0; i < x->raw.rank; i++) perm[i] = i;
+    for (int i = 0; i < x->raw.rank; i++)
+        perm[i] = i;
     perm[a] = b;
     perm[b] = a;
     return permute_impl(ctx, "transpose", x, perm);
@@ -296,7 +300,7 @@ fc_tensor *fc_slice(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, int64_t 
     return window(ctx, "slice", x, a, b, (e - b - 1) / step + 1, step);
 }
 
-/* ---- expand ----------------------------------------------------------------------------------- */
+/* ---- expand --------------------------------------------------------------------------------- */
 
 fc_tensor *fc_expand(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank) {
     FC__CHECK_CTX(ctx);
@@ -347,7 +351,7 @@ fc_tensor *fc_expand(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank) 
     return finish(ctx, "expand", fc__bw_expand, out, x, &nd);
 }
 
-/* ---- squeeze / unsqueeze ------------------------------------------------------------------------ */
+/* ---- squeeze / unsqueeze -------------------------------------------------------------------- */
 
 fc_tensor *fc_squeeze(fc_ctx *ctx, fc_tensor *x, int axis) {
     FC__CHECK_CTX(ctx);

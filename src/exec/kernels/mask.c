@@ -20,7 +20,7 @@
 #include "core/convert.h"
 #include "exec/kernels/shape_ops.h"
 
-/* ---- triu / tril ------------------------------------------------------------------------ */
+/* ---- triu / tril ---------------------------------------------------------------------------- */
 
 typedef struct tri_job {
     const char *src; /* contiguous source, or NULL when out already holds x */
@@ -109,7 +109,7 @@ fc_tensor *fc_tril(fc_ctx *ctx, fc_tensor *x, int64_t k) {
     return triangle(ctx, "tril", x, k, false);
 }
 
-/* ---- dropout ------------------------------------------------------------------------------- */
+/* ---- dropout -------------------------------------------------------------------------------- */
 
 typedef struct drop_job {
     uint64_t seed, base; /* Philox key and first counter */
@@ -130,7 +130,8 @@ static void drop_block(const drop_job *j, int64_t i0, int64_t i1) {
     for (int64_t g = i0 / 4; 4 * g < i1; g++) {
         uint32_t w[4];
         fc__philox(j->seed, j->base + (uint64_t)g, w);
-        for (int t = 0; t < 4 && 4 * g + t < i1; t++) keep[4 * g + t - i0] = w[t] >= j->thr;
+        for (int t = 0; t < 4 && 4 * g + t < i1; t++)
+            keep[4 * g + t - i0] = w[t] >= j->thr;
     }
     int64_t n = i1 - i0;
     if (j->mask) memcpy(j->mask + i0, keep, (size_t)n);
@@ -139,13 +140,15 @@ static void drop_block(const drop_job *j, int64_t i0, int64_t i1) {
     case FC_F32: {
         const float *restrict x = (const float *)j->x + i0;
         float *restrict o = (float *)j->out + i0;
-        for (int64_t i = 0; i < n; i++) o[i] = keep[i] ? x[i] * sf : 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = keep[i] ? x[i] * sf : 0.0f;
         break;
     }
     case FC_F64: {
         const double *restrict x = (const double *)j->x + i0;
         double *restrict o = (double *)j->out + i0;
-        for (int64_t i = 0; i < n; i++) o[i] = keep[i] ? x[i] * j->scale : 0.0;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = keep[i] ? x[i] * j->scale : 0.0;
         break;
     }
     default: { /* f16, bf16: through f32, rounded once */
@@ -156,7 +159,8 @@ static void drop_block(const drop_job *j, int64_t i0, int64_t i1) {
             fc__f16_to_f32_row(x, buf, (size_t)n);
         else
             fc__bf16_to_f32_row(x, buf, (size_t)n);
-        for (int64_t i = 0; i < n; i++) buf[i] = keep[i] ? buf[i] * sf : 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = keep[i] ? buf[i] * sf : 0.0f;
         if (j->dt == FC_F16)
             fc__f32_to_f16_row(buf, o, (size_t)n);
         else
@@ -211,11 +215,10 @@ fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training) {
     if (!training || p == 0.0) return drop_identity(ctx, x);
     bool grad = fc__ag_wants(ctx, 1, &x);
     fc_tensor *xc = fc_contiguous(ctx, x);
-    fc_tensor *out = xc ? fc__tensor_new(ctx, "dropout", x->raw.dtype, x->raw.shape, x->raw.rank)
-                        : NULL;
-    fc_tensor *mask = out && grad ? fc__tensor_new(ctx, "dropout", FC_U8, x->raw.shape,
-                                                   x->raw.rank)
-                                  : NULL;
+    fc_tensor *out =
+        xc ? fc__tensor_new(ctx, "dropout", x->raw.dtype, x->raw.shape, x->raw.rank) : NULL;
+    fc_tensor *mask =
+        out && grad ? fc__tensor_new(ctx, "dropout", FC_U8, x->raw.shape, x->raw.rank) : NULL;
     if (!out || (grad && !mask)) {
         fc_release(xc);
         fc_release(out);
@@ -247,7 +250,7 @@ fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training) {
     return out;
 }
 
-/* ---- mask application (backward of dropout) ---------------------------------------------- */
+/* ---- mask application (backward of dropout) ------------------------------------------------- */
 
 typedef struct apply_job {
     const char *g;
@@ -262,20 +265,22 @@ static void apply_slice(void *arg, int64_t b, int64_t e) {
     if (j->f64) {
         const double *restrict g = (const double *)j->g;
         double *restrict o = (double *)j->out;
-        for (int64_t i = b; i < e; i++) o[i] = j->mask[i] ? g[i] * j->scale : 0.0;
+        for (int64_t i = b; i < e; i++)
+            o[i] = j->mask[i] ? g[i] * j->scale : 0.0;
     } else {
         const float *restrict g = (const float *)j->g;
         float *restrict o = (float *)j->out;
         float s = (float)j->scale;
-        for (int64_t i = b; i < e; i++) o[i] = j->mask[i] ? g[i] * s : 0.0f;
+        for (int64_t i = b; i < e; i++)
+            o[i] = j->mask[i] ? g[i] * s : 0.0f;
     }
 }
 
 fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double scale) {
     fc_tensor *gc = fc_contiguous(ctx, g), *mc = gc ? fc_contiguous(ctx, mask) : NULL;
-    fc_tensor *out = mc ? fc__tensor_new(ctx, "backward of dropout", g->raw.dtype, g->raw.shape,
-                                         g->raw.rank)
-                        : NULL;
+    fc_tensor *out =
+        mc ? fc__tensor_new(ctx, "backward of dropout", g->raw.dtype, g->raw.shape, g->raw.rank)
+           : NULL;
     if (out) {
         apply_job job = {fc__raw_base(&gc->raw), (const uint8_t *)fc__raw_base(&mc->raw),
                          fc__raw_base(&out->raw), scale, g->raw.dtype == FC_F64};

@@ -15,7 +15,7 @@
 #include "ag/tape.h"
 #include "exec/internal.h"
 
-/* ---- argument helpers (layout.c) ------------------------------------------------------ */
+/* ---- argument helpers (layout.c) ------------------------------------------------------------ */
 
 /* Normalises axis against rank (negative counts from the end). On failure
  * records FC_ERR_AXIS naming op, the axis and x, and returns false. */
@@ -26,7 +26,7 @@ bool fc__op_axis(fc_ctx *ctx, const char *op, int axis, int rank, const fc_tenso
 fc_tensor *fc__layout_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
                            const int64_t *strides, int rank, int64_t offset);
 
-/* ---- integer index tensors (index.c) --------------------------------------------------- */
+/* ---- integer index tensors (index.c) -------------------------------------------------------- */
 
 /* The values of an integer index tensor as int64, in row-major order: a
  * pointer into the tensor itself when it is contiguous i64, else into a
@@ -47,19 +47,19 @@ bool fc__index_check(fc_ctx *ctx, const char *op, const fc__index *ix, const fc_
                      int64_t bound, const char *what);
 void fc__index_free(fc__index *ix);
 
-/* ---- kernels that backward rules call directly ------------------------------------------ */
+/* ---- kernels that backward rules call directly ---------------------------------------------- */
 
 /* out = zeros(shape of x) with out[o, idx[j], i] += g[o, j, i], where the
  * gradient g (f32 or f64, contiguous) has x's shape with `axis` replaced by
  * the index's shape. Deterministic: each destination element receives its
  * contributions in index order, whatever the thread count. */
-fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, int xrank,
-                              int axis, fc_tensor *index);
+fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, int xrank, int axis,
+                              fc_tensor *index);
 /* g * mask * scale for a contiguous f32/f64 gradient and a u8 mask of the
  * same element count. */
 fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double scale);
 
-/* ---- backward rules (src/ag/grad_*.c) ---------------------------------------------------- */
+/* ---- backward rules (src/ag/grad_*.c) ------------------------------------------------------- */
 
 /* Zeros of the input's shape (in g's dtype) with g placed in the window
  * that starts at `start` and steps `step` along axis (narrow, slice, split). */
