@@ -10,7 +10,8 @@
  * index_select views x as [O, D, I] around the axis (O rows before it, I
  * elements after it) and copies O * J rows of I elements, J = the index's
  * element count: a memcpy per row when x is contiguous (embedding lookups
- * on the GPT path), a strided row copy otherwise.
+ * on the GPT path), a strided row copy otherwise. A block-quantized x gives
+ * an f32 result: the selected rows are dequantized (fc_dequantize).
  *
  * gather/scatter_add walk "fibers": the index positions that differ only in
  * the axis coordinate. A fiber reads and writes only the elements of x that
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "exec/kernels/shape_ops.h"
+#include "fucina/quant.h"
 
 /* ---- index tensors -------------------------------------------------------------------------- */
 
@@ -160,17 +162,78 @@ static void select_strided(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
+/* Block-quantized x (contiguous): the result is f32. Off the last axis a
+ * selected row of I elements is I / C whole quantized rows of the last axis
+ * (C elements), dequantized straight into the output. On the last axis each
+ * selected element sits inside one block, which is dequantized on the stack
+ * (at most 256 elements) to pick it out. */
+typedef struct block_job {
+    fc_dtype dt;
+    const char *x;
+    const int64_t *idx;
+    int64_t J, D, I, C, be;
+    size_t bbytes; /* bytes of one block */
+    float *out;
+    atomic_int status;
+} block_job;
+
+static void select_block_rows(void *arg, int64_t r0, int64_t r1) {
+    block_job *j = arg;
+    size_t row_bytes = (size_t)(j->I / j->be) * j->bbytes;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t o = r / j->J, v = j->idx[r % j->J];
+        fc_status st = fc_dequantize(j->dt, j->x + (size_t)(o * j->D + v) * row_bytes,
+                                     j->out + r * j->I, j->I / j->C, j->C);
+        if (st != FC_OK) atomic_store(&j->status, (int)st);
+    }
+}
+
+static void select_block_elems(void *arg, int64_t r0, int64_t r1) {
+    block_job *j = arg;
+    float tmp[256];
+    size_t row_bytes = (size_t)(j->C / j->be) * j->bbytes;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t o = r / j->J, v = j->idx[r % j->J];
+        const char *blk = j->x + (size_t)o * row_bytes + (size_t)(v / j->be) * j->bbytes;
+        fc_status st = fc_dequantize(j->dt, blk, tmp, 1, j->be);
+        if (st != FC_OK) atomic_store(&j->status, (int)st);
+        j->out[r] = tmp[v % j->be];
+    }
+}
+
+static fc_status select_block(fc_ctx *ctx, const fc_tensor *x, int a, const fc__index *ix,
+                              fc_tensor *out) {
+    const fc_raw *xr = &x->raw;
+    block_job job = {.dt = xr->dtype,
+                     .x = fc__raw_base(xr),
+                     .idx = ix->v,
+                     .J = ix->n,
+                     .D = xr->shape[a],
+                     .I = fc__shape_product(xr->shape + a + 1, xr->rank - a - 1),
+                     .C = xr->shape[xr->rank - 1],
+                     .be = fc_dtype_block_elems(xr->dtype),
+                     .bbytes = fc_dtype_size(xr->dtype),
+                     .out = (float *)fc__raw_base(&out->raw)};
+    atomic_init(&job.status, FC_OK);
+    int64_t rows = fc__shape_product(xr->shape, a) * ix->n;
+    if (a == xr->rank - 1) {
+        if (job.be > 256) return FC_ERR_DTYPE; /* no such format today */
+        fc__parallel_for(ctx, rows, 1024, select_block_elems, &job);
+    } else {
+        fc__parallel_for(ctx, rows, job.I >= 4096 ? 1 : 4096 / job.I, select_block_rows, &job);
+    }
+    return (fc_status)atomic_load(&job.status);
+}
+
 static fc_tensor *select_impl(fc_ctx *ctx, const char *op, fc_tensor *x, int axis,
                               fc_tensor *index) {
     char d[160];
     int a;
     if (!fc__op_axis(ctx, op, axis, x->raw.rank, x, &a)) return NULL;
-    if (fc_dtype_is_block(x->raw.dtype)) {
-        /* QUANT-MERGE: dequantize the selected rows with fc_dequantize */
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "%s: block-quantized %s needs fc_dequantize (fucina/quant.h), which this build "
-                 "lacks; convert with fc_to(..., FC_F32) first",
-                 op, fc__desc(x, d, (int)sizeof d));
+    bool block = fc_dtype_is_block(x->raw.dtype);
+    if (block && !fc__raw_is_contiguous(&x->raw)) {
+        fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: block-quantized %s is not contiguous", op,
+                 fc__desc(x, d, (int)sizeof d));
         return NULL;
     }
     int xr = x->raw.rank, ir = index->raw.rank, r = xr - 1 + ir;
@@ -186,10 +249,21 @@ static fc_tensor *select_impl(fc_ctx *ctx, const char *op, fc_tensor *x, int axi
     memcpy(shape, x->raw.shape, sizeof(int64_t) * (size_t)a);
     memcpy(shape + a, index->raw.shape, sizeof(int64_t) * (size_t)ir);
     memcpy(shape + a + ir, x->raw.shape + a + 1, sizeof(int64_t) * (size_t)(xr - a - 1));
-    fc_tensor *out = fc__tensor_new(ctx, op, x->raw.dtype, shape, r);
+    fc_tensor *out = fc__tensor_new(ctx, op, block ? FC_F32 : x->raw.dtype, shape, r);
     if (!out) {
         fc__index_free(&ix);
         return NULL;
+    }
+    if (block) {
+        fc_status st = select_block(ctx, x, a, &ix, out);
+        fc__index_free(&ix);
+        if (st != FC_OK) {
+            fc__fail(ctx, st, "%s: cannot dequantize rows of %s: %s", op,
+                     fc__desc(x, d, (int)sizeof d), fc_strerror(st));
+            fc_release(out);
+            return NULL;
+        }
+        return fc__finish(ctx, op, out); /* block tensors never require grad */
     }
     select_job job = {&x->raw,
                       a,
