@@ -5,6 +5,10 @@
  *   fucina/dtype.h    dtypes, predicates, dtype policy, scalar conversions
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
+ *   fucina/ops.h      the forward op library
+ *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
+ *   fucina/autograd.h gradients, backward, grad mode, gradcheck
+ *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -13,5 +17,9 @@
 #include "fucina/dtype.h"
 #include "fucina/alloc.h"
 #include "fucina/tensor.h"
+#include "fucina/ops.h"
+#include "fucina/matmul.h"
+#include "fucina/autograd.h"
+#include "fucina/optim.h"
 
 #endif /* FUCINA_H */

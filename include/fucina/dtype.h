@@ -161,9 +161,12 @@ FC_API uint8_t fc_f32_to_e5m2(float value);
  * integer wraps (two's complement), float -> integer truncates toward zero
  * and saturates with NaN -> 0, anything -> bool is (value != 0), bool ->
  * number is 0/1, float -> float rounds to nearest even (through f64 when the
- * target is f64, through f32 otherwise). src and dst point at one element
- * each in the dtype's storage representation. FC_ERR_NULL_ARG for NULL,
- * FC_ERR_DTYPE for block or invalid dtypes. */
+ * target is f64, through f32 otherwise; the f8 formats are floats), integer
+ * -> float is (double)v for f64 and (float)v then the f32 bridge otherwise
+ * (like torch). A dtype cast to itself copies its bits unchanged. src and
+ * dst point at one element each in the dtype's storage representation, any
+ * alignment. FC_ERR_NULL_ARG for NULL, FC_ERR_DTYPE for block or invalid
+ * dtypes; dst is untouched on error. */
 FC_API fc_status fc_cast_scalar(fc_dtype src_dtype, const void *src, fc_dtype dst_dtype,
                                 void *dst);
 /* Mask truthiness: value != 0; -0.0 is false and NaN is true for every
@@ -171,8 +174,12 @@ FC_API fc_status fc_cast_scalar(fc_dtype src_dtype, const void *src, fc_dtype ds
 FC_API bool fc_is_truthy(fc_dtype dtype, const void *value);
 
 /* Bulk conversion of n contiguous elements between any two non-block
- * dtypes, with the semantics of fc_cast_scalar. Uses SIMD (F16C, AVX-512)
- * where the CPU has it; results are bit-identical to the portable path. */
+ * dtypes, with the semantics of fc_cast_scalar (a dtype into itself copies
+ * the bits; bool into bool writes 0/1). Uses SIMD (F16C, AVX-512) where the
+ * CPU has it; results are bit-identical to the portable path. src and dst
+ * must not overlap; any alignment works (aligned rows are faster).
+ * FC_ERR_DTYPE for block or invalid dtypes; FC_ERR_NULL_ARG for a NULL
+ * pointer when n > 0 (n == 0 is a no-op and allows NULL). */
 FC_API fc_status fc_convert_row(fc_dtype src_dtype, const void *src, fc_dtype dst_dtype, void *dst,
                                 size_t n);
 

@@ -43,6 +43,7 @@ static fc_status new_header(const fc_allocator *a, fc_buffer **out) {
     b->alloc = *a;
     b->release = NULL;
     b->release_ctx = NULL;
+    b->pool_next = NULL;
     *out = b;
     return FC_OK;
 }
@@ -104,7 +105,9 @@ bool fc__buffer_is_unique(const fc_buffer *b) {
     return atomic_load_explicit(&((fc_buffer *)b)->refs, memory_order_acquire) == 1u;
 }
 
-void fc__buffer_reset_refs(fc_buffer *b) { atomic_store_explicit(&b->refs, 1u, memory_order_relaxed); }
+void fc__buffer_reset_refs(fc_buffer *b) {
+    atomic_store_explicit(&b->refs, 1u, memory_order_relaxed);
+}
 
 fc_status fc__buffer_data_mut(fc_buffer *b, void **out) {
     if (!b || !out) return FC_ERR_NULL_ARG;

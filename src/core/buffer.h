@@ -43,6 +43,7 @@ struct fc_buffer {
     fc_allocator alloc; /* frees the header (and owned data) */
     fc_buffer_release_fn release;
     void *release_ctx;
+    fc_buffer *pool_next; /* free-list link, used only by the owning pool */
 };
 
 /* Owned, uninitialised, 64-byte aligned. refs == 1. */

@@ -19,7 +19,8 @@ static fc_status init_meta(fc_raw *out, fc_buffer *buf, fc_dtype dtype, const in
     memcpy(sshape, shape, sizeof(int64_t) * (size_t)rank);
     sshape[rank - 1] /= fc_dtype_block_elems(dtype);
     fc__shape_contiguous_strides(sshape, rank, out->strides);
-    for (int i = rank; i < FC_MAX_RANK; i++) out->shape[i] = 1, out->strides[i] = 0;
+    for (int i = rank; i < FC_MAX_RANK; i++)
+        out->shape[i] = 1, out->strides[i] = 0;
     return FC_OK;
 }
 
@@ -164,6 +165,8 @@ fc_status fc__raw_view_strided(const fc_raw *src, const int64_t *shape, const in
     v.rank = rank;
     memcpy(v.shape, shape, sizeof(int64_t) * (size_t)rank);
     memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
+    for (int i = rank; i < FC_MAX_RANK; i++)
+        v.shape[i] = 1, v.strides[i] = 0;
     v.offset = src->offset + offset_delta;
     fc__buffer_retain(src->buf);
     *out = v;
@@ -218,13 +221,36 @@ fc_status fc__raw_data_mut(fc_raw *t, void **out) {
 
 /* ---- the odometer -------------------------------------------------------- */
 
-/* A view folded into: n outer axes (dims/strides in bytes), then an inner
- * part that is either one contiguous run of `run` bytes (inner_stride == 0)
- * or `inner_n` elements of `es` bytes spaced `inner_stride` bytes apart. */
+/* Steps idx (n axes of dims) to the next row-major position, carrying like
+ * an odometer, and moves the offsets oa (and ob when non-NULL) by strides sa
+ * (sb) in whatever unit they are given. False after the last position, with
+ * idx and the offsets back at the start. Offsets only ever describe real
+ * element positions, so no pointer past the view is ever formed. */
+static bool odometer_next(int n, const int64_t *dims, int64_t *idx, const int64_t *sa, int64_t *oa,
+                          const int64_t *sb, int64_t *ob) {
+    for (int i = n - 1; i >= 0; i--) {
+        if (++idx[i] < dims[i]) {
+            *oa += sa[i];
+            if (ob) *ob += sb[i];
+            return true;
+        }
+        *oa -= sa[i] * (dims[i] - 1);
+        if (ob) *ob -= sb[i] * (dims[i] - 1);
+        idx[i] = 0;
+    }
+    return false;
+}
+
+/* A view folded into: n outer axes (dims, strides in bytes), then an inner
+ * part of `per` elements that is either one contiguous run (strided false)
+ * or `per` elements of `es` bytes spaced `inner_stride` bytes apart
+ * (strided true). inner_stride may be 0: a broadcast innermost axis repeats
+ * one element, so a zero stride must never be read as "contiguous". */
 typedef struct walk {
     int n;
     int64_t dims[FC_MAX_RANK], strides[FC_MAX_RANK];
-    int64_t inner_n, inner_stride, run, es;
+    bool strided;
+    int64_t per, inner_stride, es;
 } walk;
 
 static void walk_plan(const fc_raw *t, walk *w) {
@@ -240,60 +266,66 @@ static void walk_plan(const fc_raw *t, walk *w) {
     /* maximal contiguous suffix */
     int64_t expect = 1;
     int k = r;
-    while (k > 0 && s[k - 1] == expect) expect *= d[--k];
+    while (k > 0 && s[k - 1] == expect)
+        expect *= d[--k];
     if (k < r || r == 0) {
-        w->inner_stride = 0;
-        w->inner_n = 1;
-        w->run = expect * es;
+        w->strided = false;
+        w->inner_stride = es;
+        w->per = expect;
         w->n = k;
     } else {
-        /* innermost axis strided: move it element by element */
+        /* innermost axis strided (or broadcast): move it element by element */
+        w->strided = true;
         w->inner_stride = s[r - 1] * es;
-        w->inner_n = d[r - 1];
-        w->run = es;
+        w->per = d[r - 1];
         w->n = r - 1;
     }
-    for (int i = 0; i < w->n; i++) w->dims[i] = d[i], w->strides[i] = s[i] * es;
+    for (int i = 0; i < w->n; i++)
+        w->dims[i] = d[i], w->strides[i] = s[i] * es;
 }
 
 static inline void copy_elem(char *dst, const char *src, int64_t es) {
     switch (es) {
-    case 1: *dst = *src; break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, (size_t)es); break;
+    case 1:
+        *dst = *src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, (size_t)es);
+        break;
     }
 }
 
-/* Copies `count` inner units starting at outer index vector idx / inner
+/* Copies `elems` elements starting at outer index vector idx / inner
  * position `pos` (in elements of the inner part) into dst. */
-static char *walk_copy(const walk *w, const char *base, int64_t *idx, int64_t pos, int64_t elems,
-                       char *dst) {
-    const char *p = base;
-    for (int i = 0; i < w->n; i++) p += idx[i] * w->strides[i];
-    int64_t per = w->inner_stride ? w->inner_n : w->run / w->es; /* elements per inner part */
-    while (elems > 0) {
-        int64_t take = per - pos < elems ? per - pos : elems;
-        if (w->inner_stride) {
-            const char *q = p + pos * w->inner_stride;
-            for (int64_t j = 0; j < take; j++, q += w->inner_stride, dst += w->es)
-                copy_elem(dst, q, w->es);
+static void walk_copy(const walk *w, const char *base, int64_t *idx, int64_t pos, int64_t elems,
+                      char *dst) {
+    int64_t off = 0; /* bytes from base to the current inner part */
+    for (int i = 0; i < w->n; i++)
+        off += idx[i] * w->strides[i];
+    for (;;) {
+        int64_t take = w->per - pos < elems ? w->per - pos : elems;
+        const char *p = base + off;
+        if (w->strided) {
+            for (int64_t j = 0; j < take; j++)
+                copy_elem(dst + j * w->es, p + (pos + j) * w->inner_stride, w->es);
         } else {
             memcpy(dst, p + pos * w->es, (size_t)(take * w->es));
-            dst += take * w->es;
         }
+        dst += take * w->es;
         elems -= take;
+        if (elems == 0) return;
         pos = 0;
-        /* odometer carry */
-        for (int i = w->n - 1; i >= 0; i--) {
-            p += w->strides[i];
-            if (++idx[i] < w->dims[i]) break;
-            p -= w->strides[i] * w->dims[i];
-            idx[i] = 0;
-        }
+        odometer_next(w->n, w->dims, idx, w->strides, &off, NULL, NULL);
     }
-    return dst;
 }
 
 fc_status fc__raw_copy_to(const fc_raw *t, void *dst, size_t dst_bytes) {
@@ -320,9 +352,8 @@ fc_status fc__raw_copy_range(const fc_raw *t, void *dst, int64_t start, int64_t 
     if (count == 0) return FC_OK;
     walk w;
     walk_plan(t, &w);
-    int64_t per = w.inner_stride ? w.inner_n : w.run / w.es;
-    /* one division to place the odometer, none per element */
-    int64_t q = start / per, pos = start % per;
+    /* one division per axis to place the odometer, none per element */
+    int64_t q = start / w.per, pos = start % w.per;
     int64_t idx[FC_MAX_RANK] = {0};
     for (int i = w.n - 1; i >= 0; i--) {
         idx[i] = q % w.dims[i];
@@ -332,38 +363,38 @@ fc_status fc__raw_copy_range(const fc_raw *t, void *dst, int64_t start, int64_t 
     return FC_OK;
 }
 
+/* True when some axis of size > 1 has stride 0 (several indices, one element). */
+static bool has_broadcast_axis(const fc_raw *t) {
+    for (int i = 0; i < t->rank; i++)
+        if (t->shape[i] > 1 && t->strides[i] == 0) return true;
+    return false;
+}
+
 fc_status fc__raw_copy_into(const fc_raw *src, fc_raw *dst) {
     if (!src || !dst || !src->buf || !dst->buf) return FC_ERR_NULL_ARG;
     if (src->dtype != dst->dtype) return FC_ERR_DTYPE;
     if (!fc__shape_equal(src->shape, src->rank, dst->shape, dst->rank))
         return FC_ERR_SHAPE_MISMATCH;
     if (fc__buffer_is_read_only(dst->buf)) return FC_ERR_READ_ONLY;
+    if (has_broadcast_axis(dst)) return FC_ERR_UNSUPPORTED_VIEW;
+    bool dst_contiguous = fc__raw_is_contiguous(dst);
+    /* every refusal comes before the generation bump: a failed call changes nothing */
+    if (fc_dtype_is_block(src->dtype) && !(dst_contiguous && fc__raw_is_contiguous(src)))
+        return FC_ERR_UNSUPPORTED_VIEW;
     fc__buffer_bump_generation(dst->buf);
     size_t bytes = (size_t)fc__raw_storage_numel(src) * fc_dtype_size(src->dtype);
-    if (fc__raw_is_contiguous(dst)) return fc__raw_copy_to(src, fc__raw_base(dst), bytes);
-    if (fc_dtype_is_block(src->dtype)) return FC_ERR_UNSUPPORTED_VIEW;
-    /* general case: walk dst; read src by the same logical index */
+    if (dst_contiguous) return fc__raw_copy_to(src, fc__raw_base(dst), bytes);
+    /* general case: rows of the last axis, the outer axes by odometer */
     int64_t es = (int64_t)fc_dtype_size(src->dtype);
-    int64_t idx[FC_MAX_RANK] = {0};
     int r = src->rank;
-    int64_t n = fc__raw_numel(src);
+    int64_t inner = src->shape[r - 1], ds = dst->strides[r - 1], ss = src->strides[r - 1];
     char *dp = fc__raw_base(dst);
     const char *sp = fc__raw_base(src);
-    int64_t inner = src->shape[r - 1];
-    int64_t ds = dst->strides[r - 1] * es, ss = src->strides[r - 1] * es;
-    for (int64_t done = 0; done < n; done += inner) {
-        char *d = dp;
-        const char *s = sp;
-        for (int64_t j = 0; j < inner; j++, d += ds, s += ss) copy_elem(d, s, es);
-        for (int i = r - 2; i >= 0; i--) {
-            dp += dst->strides[i] * es;
-            sp += src->strides[i] * es;
-            if (++idx[i] < src->shape[i]) break;
-            dp -= dst->strides[i] * es * src->shape[i];
-            sp -= src->strides[i] * es * src->shape[i];
-            idx[i] = 0;
-        }
-    }
+    int64_t idx[FC_MAX_RANK] = {0}, doff = 0, soff = 0; /* in elements */
+    do {
+        for (int64_t j = 0; j < inner; j++)
+            copy_elem(dp + (doff + j * ds) * es, sp + (soff + j * ss) * es, es);
+    } while (odometer_next(r - 1, src->shape, idx, dst->strides, &doff, src->strides, &soff));
     return FC_OK;
 }
 
@@ -397,23 +428,18 @@ fc_status fc__raw_fill(fc_raw *t, const void *value) {
     int64_t n = fc__raw_numel(t);
     if (fc__raw_is_contiguous(t)) {
         char *p = fc__raw_base(t);
-        for (int64_t i = 0; i < n; i++) copy_elem(p + i * es, value, es);
+        for (int64_t i = 0; i < n; i++)
+            copy_elem(p + i * es, value, es);
         return FC_OK;
     }
-    /* strided fill: walk the view, writing one element at a time */
-    int64_t idx[FC_MAX_RANK] = {0};
+    /* strided fill: rows of the last axis, the outer axes by odometer */
     int r = t->rank;
+    int64_t inner = t->shape[r - 1], is = t->strides[r - 1];
     char *p = fc__raw_base(t);
-    int64_t inner = t->shape[r - 1], is = t->strides[r - 1] * es;
-    for (int64_t done = 0; done < n; done += inner) {
-        char *q = p;
-        for (int64_t j = 0; j < inner; j++, q += is) copy_elem(q, value, es);
-        for (int i = r - 2; i >= 0; i--) {
-            p += t->strides[i] * es;
-            if (++idx[i] < t->shape[i]) break;
-            p -= t->strides[i] * es * t->shape[i];
-            idx[i] = 0;
-        }
-    }
+    int64_t idx[FC_MAX_RANK] = {0}, off = 0; /* in elements */
+    do {
+        for (int64_t j = 0; j < inner; j++)
+            copy_elem(p + (off + j * is) * es, value, es);
+    } while (odometer_next(r - 1, t->shape, idx, t->strides, &off, NULL, NULL));
     return FC_OK;
 }

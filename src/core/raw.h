@@ -74,9 +74,15 @@ static inline char *fc__raw_base(const fc_raw *t) {
  * per-element division. Non-contiguous block tensors: UNSUPPORTED_VIEW. */
 fc_status fc__raw_copy_to(const fc_raw *t, void *dst, size_t dst_bytes);
 /* Elements [start, start+count) of the row-major order into dst; disjoint
- * ranges may run concurrently. Scalar dtypes only. */
+ * ranges may run concurrently. FC_ERR_INDEX for a range outside
+ * [0, numel]; FC_ERR_DTYPE for block dtypes (scalar dtypes only). */
 fc_status fc__raw_copy_range(const fc_raw *t, void *dst, int64_t start, int64_t count);
-/* Strided copy from src into dst (same shape and dtype, any layouts). */
+/* Strided copy from src into dst (same shape and dtype, any layouts; the two
+ * must not overlap in memory). FC_ERR_DTYPE / FC_ERR_SHAPE_MISMATCH for
+ * differing dtype / shape, FC_ERR_READ_ONLY for read-only dst storage,
+ * FC_ERR_UNSUPPORTED_VIEW when dst has a broadcast (stride-0) axis, whose
+ * element would receive several values, or for block dtypes unless both are
+ * contiguous. Bumps dst's generation only when it copies. */
 fc_status fc__raw_copy_into(const fc_raw *src, fc_raw *dst);
 /* Fresh contiguous copy with offset 0. */
 fc_status fc__raw_clone(const fc_allocator *a, const fc_raw *src, fc_raw *out);
@@ -84,7 +90,9 @@ fc_status fc__raw_clone(const fc_allocator *a, const fc_raw *src, fc_raw *out);
 /* ---- in place ------------------------------------------------------------ */
 /* offset 0, contiguous, writable and uniquely referenced. */
 bool fc__raw_can_take_in_place(const fc_raw *t);
-/* Sets every element to *value (one element in the dtype's storage form). */
+/* Sets every element of the view to *value (one element in the dtype's
+ * storage form); bumps the generation. FC_ERR_DTYPE for block dtypes,
+ * FC_ERR_READ_ONLY for read-only storage. */
 fc_status fc__raw_fill(fc_raw *t, const void *value);
 
 #endif /* FUCINA_CORE_RAW_H */

@@ -12,10 +12,6 @@ fc_status fc__shape_validate(const int64_t *shape, int rank) {
     return FC_OK;
 }
 
-/* Largest element count we accept: bytes must fit in ptrdiff_t for the
- * widest scalar (8 bytes), so pointer arithmetic on any buffer is defined. */
-#define FC__MAX_ELEMS ((int64_t)(PTRDIFF_MAX / 8))
-
 fc_status fc__shape_numel(const int64_t *shape, int rank, int64_t *out) {
     fc_status st = fc__shape_validate(shape, rank);
     if (st != FC_OK) return st;
@@ -45,7 +41,8 @@ fc_status fc__shape_storage_numel(fc_dtype dtype, const int64_t *shape, int rank
 
 int64_t fc__shape_product(const int64_t *dims, int n) {
     int64_t p = 1;
-    for (int i = 0; i < n; i++) p *= dims[i];
+    for (int i = 0; i < n; i++)
+        p *= dims[i];
     return p;
 }
 
@@ -75,8 +72,10 @@ bool fc__shape_equal(const int64_t *a, int ra, const int64_t *b, int rb) {
 
 fc_status fc__shape_broadcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *out,
                               int *rank_out) {
-    if (!a || !b || !out || !rank_out) return FC_ERR_NULL_ARG;
-    if (ra < 1 || ra > FC_MAX_RANK || rb < 1 || rb > FC_MAX_RANK) return FC_ERR_RANK;
+    if (!out || !rank_out) return FC_ERR_NULL_ARG;
+    fc_status st = fc__shape_validate(a, ra);
+    if (st == FC_OK) st = fc__shape_validate(b, rb);
+    if (st != FC_OK) return st;
     int r = ra > rb ? ra : rb;
     int64_t tmp[FC_MAX_RANK];
     for (int i = 0; i < r; i++) {
@@ -96,15 +95,17 @@ fc_status fc__shape_broadcast(const int64_t *a, int ra, const int64_t *b, int rb
     return FC_OK;
 }
 
-void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer,
-                             int64_t *dim, int64_t *inner) {
+void fc__shape_axis_geometry(const int64_t *shape, int rank, int axis, int64_t *outer, int64_t *dim,
+                             int64_t *inner) {
     *outer = fc__shape_product(shape, axis);
     *dim = shape[axis];
     *inner = fc__shape_product(shape + axis + 1, rank - axis - 1);
 }
 
 fc_status fc__shape_norm_axis(int axis, int rank, int *out) {
-    int a = axis < 0 ? axis + rank : axis;
+    if (!out) return FC_ERR_NULL_ARG;
+    /* axis + rank cannot overflow: a negative axis plus a non-negative rank */
+    int a = axis < 0 && rank >= 0 ? axis + rank : axis;
     if (a < 0 || a >= rank) return FC_ERR_AXIS;
     *out = a;
     return FC_OK;
@@ -112,8 +113,12 @@ fc_status fc__shape_norm_axis(int axis, int rank, int *out) {
 
 const char *fc__shape_str(const int64_t *shape, int rank, char *buf, int cap) {
     int n = 0;
-    if (cap <= 0) return buf;
+    if (cap <= 0 || !buf) return buf;
     buf[0] = '\0';
+    if (!shape) {
+        snprintf(buf, (size_t)cap, "(null)");
+        return buf;
+    }
     n += snprintf(buf + n, (size_t)(cap - n), "[");
     for (int i = 0; i < rank && n < cap; i++)
         n += snprintf(buf + n, (size_t)(cap - n), i ? ",%lld" : "%lld", (long long)shape[i]);

@@ -1,0 +1,113 @@
+/* fucina/autograd.h - reverse-mode automatic differentiation.
+ *
+ * A leaf of dtype f32, f16 or bf16 may require a gradient; its gradient is
+ * always f32. While grad mode is on (the default) and any input of an op
+ * requires grad, the op records a node: the backward rule, links to its
+ * inputs, and the values its backward needs ("saved values"), each stored
+ * with its buffer's mutation generation. fc_backward walks the recorded
+ * graph from a scalar loss in reverse creation order and accumulates
+ * gradients into the leaves (fc_grad).
+ *
+ * Saved values are checked: any mutable access to a saved buffer after the
+ * op ran (fc_tensor_data_mut, an in-place op, an optimizer step) bumps its
+ * generation, and backward then fails with FC_ERR_SAVED_MODIFIED naming the
+ * op, the value, its shape and dtype and both generations.
+ *
+ * The graph lives as long as a tensor that can reach it. After a backward
+ * without retain_graph the saved values of the nodes it visited are freed;
+ * a second backward through them fails with FC_ERR_STATE.
+ *
+ * Non-differentiable points follow PyTorch: relu'(0) = 0, abs'(0) = 0,
+ * sign' = 0, clamp passes the gradient where min <= x <= max, max/min
+ * reductions route the gradient to the first maximal element... (see each
+ * op's documentation in fucina/ops.h).
+ */
+#ifndef FUCINA_AUTOGRAD_H
+#define FUCINA_AUTOGRAD_H
+
+#include "fucina/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks a leaf as requiring a gradient (or not). FC_ERR_DTYPE for dtypes
+ * other than f32, f16, bf16; FC_ERR_INVALID_ARG for a non-leaf (a tensor
+ * produced by a recorded op). */
+FC_API fc_status fc_requires_grad(fc_tensor *t, bool on);
+FC_API bool fc_tensor_requires_grad(const fc_tensor *t);
+/* True for tensors made by the user (not by a recorded op). */
+FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
+
+/* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
+ * fc_tensor_from_data, then fc_requires_grad(t, true). */
+FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
+FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
+                                 double std);
+FC_API fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
+                                     const void *data);
+
+/* Backward from a one-element loss (its gradient is 1). Gradients of leaves
+ * accumulate across calls until fc_zero_grad. */
+FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
+/* Backward from any output with an explicit gradient of the same shape
+ * (any float dtype; used as f32). retain_graph keeps the saved values so
+ * the graph can be walked again. */
+FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
+                                  bool retain_graph);
+
+/* The f32 gradient of a leaf (borrowed: valid until fc_zero_grad or the
+ * leaf's release), or NULL when backward has not reached it. */
+FC_API fc_tensor *fc_grad(const fc_tensor *t);
+/* Drops the gradient of each of n leaves (NULL entries allowed). */
+FC_API void fc_zero_grad(fc_tensor *const *params, int n);
+
+/* Grad mode: while any fc_no_grad_begin is open, ops record nothing.
+ * Nestable; unbalanced ends are ignored. */
+FC_API void fc_no_grad_begin(fc_ctx *ctx);
+FC_API void fc_no_grad_end(fc_ctx *ctx);
+FC_API bool fc_grad_enabled(const fc_ctx *ctx);
+/* A view of t's storage that requires no grad and has no graph. Returns a
+ * new reference. */
+FC_API fc_tensor *fc_detach(fc_ctx *ctx, fc_tensor *t);
+
+/* ---- gradcheck ------------------------------------------------------------------
+ * Compares analytic gradients with central finite differences computed in
+ * f64, like PyTorch's gradcheck (defaults eps 1e-6, atol 1e-5, rtol 1e-3,
+ * meant for f64 inputs). fn maps the inputs to one output of any shape;
+ * gradcheck checks the gradient of sum(fn(inputs) * w) for a fixed random w
+ * of the output's shape (a random projection of the Jacobian), for every
+ * element of every input that requires grad (f64 inputs may be marked by
+ * gradcheck itself: set check_all_f64). Inputs must be contiguous leaves
+ * (fn may build strided or broadcast views of them). fn must create its
+ * result without side effects; it is called 2 * numel + 1 times. */
+typedef fc_tensor *(*fc_gradcheck_fn)(fc_ctx *ctx, fc_tensor *const *inputs, int n, void *user);
+
+typedef struct fc_gradcheck_opts {
+    double eps, atol, rtol; /* 0 selects the defaults above */
+    bool check_all_f64;     /* treat every f64 input as requiring grad */
+    uint64_t seed;          /* for the projection w */
+} fc_gradcheck_opts;
+
+typedef struct fc_gradcheck_report {
+    bool passed;
+    int worst_input;         /* input index of the worst element */
+    int64_t worst_index;     /* flat element index in that input */
+    double analytic, numeric; /* at the worst element */
+    double worst_excess;     /* |a - n| - (atol + rtol * |n|), > 0 when failing */
+    int64_t checked;         /* elements compared */
+} fc_gradcheck_report;
+
+/* FC_OK when every element is within atol + rtol * |numeric|. A mismatch
+ * is FC_ERR_STATE and a non-finite gradient FC_ERR_NON_FINITE, each with a
+ * message naming the worst element (input, index, analytic, numeric); a
+ * failing fn or backward passes its own error through. The report (NULL
+ * allowed) is filled either way. */
+FC_API fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
+                              fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
+                              fc_gradcheck_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUCINA_AUTOGRAD_H */

@@ -1,0 +1,385 @@
+/* optim.c - SGD, Adam, AdamW as fused one-pass updates; clipping; schedules.
+ *
+ * Each parameter is updated by one kernel that reads the gradient, the
+ * state and the parameter once and writes the state and the parameter
+ * once, split across the team by element ranges. Parameters are accessed
+ * through fc__buffer_data_mut, so every step bumps their generation. */
+#include <math.h>
+#include <string.h>
+
+#include "ag/tape.h"
+#include "fucina/optim.h"
+
+typedef struct pstate {
+    fc_tensor *param;
+    int group;
+    fc_tensor *m, *v, *vmax; /* exp_avg / momentum_buffer, exp_avg_sq, max_exp_avg_sq */
+    bool has_momentum;       /* SGD: the buffer holds a value */
+} pstate;
+
+struct fc_optim {
+    fc_ctx *ctx;
+    fc_optim_kind kind;
+    int64_t steps;
+    pstate *p;
+    int n, cap;
+    fc_optim_opts *groups;
+    int ngroups, gcap;
+};
+
+static fc_status check_opts(fc_ctx *ctx, const fc_optim_opts *o) {
+    if ((int)o->kind < 0 || o->kind >= FC_OPTIM_KIND_COUNT)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_new: unknown kind %d", (int)o->kind);
+    if (!(o->lr > 0) || !isfinite(o->lr))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_new: lr %g must be > 0", o->lr);
+    if (o->weight_decay < 0 || o->momentum < 0 || o->dampening < 0)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_new: weight_decay %g, momentum %g, dampening %g must be >= 0",
+                        o->weight_decay, o->momentum, o->dampening);
+    if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_new: nesterov needs momentum > 0 and dampening 0");
+    if (o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1 || o->eps < 0)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_new: betas (%g, %g) must be in [0, 1) and eps %g >= 0", o->beta1,
+                        o->beta2, o->eps);
+    return FC_OK;
+}
+
+static fc_optim_opts with_defaults(const fc_optim_opts *o) {
+    fc_optim_opts r = *o;
+    if (r.beta1 == 0) r.beta1 = 0.9;
+    if (r.beta2 == 0) r.beta2 = 0.999;
+    if (r.eps == 0) r.eps = 1e-8;
+    return r;
+}
+
+fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts, fc_tensor *const *params,
+                             int n) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    fc_ctx *ctx = opt->ctx;
+    if (!opts || (!params && n > 0))
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_optim_add_group: opts or params is NULL");
+    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_add_group: n = %d < 0", n);
+    fc_status st = check_opts(ctx, opts);
+    if (st != FC_OK) return st;
+    if (opt->ngroups > 0 && opts->kind != opt->kind)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_add_group: kind differs from the first group");
+    for (int i = 0; i < n; i++) {
+        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_optim_add_group: param %d is NULL", i);
+        if (!fc_dtype_supports_grad(params[i]->raw.dtype))
+            return fc__fail(ctx, FC_ERR_DTYPE, "fc_optim_add_group: param %d has dtype %s (f32, f16, bf16 only)",
+                            i, fc_dtype_name(params[i]->raw.dtype));
+        if (!fc__raw_is_contiguous(&params[i]->raw))
+            return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "fc_optim_add_group: param %d is not contiguous", i);
+    }
+    if (opt->ngroups == opt->gcap) {
+        int cap = opt->gcap ? opt->gcap * 2 : 4;
+        fc_optim_opts *g = fc__ctx_alloc(ctx, sizeof *g * (size_t)cap);
+        if (!g) return fc__fail(ctx, FC_ERR_OOM, "fc_optim_add_group: out of memory");
+        if (opt->groups) {
+            memcpy(g, opt->groups, sizeof *g * (size_t)opt->gcap);
+            fc__ctx_free(ctx, opt->groups, sizeof *g * (size_t)opt->gcap);
+        }
+        opt->groups = g;
+        opt->gcap = cap;
+    }
+    if (opt->n + n > opt->cap) {
+        int cap = opt->cap ? opt->cap : 8;
+        while (cap < opt->n + n) cap *= 2;
+        pstate *p = fc__ctx_alloc(ctx, sizeof *p * (size_t)cap);
+        if (!p) return fc__fail(ctx, FC_ERR_OOM, "fc_optim_add_group: out of memory");
+        if (opt->p) {
+            memcpy(p, opt->p, sizeof *p * (size_t)opt->cap);
+            fc__ctx_free(ctx, opt->p, sizeof *p * (size_t)opt->cap);
+        }
+        opt->p = p;
+        opt->cap = cap;
+    }
+    opt->kind = opts->kind;
+    opt->groups[opt->ngroups] = with_defaults(opts);
+    for (int i = 0; i < n; i++) {
+        opt->p[opt->n++] = (pstate){.param = fc_retain(params[i]), .group = opt->ngroups};
+    }
+    opt->ngroups++;
+    return FC_OK;
+}
+
+fc_optim *fc_optim_new(fc_ctx *ctx, const fc_optim_opts *opts, fc_tensor *const *params, int n) {
+    FC__CHECK_CTX(ctx);
+    fc_optim *opt = fc__ctx_alloc(ctx, sizeof *opt);
+    if (!opt) {
+        fc__fail(ctx, FC_ERR_OOM, "fc_optim_new: out of memory");
+        return NULL;
+    }
+    memset(opt, 0, sizeof *opt);
+    opt->ctx = ctx;
+    if (fc_optim_add_group(opt, opts, params, n) != FC_OK) {
+        fc_optim_free(opt);
+        return NULL;
+    }
+    return opt;
+}
+
+void fc_optim_free(fc_optim *opt) {
+    if (!opt) return;
+    fc_ctx *ctx = opt->ctx;
+    for (int i = 0; i < opt->n; i++) {
+        fc_release(opt->p[i].param);
+        fc_release(opt->p[i].m);
+        fc_release(opt->p[i].v);
+        fc_release(opt->p[i].vmax);
+    }
+    fc__ctx_free(ctx, opt->p, sizeof *opt->p * (size_t)opt->cap);
+    fc__ctx_free(ctx, opt->groups, sizeof *opt->groups * (size_t)opt->gcap);
+    fc__ctx_free(ctx, opt, sizeof *opt);
+}
+
+/* f32 state tensor, zeroed, owned by the optimizer (outside any scope) */
+static fc_tensor *state_new(fc_ctx *ctx, const fc_tensor *p) {
+    fc_tensor *t = fc_zeros(ctx, FC_F32, p->raw.shape, p->raw.rank);
+    return fc_keep(t);
+}
+
+/* ---- the fused kernels ------------------------------------------------------------- */
+
+typedef struct upd {
+    const fc_optim_opts *o;
+    fc_optim_kind kind;
+    fc_dtype pdt;
+    void *p;
+    const float *g;
+    float *m, *v, *vmax;
+    bool first; /* SGD: momentum buffer not yet set */
+    double bc1, bc2_sqrt, step_size;
+} upd;
+
+static inline float load_p(fc_dtype dt, const void *p, int64_t i) {
+    if (dt == FC_F32) return ((const float *)p)[i];
+    if (dt == FC_BF16) return fc_bf16_to_f32(((const uint16_t *)p)[i]);
+    return fc_f16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline void store_p(fc_dtype dt, void *p, int64_t i, float v) {
+    if (dt == FC_F32)
+        ((float *)p)[i] = v;
+    else if (dt == FC_BF16)
+        ((uint16_t *)p)[i] = fc_f32_to_bf16(v);
+    else
+        ((uint16_t *)p)[i] = fc_f32_to_f16(v);
+}
+
+static void sgd_range(void *arg, int64_t b, int64_t e) {
+    const upd *u = arg;
+    const float lr = (float)u->o->lr, wd = (float)u->o->weight_decay, mom = (float)u->o->momentum;
+    const float damp = (float)u->o->dampening;
+    for (int64_t i = b; i < e; i++) {
+        float p = load_p(u->pdt, u->p, i), g = u->g[i];
+        if (wd != 0) g += wd * p;
+        if (mom != 0) {
+            float buf = u->first ? g : mom * u->m[i] + (1 - damp) * g;
+            u->m[i] = buf;
+            g = u->o->nesterov ? g + mom * buf : buf;
+        }
+        store_p(u->pdt, u->p, i, p - lr * g);
+    }
+}
+
+static void adam_range(void *arg, int64_t b, int64_t e) {
+    const upd *u = arg;
+    const float b1 = (float)u->o->beta1, b2 = (float)u->o->beta2, eps = (float)u->o->eps;
+    const float wd = (float)u->o->weight_decay, lr = (float)u->o->lr;
+    const float step = (float)u->step_size, bc2s = (float)u->bc2_sqrt;
+    const bool adamw = u->kind == FC_OPTIM_ADAMW;
+    for (int64_t i = b; i < e; i++) {
+        float p = load_p(u->pdt, u->p, i), g = u->g[i];
+        if (adamw)
+            p *= 1 - lr * wd;
+        else if (wd != 0)
+            g += wd * p;
+        float m = b1 * u->m[i] + (1 - b1) * g;
+        float v = b2 * u->v[i] + (1 - b2) * g * g;
+        u->m[i] = m;
+        u->v[i] = v;
+        if (u->vmax) {
+            if (v > u->vmax[i]) u->vmax[i] = v;
+            v = u->vmax[i];
+        }
+        p -= step * m / (sqrtf(v) / bc2s + eps);
+        store_p(u->pdt, u->p, i, p);
+    }
+}
+
+fc_status fc_optim_step(fc_optim *opt) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    fc_ctx *ctx = opt->ctx;
+    opt->steps++;
+    for (int i = 0; i < opt->n; i++) {
+        pstate *s = &opt->p[i];
+        fc_tensor *g = s->param->grad;
+        if (!g) continue;
+        const fc_optim_opts *o = &opt->groups[s->group];
+        void *pp;
+        fc_status st = fc__raw_data_mut(&s->param->raw, &pp);
+        if (st != FC_OK)
+            return fc__fail(ctx, st, "fc_optim_step: parameter %d: %s", i, fc_strerror(st));
+        upd u = {.o = o, .kind = opt->kind, .pdt = s->param->raw.dtype, .p = pp,
+                 .g = (const float *)fc__raw_base(&g->raw)};
+        bool need_m = opt->kind != FC_OPTIM_SGD || o->momentum != 0;
+        if (need_m && !s->m && !(s->m = state_new(ctx, s->param))) return fc_ctx_status(ctx);
+        if (opt->kind != FC_OPTIM_SGD) {
+            if (!s->v && !(s->v = state_new(ctx, s->param))) return fc_ctx_status(ctx);
+            if (o->amsgrad && !s->vmax && !(s->vmax = state_new(ctx, s->param)))
+                return fc_ctx_status(ctx);
+        }
+        if (s->m) u.m = (float *)fc__raw_base(&s->m->raw), fc__buffer_bump_generation(s->m->raw.buf);
+        if (s->v) u.v = (float *)fc__raw_base(&s->v->raw), fc__buffer_bump_generation(s->v->raw.buf);
+        if (o->amsgrad && s->vmax) u.vmax = (float *)fc__raw_base(&s->vmax->raw);
+        int64_t n = fc__raw_numel(&s->param->raw);
+        if (opt->kind == FC_OPTIM_SGD) {
+            u.first = !s->has_momentum;
+            fc__parallel_for(ctx, n, 65536, sgd_range, &u);
+            if (need_m) s->has_momentum = true;
+        } else {
+            double t = (double)opt->steps;
+            u.bc1 = 1 - pow(o->beta1, t);
+            u.bc2_sqrt = sqrt(1 - pow(o->beta2, t));
+            u.step_size = o->lr / u.bc1;
+            fc__parallel_for(ctx, n, 65536, adam_range, &u);
+        }
+    }
+    return FC_OK;
+}
+
+void fc_optim_zero_grad(fc_optim *opt) {
+    if (!opt) return;
+    for (int i = 0; i < opt->n; i++) fc_zero_grad(&opt->p[i].param, 1);
+}
+
+fc_status fc_optim_set_lr(fc_optim *opt, double lr) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    if (!(lr >= 0) || !isfinite(lr))
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_lr: lr %g must be >= 0", lr);
+    for (int g = 0; g < opt->ngroups; g++) opt->groups[g].lr = lr;
+    return FC_OK;
+}
+
+fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    if (group < 0 || group >= opt->ngroups)
+        return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_set_group_lr: group %d of %d", group,
+                        opt->ngroups);
+    if (!(lr >= 0) || !isfinite(lr))
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_group_lr: lr %g", lr);
+    opt->groups[group].lr = lr;
+    return FC_OK;
+}
+
+double fc_optim_get_lr(const fc_optim *opt, int group) {
+    if (!opt || group < 0 || group >= opt->ngroups) return 0;
+    return opt->groups[group].lr;
+}
+
+int fc_optim_num_params(const fc_optim *opt) { return opt ? opt->n : 0; }
+int fc_optim_num_groups(const fc_optim *opt) { return opt ? opt->ngroups : 0; }
+fc_tensor *fc_optim_param(const fc_optim *opt, int i) {
+    return opt && i >= 0 && i < opt->n ? opt->p[i].param : NULL;
+}
+int fc_optim_param_group(const fc_optim *opt, int i) {
+    return opt && i >= 0 && i < opt->n ? opt->p[i].group : -1;
+}
+fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out) {
+    if (!opt || !out) return FC_ERR_NULL_ARG;
+    if (group < 0 || group >= opt->ngroups) return FC_ERR_INDEX;
+    *out = opt->groups[group];
+    return FC_OK;
+}
+int64_t fc_optim_step_count(const fc_optim *opt) { return opt ? opt->steps : 0; }
+fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    if (steps < 0)
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_step_count: %lld < 0",
+                        (long long)steps);
+    opt->steps = steps;
+    /* SGD momentum restarts from the gradient only before the first step */
+    for (int i = 0; i < opt->n; i++) opt->p[i].has_momentum = steps > 0 && opt->p[i].m;
+    return FC_OK;
+}
+
+fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool create) {
+    if (!opt || !name || i < 0 || i >= opt->n) return NULL;
+    pstate *s = &opt->p[i];
+    fc_tensor **slot = NULL;
+    bool sgd = opt->kind == FC_OPTIM_SGD;
+    if (!strcmp(name, sgd ? "momentum_buffer" : "exp_avg"))
+        slot = &s->m;
+    else if (!sgd && !strcmp(name, "exp_avg_sq"))
+        slot = &s->v;
+    else if (!sgd && !strcmp(name, "max_exp_avg_sq"))
+        slot = &s->vmax;
+    if (!slot) {
+        fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_state: no state '%s' for this optimizer",
+                 name);
+        return NULL;
+    }
+    if (!*slot && create) {
+        *slot = state_new(opt->ctx, s->param);
+        if (sgd && *slot) s->has_momentum = opt->steps > 0;
+    }
+    return *slot;
+}
+
+/* ---- clipping ------------------------------------------------------------------------ */
+
+fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double max_norm,
+                            double *total_norm) {
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!params && n > 0) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_clip_grad_norm: params is NULL");
+    if (!(max_norm > 0))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: max_norm %g must be > 0",
+                        max_norm);
+    double sq = 0; /* f64, summed in parameter order: deterministic */
+    for (int i = 0; i < n; i++) {
+        fc_tensor *g = params[i] ? params[i]->grad : NULL;
+        if (!g) continue;
+        const float *p = (const float *)fc__raw_base(&g->raw);
+        int64_t m = fc__raw_numel(&g->raw);
+        for (int64_t j = 0; j < m; j++) sq += (double)p[j] * p[j];
+    }
+    double norm = sqrt(sq);
+    if (total_norm) *total_norm = norm;
+    double coef = max_norm / (norm + 1e-6);
+    if (coef < 1) {
+        for (int i = 0; i < n; i++) {
+            fc_tensor *g = params[i] ? params[i]->grad : NULL;
+            if (!g) continue;
+            float *p = (float *)fc__raw_base(&g->raw);
+            int64_t m = fc__raw_numel(&g->raw);
+            for (int64_t j = 0; j < m; j++) p[j] = (float)(p[j] * coef);
+            fc__buffer_bump_generation(g->raw.buf);
+        }
+    }
+    return FC_OK;
+}
+
+/* ---- schedules ---------------------------------------------------------------------- */
+
+double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
+    if (!s) return 0;
+    if (step < 0) step = 0;
+    if (s->warmup_steps > 0 && step < s->warmup_steps)
+        return s->base_lr * (double)(step + 1) / (double)s->warmup_steps;
+    switch (s->kind) {
+    case FC_LR_STEP:
+        if (s->step_size <= 0) return s->base_lr;
+        return s->base_lr * pow(s->gamma, (double)((step - s->warmup_steps) / s->step_size));
+    case FC_LR_COSINE: {
+        int64_t span = s->total_steps - s->warmup_steps;
+        if (span <= 0) return s->min_lr;
+        double t = (double)(step - s->warmup_steps) / (double)span;
+        if (t > 1) t = 1;
+        return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
+    }
+    default:
+        return s->base_lr;
+    }
+}

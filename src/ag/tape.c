@@ -1,0 +1,203 @@
+/* tape.c - recording nodes, saved values, and node lifetime.
+ *
+ * Nodes are reference counted: the output handle holds one reference and
+ * each consumer node holds one per input edge. Releasing the last one frees
+ * the saved values, drops the references on input nodes and leaves, and
+ * parks the node on the context's free list (steady state: no allocator
+ * calls). The context keeps a list of live nodes so teardown can free the
+ * whole graph without walking handles. */
+#include <string.h>
+
+#include "ag/tape.h"
+
+typedef struct fc__tape {
+    fc_node *all;       /* live nodes */
+    fc_node *free_list; /* recycled nodes (linked through next_all) */
+    int64_t next_id;
+    int64_t stamp; /* backward visit stamps */
+    fc_node **stack;
+    int64_t stack_cap;
+} fc__tape;
+
+static void node_release(fc_ctx *ctx, fc_node *n);
+
+static void node_drop_saved(fc_node *n) {
+    for (int k = 0; k < n->n_saved; k++) fc__raw_release(&n->saved[k].raw);
+}
+
+static void node_free(fc_ctx *ctx, fc_node *n) {
+    fc__tape *tp = ctx->tape;
+    node_drop_saved(n);
+    if (n->aux) fc_release(n->aux);
+    if (n->gacc) fc_release(n->gacc);
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k].node) node_release(ctx, n->in[k].node);
+        if (n->in[k].leaf) fc_release(n->in[k].leaf);
+    }
+    if (n->prev_all)
+        n->prev_all->next_all = n->next_all;
+    else
+        tp->all = n->next_all;
+    if (n->next_all) n->next_all->prev_all = n->prev_all;
+    n->next_all = tp->free_list;
+    tp->free_list = n;
+}
+
+static void node_release(fc_ctx *ctx, fc_node *n) {
+    if (--n->refs == 0) node_free(ctx, n);
+}
+
+/* Context teardown: every handle is about to be destroyed, so free nodes
+ * without touching handles, then the recycled nodes and the tape itself. */
+static void tape_free(fc_ctx *ctx) {
+    fc__tape *tp = ctx->tape;
+    if (!tp) return;
+    for (fc_tensor *t = ctx->live; t; t = t->live_next) t->node = NULL;
+    fc_node *n = tp->all;
+    while (n) {
+        fc_node *next = n->next_all;
+        node_drop_saved(n);
+        fc__ctx_free(ctx, n, sizeof *n);
+        n = next;
+    }
+    n = tp->free_list;
+    while (n) {
+        fc_node *next = n->next_all;
+        fc__ctx_free(ctx, n, sizeof *n);
+        n = next;
+    }
+    fc__ctx_free(ctx, tp->stack, sizeof(fc_node *) * (size_t)tp->stack_cap);
+    fc__ctx_free(ctx, tp, sizeof *tp);
+    ctx->tape = NULL;
+}
+
+static fc__tape *tape_get(fc_ctx *ctx) {
+    if (ctx->tape) return ctx->tape;
+    fc__tape *tp = fc__ctx_alloc(ctx, sizeof *tp);
+    if (!tp) return NULL;
+    memset(tp, 0, sizeof *tp);
+    ctx->tape = tp;
+    ctx->tape_free = tape_free;
+    ctx->node_release = node_release;
+    return tp;
+}
+
+bool fc__ag_wants(fc_ctx *ctx, int n, fc_tensor *const *inputs) {
+    if (ctx->no_grad_depth > 0) return false;
+    for (int k = 0; k < n; k++)
+        if (inputs[k] && (inputs[k]->flags & FC__T_REQUIRES_GRAD)) return true;
+    return false;
+}
+
+fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc_tensor *out,
+                       int n, fc_tensor *const *inputs) {
+    fc__tape *tp = tape_get(ctx);
+    fc_node *node = NULL;
+    if (tp && tp->free_list) {
+        node = tp->free_list;
+        tp->free_list = node->next_all;
+    } else if (tp) {
+        node = fc__ctx_alloc(ctx, sizeof *node);
+    }
+    if (!node || n > FC__AG_MAX_IN) {
+        if (node) { /* too many inputs is a programming error of the op */
+            node->next_all = tp->free_list;
+            tp->free_list = node;
+        }
+        fc__fail(ctx, n > FC__AG_MAX_IN ? FC_ERR_INVALID_ARG : FC_ERR_OOM,
+                 "%s: cannot record an autograd node (%s)", op,
+                 n > FC__AG_MAX_IN ? "too many inputs" : "out of memory");
+        return NULL;
+    }
+    memset(node, 0, sizeof *node);
+    node->op = op;
+    node->backward = backward;
+    node->id = tp->next_id++;
+    node->refs = 1; /* the output handle's */
+    node->n_in = n;
+    for (int k = 0; k < n; k++) {
+        fc_tensor *x = inputs[k];
+        fc__ag_input *in = &node->in[k];
+        if (!x) continue;
+        in->dtype = x->raw.dtype;
+        in->rank = x->raw.rank;
+        memcpy(in->shape, x->raw.shape, sizeof in->shape);
+        if (!(x->flags & FC__T_REQUIRES_GRAD)) continue;
+        in->needs = true;
+        if (x->node) {
+            in->node = x->node;
+            x->node->refs++;
+        } else {
+            in->leaf = fc_retain(x);
+        }
+    }
+    node->out_dtype = out->raw.dtype;
+    node->out_rank = out->raw.rank;
+    memcpy(node->out_shape, out->raw.shape, sizeof node->out_shape);
+    node->next_all = tp->all;
+    if (tp->all) tp->all->prev_all = node;
+    tp->all = node;
+    if (out->node) node_release(ctx, out->node);
+    out->node = node;
+    out->flags |= FC__T_REQUIRES_GRAD;
+    out->flags &= ~(unsigned)FC__T_LEAF;
+    return node;
+}
+
+fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_tensor *t) {
+    if (node->n_saved >= FC__AG_MAX_SAVED || !t)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: cannot save %s for backward", node->op,
+                        role);
+    fc__saved *s = &node->saved[node->n_saved];
+    fc_status st = fc__raw_view(&t->raw, &s->raw);
+    if (st != FC_OK) return fc__fail(ctx, st, "%s: cannot save %s", node->op, role);
+    s->generation = fc__buffer_generation(t->raw.buf);
+    s->role = role;
+    node->n_saved++;
+    return FC_OK;
+}
+
+fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
+    fc_raw v;
+    if (k < 0 || k >= node->n_saved || !node->saved[k].raw.buf) {
+        fc__fail(ctx, FC_ERR_STATE, "backward of %s: saved value %d is not available", node->op,
+                 k);
+        return NULL;
+    }
+    if (fc__raw_view(&node->saved[k].raw, &v) != FC_OK) return NULL;
+    return fc__tensor_wrap(ctx, node->op, &v);
+}
+
+void fc__ag_release_saved(fc_node *node) { node_drop_saved(node); }
+
+/* ---- visiting support for backward.c ---------------------------------------------- */
+
+int64_t fc__ag_new_stamp(fc_ctx *ctx) {
+    fc__tape *tp = tape_get(ctx);
+    return tp ? ++tp->stamp : -1;
+}
+
+fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need) {
+    fc__tape *tp = ctx->tape;
+    if (!tp) return NULL;
+    if (need > tp->stack_cap) {
+        int64_t cap = tp->stack_cap ? tp->stack_cap : 64;
+        while (cap < need) cap *= 2;
+        fc_node **s = fc__ctx_alloc(ctx, sizeof(fc_node *) * (size_t)cap);
+        if (!s) return NULL;
+        if (tp->stack) {
+            memcpy(s, tp->stack, sizeof(fc_node *) * (size_t)tp->stack_cap);
+            fc__ctx_free(ctx, tp->stack, sizeof(fc_node *) * (size_t)tp->stack_cap);
+        }
+        tp->stack = s;
+        tp->stack_cap = cap;
+    }
+    return tp->stack;
+}
+
+int64_t fc__ag_live_nodes(fc_ctx *ctx) {
+    int64_t n = 0;
+    if (ctx->tape)
+        for (fc_node *x = ctx->tape->all; x; x = x->next_all) n++;
+    return n;
+}

@@ -1,0 +1,86 @@
+/* pool.c - see pool.h.
+ *
+ * Size classes: 64 bytes, then four classes per power of two (each a
+ * quarter step), so a request wastes at most 25%. A pooled buffer's release
+ * hook parks it on its class's free list instead of freeing it; the next
+ * request of that class takes it back with refs reset to 1. The lock makes
+ * a release from another thread (a tensor shared with a worker) safe. */
+#include "exec/pool.h"
+
+#include <string.h>
+
+static int size_class(size_t n, size_t *rounded) {
+    if (n <= 64) {
+        *rounded = 64;
+        return 0;
+    }
+    int e = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^e <= n-1 < 2^(e+1) */
+    size_t base = (size_t)1 << e, step = base >> 2;
+    size_t q = (n - base + step - 1) / step; /* 1..4 */
+    *rounded = base + q * step;
+    int cls = (e - 6) * 4 + (int)q;
+    return cls < FC__POOL_CLASSES ? cls : -1;
+}
+
+fc_status fc__pool_init(fc__pool *pool, bool enabled) {
+    memset(pool->free_list, 0, sizeof pool->free_list);
+    pool->cached_bytes = 0;
+    pool->enabled = enabled;
+    return pthread_mutex_init(&pool->lock, NULL) == 0 ? FC_OK : FC_ERR_OOM;
+}
+
+void fc__pool_destroy(fc__pool *pool) { pthread_mutex_destroy(&pool->lock); }
+
+static void pool_release(void *hook_ctx, fc_buffer *b) {
+    fc_ctx *ctx = hook_ctx;
+    size_t rounded;
+    int cls = size_class(b->nbytes, &rounded);
+    pthread_mutex_lock(&ctx->pool.lock);
+    b->pool_next = ctx->pool.free_list[cls];
+    ctx->pool.free_list[cls] = b;
+    ctx->pool.cached_bytes += (int64_t)b->nbytes;
+    pthread_mutex_unlock(&ctx->pool.lock);
+}
+
+fc_buffer *fc__pool_get(fc_ctx *ctx, size_t nbytes) {
+    fc_buffer *b = NULL;
+    size_t rounded;
+    int cls = size_class(nbytes, &rounded);
+    if (!ctx->pool.enabled || cls < 0) {
+        ctx->pool_misses++;
+        return fc__buffer_create(&ctx->alloc, nbytes, &b) == FC_OK ? b : NULL;
+    }
+    pthread_mutex_lock(&ctx->pool.lock);
+    b = ctx->pool.free_list[cls];
+    if (b) {
+        ctx->pool.free_list[cls] = b->pool_next;
+        ctx->pool.cached_bytes -= (int64_t)b->nbytes;
+    }
+    pthread_mutex_unlock(&ctx->pool.lock);
+    if (b) {
+        ctx->pool_hits++;
+        b->pool_next = NULL;
+        fc__buffer_reset_refs(b);
+        fc__buffer_bump_generation(b); /* a recycled buffer is new contents */
+        return b;
+    }
+    ctx->pool_misses++;
+    return fc__buffer_create_with_release(&ctx->alloc, rounded, pool_release, ctx, &b) == FC_OK
+               ? b
+               : NULL;
+}
+
+void fc__pool_trim(fc_ctx *ctx) {
+    pthread_mutex_lock(&ctx->pool.lock);
+    for (int c = 0; c < FC__POOL_CLASSES; c++) {
+        fc_buffer *b = ctx->pool.free_list[c];
+        while (b) {
+            fc_buffer *next = b->pool_next;
+            ctx->pool.cached_bytes -= (int64_t)b->nbytes;
+            fc__buffer_destroy(b);
+            b = next;
+        }
+        ctx->pool.free_list[c] = NULL;
+    }
+    pthread_mutex_unlock(&ctx->pool.lock);
+}

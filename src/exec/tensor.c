@@ -1,0 +1,221 @@
+/* tensor.c - tensor handles: creation, queries, data access, casts.
+ *
+ * A handle wraps one raw tensor (one buffer reference) plus the autograd
+ * links. Handles are refcounted (fc_retain/fc_release) and recycled through
+ * a per-context free list, so steady-state loops allocate nothing. Every
+ * live handle sits on the context's live list so fc_ctx_free can reclaim
+ * what a caller forgot. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exec/internal.h"
+#include "exec/pool.h"
+
+/* ---- handle lifetime ------------------------------------------------------------ */
+
+static fc_tensor *handle_new(fc_ctx *ctx) {
+    fc_tensor *t = ctx->tensor_free;
+    if (t) {
+        ctx->tensor_free = t->live_next;
+    } else {
+        t = fc__ctx_alloc(ctx, sizeof *t);
+        if (!t) return NULL;
+    }
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    atomic_init(&t->refs, 1);
+    t->scope_slot = -1;
+    t->live_next = ctx->live;
+    if (ctx->live) ctx->live->live_prev = t;
+    ctx->live = t;
+    ctx->tensors_live++;
+    return t;
+}
+
+static void handle_destroy(fc_tensor *t) {
+    fc_ctx *ctx = t->ctx;
+    if (t->scope_slot >= 0) ctx->scope_items[t->scope_slot] = NULL;
+    if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
+    t->node = NULL;
+    fc_tensor *g = t->grad;
+    t->grad = NULL;
+    fc__raw_release(&t->raw);
+    if (t->live_prev)
+        t->live_prev->live_next = t->live_next;
+    else
+        ctx->live = t->live_next;
+    if (t->live_next) t->live_next->live_prev = t->live_prev;
+    ctx->tensors_live--;
+    t->live_prev = NULL;
+    t->live_next = ctx->tensor_free;
+    ctx->tensor_free = t;
+    if (g) fc_release(g);
+}
+
+fc_tensor *fc_retain(fc_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void fc_release(fc_tensor *t) {
+    if (!t) return;
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) handle_destroy(t);
+}
+
+void fc__tensor_destroy_all(fc_ctx *ctx) {
+    /* Drop autograd links first so destroying one handle never reaches into
+     * another that is already gone. */
+    for (fc_tensor *t = ctx->live; t; t = t->live_next) {
+        t->scope_slot = -1;
+        if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
+        t->node = NULL;
+        t->grad = NULL; /* grads are live handles themselves */
+    }
+    while (ctx->live) handle_destroy(ctx->live);
+    while (ctx->tensor_free) {
+        fc_tensor *n = ctx->tensor_free->live_next;
+        fc__ctx_free(ctx, ctx->tensor_free, sizeof(fc_tensor));
+        ctx->tensor_free = n;
+    }
+    ctx->scope_len = 0;
+    ctx->scope_depth = 0;
+}
+
+fc_ctx *fc_tensor_ctx(const fc_tensor *t) { return t ? t->ctx : NULL; }
+
+/* ---- internal constructors ------------------------------------------------------- */
+
+const char *fc__desc(const fc_tensor *t, char *buf, int cap) {
+    if (!t) {
+        snprintf(buf, (size_t)cap, "NULL");
+        return buf;
+    }
+    char s[160];
+    fc__shape_str(t->raw.shape, t->raw.rank, s, (int)sizeof s);
+    snprintf(buf, (size_t)cap, "%s%s", fc_dtype_name(t->raw.dtype), s);
+    return buf;
+}
+
+fc_tensor *fc__tensor_wrap(fc_ctx *ctx, const char *op, fc_raw *raw) {
+    fc_tensor *t = handle_new(ctx);
+    if (!t) {
+        fc__raw_release(raw);
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for a tensor handle", op);
+        return NULL;
+    }
+    t->raw = *raw;
+    if (!fc__scope_register(ctx, t)) {
+        handle_destroy(t);
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory recording the result in its scope", op);
+        return NULL;
+    }
+    return t;
+}
+
+static fc_status check_shape(fc_ctx *ctx, const char *op, fc_dtype dtype, const int64_t *shape,
+                             int rank) {
+    if (!fc_dtype_is_valid(dtype))
+        return fc__fail(ctx, FC_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype);
+    if (!shape) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: shape is NULL", op);
+    if (rank < 1 || rank > FC_MAX_RANK)
+        return fc__fail(ctx, FC_ERR_RANK, "%s: rank %d is outside 1..%d", op, rank, FC_MAX_RANK);
+    fc_status st = fc__shape_storage_numel(dtype, shape, rank, NULL);
+    if (st != FC_OK) {
+        char s[160];
+        fc__shape_str(shape, rank, s, (int)sizeof s);
+        if (st == FC_ERR_INVALID_SHAPE && fc_dtype_is_block(dtype) &&
+            fc__shape_validate(shape, rank) == FC_OK)
+            return fc__fail(ctx, st,
+                            "%s: shape %s: the last axis of a %s tensor must be a nonzero "
+                            "multiple of %lld",
+                            op, s, fc_dtype_name(dtype), (long long)fc_dtype_block_elems(dtype));
+        if (st == FC_ERR_OVERFLOW)
+            return fc__fail(ctx, st, "%s: shape %s: element or byte count overflows", op, s);
+        return fc__fail(ctx, st, "%s: invalid shape %s (every dim must be >= 1)", op, s);
+    }
+    return FC_OK;
+}
+
+fc_buffer *fc__ctx_buffer(fc_ctx *ctx, size_t nbytes) { return fc__pool_get(ctx, nbytes); }
+
+fc_tensor *fc__tensor_new(fc_ctx *ctx, const char *op, fc_dtype dtype, const int64_t *shape,
+                          int rank) {
+    if (check_shape(ctx, op, dtype, shape, rank) != FC_OK) return NULL;
+    int64_t n;
+    fc__shape_storage_numel(dtype, shape, rank, &n);
+    fc_buffer *b = fc__pool_get(ctx, (size_t)n * fc_dtype_size(dtype));
+    if (!b) {
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for %lld bytes", op,
+                 (long long)((size_t)n * fc_dtype_size(dtype)));
+        return NULL;
+    }
+    fc_raw raw;
+    fc__raw_from_buffer(b, dtype, shape, rank, &raw); /* cannot fail: sizes checked */
+    return fc__tensor_wrap(ctx, op, &raw);
+}
+
+fc_tensor *fc__tensor_view(fc_ctx *ctx, const char *op, fc_tensor *t, const int64_t *shape,
+                           const int64_t *strides, int rank, int64_t offset) {
+    fc_raw v;
+    fc_status st = fc__raw_view_strided(&t->raw, shape, strides, rank, offset - t->raw.offset, &v);
+    if (st != FC_OK) {
+        char a[160], b[160];
+        fc__fail(ctx, st, "%s: cannot view %s as %s", op, fc__desc(t, a, (int)sizeof a),
+                 fc__shape_str(shape, rank, b, (int)sizeof b));
+        return NULL;
+    }
+    return fc__tensor_wrap(ctx, op, &v);
+}
+
+/* ---- check_finite ------------------------------------------------------------------ */
+
+int64_t fc__count_non_finite(const fc_tensor *t) {
+    fc_dtype dt = t->raw.dtype;
+    if (!fc_dtype_is_float(dt) && !fc_dtype_is_f8(dt)) return 0;
+    int64_t n = fc__raw_numel(&t->raw), bad = 0;
+    if (fc__raw_is_contiguous(&t->raw) && dt == FC_F32) {
+        const float *p = (const float *)fc__raw_base(&t->raw);
+        for (int64_t i = 0; i < n; i++) bad += !isfinite(p[i]);
+        return bad;
+    }
+    /* generic: walk the logical order through the odometer copy, in chunks */
+    double tmp_d;
+    size_t es = fc_dtype_size(dt);
+    unsigned char chunk[4096];
+    int64_t per = (int64_t)(sizeof chunk / es);
+    for (int64_t s = 0; s < n; s += per) {
+        int64_t c = n - s < per ? n - s : per;
+        fc__raw_copy_range(&t->raw, chunk, s, c);
+        for (int64_t i = 0; i < c; i++) {
+            tmp_d = fc__load_f64(dt, chunk + (size_t)i * es);
+            bad += !isfinite(tmp_d);
+        }
+    }
+    return bad;
+}
+
+fc_tensor *fc__finish(fc_ctx *ctx, const char *op, fc_tensor *out) {
+    if (!out) return NULL;
+    if (ctx->check_finite) {
+        int64_t bad = fc__count_non_finite(out);
+        if (bad) {
+            char d[160];
+            fc__fail(ctx, FC_ERR_NON_FINITE, "%s: produced %lld non-finite value%s in %s", op,
+                     (long long)bad, bad == 1 ? "" : "s", fc__desc(out, d, (int)sizeof d));
+            fc_release(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* ---- element helpers ------------------------------------------------------------------ */
+
+double fc__load_f64(fc_dtype dtype, const void *p) {
+    double v = 0;
+    fc_cast_scalar(dtype, p, FC_F64, &v);
+    return v;
+}
+
+void fc__store_f64(fc_dtype dtype, void *p, double v) { fc_cast_scalar(FC_F64, &v, dtype, p); }
