@@ -103,6 +103,11 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
                               const fc__matmul_provider **out, char *err, size_t errcap);
 
+/* FC_OK when id names a provider of this build (FC_BACKEND_AUTO always
+ * does); FC_ERR_INVALID_ARG out of range; FC_ERR_BACKEND with "backend
+ * 'onednn' was not built (install ...)" in err otherwise. */
+fc_status fc__backend_check_built(fc_backend id, char *err, size_t errcap);
+
 /* Forgets the cached FUCINA_BACKEND value so the next AUTO resolve reads the
  * environment again (tests; not thread-safe against concurrent resolves). */
 void fc__backend_env_refresh(void);

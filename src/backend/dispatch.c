@@ -64,6 +64,20 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out) {
     return FC_ERR_INVALID_ARG;
 }
 
+fc_status fc__backend_check_built(fc_backend id, char *err, size_t errcap) {
+    if (!err || errcap == 0) return FC_ERR_NULL_ARG;
+    err[0] = '\0';
+    if (!backend_in_range(id)) {
+        snprintf(err, errcap, "backend value %d is out of range", (int)id);
+        return FC_ERR_INVALID_ARG;
+    }
+    if (id != FC_BACKEND_AUTO && !providers[id]) {
+        snprintf(err, errcap, "backend '%s' was not built (%s)", names[id], build_hints[id]);
+        return FC_ERR_BACKEND;
+    }
+    return FC_OK;
+}
+
 static bool is_gemm_dtype(fc_dtype dt) {
     return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;
 }
