@@ -9,6 +9,7 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
+ *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -21,5 +22,6 @@
 #include "fucina/matmul.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
+#include "fucina/quant.h"
 
 #endif /* FUCINA_H */
