@@ -10,8 +10,8 @@
  *
  *   f64 loss and gradients: |ours - torch| <= 1e-10 * max|torch| per tensor
  *       (both sides compute in f64; only summation order differs, worth
- *       ~1e-15 relative (1.3e-15 seen); 1e-10 leaves room for cancellation, not for a
- *       wrong rule).
+ *       ~1e-15 relative, 1.3e-15 seen; 1e-10 leaves room for cancellation,
+ *       not for a wrong rule).
  *   f32 loss and gradients: |ours - torch| <= 1e-5 * max|torch| per tensor,
  *       against torch's f32 run and against its f64 run (torch's own f32
  *       and f64 runs differ by at most 4e-7 on this data, ours by 3e-7).
