@@ -193,6 +193,21 @@ static void adam_range(void *arg, int64_t b, int64_t e) {
     const float wd = (float)u->o->weight_decay, lr = (float)u->o->lr;
     const float step = (float)u->step_size, bc2s = (float)u->bc2_sqrt;
     const bool adamw = u->kind == FC_OPTIM_ADAMW;
+    if (u->pdt == FC_F32 && !u->vmax) {
+        /* the common case as one branch-free loop the compiler vectorizes */
+        float *restrict pp = (float *)u->p, *restrict mm = u->m, *restrict vv = u->v;
+        const float *restrict gg = u->g;
+        const float decay = adamw ? 1 - lr * wd : 1, l2 = adamw ? 0 : wd;
+        for (int64_t i = b; i < e; i++) {
+            float p = pp[i] * decay, g = gg[i] + l2 * pp[i];
+            float m = b1 * mm[i] + omb1 * g;
+            float v = b2 * vv[i] + omb2 * g * g;
+            mm[i] = m;
+            vv[i] = v;
+            pp[i] = p - step * m / (sqrtf(v) / bc2s + eps);
+        }
+        return;
+    }
     for (int64_t i = b; i < e; i++) {
         float p = load_p(u->pdt, u->p, i), g = u->g[i];
         if (adamw)
