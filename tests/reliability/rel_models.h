@@ -91,6 +91,7 @@ static inline fc_tensor *rel_attention(fc_ctx *ctx, fc_tensor *x, fc_tensor *wqk
 enum { REL_GPT_NP = 10 };
 typedef struct rel_gpt {
     int64_t vocab, ctx_len, dim, heads;
+    double dropout; /* on the attention output; 0 (the default) for none */
     /* wte [V, C], wpe [T, C], ln1 w/b [C], wqkv [3C, C], wo [C, C],
      * ln2 w/b [C], wfc [4C, C], wproj [C, 4C]; the head is wte (tied). */
     fc_tensor *p[REL_GPT_NP];
@@ -103,6 +104,7 @@ static inline void rel_gpt_init(fc_ctx *ctx, rel_gpt *m, int64_t vocab, int64_t 
     m->ctx_len = ctx_len;
     m->dim = dim;
     m->heads = heads;
+    m->dropout = 0;
     m->p[0] = fc_param_randn(ctx, FC_F32, (const int64_t[]){vocab, c}, 2, 0.1);
     m->p[1] = fc_param_randn(ctx, FC_F32, (const int64_t[]){ctx_len, c}, 2, 0.1);
     m->p[2] = rel_param_ones(ctx, c);
@@ -126,6 +128,7 @@ static inline fc_tensor *rel_gpt_loss(fc_ctx *ctx, const rel_gpt *m, fc_tensor *
     fc_tensor *mask = rel_causal_mask(ctx, t);
     fc_tensor *a = rel_attention(ctx, fc_layer_norm(ctx, x, p[2], p[3], 1e-5), p[4], p[5], mask,
                                  m->heads);
+    if (m->dropout > 0) a = fc_dropout(ctx, a, m->dropout, true);
     x = fc_add(ctx, x, a);
     fc_tensor *h =
         fc_gelu(ctx, fc_linear(ctx, fc_layer_norm(ctx, x, p[6], p[7], 1e-5), p[8], NULL), true);
