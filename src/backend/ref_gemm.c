@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "core/buffer.h"
+#include "core/convert.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -71,7 +72,11 @@ typedef struct ref_job {
 
 /* Micro-tiles sized for AVX-512 (6 x 2 vectors of accumulators); the SSE2
  * and AVX2 copies keep part of acc in L1, which costs them little. */
+/* Elements per stack chunk when converting 16-bit runs. */
+#define REF_CHUNK 256
+
 #define REF_T float
+#define REF_WIDE 0
 #define REF_FN(x) x##_f32
 #define REF_MR 6
 #define REF_NR 32
@@ -80,6 +85,7 @@ typedef struct ref_job {
 #define REF_NC 256
 #include "backend/ref_gemm_kernel.h"
 #undef REF_T
+#undef REF_WIDE
 #undef REF_FN
 #undef REF_MR
 #undef REF_NR
@@ -88,6 +94,7 @@ typedef struct ref_job {
 #undef REF_NC
 
 #define REF_T double
+#define REF_WIDE 1
 #define REF_FN(x) x##_f64
 #define REF_MR 6
 #define REF_NR 16
@@ -96,6 +103,7 @@ typedef struct ref_job {
 #define REF_NC 128
 #include "backend/ref_gemm_kernel.h"
 #undef REF_T
+#undef REF_WIDE
 #undef REF_FN
 #undef REF_MR
 #undef REF_NR
