@@ -43,6 +43,7 @@ typedef struct ref_job {
     ref_operand a, b;
     ref_out c;
     int64_t tiles_m, tiles_n;
+    int64_t ws_m, ws_n, ws_k; /* per-thread workspace geometry (see plan) */
 } ref_job;
 
 /* An OpenMP simd loop when OpenMP is on (a plain loop otherwise, which
@@ -124,9 +125,7 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
         .b = {g->b, g->trans_b ? 1 : g->ldb, g->trans_b ? g->ldb : 1, es, g->dtype},
         .c = {g->c, g->ldc, es, g->dtype, g->accumulate},
     };
-    int64_t mc = wide ? tile_m_f64 : tile_m_f32, nc = wide ? tile_n_f64 : tile_n_f32;
-    job.tiles_m = (g->m + mc - 1) / mc;
-    job.tiles_n = (g->n + nc - 1) / nc;
+    int64_t ws_elems = wide ? plan_f64(&job) : plan_f32(&job);
     int64_t tiles = g->batch * job.tiles_m * job.tiles_n;
 
     int64_t nt = g->threads < tiles ? g->threads : tiles;
@@ -135,7 +134,8 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
 #else
     nt = 1;
 #endif
-    size_t ws_bytes = wide ? ws_elems_f64 * sizeof(double) : ws_elems_f32 * sizeof(float);
+    size_t ws_bytes = (size_t)ws_elems * (wide ? sizeof(double) : sizeof(float));
+    ws_bytes = (ws_bytes + 63) / 64 * 64; /* each thread's slice 64-byte aligned */
     char *ws = fc__alloc(g->alloc, (size_t)nt * ws_bytes, 64);
     if (!ws) {
         snprintf(err, errcap, "gemm(ref): out of memory for %lld bytes of workspace",

@@ -224,13 +224,21 @@ static void REF_FN(store)(const ref_out *C, int64_t i0, int64_t mc, int64_t j0, 
 }
 #endif
 
-/* Workspace of one thread, in REF_T elements: A slice, B slice, C tile;
- * and the tile size, for the caller's job geometry. */
-enum {
-    REF_FN(ws_elems) = REF_MC * REF_KC + REF_KC * REF_NC + REF_MC * REF_NC,
-    REF_FN(tile_m) = REF_MC,
-    REF_FN(tile_n) = REF_NC
-};
+/* Tiles of the job and the workspace one thread needs, in REF_T elements:
+ * an A slice (ws_m x ws_k), a B slice (ws_k x ws_n) and a C tile (ws_m x
+ * ws_n), each no larger than the product needs (a 4 x 4 product must not
+ * allocate the half-megabyte a full tile takes). */
+static int64_t REF_FN(plan)(ref_job *job) {
+    const fc__gemm *g = job->g;
+    job->tiles_m = (g->m + REF_MC - 1) / REF_MC;
+    job->tiles_n = (g->n + REF_NC - 1) / REF_NC;
+    int64_t m_pad = (g->m + REF_MR - 1) / REF_MR * REF_MR;
+    int64_t n_pad = (g->n + REF_NR - 1) / REF_NR * REF_NR;
+    job->ws_m = m_pad < REF_MC ? m_pad : REF_MC;
+    job->ws_n = n_pad < REF_NC ? n_pad : REF_NC;
+    job->ws_k = g->k < REF_KC ? g->k : REF_KC;
+    return job->ws_m * job->ws_k + job->ws_k * job->ws_n + job->ws_m * job->ws_n;
+}
 
 /* One MC x NC tile of one product of the batch. */
 static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
@@ -247,10 +255,11 @@ static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
     B.base += bi * g->stride_b * B.esize;
     C.base += bi * g->stride_c * C.esize;
 
-    REF_T *ap = ws, *bp = ws + REF_MC * REF_KC, *ct = bp + REF_KC * REF_NC;
+    int64_t ldt = job->ws_n;
+    REF_T *ap = ws, *bp = ws + job->ws_m * job->ws_k, *ct = bp + job->ws_k * job->ws_n;
     int64_t mc_pad = (mc + REF_MR - 1) / REF_MR * REF_MR;
     int64_t nc_pad = (nc + REF_NR - 1) / REF_NR * REF_NR;
-    for (int64_t i = 0; i < mc_pad * REF_NC; i++)
+    for (int64_t i = 0; i < mc_pad * ldt; i++)
         ct[i] = 0;
     for (int64_t p0 = 0; p0 < g->k; p0 += REF_KC) {
         int64_t kc = g->k - p0 < REF_KC ? g->k - p0 : REF_KC;
@@ -258,11 +267,11 @@ static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
         REF_FN(pack_b)(&B, g->n, p0, kc, j0, nc, bp);
         for (int64_t ir = 0; ir < mc_pad; ir += REF_MR) {
             for (int64_t jr = 0; jr < nc_pad; jr += REF_NR) {
-                REF_FN(micro)(kc, ap + ir * kc, bp + jr * kc, ct + ir * REF_NC + jr, REF_NC);
+                REF_FN(micro)(kc, ap + ir * kc, bp + jr * kc, ct + ir * ldt + jr, ldt);
             }
         }
     }
-    REF_FN(store)(&C, i0, mc, j0, nc, ct, REF_NC);
+    REF_FN(store)(&C, i0, mc, j0, nc, ct, ldt);
 }
 
 static void REF_FN(run)(const ref_job *job, int64_t begin, int64_t end, void *ws) {
