@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "backend/backend.h"
 #include "core/buffer.h"
@@ -101,8 +102,8 @@ typedef struct dnnl_state {
 
 static fc_status dnnl_error(dnnl_status_t s, const char *what, const fc__gemm *g, char *err,
                             size_t errcap) {
-    snprintf(err, errcap, "gemm(onednn): %s failed (dnnl status %d) for %s m=%lld n=%lld k=%lld",
-             what, (int)s, fc_dtype_name(g->dtype), (long long)g->m, (long long)g->n,
+    snprintf(err, errcap, "gemm(onednn): %s failed (%s) for %s m=%lld n=%lld k=%lld", what,
+             dnnl_status2str(s), fc_dtype_name(g->dtype), (long long)g->m, (long long)g->n,
              (long long)g->k);
     return s == dnnl_out_of_memory ? FC_ERR_OOM : FC_ERR_BACKEND;
 }
