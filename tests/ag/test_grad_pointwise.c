@@ -75,8 +75,8 @@ static fc_tensor *tview(fc_ctx *ctx, fc_tensor *x, int kind, int64_t rows) {
         v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){s[1], s[0]},
                             (const int64_t[]){1, s[1]}, 2, fc_tensor_offset(x));
     else
-        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){rows, s[0]},
-                            (const int64_t[]){0, 1}, 2, fc_tensor_offset(x));
+        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){rows, s[0]}, (const int64_t[]){0, 1},
+                            2, fc_tensor_offset(x));
     if (v && fc__ag_wants(ctx, 1, &x)) {
         fc_node *nd = fc__ag_record(ctx, "tview", tview_backward, v, 1, &x);
         if (!nd) {
@@ -91,21 +91,87 @@ static fc_tensor *tview(fc_ctx *ctx, fc_tensor *x, int kind, int64_t rows) {
 /* ---- the ops under test ------------------------------------------------------------------ */
 
 typedef enum gop {
-    G_ADD, G_SUB, G_MUL, G_DIV, G_POW, G_MAX, G_MIN,                               /* binary */
-    G_ADDS, G_SUBS, G_RSUBS, G_MULS, G_DIVS, G_POWS, G_MAXS, G_MINS,               /* scalar */
-    G_NEG, G_ABS, G_SIGN, G_SQUARE, G_SQRT, G_RSQRT, G_RECIP, G_EXP, G_LOG, G_LOG1P, G_EXPM1,
-    G_SIN, G_COS, G_TANH, G_SIGMOID, G_RELU, G_LEAKY, G_GELU, G_GELU_TANH, G_SILU, G_SOFTPLUS,
-    G_CLAMP,                                                                       /* unary */
-    G_WHERE, G_MASKED_FILL,
+    G_ADD,
+    G_SUB,
+    G_MUL,
+    G_DIV,
+    G_POW,
+    G_MAX,
+    G_MIN, /* binary */
+    G_ADDS,
+    G_SUBS,
+    G_RSUBS,
+    G_MULS,
+    G_DIVS,
+    G_POWS,
+    G_MAXS,
+    G_MINS, /* scalar */
+    G_NEG,
+    G_ABS,
+    G_SIGN,
+    G_SQUARE,
+    G_SQRT,
+    G_RSQRT,
+    G_RECIP,
+    G_EXP,
+    G_LOG,
+    G_LOG1P,
+    G_EXPM1,
+    G_SIN,
+    G_COS,
+    G_TANH,
+    G_SIGMOID,
+    G_RELU,
+    G_LEAKY,
+    G_GELU,
+    G_GELU_TANH,
+    G_SILU,
+    G_SOFTPLUS,
+    G_CLAMP, /* unary */
+    G_WHERE,
+    G_MASKED_FILL,
     G_COUNT
 } gop;
 
-static const char *const gnames[G_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "add_scalar", "sub_scalar",
-    "rsub_scalar", "mul_scalar", "div_scalar", "pow_scalar", "maximum_scalar", "minimum_scalar",
-    "neg", "abs", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log", "log1p", "expm1",
-    "sin", "cos", "tanh", "sigmoid", "relu", "leaky_relu", "gelu", "gelu(tanh)", "silu",
-    "softplus", "clamp", "where", "masked_fill"};
+static const char *const gnames[G_COUNT] = {"add",
+                                            "sub",
+                                            "mul",
+                                            "div",
+                                            "pow",
+                                            "maximum",
+                                            "minimum",
+                                            "add_scalar",
+                                            "sub_scalar",
+                                            "rsub_scalar",
+                                            "mul_scalar",
+                                            "div_scalar",
+                                            "pow_scalar",
+                                            "maximum_scalar",
+                                            "minimum_scalar",
+                                            "neg",
+                                            "abs",
+                                            "sign",
+                                            "square",
+                                            "sqrt",
+                                            "rsqrt",
+                                            "reciprocal",
+                                            "exp",
+                                            "log",
+                                            "log1p",
+                                            "expm1",
+                                            "sin",
+                                            "cos",
+                                            "tanh",
+                                            "sigmoid",
+                                            "relu",
+                                            "leaky_relu",
+                                            "gelu",
+                                            "gelu(tanh)",
+                                            "silu",
+                                            "softplus",
+                                            "clamp",
+                                            "where",
+                                            "masked_fill"};
 
 static int arity(gop o) { return o <= G_MIN ? 2 : o == G_WHERE ? 2 : 1; }
 
@@ -121,45 +187,84 @@ typedef struct gcase {
 
 static fc_tensor *apply(fc_ctx *ctx, gop o, fc_tensor *a, fc_tensor *b, fc_tensor *cond) {
     switch (o) {
-    case G_ADD: return fc_add(ctx, a, b);
-    case G_SUB: return fc_sub(ctx, a, b);
-    case G_MUL: return fc_mul(ctx, a, b);
-    case G_DIV: return fc_div(ctx, a, b);
-    case G_POW: return fc_pow(ctx, a, b);
-    case G_MAX: return fc_maximum(ctx, a, b);
-    case G_MIN: return fc_minimum(ctx, a, b);
-    case G_ADDS: return fc_add_scalar(ctx, a, 1.25);
-    case G_SUBS: return fc_sub_scalar(ctx, a, 1.25);
-    case G_RSUBS: return fc_rsub_scalar(ctx, a, 1.25);
-    case G_MULS: return fc_mul_scalar(ctx, a, -1.75);
-    case G_DIVS: return fc_div_scalar(ctx, a, -1.75);
-    case G_POWS: return fc_pow_scalar(ctx, a, 2.5);
-    case G_MAXS: return fc_maximum_scalar(ctx, a, 0.5);
-    case G_MINS: return fc_minimum_scalar(ctx, a, 0.5);
-    case G_NEG: return fc_neg(ctx, a);
-    case G_ABS: return fc_abs(ctx, a);
-    case G_SIGN: return fc_sign(ctx, a);
-    case G_SQUARE: return fc_square(ctx, a);
-    case G_SQRT: return fc_sqrt(ctx, a);
-    case G_RSQRT: return fc_rsqrt(ctx, a);
-    case G_RECIP: return fc_reciprocal(ctx, a);
-    case G_EXP: return fc_exp(ctx, a);
-    case G_LOG: return fc_log(ctx, a);
-    case G_LOG1P: return fc_log1p(ctx, a);
-    case G_EXPM1: return fc_expm1(ctx, a);
-    case G_SIN: return fc_sin(ctx, a);
-    case G_COS: return fc_cos(ctx, a);
-    case G_TANH: return fc_tanh(ctx, a);
-    case G_SIGMOID: return fc_sigmoid(ctx, a);
-    case G_RELU: return fc_relu(ctx, a);
-    case G_LEAKY: return fc_leaky_relu(ctx, a, 0.1);
-    case G_GELU: return fc_gelu(ctx, a, false);
-    case G_GELU_TANH: return fc_gelu(ctx, a, true);
-    case G_SILU: return fc_silu(ctx, a);
-    case G_SOFTPLUS: return fc_softplus(ctx, a);
-    case G_CLAMP: return fc_clamp(ctx, a, -1, 1.5);
-    case G_WHERE: return fc_where(ctx, cond, a, b);
-    default: return fc_masked_fill(ctx, a, cond, -3);
+    case G_ADD:
+        return fc_add(ctx, a, b);
+    case G_SUB:
+        return fc_sub(ctx, a, b);
+    case G_MUL:
+        return fc_mul(ctx, a, b);
+    case G_DIV:
+        return fc_div(ctx, a, b);
+    case G_POW:
+        return fc_pow(ctx, a, b);
+    case G_MAX:
+        return fc_maximum(ctx, a, b);
+    case G_MIN:
+        return fc_minimum(ctx, a, b);
+    case G_ADDS:
+        return fc_add_scalar(ctx, a, 1.25);
+    case G_SUBS:
+        return fc_sub_scalar(ctx, a, 1.25);
+    case G_RSUBS:
+        return fc_rsub_scalar(ctx, a, 1.25);
+    case G_MULS:
+        return fc_mul_scalar(ctx, a, -1.75);
+    case G_DIVS:
+        return fc_div_scalar(ctx, a, -1.75);
+    case G_POWS:
+        return fc_pow_scalar(ctx, a, 2.5);
+    case G_MAXS:
+        return fc_maximum_scalar(ctx, a, 0.5);
+    case G_MINS:
+        return fc_minimum_scalar(ctx, a, 0.5);
+    case G_NEG:
+        return fc_neg(ctx, a);
+    case G_ABS:
+        return fc_abs(ctx, a);
+    case G_SIGN:
+        return fc_sign(ctx, a);
+    case G_SQUARE:
+        return fc_square(ctx, a);
+    case G_SQRT:
+        return fc_sqrt(ctx, a);
+    case G_RSQRT:
+        return fc_rsqrt(ctx, a);
+    case G_RECIP:
+        return fc_reciprocal(ctx, a);
+    case G_EXP:
+        return fc_exp(ctx, a);
+    case G_LOG:
+        return fc_log(ctx, a);
+    case G_LOG1P:
+        return fc_log1p(ctx, a);
+    case G_EXPM1:
+        return fc_expm1(ctx, a);
+    case G_SIN:
+        return fc_sin(ctx, a);
+    case G_COS:
+        return fc_cos(ctx, a);
+    case G_TANH:
+        return fc_tanh(ctx, a);
+    case G_SIGMOID:
+        return fc_sigmoid(ctx, a);
+    case G_RELU:
+        return fc_relu(ctx, a);
+    case G_LEAKY:
+        return fc_leaky_relu(ctx, a, 0.1);
+    case G_GELU:
+        return fc_gelu(ctx, a, false);
+    case G_GELU_TANH:
+        return fc_gelu(ctx, a, true);
+    case G_SILU:
+        return fc_silu(ctx, a);
+    case G_SOFTPLUS:
+        return fc_softplus(ctx, a);
+    case G_CLAMP:
+        return fc_clamp(ctx, a, -1, 1.5);
+    case G_WHERE:
+        return fc_where(ctx, cond, a, b);
+    default:
+        return fc_masked_fill(ctx, a, cond, -3);
     }
 }
 
@@ -180,16 +285,29 @@ static fc_tensor *gfn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
 static double gen(gop o, int k, uint64_t *rng) {
     double x;
     switch (o) {
-    case G_POW: x = k == 0 ? fct_uniform(rng, 0.3, 2.5) : fct_uniform(rng, -2, 2); break;
+    case G_POW:
+        x = k == 0 ? fct_uniform(rng, 0.3, 2.5) : fct_uniform(rng, -2, 2);
+        break;
     case G_POWS:
     case G_SQRT:
     case G_RSQRT:
-    case G_LOG: x = fct_uniform(rng, 0.3, 3); break;
-    case G_LOG1P: x = fct_uniform(rng, -0.7, 3); break;
-    case G_DIV: x = k == 1 ? fct_uniform(rng, 0.5, 2) : fct_uniform(rng, -3, 3); break;
-    case G_RECIP: x = fct_uniform(rng, 0.4, 2); break;
-    case G_SOFTPLUS: x = fct_uniform(rng, -25, 25); break;
-    default: x = fct_uniform(rng, -2.5, 2.5);
+    case G_LOG:
+        x = fct_uniform(rng, 0.3, 3);
+        break;
+    case G_LOG1P:
+        x = fct_uniform(rng, -0.7, 3);
+        break;
+    case G_DIV:
+        x = k == 1 ? fct_uniform(rng, 0.5, 2) : fct_uniform(rng, -3, 3);
+        break;
+    case G_RECIP:
+        x = fct_uniform(rng, 0.4, 2);
+        break;
+    case G_SOFTPLUS:
+        x = fct_uniform(rng, -25, 25);
+        break;
+    default:
+        x = fct_uniform(rng, -2.5, 2.5);
     }
     /* kinks at 0 (abs, relu, leaky_relu, sign), at clamp's bounds, at 0.5
      * (the scalar max/min), at 20 (softplus) */
@@ -204,8 +322,10 @@ static fc_tensor *leaf(fc_ctx *ctx, const int64_t *shape, int rank, gop o, int k
                        const fc_tensor *partner) {
     double v[12];
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    for (int64_t i = 0; i < n; i++) v[i] = gen(o, k, rng);
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = gen(o, k, rng);
     if ((o == G_MAX || o == G_MIN) && partner) { /* keep |a - b| >= 0.2 wherever they meet */
         double p[12];
         fct_read(partner, p, 12);
@@ -255,7 +375,8 @@ static void test_gradcheck_all_ops(void **state) {
     fc_ctx *ctx = *state;
     uint64_t rng = 1;
     for (int o = 0; o < G_COUNT; o++)
-        for (int l = 0; l < GL_COUNT; l++) run_gradcheck(ctx, o, l, &rng);
+        for (int l = 0; l < GL_COUNT; l++)
+            run_gradcheck(ctx, o, l, &rng);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
 
@@ -290,9 +411,8 @@ static void test_minmax_ties_split(void **state) {
         assert_int_equal(fc_requires_grad(a, true), FC_OK);
         assert_int_equal(fc_requires_grad(b, true), FC_OK);
         fc_tensor *y = m ? fc_minimum(ctx, a, b) : fc_maximum(ctx, a, b);
-        assert_int_equal(fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1),
-                                          false),
-                         FC_OK);
+        assert_int_equal(
+            fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1), false), FC_OK);
         double ga[4], gb[4];
         fct_read(fc_grad(a), ga, 4);
         fct_read(fc_grad(b), gb, 4);
@@ -304,7 +424,8 @@ static void test_minmax_ties_split(void **state) {
     fc_scope_end(ctx);
 }
 
-/* ---- 16-bit leaves ------------------------------------------------------------------------------ */
+/* ---- 16-bit leaves ------------------------------------------------------------------------------
+ */
 
 /* z = (tanh(x * w) + sigmoid(x)) / (square(w) + 1) - maximum(x, w) * relu(w) + gelu(x) */
 static fc_tensor *graph(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
@@ -323,8 +444,10 @@ static void test_half_leaves_match_f32(void **state) {
     const double tol[3] = {0, 5e-3, 4e-2};
     for (int d = 0; d < 3; d++) {
         fc_scope_begin(ctx);
-        for (int i = 0; i < 30; i++) xv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
-        for (int i = 0; i < 6; i++) wv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
+        for (int i = 0; i < 30; i++)
+            xv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
+        for (int i = 0; i < 6; i++)
+            wv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
         double gx[2][30], gw[2][6];
         for (int pass = 0; pass < 2; pass++) { /* pass 0: leaves in dts[d]; pass 1: f32 */
             fc_dtype dt = pass ? FC_F32 : dts[d];
@@ -353,7 +476,8 @@ static void test_half_leaves_match_f32(void **state) {
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
 
-/* ---- the engine ------------------------------------------------------------------------------------ */
+/* ---- the engine
+ * ------------------------------------------------------------------------------------ */
 
 static void test_saved_value_check(void **state) {
     fc_ctx *ctx = *state;
@@ -480,16 +604,19 @@ static void test_condition_gradients(void **state) {
     assert_int_equal(fc_requires_grad(c, true), FC_OK);
     assert_int_equal(fc_requires_grad(a, true), FC_OK);
     fc_tensor *ones = fc_ones(ctx, FC_F32, &s, 1);
-    assert_int_equal(fc_backward_with(ctx, fc_where(ctx, c, a, fc_neg(ctx, a)), ones, false), FC_OK);
+    assert_int_equal(fc_backward_with(ctx, fc_where(ctx, c, a, fc_neg(ctx, a)), ones, false),
+                     FC_OK);
     double gc[4], ga[4];
     fct_read(fc_grad(c), gc, 4);
     fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++) assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 1 : -1));
+    for (int i = 0; i < 4; i++)
+        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 1 : -1));
     fc_zero_grad((fc_tensor *[]){a, c}, 2);
     assert_int_equal(fc_backward_with(ctx, fc_masked_fill(ctx, a, c, 9), ones, false), FC_OK);
     fct_read(fc_grad(c), gc, 4);
     fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++) assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 0 : 1));
+    for (int i = 0; i < 4; i++)
+        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 0 : 1));
     fc_scope_end(ctx);
 }
 
@@ -499,7 +626,8 @@ static void test_requires_grad_dtypes(void **state) {
     const int64_t s = 2;
     fc_tensor *i32 = fc_zeros(ctx, FC_I32, &s, 1);
     assert_int_equal(fc_requires_grad(i32, true), FC_ERR_DTYPE);
-    assert_non_null(strstr(fc_ctx_error(ctx), "fc_requires_grad: dtype i32 cannot carry a gradient"));
+    assert_non_null(
+        strstr(fc_ctx_error(ctx), "fc_requires_grad: dtype i32 cannot carry a gradient"));
     fc_ctx_clear_error(ctx);
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_F64, &s, 1), true), FC_ERR_DTYPE);
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_BOOL, &s, 1), true), FC_ERR_DTYPE);
