@@ -644,6 +644,55 @@ static void test_requires_grad_dtypes(void **state) {
     fc_scope_end(ctx);
 }
 
+/* A rule may return a gradient of any shape that broadcasts with the
+ * input's: the engine sums the axes the input lacks and expands the ones
+ * the gradient lacks; a gradient that fits neither way is an error. */
+static fc_status const_rule(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) {
+    (void)g;
+    const int64_t shape[2] = {nd->i[0], nd->i[1]};
+    gin[0] = fc_full(ctx, FC_F32, shape, nd->i[1] ? 2 : 1, 2.0);
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *const_grad_op(fc_ctx *ctx, fc_tensor *x, int64_t d0, int64_t d1) {
+    fc_tensor *y = fc_mul_scalar(ctx, x, 1);
+    fc_node *nd = fc__ag_record(ctx, "const_grad", const_rule, y, 1, &x);
+    nd->i[0] = d0, nd->i[1] = d1;
+    return y;
+}
+
+static void test_engine_broadcast_gradients(void **state) {
+    fc_ctx *ctx = *state;
+    fc_scope_begin(ctx);
+    const int64_t s23[2] = {2, 3};
+    fc_tensor *x = fc_param_zeros(ctx, FC_F32, s23, 2), *ones = fc_ones(ctx, FC_F32, s23, 2);
+    double g[6];
+    const int64_t fits[4][2] = {{1, 0}, {3, 0}, {1, 3}, {2, 1}}; /* [1], [3], [1,3], [2,1] */
+    for (int k = 0; k < 4; k++) {
+        fc_zero_grad(&x, 1);
+        fc_tensor *y = const_grad_op(ctx, x, fits[k][0], fits[k][1]);
+        assert_int_equal(fc_backward_with(ctx, y, ones, false), FC_OK);
+        assert_int_equal(fct_read(fc_grad(x), g, 6), 6);
+        for (int i = 0; i < 6; i++)
+            assert_true(g[i] == 2);
+    }
+    /* a [2,2,3] gradient sums its leading axis into x [2,3] */
+    fc_zero_grad(&x, 1);
+    fc_tensor *big = fc_ones(ctx, FC_F32, (const int64_t[]){2, 2, 3}, 3);
+    assert_int_equal(fc_backward_with(ctx, fc_add(ctx, x, big), big, false), FC_OK);
+    assert_int_equal(fct_read(fc_grad(x), g, 6), 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(g[i] == 2);
+    /* [4] against [2,3] fits neither way */
+    fc_zero_grad(&x, 1);
+    fc_tensor *y = const_grad_op(ctx, x, 4, 0);
+    assert_int_equal(fc_backward_with(ctx, y, ones, false), FC_ERR_SHAPE_MISMATCH);
+    assert_non_null(strstr(fc_ctx_error(ctx), "backward of const_grad (tape node"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "[4]"));
+    fc_ctx_clear_error(ctx);
+    fc_scope_end(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gradcheck_all_ops, setup, teardown),
@@ -655,6 +704,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_no_grad_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_requires_grad_dtypes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_broadcast_gradients, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
