@@ -87,7 +87,7 @@ static fc_status add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     fc_tensor *r = fc__ag_reduce_to(ctx, g, shape, rank);
     if (!r) return fc_ctx_status(ctx);
     if (!*target) {
-        fc_tensor *c = takeable(r, gdt)      ? r
+        fc_tensor *c = takeable(r, gdt)        ? r
                        : r->raw.dtype == gdt ? fc_clone(ctx, r)
                                              : fc_to(ctx, r, gdt);
         if (!c) return fc_ctx_status(ctx);
@@ -295,7 +295,9 @@ fc_status fc__ag_set_requires_grad(fc_tensor *t, bool on, bool allow_f64) {
 }
 
 fc_status fc_requires_grad(fc_tensor *t, bool on) { return fc__ag_set_requires_grad(t, on, false); }
-bool fc_tensor_requires_grad(const fc_tensor *t) { return t && (t->flags & FC__T_REQUIRES_GRAD); }
+bool fc_tensor_requires_grad(const fc_tensor *t) {
+    return t && (t->flags & FC__T_REQUIRES_GRAD);
+}
 bool fc_tensor_is_leaf(const fc_tensor *t) { return t && !t->node; }
 
 static fc_tensor *make_param(fc_ctx *ctx, fc_tensor *t) {
@@ -316,14 +318,14 @@ fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape,
     return make_param(ctx, fc_tensor_from_data(ctx, dtype, shape, rank, data));
 }
 
-fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank, double std) {
+fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
+                          double std) {
     FC__CHECK_CTX(ctx);
     fc_tensor *t = fc_randn(ctx, FC_F32, shape, rank);
     if (!t) return NULL;
     float *p = (float *)fc__raw_base(&t->raw);
     int64_t n = fc__raw_numel(&t->raw);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = (float)(p[i] * std);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(p[i] * std);
     if (dtype != FC_F32) {
         fc_tensor *c = fc_to(ctx, t, dtype);
         fc_release(t);

@@ -115,7 +115,7 @@ void fc__pw_run(fc_ctx *ctx, int nops, fc_raw *const *ops, fc__inner_fn fn, void
 
 /* ---- widening helpers ---------------------------------------------------------------- */
 
-/* Reads one T at p + i*s whatever the alignment promises of the caller. */
+/* Element i of a strided run: p in bytes, s the byte stride. */
 #define LOAD(T, p, s, i) (*(const T *)((p) + (i) * (s)))
 
 void fc__pw_load_f32(fc_dtype dt, const char *p, int64_t s, int64_t n, float *out) {
