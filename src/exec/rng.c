@@ -56,14 +56,10 @@ typedef struct rand_job {
  * largest value below 1 keeps the documented [0, 1). */
 static double largest_below_one(fc_dtype dt) {
     switch (dt) {
-    case FC_F16:
-        return 1.0 - 0x1.0p-11;
-    case FC_BF16:
-        return 1.0 - 0x1.0p-8;
-    case FC_F32:
-        return 1.0 - 0x1.0p-24;
-    default:
-        return 1.0 - 0x1.0p-53;
+    case FC_F16: return 1.0 - 0x1.0p-11;
+    case FC_BF16: return 1.0 - 0x1.0p-8;
+    case FC_F32: return 1.0 - 0x1.0p-24;
+    default: return 1.0 - 0x1.0p-53;
     }
 }
 
@@ -102,7 +98,7 @@ static fc_tensor *random_tensor(fc_ctx *ctx, const char *op, fc_dtype dtype, con
     if (!t) return NULL;
     int64_t n = fc__raw_numel(&t->raw);
     rand_job j = {ctx->rng_seed, fc__rng_reserve(ctx, (uint64_t)n), dtype, fc__raw_base(&t->raw),
-                  normal,        largest_below_one(dtype)};
+                  normal, largest_below_one(dtype)};
     fc__parallel_for(ctx, n, 16384, rand_slice, &j);
     return t;
 }
