@@ -14,11 +14,11 @@
  *    of rounding each intermediate to the 16-bit dtype.
  * 4. The engine: the saved-value check and its message, mutations that do
  *    not touch saved values, read-only access, freed graphs, accumulation,
- *    no-grad nesting, detach, and which leaves may require grad.
+ *    no-grad nesting, detach, which leaves may require grad, and rule
+ *    gradients that broadcast with their input in either direction.
  *
- * The layout ops are another family; the differentiable view used here
- * (tview: transpose or expand) is a small op written in this file over
- * fc__tensor_view and the tape API. */
+ * The strided inputs come from the layout ops (fc_transpose, fc_expand),
+ * whose own gradients are tested with their family. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,43 +49,6 @@ static int teardown(void **state) {
         return -1;
     }
     return 0;
-}
-
-/* ---- a differentiable view for the tests ---------------------------------------------- */
-
-enum { TV_TRANSPOSE, TV_EXPAND };
-
-static fc_status tview_backward(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) {
-    if (nd->i[0] == TV_EXPAND) { /* the engine sums the expanded axes */
-        gin[0] = g;
-        return FC_OK;
-    }
-    /* g is contiguous [c, r]; its transpose has the input's shape [r, c] */
-    const int64_t shape[2] = {nd->in[0].shape[0], nd->in[0].shape[1]};
-    const int64_t strides[2] = {1, shape[0]};
-    gin[0] = fc__tensor_view(ctx, "tview", g, shape, strides, 2, fc_tensor_offset(g));
-    return fc_ctx_status(ctx);
-}
-
-/* x [r, c] -> [c, r] (TV_TRANSPOSE), or x [c] -> [r, c] with stride 0 (TV_EXPAND, r = rows). */
-static fc_tensor *tview(fc_ctx *ctx, fc_tensor *x, int kind, int64_t rows) {
-    const int64_t *s = fc_tensor_shape(x);
-    fc_tensor *v;
-    if (kind == TV_TRANSPOSE)
-        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){s[1], s[0]},
-                            (const int64_t[]){1, s[1]}, 2, fc_tensor_offset(x));
-    else
-        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){rows, s[0]}, (const int64_t[]){0, 1},
-                            2, fc_tensor_offset(x));
-    if (v && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, "tview", tview_backward, v, 1, &x);
-        if (!nd) {
-            fc_release(v);
-            return NULL;
-        }
-        nd->i[0] = kind;
-    }
-    return v;
 }
 
 /* ---- the ops under test ------------------------------------------------------------------ */
@@ -275,8 +238,8 @@ static fc_tensor *gfn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gcase *c = user;
     fc_tensor *a = in[0], *b = n > 1 ? in[1] : NULL;
     if (c->layout == GL_STRIDED) {
-        a = tview(ctx, a, TV_TRANSPOSE, 0);
-        if (b) b = tview(ctx, b, TV_EXPAND, 4);
+        a = fc_transpose(ctx, a, 0, 1);
+        if (b) b = fc_expand(ctx, b, (const int64_t[]){4, 3}, 2);
     }
     return apply(ctx, c->op, a, b, c->cond);
 }
