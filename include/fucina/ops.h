@@ -77,7 +77,9 @@ FC_API fc_tensor *fc_minimum_scalar(fc_ctx *ctx, fc_tensor *a, double s);
  * FC_ERR_SHAPE_MISMATCH when the operands do not broadcast to exactly the
  * destination's shape, and in check_finite mode FC_ERR_NON_FINITE after
  * writing a NaN/inf. Nothing is written when a check fails (check_finite
- * aside). dst may be any other view; borrows every argument. */
+ * aside). dst may be any other view; an operand may be the destination
+ * itself, while other overlaps with it give unspecified values. Borrows
+ * every argument. */
 FC_API fc_status fc_add_(fc_tensor *dst, fc_tensor *b);
 /* out = a + b into an existing tensor of the broadcast shape and the
  * operands' dtype (out may not alias a or b unless identical to it). */

@@ -124,7 +124,7 @@ static fc_tensor *compare(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a,
     cmp_arg c = {k, dt, 0};
     fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, cmp_inner, &c);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
 fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
@@ -229,7 +229,7 @@ static fc_tensor *compare_scalar(fc_ctx *ctx, const char *op, cmp_kind k, fc_ten
     cmp_arg c = {k, a->raw.dtype, v};
     fc_raw *ops[2] = {&out->raw, &a->raw};
     fc__pw_run(ctx, 2, ops, cmp_scalar_inner, &c);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
 fc_tensor *fc_eq_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
@@ -289,7 +289,7 @@ static fc_tensor *logic(fc_ctx *ctx, const char *op, logic_kind k, fc_tensor *a,
     logic_arg l = {k, a->raw.dtype, b ? b->raw.dtype : FC_BOOL};
     fc_raw *ops[3] = {&out->raw, &a->raw, b ? &b->raw : NULL};
     fc__pw_run(ctx, b ? 3 : 2, ops, logic_inner, &l);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
 fc_tensor *fc_logical_and(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {

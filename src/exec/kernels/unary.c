@@ -187,9 +187,8 @@ static fc_tensor *unary(fc_ctx *ctx, fc__unary_kind k, fc_tensor *x, double p0, 
     fc_dtype dt = x->raw.dtype;
     if (!fc_dtype_is_float(dt) && !(info[k].ints && fc_dtype_is_signed_int(dt))) {
         fc__fail(ctx, FC_ERR_DTYPE,
-                 "%s: dtype %s is not supported (float dtypes%s only; cast with "
-                 "fc_to)",
-                 op, fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
+                 "%s: dtype %s is not supported (float dtypes%s only; cast with fc_to)", op,
+                 fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
         return NULL;
     }
     fc_tensor *out = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
