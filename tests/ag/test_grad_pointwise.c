@@ -334,7 +334,7 @@ static void run_gradcheck(fc_ctx *ctx, gop o, glayout l, uint64_t *rng) {
     fc_release(c.cond);
 }
 
-static void test_gradcheck_all_ops(void **state) {
+static void test_grad_pointwise_gradcheck_all_ops(void **state) {
     fc_ctx *ctx = *state;
     uint64_t rng = 1;
     for (int o = 0; o < G_COUNT; o++)
@@ -350,7 +350,7 @@ static fc_tensor *wrong_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user)
     return fc_mul(ctx, in[0], fc_detach(ctx, in[0])); /* d/dx x*x with one path cut: x, not 2x */
 }
 
-static void test_gradcheck_detects_errors(void **state) {
+static void test_grad_pointwise_gradcheck_detects_errors(void **state) {
     fc_ctx *ctx = *state;
     double v[3] = {1, -2, 3};
     fc_tensor *x = fct_make(ctx, FC_F64, (const int64_t[]){3}, 1, v, FCT_CONTIG);
@@ -364,7 +364,7 @@ static void test_gradcheck_detects_errors(void **state) {
 
 /* ---- ties ---------------------------------------------------------------------------------- */
 
-static void test_minmax_ties_split(void **state) {
+static void test_grad_pointwise_minmax_ties_split(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double av[4] = {1, 2, 3, NAN}, bv[4] = {1, 5, -1, 0};
@@ -398,7 +398,7 @@ static fc_tensor *graph(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
     return fc_add(ctx, z, fc_gelu(ctx, x, false));
 }
 
-static void test_half_leaves_match_f32(void **state) {
+static void test_grad_pointwise_half_leaves_match_f32(void **state) {
     fc_ctx *ctx = *state;
     const int64_t shape[2] = {5, 6}, wshape = 6;
     double xv[30], wv[6];
@@ -442,7 +442,7 @@ static void test_half_leaves_match_f32(void **state) {
 /* ---- the engine
  * ------------------------------------------------------------------------------------ */
 
-static void test_saved_value_check(void **state) {
+static void test_grad_pointwise_saved_value_check(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t shape[2] = {4, 8};
@@ -489,7 +489,7 @@ static void test_saved_value_check(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_freed_graph_and_accumulation(void **state) {
+static void test_grad_pointwise_freed_graph_and_accumulation(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t one = 1;
@@ -518,7 +518,7 @@ static void test_freed_graph_and_accumulation(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_no_grad_and_detach(void **state) {
+static void test_grad_pointwise_no_grad_and_detach(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 3;
@@ -556,7 +556,7 @@ static void test_no_grad_and_detach(void **state) {
 }
 
 /* A condition that itself requires grad gets a zero gradient. */
-static void test_condition_gradients(void **state) {
+static void test_grad_pointwise_condition_gradients(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 4;
@@ -583,7 +583,7 @@ static void test_condition_gradients(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_requires_grad_dtypes(void **state) {
+static void test_grad_pointwise_requires_grad_dtypes(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 2;
@@ -624,7 +624,7 @@ static fc_tensor *const_grad_op(fc_ctx *ctx, fc_tensor *x, int64_t d0, int64_t d
     return y;
 }
 
-static void test_engine_broadcast_gradients(void **state) {
+static void test_grad_pointwise_engine_broadcast_gradients(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s23[2] = {2, 3};
@@ -658,16 +658,19 @@ static void test_engine_broadcast_gradients(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gradcheck_all_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gradcheck_detects_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_minmax_ties_split, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_half_leaves_match_f32, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_saved_value_check, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_freed_graph_and_accumulation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_grad_and_detach, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_condition_gradients, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_requires_grad_dtypes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_engine_broadcast_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_all_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_detects_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_minmax_ties_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_half_leaves_match_f32, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_saved_value_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_freed_graph_and_accumulation, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_no_grad_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_condition_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_requires_grad_dtypes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_engine_broadcast_gradients, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -525,7 +525,7 @@ static void test_binary_check_finite(void **state) {
 
 /* ---- in place and add_out ----------------------------------------------------------------- */
 
-static void test_inplace_ops(void **state) {
+static void test_binary_inplace_ops(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double x[6] = {1, 2, 3, 4, 5, 6}, row[3] = {10, 20, 30}, got[6];
@@ -589,7 +589,7 @@ static void expect_status(fc_ctx *ctx, fc_status got, fc_status want, const char
     fc_ctx_clear_error(ctx);
 }
 
-static void test_inplace_refusals(void **state) {
+static void test_binary_inplace_refusals(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s23[2] = {2, 3}, s3 = 3;
@@ -643,8 +643,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_binary_minmax_nan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_check_finite, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inplace_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inplace_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_inplace_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_inplace_refusals, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,7 +190,7 @@ static void test_compare_scalar_exact(void **state) {
 
 /* Truthiness: -0.0 is false, NaN is true, in every dtype; operands of the
  * logical ops may differ in dtype and broadcast. */
-static void test_logical(void **state) {
+static void test_compare_logical(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double fa[6] = {0, -0.0, NAN, 1, -2, 0.25};
@@ -219,7 +219,7 @@ static void test_logical(void **state) {
 }
 
 /* where over three broadcasting operands; any scalar dtype, bit-exact. */
-static void test_where(void **state) {
+static void test_compare_where(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double cv[4] = {1, 0, NAN, -0.0}; /* truthy: 1, 0, 1, 0 */
@@ -255,7 +255,7 @@ static void test_where(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_masked_fill(void **state) {
+static void test_compare_masked_fill(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double x[12], got[12];
@@ -332,9 +332,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_compare_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compare_scalar_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_logical, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_where, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_masked_fill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_logical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_where, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_masked_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compare_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
