@@ -45,15 +45,15 @@ FC__RW_INLINE void ce_f32_body(const ce_arg *a, const float *x, int64_t row0, in
         const float *xr = x + t * dim;
         int64_t r = row0 + t, tg = a->target[r];
         bool nan;
-        float m = fc__rw_max_f32(xr, dim, &nan);
-        double lse = nan ? (double)NAN : (double)m + log(fc__rw_sumexp_f32(xr, dim, m));
+        float m = fc__rw_max(xr, dim, &nan);
+        double lse = nan ? (double)NAN : (double)m + log(fc__rw_exp(xr, NULL, dim, m));
         ((float *)a->lse)[r] = (float)lse;
         if (a->use_ignore && tg == a->ignore) {
             a->loss[r] = 0;
             continue;
         }
         double l = lse - (1.0 - a->eps) * xr[tg];
-        if (a->eps != 0) l -= a->eps / (double)dim * fc__rw_sum_f32(xr, dim);
+        if (a->eps != 0) l -= a->eps / (double)dim * fc__rw_sum(xr, dim);
         a->loss[r] = l;
     }
 }
@@ -117,8 +117,8 @@ static double ce_row_scale(const ce_arg *a, int64_t r) {
 FC__RW_INLINE void ceb_f32_body(const ce_arg *a, const float *x, float *dx, int64_t row0,
                                 int64_t nrows, int64_t dim) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *dr = dx + t * dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict dr = dx + t * dim;
         int64_t r = row0 + t;
         float sc = (float)ce_row_scale(a, r), lse = ((const float *)a->lse)[r];
         float off = (float)(a->eps / (double)dim) * sc;
@@ -126,7 +126,8 @@ FC__RW_INLINE void ceb_f32_body(const ce_arg *a, const float *x, float *dx, int6
             memset(dr, 0, sizeof *dr * (size_t)dim);
             continue;
         }
-        for (int64_t j = 0; j < dim; j++) dr[j] = fc__rw_expf(xr[j] - lse) * sc - off;
+        fc__rw_exp(xr, dr, dim, lse);
+        for (int64_t j = 0; j < dim; j++) dr[j] = dr[j] * sc - off;
         dr[a->target[r]] -= (float)(1.0 - a->eps) * sc;
     }
 }

@@ -35,12 +35,12 @@ typedef struct norm_arg {
 
 FC__RW_INLINE void norm_f32_body(const norm_arg *a, const float *x, float *y, int64_t row0,
                                  int64_t nrows, int64_t dim) {
-    const float *w = a->w, *b = a->b;
+    const float *restrict w = a->w, *restrict b = a->b;
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *yr = y + t * dim;
-        float mu = a->rms ? 0.0f : (float)(fc__rw_sum_f32(xr, dim) / (double)dim);
-        double var = fc__rw_sumsq_dev_f32(xr, dim, mu) / (double)dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
+        float mu = a->rms ? 0.0f : (float)(fc__rw_sum(xr, dim) / (double)dim);
+        double var = fc__rw_sumsq_dev(xr, dim, mu) / (double)dim;
         float rs = (float)(1.0 / sqrt(var + a->eps));
         if (a->mean) ((float *)a->mean)[row0 + t] = mu;
         if (a->rstd) ((float *)a->rstd)[row0 + t] = rs;
@@ -104,6 +104,29 @@ typedef struct normb_arg {
     void *pdw, *pdb; /* [groups][dim] partial sums */
 } normb_arg;
 
+/* The elementwise passes take restrict parameters: with six pointers the
+ * compiler would otherwise give up on run-time alias checks. */
+FC__RW_INLINE void normb_f32_row(const float *restrict xr, const float *restrict gr,
+                                 const float *restrict w, float *restrict dr,
+                                 float *restrict pdw, float *restrict pdb, int64_t dim,
+                                 float mu, float rs, float ma, float mb) {
+    for (int64_t j = 0; j < dim; j++) {
+        float xh = (xr[j] - mu) * rs;
+        dr[j] = rs * (gr[j] * w[j] - ma - xh * mb);
+        pdw[j] += gr[j] * xh;
+        pdb[j] += gr[j];
+    }
+}
+
+FC__RW_INLINE void normb_f32_params(const float *restrict xr, const float *restrict gr,
+                                    float *restrict pdw, float *restrict pdb, int64_t dim,
+                                    float mu, float rs) {
+    for (int64_t j = 0; j < dim; j++) {
+        pdw[j] += gr[j] * ((xr[j] - mu) * rs);
+        pdb[j] += gr[j];
+    }
+}
+
 FC__RW_INLINE void normb_f32_body(const normb_arg *a, int64_t group, const float *x,
                                   const float *g, float *dx, int64_t row0, int64_t nrows,
                                   int64_t dim) {
@@ -113,43 +136,13 @@ FC__RW_INLINE void normb_f32_body(const normb_arg *a, int64_t group, const float
         const float *xr = x + t * dim, *gr = g + t * dim;
         float mu = a->mean ? ((const float *)a->mean)[row0 + t] : 0.0f;
         float rs = ((const float *)a->rstd)[row0 + t];
-        double sa = 0, sb = 0;
-        for (int64_t i = 0; i < dim; i += 512) {
-            int64_t m = dim - i < 512 ? dim - i : 512, j = 0;
-            float la[FC__RW_LANES] = {0}, lb[FC__RW_LANES] = {0};
-            for (; j + FC__RW_LANES <= m; j += FC__RW_LANES)
-                for (int l = 0; l < FC__RW_LANES; l++) {
-                    int64_t k = i + j + l;
-                    float gy = gr[k] * w[k], xh = (xr[k] - mu) * rs;
-                    la[l] += gy;
-                    lb[l] += gy * xh;
-                }
-            for (; j < m; j++) {
-                int64_t k = i + j;
-                float gy = gr[k] * w[k];
-                sa += gy;
-                sb += (double)gy * ((xr[k] - mu) * rs);
-            }
-            for (int l = 0; l < FC__RW_LANES; l++) {
-                sa += la[l];
-                sb += lb[l];
-            }
-        }
+        double sa, sb;
+        fc__rw_norm_sums(xr, gr, w, dim, mu, rs, &sa, &sb);
         float ma = a->rms ? 0.0f : (float)(sa / (double)dim), mb = (float)(sb / (double)dim);
-        if (dx) {
-            float *dr = dx + t * dim;
-            for (int64_t j = 0; j < dim; j++) {
-                float xh = (xr[j] - mu) * rs;
-                dr[j] = rs * (gr[j] * w[j] - ma - xh * mb);
-                pdw[j] += gr[j] * xh;
-                pdb[j] += gr[j];
-            }
-        } else {
-            for (int64_t j = 0; j < dim; j++) {
-                pdw[j] += gr[j] * ((xr[j] - mu) * rs);
-                pdb[j] += gr[j];
-            }
-        }
+        if (dx)
+            normb_f32_row(xr, gr, w, dx + t * dim, pdw, pdb, dim, mu, rs, ma, mb);
+        else
+            normb_f32_params(xr, gr, pdw, pdb, dim, mu, rs);
     }
 }
 

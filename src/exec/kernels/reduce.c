@@ -208,21 +208,21 @@ static void st_merge(fc__red_op op, bool is_int, rstate *a, const rstate *b) {
 
 /* ---- runs: n contiguous compute values ---------------------------------------------------- */
 
-FC__RW_INLINE void run_f32_body(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
+static void run_f32(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
     bool nan = false;
     float m;
     switch (op) {
-    case FC__RED_SUM: s->a += fc__rw_sum_f32(v, n); return;
+    case FC__RED_SUM: s->a += fc__rw_sum(v, n); return;
     case FC__RED_MAX:
-        m = fc__rw_max_f32(v, n, &nan);
+        m = fc__rw_max(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
         return;
     case FC__RED_MIN:
-        m = fc__rw_min_f32(v, n, &nan);
+        m = fc__rw_min(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
         return;
     case FC__RED_LSE:
-        m = fc__rw_max_f32(v, n, &nan);
+        m = fc__rw_max(v, n, &nan);
         if (nan || m == INFINITY) {
             lse_add(s, nan ? (double)NAN : m);
             return;
@@ -231,7 +231,7 @@ FC__RW_INLINE void run_f32_body(fc__red_op op, rstate *s, const float *v, int64_
         {
             /* the shift is a float, so the exps below use exactly it */
             float nm = s->a > (double)m ? (float)s->a : m;
-            s->b = s->b * exp(s->a - (double)nm) + fc__rw_sumexp_f32(v, n, nm);
+            s->b = s->b * exp(s->a - (double)nm) + fc__rw_exp(v, NULL, n, nm);
             s->a = nm;
         }
         return;
@@ -239,16 +239,6 @@ FC__RW_INLINE void run_f32_body(fc__red_op op, rstate *s, const float *v, int64_
         for (int64_t i = 0; i < n; i++) upd_f(op, s, v[i], r0 + i);
         return;
     }
-}
-
-#ifdef FC__RW_X86
-FC__RW_AVX2 static void run_f32_avx2(fc__red_op op, rstate *s, const float *v, int64_t n,
-                                     int64_t r0) {
-    run_f32_body(op, s, v, n, r0);
-}
-#endif
-static void run_f32_base(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
-    run_f32_body(op, s, v, n, r0);
 }
 
 static void run_f64(fc__red_op op, rstate *s, const double *v, int64_t n, int64_t r0) {
@@ -278,13 +268,7 @@ static void run_i64(fc__red_op op, rstate *s, const int64_t *v, int64_t n, int64
 
 static void run_ct(ctype ct, fc__red_op op, rstate *s, const void *v, int64_t n, int64_t r0) {
     if (ct == CT_F32) {
-#ifdef FC__RW_X86
-        if (fc__rw_avx2()) {
-            run_f32_avx2(op, s, v, n, r0);
-            return;
-        }
-#endif
-        run_f32_base(op, s, v, n, r0);
+        run_f32(op, s, v, n, r0);
     } else if (ct == CT_F64) {
         run_f64(op, s, v, n, r0);
     } else {

@@ -30,17 +30,15 @@ typedef struct sm_arg {
 FC__RW_INLINE void softmax_f32_body(const float *x, float *y, int64_t nrows, int64_t dim,
                                     bool is_log) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *yr = y + t * dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
         bool nan;
-        float m = fc__rw_max_f32(xr, dim, &nan);
-        for (int64_t j = 0; j < dim; j++) yr[j] = fc__rw_expf(xr[j] - m);
-        double s = fc__rw_sum_f32(yr, dim);
+        float m = fc__rw_max(xr, dim, &nan);
         if (is_log) {
-            float ls = (float)log(s);
+            float ls = (float)log(fc__rw_exp(xr, NULL, dim, m));
             for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - m) - ls;
         } else {
-            float inv = (float)(1.0 / s);
+            float inv = (float)(1.0 / fc__rw_exp(xr, yr, dim, m));
             for (int64_t j = 0; j < dim; j++) yr[j] *= inv;
         }
     }
@@ -95,13 +93,14 @@ static void softmax_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, 
 FC__RW_INLINE void softmax_bwd_f32_body(const float *y, const float *g, float *dx, int64_t nrows,
                                         int64_t dim, bool is_log) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *yr = y + t * dim, *gr = g + t * dim;
-        float *dr = dx + t * dim;
+        const float *restrict yr = y + t * dim, *restrict gr = g + t * dim;
+        float *restrict dr = dx + t * dim;
         if (is_log) {
-            float sg = (float)fc__rw_sum_f32(gr, dim);
-            for (int64_t j = 0; j < dim; j++) dr[j] = gr[j] - fc__rw_expf(yr[j]) * sg;
+            float sg = (float)fc__rw_sum(gr, dim);
+            fc__rw_exp(yr, dr, dim, 0.0f);
+            for (int64_t j = 0; j < dim; j++) dr[j] = gr[j] - dr[j] * sg;
         } else {
-            float dot = (float)fc__rw_dot_f32(gr, yr, dim);
+            float dot = (float)fc__rw_dot(gr, yr, dim);
             for (int64_t j = 0; j < dim; j++) dr[j] = yr[j] * (gr[j] - dot);
         }
     }
