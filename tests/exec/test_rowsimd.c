@@ -34,8 +34,8 @@ static void close_to(double got, double want, double tol, const char *what, int6
         fail_msg("%s (n %lld): got %.10g want %.10g", what, (long long)n, got, want);
 }
 
-static const int64_t lengths[] = {0, 1, 7, 8, 9, 15, 16, 31, 32, 33, 63, 100, 511, 512, 513,
-                                  1000, 1024, 1100, 4099};
+static const int64_t lengths[] = {0,  1,   7,   8,   9,   15,   16,   31,   32,  33,
+                                  63, 100, 511, 512, 513, 1000, 1024, 1100, 4099};
 
 static void test_rowsimd_matches_portable_and_reference(void **state) {
     (void)state;
@@ -106,7 +106,8 @@ static void test_rowsimd_exp_range(void **state) {
     (void)state;
     enum { N = 20001 };
     float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N), *z = malloc(sizeof *z * N);
-    for (int i = 0; i < N; i++) x[i] = -100.0f + 0.01f * (float)i;
+    for (int i = 0; i < N; i++)
+        x[i] = -100.0f + 0.01f * (float)i;
     fc__rw_exp(x, y, N, 0.0f);
     fc__rw_exp_portable(x, z, N, 0.0f);
     for (int i = 0; i < N; i++) {
@@ -141,14 +142,14 @@ static fc_status step(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b, fc_
     fc_tensor *c = fc_cumsum(ctx, p, 1);
     fc_tensor *l1 = fc_cross_entropy(ctx, c, t, NULL);
     fc_tensor *l2 = fc_mse_loss(ctx, h, r, FC_REDUCE_MEAN);
-    fc_tensor *l3 = fc_logsumexp(ctx, fc_std(ctx, fc_prod(ctx, h, (const int[]){0}, 1, false),
-                                             NULL, 0, 1, false),
-                                 NULL, 0, false);
-    fc_tensor *l4 = fc_max(ctx, fc_mean(ctx, fc_var(ctx, r, (const int[]){1}, 1, 0, true),
-                                        NULL, 0, false),
-                           NULL, 0, false);
-    fc_tensor *terms[5] = {fc_sum(ctx, fc_sum(ctx, l1, NULL, 0, false), NULL, 0, false), l2, l3,
-                           l4, fc_min(ctx, fc_sum(ctx, h, NULL, 0, true), NULL, 0, false)};
+    fc_tensor *l3 = fc_logsumexp(
+        ctx, fc_std(ctx, fc_prod(ctx, h, (const int[]){0}, 1, false), NULL, 0, 1, false), NULL, 0,
+        false);
+    fc_tensor *l4 =
+        fc_max(ctx, fc_mean(ctx, fc_var(ctx, r, (const int[]){1}, 1, 0, true), NULL, 0, false),
+               NULL, 0, false);
+    fc_tensor *terms[5] = {fc_sum(ctx, fc_sum(ctx, l1, NULL, 0, false), NULL, 0, false), l2, l3, l4,
+                           fc_min(ctx, fc_sum(ctx, h, NULL, 0, true), NULL, 0, false)};
     fc_status st = FC_OK;
     for (int k = 0; k < 5 && st == FC_OK; k++) { /* the terms share the graph: retain it */
         fc_tensor *one = terms[k] ? fc_ones(ctx, FC_F32, fc_tensor_shape(terms[k]), 1) : NULL;
@@ -165,7 +166,8 @@ static void test_rowsimd_oom_sweep(void **state) {
     for (; fail < 4000 && !succeeded; fail++) {
         fct_counting ca;
         fct_counting_init(&ca);
-        fc_ctx_opts o = {.threads = 2, .disable_pool = true, .allocator = fct_counting_allocator(&ca)};
+        fc_ctx_opts o = {
+            .threads = 2, .disable_pool = true, .allocator = fct_counting_allocator(&ca)};
         fc_ctx *ctx = fc_ctx_new(&o);
         assert_non_null(ctx);
         fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){4, 8}, 2, 1.0);

@@ -20,10 +20,10 @@
 #include "core/convert.h"
 #include "exec/kernels/rowwise.h"
 
-#define ROW_CHUNK 16384  /* reduced elements per item in row mode */
-#define COL_CHUNK 65536  /* elements per item in column mode */
-#define LANE_BLOCK 128   /* kept lanes per item in column mode */
-#define LOADN 512        /* elements converted per gather */
+#define ROW_CHUNK 16384 /* reduced elements per item in row mode */
+#define COL_CHUNK 65536 /* elements per item in column mode */
+#define LANE_BLOCK 128  /* kept lanes per item in column mode */
+#define LOADN 512       /* elements converted per gather */
 
 typedef struct rstate {
     double a, b, c;
@@ -81,8 +81,12 @@ static inline bool beats_min(double v, const rstate *s) {
 
 static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
     switch (op) {
-    case FC__RED_SUM: s->a += v; break;
-    case FC__RED_PROD: s->a *= v; break;
+    case FC__RED_SUM:
+        s->a += v;
+        break;
+    case FC__RED_PROD:
+        s->a *= v;
+        break;
     case FC__RED_MAX:
     case FC__RED_ARGMAX:
         if (beats_max(v, s)) {
@@ -99,8 +103,12 @@ static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
             s->n = 1;
         }
         break;
-    case FC__RED_ALL: s->u &= (uint64_t)(v != 0); break;
-    case FC__RED_ANY: s->u |= (uint64_t)(v != 0); break;
+    case FC__RED_ALL:
+        s->u &= (uint64_t)(v != 0);
+        break;
+    case FC__RED_ANY:
+        s->u |= (uint64_t)(v != 0);
+        break;
     case FC__RED_VAR: {
         if (s->n == 0) s->a = v;
         double d = v - s->a;
@@ -109,22 +117,29 @@ static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
         s->n++;
         break;
     }
-    case FC__RED_LSE: lse_add(s, v); break;
+    case FC__RED_LSE:
+        lse_add(s, v);
+        break;
     case FC__RED_NZPROD:
         if (v != 0) s->a *= v;
         break;
     case FC__RED_NZCOUNT:
         if (v == 0) s->a += 1;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 /* Integers wrap: sums and products run in uint64_t. */
 static inline void upd_i(fc__red_op op, rstate *s, int64_t v, int64_t r) {
     switch (op) {
-    case FC__RED_SUM: s->u += (uint64_t)v; break;
-    case FC__RED_PROD: s->u *= (uint64_t)v; break;
+    case FC__RED_SUM:
+        s->u += (uint64_t)v;
+        break;
+    case FC__RED_PROD:
+        s->u *= (uint64_t)v;
+        break;
     case FC__RED_MAX:
     case FC__RED_ARGMAX:
         if (s->n == 0 || v > s->i) {
@@ -141,9 +156,14 @@ static inline void upd_i(fc__red_op op, rstate *s, int64_t v, int64_t r) {
             s->n = 1;
         }
         break;
-    case FC__RED_ALL: s->u &= (uint64_t)(v != 0); break;
-    case FC__RED_ANY: s->u |= (uint64_t)(v != 0); break;
-    default: break;
+    case FC__RED_ALL:
+        s->u &= (uint64_t)(v != 0);
+        break;
+    case FC__RED_ANY:
+        s->u |= (uint64_t)(v != 0);
+        break;
+    default:
+        break;
     }
 }
 
@@ -176,8 +196,12 @@ static void st_merge(fc__red_op op, bool is_int, rstate *a, const rstate *b) {
     case FC__RED_ARGMIN:
         if (b->n && (is_int ? (a->n == 0 || b->i < a->i) : beats_min(b->a, a))) *a = *b;
         break;
-    case FC__RED_ALL: a->u &= b->u; break;
-    case FC__RED_ANY: a->u |= b->u; break;
+    case FC__RED_ALL:
+        a->u &= b->u;
+        break;
+    case FC__RED_ANY:
+        a->u |= b->u;
+        break;
     case FC__RED_VAR: {
         if (b->n == 0) break;
         if (a->n == 0) {
@@ -202,7 +226,8 @@ static void st_merge(fc__red_op op, bool is_int, rstate *a, const rstate *b) {
             a->a = m;
         }
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -212,7 +237,9 @@ static void run_f32(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t
     bool nan = false;
     float m;
     switch (op) {
-    case FC__RED_SUM: s->a += fc__rw_sum(v, n); return;
+    case FC__RED_SUM:
+        s->a += fc__rw_sum(v, n);
+        return;
     case FC__RED_MAX:
         m = fc__rw_max(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
@@ -236,7 +263,8 @@ static void run_f32(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t
         }
         return;
     default:
-        for (int64_t i = 0; i < n; i++) upd_f(op, s, v[i], r0 + i);
+        for (int64_t i = 0; i < n; i++)
+            upd_f(op, s, v[i], r0 + i);
         return;
     }
 }
@@ -246,24 +274,30 @@ static void run_f64(fc__red_op op, rstate *s, const double *v, int64_t n, int64_
         double acc[8] = {0};
         int64_t i = 0;
         for (; i + 8 <= n; i += 8)
-            for (int l = 0; l < 8; l++) acc[l] += v[i + l];
+            for (int l = 0; l < 8; l++)
+                acc[l] += v[i + l];
         double t = 0;
-        for (; i < n; i++) t += v[i];
-        for (int l = 0; l < 8; l++) t += acc[l];
+        for (; i < n; i++)
+            t += v[i];
+        for (int l = 0; l < 8; l++)
+            t += acc[l];
         s->a += t;
         return;
     }
-    for (int64_t i = 0; i < n; i++) upd_f(op, s, v[i], r0 + i);
+    for (int64_t i = 0; i < n; i++)
+        upd_f(op, s, v[i], r0 + i);
 }
 
 static void run_i64(fc__red_op op, rstate *s, const int64_t *v, int64_t n, int64_t r0) {
     if (op == FC__RED_SUM) {
         uint64_t acc = 0;
-        for (int64_t i = 0; i < n; i++) acc += (uint64_t)v[i];
+        for (int64_t i = 0; i < n; i++)
+            acc += (uint64_t)v[i];
         s->u += acc;
         return;
     }
-    for (int64_t i = 0; i < n; i++) upd_i(op, s, v[i], r0 + i);
+    for (int64_t i = 0; i < n; i++)
+        upd_i(op, s, v[i], r0 + i);
 }
 
 static void run_ct(ctype ct, fc__red_op op, rstate *s, const void *v, int64_t n, int64_t r0) {
@@ -281,18 +315,23 @@ static void cols_ct(ctype ct, fc__red_op op, rstate *s, const void *v, int64_t w
     if (ct == CT_F32) {
         const float *p = v;
         if (op == FC__RED_SUM)
-            for (int64_t q = 0; q < w; q++) s[q].a += p[q];
+            for (int64_t q = 0; q < w; q++)
+                s[q].a += p[q];
         else
-            for (int64_t q = 0; q < w; q++) upd_f(op, &s[q], p[q], r);
+            for (int64_t q = 0; q < w; q++)
+                upd_f(op, &s[q], p[q], r);
     } else if (ct == CT_F64) {
         const double *p = v;
         if (op == FC__RED_SUM)
-            for (int64_t q = 0; q < w; q++) s[q].a += p[q];
+            for (int64_t q = 0; q < w; q++)
+                s[q].a += p[q];
         else
-            for (int64_t q = 0; q < w; q++) upd_f(op, &s[q], p[q], r);
+            for (int64_t q = 0; q < w; q++)
+                upd_f(op, &s[q], p[q], r);
     } else {
         const int64_t *p = v;
-        for (int64_t q = 0; q < w; q++) upd_i(op, &s[q], p[q], r);
+        for (int64_t q = 0; q < w; q++)
+            upd_i(op, &s[q], p[q], r);
     }
 }
 
@@ -360,9 +399,9 @@ typedef struct red_job {
     bool native; /* x's dtype is the compute dtype */
     const char *x;
     plan p;
-    int64_t chunk, nrc;                /* per item: reduced elements (rows) / indices (cols) */
+    int64_t chunk, nrc;                 /* per item: reduced elements (rows) / indices (cols) */
     int64_t lanes, lane_blocks, nouter; /* column mode */
-    rstate *partial;                   /* [nout][nrc] when nrc > 1 */
+    rstate *partial;                    /* [nout][nrc] when nrc > 1 */
     fc__red_params prm;
     fc_raw *out;
 } red_job;
@@ -385,16 +424,20 @@ static const void *gather(const red_job *j, const char *src, int64_t stride, int
         loadbuf *dst = j->native ? buf : tmp;
         switch (j->es) {
         case 1:
-            for (int64_t q = 0; q < n; q++) dst->b1[q] = *(const uint8_t *)(src + q * stride);
+            for (int64_t q = 0; q < n; q++)
+                dst->b1[q] = *(const uint8_t *)(src + q * stride);
             break;
         case 2:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 2 * q, src + q * stride, 2);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 2 * q, src + q * stride, 2);
             break;
         case 4:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 4 * q, src + q * stride, 4);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 4 * q, src + q * stride, 4);
             break;
         default:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 8 * q, src + q * stride, 8);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 8 * q, src + q * stride, 8);
             break;
         }
         if (j->native) return buf;
@@ -460,9 +503,9 @@ static void col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_
     const plan *p = &j->p;
     int last = p->nr - 1;
     int64_t lstride = p->kstr[p->nk - 1];
-    for (int64_t q = 0; q < w; q++) st_init(j->op, &s[q]);
-    const char *ptr =
-        j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
+    for (int64_t q = 0; q < w; q++)
+        st_init(j->op, &s[q]);
+    const char *ptr = j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
     int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < p->nred ? r0 + j->chunk : p->nred;
     int64_t idx[FC_MAX_RANK], q = r0;
     for (int d = last; d >= 0; d--) {
@@ -481,14 +524,16 @@ static void col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_
         }
     }
     if (j->op == FC__RED_VAR)
-        for (int64_t k = 0; k < w; k++) var_close(&s[k]);
+        for (int64_t k = 0; k < w; k++)
+            var_close(&s[k]);
 }
 
 /* ---- results ------------------------------------------------------------------------------- */
 
 static double float_result(const red_job *j, const rstate *s) {
     switch (j->op) {
-    case FC__RED_SUM: return j->prm.scale != 0 ? s->a * j->prm.scale : s->a;
+    case FC__RED_SUM:
+        return j->prm.scale != 0 ? s->a * j->prm.scale : s->a;
     case FC__RED_VAR: {
         double den = (double)s->n - j->prm.correction;
         double v = s->b / (den > 0 ? den : 0.0);
@@ -497,14 +542,17 @@ static double float_result(const red_job *j, const rstate *s) {
     case FC__RED_LSE:
         if (s->a != s->a || s->a == INFINITY || s->a == -INFINITY) return s->a;
         return s->a + log(s->b);
-    default: return s->a;
+    default:
+        return s->a;
     }
 }
 
 static void store_result(const red_job *j, int64_t o, const rstate *s) {
     char *dst = fc__raw_base(j->out) + o * (int64_t)fc_dtype_size(j->out->dtype);
     switch (j->out->dtype) {
-    case FC_BOOL: *(uint8_t *)dst = s->u != 0; break;
+    case FC_BOOL:
+        *(uint8_t *)dst = s->u != 0;
+        break;
     case FC_I64: {
         int64_t v;
         if (j->op == FC__RED_ARGMAX || j->op == FC__RED_ARGMIN)
@@ -516,9 +564,14 @@ static void store_result(const red_job *j, int64_t o, const rstate *s) {
         memcpy(dst, &v, sizeof v);
         break;
     }
-    case FC_F32: *(float *)dst = (float)float_result(j, s); break;
-    case FC_F64: *(double *)dst = float_result(j, s); break;
-    default: break;
+    case FC_F32:
+        *(float *)dst = (float)float_result(j, s);
+        break;
+    case FC_F64:
+        *(double *)dst = float_result(j, s);
+        break;
+    default:
+        break;
     }
 }
 
@@ -547,7 +600,8 @@ static void col_items(void *arg, int64_t b, int64_t e) {
         int64_t lb = t % j->lane_blocks, oo = t / j->lane_blocks;
         int64_t l0 = lb * LANE_BLOCK, w = j->lanes - l0 < LANE_BLOCK ? j->lanes - l0 : LANE_BLOCK;
         col_item(j, oo, l0, w, c, s);
-        for (int64_t q = 0; q < w; q++) keep_state(j, oo * j->lanes + l0 + q, c, &s[q]);
+        for (int64_t q = 0; q < w; q++)
+            keep_state(j, oo * j->lanes + l0 + q, c, &s[q]);
     }
 }
 
@@ -556,7 +610,8 @@ static void merge_outputs(void *arg, int64_t b, int64_t e) {
     bool is_int = j->ct == CT_I64;
     for (int64_t o = b; o < e; o++) {
         rstate s = j->partial[o * j->nrc];
-        for (int64_t c = 1; c < j->nrc; c++) st_merge(j->op, is_int, &s, &j->partial[o * j->nrc + c]);
+        for (int64_t c = 1; c < j->nrc; c++)
+            st_merge(j->op, is_int, &s, &j->partial[o * j->nrc + c]);
         store_result(j, o, &s);
     }
 }
@@ -606,19 +661,18 @@ fc_status fc__red_run(fc_ctx *ctx, const char *opname, fc__red_op op, const fc_r
 
 /* ---- axes and gradient views ---------------------------------------------------------------- */
 
-fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes,
-                       int naxes, bool keepdim, bool *mask, int64_t *oshape, int *orank,
-                       int64_t *count) {
+fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes, int naxes,
+                       bool keepdim, bool *mask, int64_t *oshape, int *orank, int64_t *count) {
     int rank = x->raw.rank;
     char d[160];
-    if (naxes < 0)
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+    if (naxes < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
     if (naxes > rank)
         return fc__fail(ctx, FC_ERR_RANK, "%s: %d axes given for %s of rank %d", op, naxes,
                         fc__desc(x, d, (int)sizeof d), rank);
     if (naxes > 0 && !axes)
         return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: axes is NULL with naxes %d", op, naxes);
-    for (int i = 0; i < rank; i++) mask[i] = naxes == 0;
+    for (int i = 0; i < rank; i++)
+        mask[i] = naxes == 0;
     for (int k = 0; k < naxes; k++) {
         int a;
         if (fc__shape_norm_axis(axes[k], rank, &a) != FC_OK)

@@ -26,9 +26,12 @@ typedef enum dclass {
 static bool dtype_ok(dclass c, fc_dtype dt) {
     if (!fc_dtype_is_scalar(dt)) return false;
     switch (c) {
-    case D_NUMERIC: return !fc_dtype_is_f8(dt);
-    case D_FLOAT: return fc_dtype_is_float(dt);
-    default: return true;
+    case D_NUMERIC:
+        return !fc_dtype_is_f8(dt);
+    case D_FLOAT:
+        return fc_dtype_is_float(dt);
+    default:
+        return true;
     }
 }
 
@@ -52,8 +55,8 @@ typedef struct red_spec {
     bool save_input, save_output;
 } red_spec;
 
-static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const int *axes,
-                         int naxes, bool keepdim) {
+static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const int *axes, int naxes,
+                         bool keepdim) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, sp->name, x);
     fc_dtype dt = x->raw.dtype;
@@ -69,8 +72,7 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
     bool mask[FC_MAX_RANK];
     int64_t oshape[FC_MAX_RANK], count;
     int orank;
-    if (fc__red_axes(ctx, sp->name, x, axes, naxes, keepdim, mask, oshape, &orank, &count) !=
-        FC_OK)
+    if (fc__red_axes(ctx, sp->name, x, axes, naxes, keepdim, mask, oshape, &orank, &count) != FC_OK)
         return NULL;
     fc__red_params prm = sp->prm;
     if (sp->mean) prm.scale = 1.0 / (double)count;
@@ -87,7 +89,8 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
             return NULL;
         }
         int64_t bits = 0;
-        for (int i = 0; i < x->raw.rank; i++) bits |= (int64_t)mask[i] << i;
+        for (int i = 0; i < x->raw.rank; i++)
+            bits |= (int64_t)mask[i] << i;
         nd->i[0] = bits;
         nd->i[1] = count;
         nd->i[2] = prm.take_sqrt;
@@ -103,30 +106,40 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
 }
 
 fc_tensor *fc_sum(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "sum", .op = FC__RED_SUM, .dc = D_NUMERIC, .backward = fc__grad_sum};
+    static const red_spec sp = {
+        .name = "sum", .op = FC__RED_SUM, .dc = D_NUMERIC, .backward = fc__grad_sum};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_mean(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "mean", .op = FC__RED_SUM, .dc = D_FLOAT, .mean = true,
-                                .backward = fc__grad_mean};
+    static const red_spec sp = {
+        .name = "mean", .op = FC__RED_SUM, .dc = D_FLOAT, .mean = true, .backward = fc__grad_mean};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "prod", .op = FC__RED_PROD, .dc = D_NUMERIC, .backward = fc__grad_prod,
+    static const red_spec sp = {.name = "prod",
+                                .op = FC__RED_PROD,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_prod,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_max(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "max", .op = FC__RED_MAX, .dc = D_NUMERIC, .backward = fc__grad_extremum,
+    static const red_spec sp = {.name = "max",
+                                .op = FC__RED_MAX,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_extremum,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "min", .op = FC__RED_MIN, .dc = D_NUMERIC, .backward = fc__grad_extremum,
+    static const red_spec sp = {.name = "min",
+                                .op = FC__RED_MIN,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_extremum,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
@@ -143,14 +156,22 @@ fc_tensor *fc_argmin(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim) {
 
 fc_tensor *fc_var(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                   bool keepdim) {
-    red_spec sp = {.name = "var", .op = FC__RED_VAR, .dc = D_FLOAT, .backward = fc__grad_var, .save_input = true};
+    red_spec sp = {.name = "var",
+                   .op = FC__RED_VAR,
+                   .dc = D_FLOAT,
+                   .backward = fc__grad_var,
+                   .save_input = true};
     sp.prm.correction = correction;
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                   bool keepdim) {
-    red_spec sp = {.name = "std", .op = FC__RED_VAR, .dc = D_FLOAT, .backward = fc__grad_var, .save_input = true,
+    red_spec sp = {.name = "std",
+                   .op = FC__RED_VAR,
+                   .dc = D_FLOAT,
+                   .backward = fc__grad_var,
+                   .save_input = true,
                    .save_output = true};
     sp.prm.correction = correction;
     sp.prm.take_sqrt = true;
@@ -158,8 +179,11 @@ fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int cor
 }
 
 fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "logsumexp", .op = FC__RED_LSE, .dc = D_FLOAT,
-                                .backward = fc__grad_logsumexp, .save_input = true,
+    static const red_spec sp = {.name = "logsumexp",
+                                .op = FC__RED_LSE,
+                                .dc = D_FLOAT,
+                                .backward = fc__grad_logsumexp,
+                                .save_input = true,
                                 .save_output = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }

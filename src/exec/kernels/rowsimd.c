@@ -45,7 +45,8 @@ static inline float exp_portable(float x) {
 float fc__rw_max_portable(const float *x, int64_t n, bool *nan) {
     float acc[LANES];
     int bad = 0;
-    for (int l = 0; l < LANES; l++) acc[l] = -INFINITY;
+    for (int l = 0; l < LANES; l++)
+        acc[l] = -INFINITY;
     int64_t j = 0;
     for (; j + LANES <= n; j += LANES)
         for (int l = 0; l < LANES; l++) {
@@ -58,7 +59,8 @@ float fc__rw_max_portable(const float *x, int64_t n, bool *nan) {
         m = x[j] > m ? x[j] : m;
         bad |= x[j] != x[j];
     }
-    for (int l = 0; l < LANES; l++) m = acc[l] > m ? acc[l] : m;
+    for (int l = 0; l < LANES; l++)
+        m = acc[l] > m ? acc[l] : m;
     *nan = bad != 0;
     return m;
 }
@@ -66,7 +68,8 @@ float fc__rw_max_portable(const float *x, int64_t n, bool *nan) {
 float fc__rw_min_portable(const float *x, int64_t n, bool *nan) {
     float acc[LANES];
     int bad = 0;
-    for (int l = 0; l < LANES; l++) acc[l] = INFINITY;
+    for (int l = 0; l < LANES; l++)
+        acc[l] = INFINITY;
     int64_t j = 0;
     for (; j + LANES <= n; j += LANES)
         for (int l = 0; l < LANES; l++) {
@@ -79,7 +82,8 @@ float fc__rw_min_portable(const float *x, int64_t n, bool *nan) {
         m = x[j] < m ? x[j] : m;
         bad |= x[j] != x[j];
     }
-    for (int l = 0; l < LANES; l++) m = acc[l] < m ? acc[l] : m;
+    for (int l = 0; l < LANES; l++)
+        m = acc[l] < m ? acc[l] : m;
     *nan = bad != 0;
     return m;
 }
@@ -91,10 +95,13 @@ double fc__rw_sum_portable(const float *x, int64_t n) {
         int64_t end = n - i < BLOCK ? n : i + BLOCK, j = i;
         float acc[LANES] = {0};
         for (; j + LANES <= end; j += LANES)
-            for (int l = 0; l < LANES; l++) acc[l] += x[j + l];
+            for (int l = 0; l < LANES; l++)
+                acc[l] += x[j + l];
         double t = 0;
-        for (; j < end; j++) t += x[j];
-        for (int l = 0; l < LANES; l++) t += acc[l];
+        for (; j < end; j++)
+            t += x[j];
+        for (int l = 0; l < LANES; l++)
+            t += acc[l];
         total += t;
     }
     return total;
@@ -106,10 +113,13 @@ double fc__rw_dot_portable(const float *a, const float *b, int64_t n) {
         int64_t end = n - i < BLOCK ? n : i + BLOCK, j = i;
         float acc[LANES] = {0};
         for (; j + LANES <= end; j += LANES)
-            for (int l = 0; l < LANES; l++) acc[l] += a[j + l] * b[j + l];
+            for (int l = 0; l < LANES; l++)
+                acc[l] += a[j + l] * b[j + l];
         double t = 0;
-        for (; j < end; j++) t += a[j] * b[j];
-        for (int l = 0; l < LANES; l++) t += acc[l];
+        for (; j < end; j++)
+            t += a[j] * b[j];
+        for (int l = 0; l < LANES; l++)
+            t += acc[l];
         total += t;
     }
     return total;
@@ -121,10 +131,13 @@ double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c) {
         int64_t end = n - i < BLOCK ? n : i + BLOCK, j = i;
         float acc[LANES] = {0};
         for (; j + LANES <= end; j += LANES)
-            for (int l = 0; l < LANES; l++) acc[l] += (x[j + l] - c) * (x[j + l] - c);
+            for (int l = 0; l < LANES; l++)
+                acc[l] += (x[j + l] - c) * (x[j + l] - c);
         double t = 0;
-        for (; j < end; j++) t += (x[j] - c) * (x[j] - c);
-        for (int l = 0; l < LANES; l++) t += acc[l];
+        for (; j < end; j++)
+            t += (x[j] - c) * (x[j] - c);
+        for (int l = 0; l < LANES; l++)
+            t += acc[l];
         total += t;
     }
     return total;
@@ -135,22 +148,25 @@ double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m) {
     double total = 0;
     for (int64_t i = 0; i < n; i += BLOCK) {
         int64_t k = n - i < BLOCK ? n - i : BLOCK;
-        for (int64_t q = 0; q < k; q++) tmp[q] = exp_portable(x[i + q] - m);
+        for (int64_t q = 0; q < k; q++)
+            tmp[q] = exp_portable(x[i + q] - m);
         if (y) memcpy(y + i, tmp, sizeof *tmp * (size_t)k);
         total += fc__rw_sum_portable(tmp, k);
     }
     return total;
 }
 
-void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n,
-                               float mu, float rs, double *sa, double *sb) {
+void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
+                               float rs, double *sa, double *sb) {
     float tmp[BLOCK];
     double a = 0, b = 0;
     for (int64_t i = 0; i < n; i += BLOCK) {
         int64_t k = n - i < BLOCK ? n - i : BLOCK;
-        for (int64_t q = 0; q < k; q++) tmp[q] = g[i + q] * w[i + q];
+        for (int64_t q = 0; q < k; q++)
+            tmp[q] = g[i + q] * w[i + q];
         a += fc__rw_sum_portable(tmp, k);
-        for (int64_t q = 0; q < k; q++) tmp[q] *= (x[i + q] - mu) * rs;
+        for (int64_t q = 0; q < k; q++)
+            tmp[q] *= (x[i + q] - mu) * rs;
         b += fc__rw_sum_portable(tmp, k);
     }
     *sa = a;
@@ -170,8 +186,8 @@ FC__RW_AVX2 static inline double hsum_d(__m256 v) {
 
 FC__RW_AVX2 static inline __m256 exp8(__m256 x) {
     x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), x));
-    __m256 kf = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
-                                _mm256_set1_ps(12582912.0f));
+    __m256 kf =
+        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(12582912.0f));
     __m256 k = _mm256_sub_ps(kf, _mm256_set1_ps(12582912.0f));
     __m256i ki = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4B400000));
     __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), x);
@@ -212,7 +228,8 @@ FC__RW_AVX2 static float max_avx2(const float *x, int64_t n, bool *nan) {
     _mm256_storeu_ps(lanes, m0);
     bool tail_nan;
     float m = fc__rw_max_portable(x + j, n - j, &tail_nan);
-    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m;
+    for (int l = 0; l < 8; l++)
+        m = lanes[l] > m ? lanes[l] : m;
     *nan = tail_nan || _mm256_movemask_ps(bad) != 0;
     return m;
 }
@@ -240,7 +257,8 @@ FC__RW_AVX2 static float min_avx2(const float *x, int64_t n, bool *nan) {
     _mm256_storeu_ps(lanes, m0);
     bool tail_nan;
     float m = fc__rw_min_portable(x + j, n - j, &tail_nan);
-    for (int l = 0; l < 8; l++) m = lanes[l] < m ? lanes[l] : m;
+    for (int l = 0; l < 8; l++)
+        m = lanes[l] < m ? lanes[l] : m;
     *nan = tail_nan || _mm256_movemask_ps(bad) != 0;
     return m;
 }
@@ -335,8 +353,8 @@ FC__RW_AVX2 static double exp_avx2(const float *x, float *y, int64_t n, float m)
     return total + fc__rw_exp_portable(x + i, y ? y + i : NULL, n - i, m);
 }
 
-FC__RW_AVX2 static void norm_sums_avx2(const float *x, const float *g, const float *w,
-                                       int64_t n, float mu, float rs, double *sa, double *sb) {
+FC__RW_AVX2 static void norm_sums_avx2(const float *x, const float *g, const float *w, int64_t n,
+                                       float mu, float rs, double *sa, double *sb) {
     __m256 muv = _mm256_set1_ps(mu), rsv = _mm256_set1_ps(rs);
     double a = 0, b = 0;
     int64_t i = 0;
@@ -404,8 +422,8 @@ double fc__rw_exp(const float *x, float *y, int64_t n, float m) {
     return fc__rw_exp_portable(x, y, n, m);
 }
 
-void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu,
-                      float rs, double *sa, double *sb) {
+void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
+                      double *sa, double *sb) {
 #ifdef FC__RW_X86
     if (fc__rw_avx2()) {
         norm_sums_avx2(x, g, w, n, mu, rs, sa, sb);

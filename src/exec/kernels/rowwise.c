@@ -126,7 +126,8 @@ static void run_group(const rows_state *s, int64_t g, char *scratch) {
     int64_t rows = j->outer * j->inner;
     int64_t r0 = rows * g / j->groups, r1 = rows * (g + 1) / j->groups;
     bool all_direct = true;
-    for (int k = 0; k < j->nin + j->nout; k++) all_direct &= s->direct[k];
+    for (int k = 0; k < j->nin + j->nout; k++)
+        all_direct &= s->direct[k];
     if (all_direct) { /* rows are the tensors' own memory: one call per group */
         if (r1 > r0) run_tile(s, g, r0, r1 - r0, scratch);
         return;

@@ -54,8 +54,8 @@ double fc__rw_sumsq_dev(const float *x, int64_t n, float c);
  * -88 and NaN for NaN. */
 double fc__rw_exp(const float *x, float *y, int64_t n, float m);
 /* *sa = sum g*w, *sb = sum g*w*(x - mu)*rs: the two row sums of the norms' backward. */
-void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu,
-                      float rs, double *sa, double *sb);
+void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
+                      double *sa, double *sb);
 
 /* The portable twins (always available; for tests and non-AVX2 CPUs). */
 float fc__rw_max_portable(const float *x, int64_t n, bool *nan);
@@ -64,8 +64,8 @@ double fc__rw_sum_portable(const float *x, int64_t n);
 double fc__rw_dot_portable(const float *a, const float *b, int64_t n);
 double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c);
 double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m);
-void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n,
-                               float mu, float rs, double *sa, double *sb);
+void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
+                               float rs, double *sa, double *sb);
 
 /* ---- the row driver ------------------------------------------------------------------- */
 #define FC__ROWS_MAX_OPS 4
@@ -79,10 +79,10 @@ typedef void (*fc__rows_fn)(void *arg, int64_t group, int64_t row0, int64_t nrow
 
 typedef struct fc__rows_job {
     int64_t outer, dim, inner;
-    int nin, nout;                   /* operands: nin inputs, then nout outputs */
-    fc_raw *ops[FC__ROWS_MAX_OPS];   /* contiguous [outer, dim, inner] tensors */
-    fc_dtype ct;                     /* compute dtype: FC_F32, FC_F64 or FC_I64 */
-    int64_t groups;                  /* 0: fc__rows_default_groups */
+    int nin, nout;                 /* operands: nin inputs, then nout outputs */
+    fc_raw *ops[FC__ROWS_MAX_OPS]; /* contiguous [outer, dim, inner] tensors */
+    fc_dtype ct;                   /* compute dtype: FC_F32, FC_F64 or FC_I64 */
+    int64_t groups;                /* 0: fc__rows_default_groups */
     fc__rows_fn fn;
     void *arg;
 } fc__rows_job;
@@ -118,8 +118,8 @@ fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool 
  * mean (layer_norm only) and rstd the saved per-row statistics in the
  * gradient dtype. Sets *dx, *dw (when w and want_w), *db (when want_b). */
 fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
-                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w,
-                            bool want_b, fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
+                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
+                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
 /* cross_entropy backward: logits [N, C] (contiguous), per-row lse [N] and
  * targets i64 [N], g the loss gradient ([1] or [N] for reduction none). */
 fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *lse,

@@ -36,10 +36,12 @@ FC__RW_INLINE void softmax_f32_body(const float *x, float *y, int64_t nrows, int
         float m = fc__rw_max(xr, dim, &nan);
         if (is_log) {
             float ls = (float)log(fc__rw_exp(xr, NULL, dim, m));
-            for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - m) - ls;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
         } else {
             float inv = (float)(1.0 / fc__rw_exp(xr, yr, dim, m));
-            for (int64_t j = 0; j < dim; j++) yr[j] *= inv;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] *= inv;
         }
     }
 }
@@ -58,16 +60,19 @@ static void softmax_f64(const double *x, double *y, int64_t nrows, int64_t dim, 
     for (int64_t t = 0; t < nrows; t++) {
         const double *xr = x + t * dim;
         double *yr = y + t * dim, m = -INFINITY, s = 0;
-        for (int64_t j = 0; j < dim; j++) m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < dim; j++)
+            m = xr[j] > m ? xr[j] : m;
         for (int64_t j = 0; j < dim; j++) {
             yr[j] = exp(xr[j] - m);
             s += yr[j];
         }
         if (is_log) {
             double ls = log(s);
-            for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - m) - ls;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
         } else {
-            for (int64_t j = 0; j < dim; j++) yr[j] /= s;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] /= s;
         }
     }
 }
@@ -98,10 +103,12 @@ FC__RW_INLINE void softmax_bwd_f32_body(const float *y, const float *g, float *d
         if (is_log) {
             float sg = (float)fc__rw_sum(gr, dim);
             fc__rw_exp(yr, dr, dim, 0.0f);
-            for (int64_t j = 0; j < dim; j++) dr[j] = gr[j] - dr[j] * sg;
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = gr[j] - dr[j] * sg;
         } else {
             float dot = (float)fc__rw_dot(gr, yr, dim);
-            for (int64_t j = 0; j < dim; j++) dr[j] = yr[j] * (gr[j] - dot);
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = yr[j] * (gr[j] - dot);
         }
     }
 }
@@ -122,7 +129,8 @@ static void softmax_bwd_f64(const double *y, const double *g, double *dx, int64_
     for (int64_t t = 0; t < nrows; t++) {
         const double *yr = y + t * dim, *gr = g + t * dim;
         double *dr = dx + t * dim, s = 0;
-        for (int64_t j = 0; j < dim; j++) s += is_log ? gr[j] : gr[j] * yr[j];
+        for (int64_t j = 0; j < dim; j++)
+            s += is_log ? gr[j] : gr[j] * yr[j];
         for (int64_t j = 0; j < dim; j++)
             dr[j] = is_log ? gr[j] - exp(yr[j]) * s : yr[j] * (gr[j] - s);
     }
@@ -150,8 +158,12 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
     fc_tensor *dx = fc__tensor_new(ctx, op, g->raw.dtype, g->raw.shape, g->raw.rank);
     if (!dx) return NULL;
     sm_arg arg = {fc__rw_float_ct(g->raw.dtype), is_log};
-    fc__rows_job job = {.nin = 2, .nout = 1, .ops = {&y->raw, &g->raw, &dx->raw}, .ct = arg.ct,
-                        .fn = softmax_bwd_rows, .arg = &arg};
+    fc__rows_job job = {.nin = 2,
+                        .nout = 1,
+                        .ops = {&y->raw, &g->raw, &dx->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_bwd_rows,
+                        .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
@@ -183,8 +195,12 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
         return NULL;
     }
     sm_arg arg = {fc__rw_float_ct(dt), is_log};
-    fc__rows_job job = {.nin = 1, .nout = 1, .ops = {&xc->raw, &y->raw}, .ct = arg.ct,
-                        .fn = softmax_rows, .arg = &arg};
+    fc__rows_job job = {.nin = 1,
+                        .nout = 1,
+                        .ops = {&xc->raw, &y->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_rows,
+                        .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
     fc_status st = fc__rows_run(ctx, name, &job);
     fc_release(xc);
@@ -193,8 +209,8 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
         return NULL;
     }
     if (fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y,
-                                    1, &x);
+        fc_node *nd =
+            fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y, 1, &x);
         if (!nd || fc__ag_save(ctx, nd, "output", y) != FC_OK) {
             fc_release(y);
             return NULL;
