@@ -75,6 +75,15 @@ static void test_rowsimd_matches_portable_and_reference(void **state) {
         close_to(d2, sb, 1e-6, "norm_sums b", n);
         close_to(d3, sa, 1e-6, "norm_sums portable a", n);
         close_to(d4, sb, 1e-6, "norm_sums portable b", n);
+        double p1, p2, p3, p4, s1 = 0;
+        for (int64_t i = 0; i < n; i++)
+            s1 += (double)a[i] - c;
+        fc__rw_sum_sumsq(a, n, c, &p1, &p2);
+        fc__rw_sum_sumsq_portable(a, n, c, &p3, &p4);
+        close_to(p1, s1, 1e-6 * (1 + n), "sum_sumsq s1", n);
+        close_to(p2, q, 1e-6, "sum_sumsq s2", n);
+        close_to(p3, s1, 1e-6 * (1 + n), "sum_sumsq portable s1", n);
+        close_to(p4, q, 1e-6, "sum_sumsq portable s2", n);
         close_to(fc__rw_exp(a, y1, n, m), e, 1e-6, "exp sum", n);
         close_to(fc__rw_exp_portable(a, y2, n, m), e, 1e-6, "exp sum portable", n);
         close_to(fc__rw_exp(a, NULL, n, m), e, 1e-6, "exp sum, no store", n);

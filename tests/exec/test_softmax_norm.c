@@ -82,7 +82,7 @@ static double dtype_tol(fc_dtype dt) {
 static void expect_close(const double *got, const double *want, int64_t n, double tol,
                          const char *what) {
     for (int64_t i = 0; i < n; i++) {
-        if (isnan(want[i]) && isnan(got[i])) continue;
+        if ((isnan(want[i]) && isnan(got[i])) || got[i] == want[i]) continue;
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
             fail_msg("%s[%lld]: got %.10g want %.10g (tol %g)", what, (long long)i, got[i], want[i],
                      tol);
@@ -220,6 +220,7 @@ static void test_softmax_forward(void **state) {
             softmax_case(ctx, dts[d], (const int64_t[]){3, 2000}, 2, 1, lg, 4);
             softmax_case(ctx, dts[d], (const int64_t[]){40, 3}, 2, 0, lg, 5);
             softmax_case(ctx, dts[d], (const int64_t[]){7}, 1, 0, lg, 6);
+            softmax_case(ctx, dts[d], (const int64_t[]){2, 40000}, 2, 1, lg, 7); /* online */
         }
     free_ctx(ctx);
 }
@@ -275,6 +276,24 @@ static void test_softmax_masked_and_nan_rows(void **state) {
         assert_true(isnan(got[i]));
     free(got);
     fc_release(y);
+    fc_release(x);
+    /* a long (online path) row whose first blocks are all masked */
+    int64_t long_shape[2] = {2, 40000};
+    double *lv = malloc(sizeof *lv * 80000), *lw = malloc(sizeof *lw * 80000);
+    for (int i = 0; i < 80000; i++)
+        lv[i] = (i % 40000) < 9000 ? -INFINITY : (i < 40000 ? 0.001 * (i % 97) : -INFINITY);
+    lv[79999] = 2.0; /* second row: all masked but its last element */
+    x = from_f64(ctx, FC_F32, long_shape, 2, lv);
+    for (int lg = 0; lg < 2; lg++) {
+        y = lg ? fc_log_softmax(ctx, x, 1) : fc_softmax(ctx, x, 1);
+        ref_softmax(lv, long_shape, 2, 1, lg, lw);
+        got = values(y);
+        expect_close(got, lw, 80000, 1e-5, "masked long row");
+        free(got);
+        fc_release(y);
+    }
+    free(lv);
+    free(lw);
     fc_release(x);
     /* huge logits do not overflow */
     double big[3] = {1000, 999, -1000};
@@ -398,6 +417,10 @@ static void test_norm_forward_backward(void **state) {
             norm_case(ctx, dts[d], (const int64_t[]){5, 16}, 2, rms, true, false, 0);
             norm_case(ctx, dts[d], (const int64_t[]){130, 9}, 2, rms, false, true, 0);
         }
+    /* rows past the one-pass threshold */
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, false, true, true, 0);
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, true, true, false, 0);
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, false, false, false, 1e3);
     /* a mean far from zero: the two-pass variance keeps its accuracy */
     norm_case(ctx, FC_F32, (const int64_t[]){6, 64}, 2, false, true, true, 1e3);
     norm_case(ctx, FC_F64, (const int64_t[]){6, 64}, 2, false, true, true, 1e6);

@@ -6,7 +6,9 @@
  * var is the biased variance. A row (D elements) is read from memory once:
  * the mean pass brings it into L1, the centred sum of squares (two-pass,
  * so no cancellation when |mean| >> std) and the output pass run on the
- * cached row; the sums use f32 lanes flushed into doubles. The forward
+ * cached row; the sums use f32 lanes flushed into doubles. Rows too long
+ * to stay cached get their statistics in one pass (sum and sum of squares
+ * shifted by the first 4096 elements' mean). The forward
  * saves mean and rstd per row for the backward. A missing weight or bias
  * is a row of ones or zeros, so one loop serves every case.
  *
@@ -21,7 +23,8 @@
 
 fc_status fc__grad_norm(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
-#define NORM_GROUPS 64 /* row groups of the backward's dw/db partial sums */
+#define NORM_GROUPS 64    /* row groups of the backward's dw/db partial sums */
+#define ONEPASS_MIN 32768 /* longer rows leave L2 between passes: one-pass statistics */
 
 /* ---- forward rows -------------------------------------------------------------------------- */
 
@@ -39,8 +42,24 @@ FC__RW_INLINE void norm_f32_body(const norm_arg *a, const float *x, float *y, in
     for (int64_t t = 0; t < nrows; t++) {
         const float *restrict xr = x + t * dim;
         float *restrict yr = y + t * dim;
-        float mu = a->rms ? 0.0f : (float)(fc__rw_sum(xr, dim) / (double)dim);
-        double var = fc__rw_sumsq_dev(xr, dim, mu) / (double)dim;
+        float mu;
+        double var;
+        if (a->rms) {
+            mu = 0.0f;
+            var = fc__rw_sumsq_dev(xr, dim, 0.0f) / (double)dim;
+        } else if (dim <= ONEPASS_MIN) { /* centred second pass over the cached row */
+            mu = (float)(fc__rw_sum(xr, dim) / (double)dim);
+            var = fc__rw_sumsq_dev(xr, dim, mu) / (double)dim;
+        } else { /* one pass, shifted by the first block's mean against cancellation */
+            int64_t k = dim < 4096 ? dim : 4096;
+            float c = (float)(fc__rw_sum(xr, k) / (double)k);
+            double s1, s2;
+            fc__rw_sum_sumsq(xr, dim, c, &s1, &s2);
+            double d = s1 / (double)dim;
+            mu = (float)(c + d);
+            var = s2 / (double)dim - d * d;
+            var = var > 0 ? var : 0;
+        }
         float rs = (float)(1.0 / sqrt(var + a->eps));
         if (a->mean) ((float *)a->mean)[row0 + t] = mu;
         if (a->rstd) ((float *)a->rstd)[row0 + t] = rs;

@@ -143,6 +143,31 @@ double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c) {
     return total;
 }
 
+void fc__rw_sum_sumsq_portable(const float *x, int64_t n, float c, double *s1, double *s2) {
+    double t1 = 0, t2 = 0;
+    for (int64_t i = 0; i < n; i += BLOCK) {
+        int64_t end = n - i < BLOCK ? n : i + BLOCK, j = i;
+        float a1[LANES] = {0}, a2[LANES] = {0};
+        for (; j + LANES <= end; j += LANES)
+            for (int l = 0; l < LANES; l++) {
+                float d = x[j + l] - c;
+                a1[l] += d;
+                a2[l] += d * d;
+            }
+        for (; j < end; j++) {
+            float d = x[j] - c;
+            t1 += d;
+            t2 += d * d;
+        }
+        for (int l = 0; l < LANES; l++) {
+            t1 += a1[l];
+            t2 += a2[l];
+        }
+    }
+    *s1 = t1;
+    *s2 = t2;
+}
+
 double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m) {
     float tmp[BLOCK];
     double total = 0;
@@ -324,6 +349,31 @@ FC__RW_AVX2 static double sumsq_dev_avx2(const float *x, int64_t n, float c) {
     return total + fc__rw_sumsq_dev_portable(x + i, n - i, c);
 }
 
+FC__RW_AVX2 static void sum_sumsq_avx2(const float *x, int64_t n, float c, double *s1, double *s2) {
+    __m256 cv = _mm256_set1_ps(c);
+    double t1 = 0, t2 = 0;
+    int64_t i = 0;
+    while (n - i >= 16) {
+        int64_t end = i + ((n - i < BLOCK ? n - i : BLOCK) & ~(int64_t)15);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+        for (int64_t j = i; j < end; j += 16) {
+            __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + j), cv);
+            __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + j + 8), cv);
+            a0 = _mm256_add_ps(a0, d0);
+            a1 = _mm256_add_ps(a1, d1);
+            b0 = _mm256_fmadd_ps(d0, d0, b0);
+            b1 = _mm256_fmadd_ps(d1, d1, b1);
+        }
+        t1 += hsum_d(_mm256_add_ps(a0, a1));
+        t2 += hsum_d(_mm256_add_ps(b0, b1));
+        i = end;
+    }
+    double r1, r2;
+    fc__rw_sum_sumsq_portable(x + i, n - i, c, &r1, &r2);
+    *s1 = t1 + r1;
+    *s2 = t2 + r2;
+}
+
 FC__RW_AVX2 static double exp_avx2(const float *x, float *y, int64_t n, float m) {
     __m256 mv = _mm256_set1_ps(m);
     double total = 0;
@@ -413,6 +463,16 @@ double fc__rw_sumsq_dev(const float *x, int64_t n, float c) {
     if (fc__rw_avx2()) return sumsq_dev_avx2(x, n, c);
 #endif
     return fc__rw_sumsq_dev_portable(x, n, c);
+}
+
+void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2) {
+#ifdef FC__RW_X86
+    if (fc__rw_avx2()) {
+        sum_sumsq_avx2(x, n, c, s1, s2);
+        return;
+    }
+#endif
+    fc__rw_sum_sumsq_portable(x, n, c, s1, s2);
 }
 
 double fc__rw_exp(const float *x, float *y, int64_t n, float m) {

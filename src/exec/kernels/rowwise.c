@@ -13,9 +13,14 @@
 
 bool fc__rw_avx2(void) {
 #ifdef FC__RW_X86
-    static int cached = -1; /* benign race: every thread computes the same answer */
-    if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return cached == 1;
+    /* every thread that races here computes and stores the same answer */
+    static atomic_int cached = -1;
+    int c = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (c < 0) {
+        c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+        atomic_store_explicit(&cached, c, memory_order_relaxed);
+    }
+    return c == 1;
 #else
     return false;
 #endif

@@ -33,7 +33,7 @@
 #endif
 #define FC__RW_INLINE static inline __attribute__((always_inline))
 
-/* True when the CPU (and OS) run AVX2 code; false off x86-64. */
+/* True when the CPU (and OS) run AVX2 + FMA code; false off x86-64. */
 bool fc__rw_avx2(void);
 
 /* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
@@ -49,6 +49,8 @@ double fc__rw_sum(const float *x, int64_t n);
 double fc__rw_dot(const float *a, const float *b, int64_t n);
 /* sum of (x - c)^2 */
 double fc__rw_sumsq_dev(const float *x, int64_t n, float c);
+/* *s1 = sum (x - c), *s2 = sum (x - c)^2 in one pass. */
+void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2);
 /* y = exp(x - m) (y may be x; NULL: not stored); returns sum of them. exp
  * is within 2 ulp of expf for x - m <= 88 (above, e^88), exactly 0 below
  * -88 and NaN for NaN. */
@@ -63,6 +65,7 @@ float fc__rw_min_portable(const float *x, int64_t n, bool *nan);
 double fc__rw_sum_portable(const float *x, int64_t n);
 double fc__rw_dot_portable(const float *a, const float *b, int64_t n);
 double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c);
+void fc__rw_sum_sumsq_portable(const float *x, int64_t n, float c, double *s1, double *s2);
 double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m);
 void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
                                float rs, double *sa, double *sb);

@@ -4,8 +4,9 @@
  * A row is read from memory once: the max pass brings it into L1 and the
  * exp, sum and scale passes run on the cached row (for the [4096, 1024]
  * benchmark a row is 4 KB), so the traffic is one read of x and one write
- * of y. Rows along a non-last axis are gathered into tiles by the row
- * driver (rowwise.h). f16/bf16 compute in f32 and round once on store; f64
+ * of y. Rows too long to stay cached take an online pass (running max and
+ * rescaled running sum per block) and one writing pass. Rows along a non-last axis are gathered
+ * into tiles by the row driver (rowwise.h). f16/bf16 compute in f32 and round once on store; f64
  * computes in f64 with libm's exp.
  *
  *   softmax      y = exp(x - m) / sum exp(x - m),   m = max(x)
@@ -27,11 +28,52 @@ typedef struct sm_arg {
 
 /* ---- forward rows ------------------------------------------------------------------------- */
 
+/* Rows longer than this no longer stay in L2 with their output between
+ * passes: they take the online path (one read for max and sum together). */
+#define ONLINE_MIN 32768
+#define ONLINE_BLOCK 4096
+
+/* Online max + sum over blocks (the running sum is rescaled whenever the
+ * max grows), then one pass writing the result. */
+static void softmax_long_row(const float *xr, float *yr, int64_t dim, bool is_log) {
+    float m = -INFINITY;
+    double s = 0;
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        bool nan;
+        float bm = fc__rw_max(xr + b, len, &nan);
+        if (bm > m) {
+            s *= exp((double)m - (double)bm);
+            m = bm;
+        }
+        if (m == -INFINITY && !nan) continue; /* all -inf so far: adds exp(-inf) = 0 */
+        s += fc__rw_exp(xr + b, NULL, len, m);
+    }
+    if (m == -INFINITY) s = NAN; /* a row of -inf is NaN, as on the short path */
+    if (is_log) {
+        float ls = (float)log(s);
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - m) - ls;
+        return;
+    }
+    float inv = (float)(1.0 / s);
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        fc__rw_exp(xr + b, yr + b, len, m);
+        for (int64_t j = b; j < b + len; j++)
+            yr[j] *= inv;
+    }
+}
+
 FC__RW_INLINE void softmax_f32_body(const float *x, float *y, int64_t nrows, int64_t dim,
                                     bool is_log) {
     for (int64_t t = 0; t < nrows; t++) {
         const float *restrict xr = x + t * dim;
         float *restrict yr = y + t * dim;
+        if (dim > ONLINE_MIN) {
+            softmax_long_row(xr, yr, dim, is_log);
+            continue;
+        }
         bool nan;
         float m = fc__rw_max(xr, dim, &nan);
         if (is_log) {
