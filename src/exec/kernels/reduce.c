@@ -20,10 +20,12 @@
 #include "core/convert.h"
 #include "exec/kernels/rowwise.h"
 
-#define ROW_CHUNK 16384 /* reduced elements per item in row mode */
-#define COL_CHUNK 65536 /* elements per item in column mode */
-#define LANE_BLOCK 128  /* kept lanes per item in column mode */
-#define LOADN 512       /* elements converted per gather */
+#define ROW_CHUNK 16384    /* reduced elements per item in row mode */
+#define COL_CHUNK 65536    /* elements per item in column mode */
+#define LANE_BLOCK 128     /* kept lanes per item in column mode */
+#define DENSE_LANES 2048   /* ...for float sums (whole rows of most tensors) */
+#define DENSE_CHUNK 262144 /* elements per item for float sums in column mode */
+#define LOADN 512          /* elements converted per gather */
 
 typedef struct rstate {
     double a, b, c;
@@ -248,6 +250,21 @@ static void run_f32(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t
         m = fc__rw_min(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
         return;
+    case FC__RED_ARGMAX:
+    case FC__RED_ARGMIN: {
+        /* the extremum first (vectorized), then its first position: the
+         * run is in cache, and the search usually stops early */
+        m = op == FC__RED_ARGMAX ? fc__rw_max(v, n, &nan) : fc__rw_min(v, n, &nan);
+        int64_t i = 0;
+        if (nan)
+            while (v[i] == v[i])
+                i++;
+        else
+            while (v[i] != m)
+                i++;
+        upd_f(op, s, v[i], r0 + i);
+        return;
+    }
     case FC__RED_LSE:
         m = fc__rw_max(v, n, &nan);
         if (nan || m == INFINITY) {
@@ -401,6 +418,8 @@ typedef struct red_job {
     plan p;
     int64_t chunk, nrc;                 /* per item: reduced elements (rows) / indices (cols) */
     int64_t lanes, lane_blocks, nouter; /* column mode */
+    int64_t lane_block;                 /* lanes per item */
+    bool dense;                         /* float SUM: dense_col_item */
     rstate *partial;                    /* [nout][nrc] when nrc > 1 */
     fc__red_params prm;
     fc_raw *out;
@@ -498,6 +517,21 @@ static void row_item(const red_job *j, int64_t o, int64_t c, rstate *s) {
     if (j->op == FC__RED_VAR) var_close(s);
 }
 
+static void add_lanes_f32(float *restrict part, const float *restrict v, int64_t w) {
+    for (int64_t k = 0; k < w; k++)
+        part[k] += v[k];
+}
+static void add_lanes_f64(double *restrict acc, const double *restrict v, int64_t w) {
+    for (int64_t k = 0; k < w; k++)
+        acc[k] += v[k];
+}
+static void flush_lanes(double *restrict acc, float *restrict part, int64_t w) {
+    for (int64_t k = 0; k < w; k++) {
+        acc[k] += part[k];
+        part[k] = 0;
+    }
+}
+
 /* Outer kept position oo, lanes [l0, l0 + w), reduced indices [c * chunk, ...). */
 static void col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_t c, rstate *s) {
     const plan *p = &j->p;
@@ -592,13 +626,68 @@ static void row_items(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* Column-mode float sums, the common case (a mean over the batch axis):
+ * wide dense lane arrays, f32 partials of at most 32 rows flushed into
+ * doubles (the accuracy of the row mode). */
+static void dense_col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_t c) {
+    const plan *p = &j->p;
+    int last = p->nr - 1;
+    int64_t lstride = p->kstr[p->nk - 1];
+    const char *ptr = j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
+    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < p->nred ? r0 + j->chunk : p->nred;
+    int64_t idx[FC_MAX_RANK], q = r0;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = q % p->rshape[d];
+        q /= p->rshape[d];
+        ptr += idx[d] * p->rstr[d];
+    }
+    float part[DENSE_LANES];
+    double acc[DENSE_LANES];
+    for (int64_t k = 0; k < w; k++)
+        part[k] = 0, acc[k] = 0;
+    loadbuf buf, tmp;
+    int rows = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        for (int64_t k0 = 0; k0 < w; k0 += LOADN) { /* gather holds LOADN at a time */
+            int64_t kw = w - k0 < LOADN ? w - k0 : LOADN;
+            const void *v = gather(j, ptr + k0 * lstride, lstride, kw, &buf, &tmp);
+            if (j->ct == CT_F64)
+                add_lanes_f64(acc + k0, v, kw);
+            else
+                add_lanes_f32(part + k0, v, kw);
+        }
+        if (++rows == 32) {
+            flush_lanes(acc, part, w);
+            rows = 0;
+        }
+        for (int d = last; d >= 0; d--) {
+            ptr += p->rstr[d];
+            if (++idx[d] < p->rshape[d]) break;
+            ptr -= p->rshape[d] * p->rstr[d];
+            idx[d] = 0;
+        }
+    }
+    flush_lanes(acc, part, w);
+    for (int64_t k = 0; k < w; k++) {
+        rstate s;
+        st_init(j->op, &s);
+        s.a = acc[k];
+        keep_state(j, oo * j->lanes + l0 + k, c, &s);
+    }
+}
+
 static void col_items(void *arg, int64_t b, int64_t e) {
     const red_job *j = arg;
     rstate s[LANE_BLOCK];
     for (int64_t it = b; it < e; it++) {
         int64_t c = it % j->nrc, t = it / j->nrc;
         int64_t lb = t % j->lane_blocks, oo = t / j->lane_blocks;
-        int64_t l0 = lb * LANE_BLOCK, w = j->lanes - l0 < LANE_BLOCK ? j->lanes - l0 : LANE_BLOCK;
+        int64_t l0 = lb * j->lane_block;
+        int64_t w = j->lanes - l0 < j->lane_block ? j->lanes - l0 : j->lane_block;
+        if (j->dense) {
+            dense_col_item(j, oo, l0, w, c);
+            continue;
+        }
         col_item(j, oo, l0, w, c, s);
         for (int64_t q = 0; q < w; q++)
             keep_state(j, oo * j->lanes + l0 + q, c, &s[q]);
@@ -627,11 +716,14 @@ fc_status fc__red_run(fc_ctx *ctx, const char *opname, fc__red_op op, const fc_r
     build_plan(x, mask, &j.p);
     int64_t items, per_item;
     if (j.p.cols) {
+        j.dense = op == FC__RED_SUM && j.ct != CT_I64;
+        j.lane_block = j.dense ? DENSE_LANES : LANE_BLOCK;
         j.lanes = j.p.kshape[j.p.nk - 1];
         j.nouter = j.p.nout / j.lanes;
-        j.lane_blocks = (j.lanes + LANE_BLOCK - 1) / LANE_BLOCK;
-        int64_t w = j.lanes < LANE_BLOCK ? j.lanes : LANE_BLOCK;
-        j.chunk = COL_CHUNK / w;
+        j.lane_blocks = (j.lanes + j.lane_block - 1) / j.lane_block;
+        int64_t w = j.lanes < j.lane_block ? j.lanes : j.lane_block;
+        j.chunk = (j.dense ? DENSE_CHUNK : COL_CHUNK) / w;
+        j.chunk = j.chunk < 1 ? 1 : j.chunk;
         j.nrc = (j.p.nred + j.chunk - 1) / j.chunk;
         items = j.nouter * j.lane_blocks * j.nrc;
         per_item = w * (j.p.nred < j.chunk ? j.p.nred : j.chunk);
