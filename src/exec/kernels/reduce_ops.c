@@ -1,5 +1,5 @@
 /* reduce_ops.c - the public reductions of fucina/ops.h on top of the engine
- * in reduce.c: argument and dtype checks, the output dtype policy, and the
+ * in reduce.c: axes and dtype checks, the output dtype policy, and the
  * autograd records (the rules are in src/ag/grad_reduce.c, same order).
  *
  * Output dtypes: sum/prod/max/min give f32 for f16, bf16 and f32, f64 for
@@ -16,6 +16,58 @@ fc_status fc__grad_prod(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor *
 fc_status fc__grad_extremum(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__grad_var(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__grad_logsumexp(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+/* ---- axes and gradient views ---------------------------------------------------------------- */
+
+fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes, int naxes,
+                       bool keepdim, bool *mask, int64_t *oshape, int *orank, int64_t *count) {
+    int rank = x->raw.rank;
+    char d[160];
+    if (naxes < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+    if (naxes > rank)
+        return fc__fail(ctx, FC_ERR_RANK, "%s: %d axes given for %s of rank %d", op, naxes,
+                        fc__desc(x, d, (int)sizeof d), rank);
+    if (naxes > 0 && !axes)
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: axes is NULL with naxes %d", op, naxes);
+    for (int i = 0; i < rank; i++)
+        mask[i] = naxes == 0;
+    for (int k = 0; k < naxes; k++) {
+        int a;
+        if (fc__shape_norm_axis(axes[k], rank, &a) != FC_OK)
+            return fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", op, axes[k],
+                            fc__desc(x, d, (int)sizeof d));
+        if (mask[a])
+            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: axis %d is repeated in the axes of %s",
+                            op, axes[k], fc__desc(x, d, (int)sizeof d));
+        mask[a] = true;
+    }
+    int r = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (mask[i]) n *= x->raw.shape[i];
+        if (!mask[i] || keepdim) oshape[r++] = mask[i] ? 1 : x->raw.shape[i];
+    }
+    if (r == 0) oshape[r++] = 1;
+    *orank = r;
+    if (count) *count = n;
+    return FC_OK;
+}
+
+fc_tensor *fc__red_expand(fc_ctx *ctx, const char *op, fc_tensor *g, const int64_t *xshape,
+                          int xrank, const bool *mask) {
+    int64_t st[FC_MAX_RANK], acc = 1;
+    for (int i = xrank - 1; i >= 0; i--) {
+        if (mask[i] || xshape[i] == 1) {
+            st[i] = 0;
+        } else {
+            st[i] = acc;
+            acc *= xshape[i];
+        }
+    }
+    return fc__tensor_view(ctx, op, g, xshape, st, xrank, g->raw.offset);
+}
+
+/* ---- the public reductions ------------------------------------------------------------------ */
 
 typedef enum dclass {
     D_NUMERIC, /* floats, integers, bool */
