@@ -6,8 +6,12 @@
  *   fucina/alloc.h    the allocator contract
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
+ *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
+ *   fucina/checkpoint.h resumable training checkpoints
+ *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
+ *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -17,7 +21,11 @@
 #include "fucina/alloc.h"
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
+#include "fucina/matmul.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
+#include "fucina/quant.h"
+#include "fucina/io.h"
+#include "fucina/checkpoint.h"
 
 #endif /* FUCINA_H */

@@ -43,20 +43,25 @@ void fc__truthy_row(fc_dtype src_dtype, const void *src, uint8_t *dst, size_t n)
     case FC_BOOL:
     case FC_U8:
     case FC_I8:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint8_t *)src)[i] != 0;
         break;
     case FC_U16:
     case FC_I16:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint16_t *)src)[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint16_t *)src)[i] != 0;
         break;
     case FC_I32:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const int32_t *)src)[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int32_t *)src)[i] != 0;
         break;
     case FC_I64:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const int64_t *)src)[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int64_t *)src)[i] != 0;
         break;
     case FC_F64:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const double *)src)[i] != 0.0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const double *)src)[i] != 0.0;
         break;
     case FC_F16:
     case FC_BF16:
@@ -69,7 +74,8 @@ void fc__truthy_row(fc_dtype src_dtype, const void *src, uint8_t *dst, size_t n)
         for (size_t done = 0; done < n;) {
             size_t k = n - done < 256 ? n - done : 256;
             fc__load_f32_row(src_dtype, (const char *)src + done * elem, tmp, k);
-            for (size_t i = 0; i < k; i++) dst[done + i] = tmp[i] != 0.0f;
+            for (size_t i = 0; i < k; i++)
+                dst[done + i] = tmp[i] != 0.0f;
             done += k;
         }
         break;
@@ -83,22 +89,28 @@ void fc__truthy_row(fc_dtype src_dtype, const void *src, uint8_t *dst, size_t n)
 void fc__load_i64_row(fc_dtype src_dtype, const void *src, int64_t *dst, size_t n) {
     switch (src_dtype) {
     case FC_BOOL:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint8_t *)src)[i] != 0;
         break;
     case FC_U8:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint8_t *)src)[i];
         break;
     case FC_U16:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint16_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint16_t *)src)[i];
         break;
     case FC_I8:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const int8_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int8_t *)src)[i];
         break;
     case FC_I16:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const int16_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int16_t *)src)[i];
         break;
     case FC_I32:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const int32_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const int32_t *)src)[i];
         break;
     case FC_I64:
         memcpy(dst, src, n * sizeof *dst);
@@ -121,7 +133,8 @@ void fc__load_f32_row(fc_dtype src_dtype, const void *src, float *dst, size_t n)
         memcpy(dst, src, n * sizeof *dst);
         break;
     case FC_F64:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const double *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const double *)src)[i];
         break;
     case FC_F8_E4M3:
         fc__e4m3_to_f32_row(src, dst, n);
@@ -146,7 +159,8 @@ void fc__load_f64_row(fc_dtype src_dtype, const void *src, double *dst, size_t n
     for (size_t done = 0; done < n;) {
         size_t k = n - done < 256 ? n - done : 256;
         fc__load_f32_row(src_dtype, (const char *)src + done * elem, tmp, k);
-        for (size_t i = 0; i < k; i++) dst[done + i] = tmp[i];
+        for (size_t i = 0; i < k; i++)
+            dst[done + i] = tmp[i];
         done += k;
     }
 }
@@ -158,31 +172,37 @@ void fc__store_i64_row(fc_dtype dst_dtype, const int64_t *src, void *dst, size_t
      * same width (the signed dtypes share the two's complement bytes) */
     switch (dst_dtype) {
     case FC_BOOL:
-        for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = src[i] != 0;
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)dst)[i] = src[i] != 0;
         break;
     case FC_U8:
     case FC_I8:
-        for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)(uint64_t)src[i];
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)dst)[i] = (uint8_t)(uint64_t)src[i];
         break;
     case FC_U16:
     case FC_I16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)(uint64_t)src[i];
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = (uint16_t)(uint64_t)src[i];
         break;
     case FC_I32:
-        for (size_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)(uint64_t)src[i];
+        for (size_t i = 0; i < n; i++)
+            ((uint32_t *)dst)[i] = (uint32_t)(uint64_t)src[i];
         break;
     case FC_I64:
         memcpy(dst, src, n * sizeof *src);
         break;
     case FC_F64:
-        for (size_t i = 0; i < n; i++) ((double *)dst)[i] = (double)src[i];
+        for (size_t i = 0; i < n; i++)
+            ((double *)dst)[i] = (double)src[i];
         break;
     default: { /* the narrower floats: (float)v, then the f32 bridge */
         float tmp[256];
         size_t elem = fc_dtype_size(dst_dtype);
         for (size_t done = 0; done < n;) {
             size_t k = n - done < 256 ? n - done : 256;
-            for (size_t i = 0; i < k; i++) tmp[i] = (float)src[done + i];
+            for (size_t i = 0; i < k; i++)
+                tmp[i] = (float)src[done + i];
             fc__store_f32_row(dst_dtype, tmp, (char *)dst + done * elem, k);
             done += k;
         }
@@ -194,7 +214,8 @@ void fc__store_i64_row(fc_dtype dst_dtype, const int64_t *src, void *dst, size_t
 void fc__store_f64_row(fc_dtype dst_dtype, const double *src, void *dst, size_t n) {
     switch (dst_dtype) {
     case FC_BOOL:
-        for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = src[i] != 0.0;
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)dst)[i] = src[i] != 0.0;
         break;
     case FC_U8:
         for (size_t i = 0; i < n; i++)
@@ -228,7 +249,8 @@ void fc__store_f64_row(fc_dtype dst_dtype, const double *src, void *dst, size_t 
         size_t elem = fc_dtype_size(dst_dtype);
         for (size_t done = 0; done < n;) {
             size_t k = n - done < 256 ? n - done : 256;
-            for (size_t i = 0; i < k; i++) tmp[i] = (float)src[done + i];
+            for (size_t i = 0; i < k; i++)
+                tmp[i] = (float)src[done + i];
             fc__store_f32_row(dst_dtype, tmp, (char *)dst + done * elem, k);
             done += k;
         }
@@ -258,7 +280,8 @@ void fc__store_f32_row(fc_dtype dst_dtype, const float *src, void *dst, size_t n
         double tmp[256];
         for (size_t done = 0; done < n;) {
             size_t k = n - done < 256 ? n - done : 256;
-            for (size_t i = 0; i < k; i++) tmp[i] = src[done + i];
+            for (size_t i = 0; i < k; i++)
+                tmp[i] = src[done + i];
             fc__store_f64_row(dst_dtype, tmp, (char *)dst + done * fc_dtype_size(dst_dtype), k);
             done += k;
         }

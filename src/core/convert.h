@@ -5,8 +5,9 @@
  * them. Every converter gives exactly the bits of the matching scalar
  * function of fucina/dtype.h for every input, whatever SIMD path the CPU
  * selects: the portable twins below are the reference the tests compare the
- * dispatched versions against. Pointers must be valid for n elements; src
- * and dst must not overlap. n == 0 is a no-op. None of these can fail. */
+ * dispatched versions against. Pointers must be valid for n elements and
+ * naturally aligned for their type; src and dst must not overlap. n == 0 is a
+ * no-op. None of these can fail. */
 #ifndef FUCINA_CORE_CONVERT_H
 #define FUCINA_CORE_CONVERT_H
 

@@ -21,16 +21,20 @@
 /* ---- portable half-precision rows --------------------------------------- */
 
 void fc__f16_to_f32_row_portable(const uint16_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_f16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_f16_to_f32(src[i]);
 }
 void fc__f32_to_f16_row_portable(const float *src, uint16_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_f32_to_f16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_f32_to_f16(src[i]);
 }
 void fc__bf16_to_f32_row_portable(const uint16_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_bf16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_bf16_to_f32(src[i]);
 }
 void fc__f32_to_bf16_row_portable(const float *src, uint16_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_f32_to_bf16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_f32_to_bf16(src[i]);
 }
 
 static const fc__half_rows portable_rows = {
@@ -65,7 +69,8 @@ static _Atomic(const fc__half_rows *) best_rows;
 const fc__half_rows *fc__half_rows_best(void) {
     const fc__half_rows *rows = atomic_load_explicit(&best_rows, memory_order_acquire);
     if (rows) return rows;
-    for (int isa = FC__ISA_COUNT - 1; isa >= 0 && !rows; isa--) rows = fc__half_rows_for(isa);
+    for (int isa = FC__ISA_COUNT - 1; isa >= 0 && !rows; isa--)
+        rows = fc__half_rows_for(isa);
     atomic_store_explicit(&best_rows, rows, memory_order_release);
     return rows;
 }
@@ -102,36 +107,55 @@ static bool to_f32_direct(fc_dtype src_dtype, const void *src, float *dst, size_
         fc__e5m2_to_f32_row(src, dst, n);
         return true;
     case FC_F64:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const double *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const double *)src)[i];
         return true;
     case FC_BOOL:
-        for (size_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i] != 0 ? 1.0f : 0.0f;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const uint8_t *)src)[i] != 0 ? 1.0f : 0.0f;
         return true;
     case FC_U8:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const uint8_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const uint8_t *)src)[i];
         return true;
     case FC_U16:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const uint16_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const uint16_t *)src)[i];
         return true;
     case FC_I8:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const int8_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int8_t *)src)[i];
         return true;
     case FC_I16:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const int16_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int16_t *)src)[i];
         return true;
     case FC_I32:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const int32_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int32_t *)src)[i];
         return true;
     case FC_I64:
-        for (size_t i = 0; i < n; i++) dst[i] = (float)((const int64_t *)src)[i];
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int64_t *)src)[i];
         return true;
     default:
         return false;
     }
 }
 
+/* f32 -> an integer of at most 32 bits by the float -> integer rule, in a
+ * form compilers turn into vector min/max: clamping to [lo, hi] (exact in
+ * f64) before truncating gives what truncating and then saturating gives,
+ * and the conversion runs only on non-NaN (so in-range) values. */
+static inline int32_t f32_to_narrow_sat(float x, double lo, double hi) {
+    double v = x;
+    double c = v < lo ? lo : v;
+    c = c > hi ? hi : c;
+    return x == x ? (int32_t)c : 0;
+}
+
 /* f32 -> anything with a one-step rule. Integers: NaN -> 0, truncate,
- * saturate (fc__f64_to_int_sat; f32 widens to f64 exactly). */
+ * saturate (i64 through fc__f64_to_int_sat; f32 widens to f64 exactly). */
 static bool from_f32_direct(const float *src, fc_dtype dst_dtype, void *dst, size_t n) {
     switch (dst_dtype) {
     case FC_F16:
@@ -147,30 +171,32 @@ static bool from_f32_direct(const float *src, fc_dtype dst_dtype, void *dst, siz
         fc__f32_to_e5m2_row(src, dst, n);
         return true;
     case FC_F64:
-        for (size_t i = 0; i < n; i++) ((double *)dst)[i] = src[i];
+        for (size_t i = 0; i < n; i++)
+            ((double *)dst)[i] = src[i];
         return true;
     case FC_BOOL:
-        for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = src[i] != 0.0f;
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)dst)[i] = src[i] != 0.0f;
         return true;
     case FC_U8:
         for (size_t i = 0; i < n; i++)
-            ((uint8_t *)dst)[i] = (uint8_t)fc__f64_to_int_sat(src[i], 0, UINT8_MAX);
+            ((uint8_t *)dst)[i] = (uint8_t)f32_to_narrow_sat(src[i], 0, UINT8_MAX);
         return true;
     case FC_U16:
         for (size_t i = 0; i < n; i++)
-            ((uint16_t *)dst)[i] = (uint16_t)fc__f64_to_int_sat(src[i], 0, UINT16_MAX);
+            ((uint16_t *)dst)[i] = (uint16_t)f32_to_narrow_sat(src[i], 0, UINT16_MAX);
         return true;
     case FC_I8:
         for (size_t i = 0; i < n; i++)
-            ((int8_t *)dst)[i] = (int8_t)fc__f64_to_int_sat(src[i], INT8_MIN, INT8_MAX);
+            ((int8_t *)dst)[i] = (int8_t)f32_to_narrow_sat(src[i], INT8_MIN, INT8_MAX);
         return true;
     case FC_I16:
         for (size_t i = 0; i < n; i++)
-            ((int16_t *)dst)[i] = (int16_t)fc__f64_to_int_sat(src[i], INT16_MIN, INT16_MAX);
+            ((int16_t *)dst)[i] = (int16_t)f32_to_narrow_sat(src[i], INT16_MIN, INT16_MAX);
         return true;
     case FC_I32:
         for (size_t i = 0; i < n; i++)
-            ((int32_t *)dst)[i] = (int32_t)fc__f64_to_int_sat(src[i], INT32_MIN, INT32_MAX);
+            ((int32_t *)dst)[i] = (int32_t)f32_to_narrow_sat(src[i], INT32_MIN, INT32_MAX);
         return true;
     case FC_I64:
         for (size_t i = 0; i < n; i++)

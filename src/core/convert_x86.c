@@ -165,7 +165,7 @@ const fc__half_rows *fc__half_rows_avx2(void) {
 const fc__half_rows *fc__half_rows_avx512(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? &avx512_rows
-                                                                                     : NULL;
+                                                                                   : NULL;
 }
 
 #else

@@ -112,7 +112,7 @@ float fc_e5m2_to_f32(uint8_t bits) { return bits_f32(e5m2_decode_bits[bits]); }
  * the code magnitude, which may exceed the format's largest finite code (the
  * caller decides what overflow means). */
 static uint32_t round_magnitude(uint32_t ax, uint32_t mbits, uint32_t bias) {
-    const uint32_t drop = 23u - mbits;     /* mantissa bits dropped from f32 */
+    const uint32_t drop = 23u - mbits;       /* mantissa bits dropped from f32 */
     const uint32_t min_normal = 128u - bias; /* f32 biased exponent of 2^(1-bias) */
     uint32_t e = ax >> 23;
     if (e >= min_normal) {
@@ -156,14 +156,18 @@ uint8_t fc_f32_to_e5m2(float value) {
 }
 
 void fc__e4m3_to_f32_row(const uint8_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = bits_f32(e4m3_decode_bits[src[i]]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bits_f32(e4m3_decode_bits[src[i]]);
 }
 void fc__e5m2_to_f32_row(const uint8_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = bits_f32(e5m2_decode_bits[src[i]]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bits_f32(e5m2_decode_bits[src[i]]);
 }
 void fc__f32_to_e4m3_row(const float *src, uint8_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_f32_to_e4m3(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_f32_to_e4m3(src[i]);
 }
 void fc__f32_to_e5m2_row(const float *src, uint8_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fc_f32_to_e5m2(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fc_f32_to_e5m2(src[i]);
 }

@@ -340,7 +340,7 @@ static model_value model_load(fc_dtype t, const unsigned char *p) {
     return v;
 }
 
-static const int64_t int_lo[] = {[FC_U8] = 0,         [FC_U16] = 0,         [FC_I8] = INT8_MIN,
+static const int64_t int_lo[] = {[FC_U8] = 0,          [FC_U16] = 0,         [FC_I8] = INT8_MIN,
                                  [FC_I16] = INT16_MIN, [FC_I32] = INT32_MIN, [FC_I64] = INT64_MIN};
 static const int64_t int_hi[] = {[FC_U8] = UINT8_MAX,  [FC_U16] = UINT16_MAX, [FC_I8] = INT8_MAX,
                                  [FC_I16] = INT16_MAX, [FC_I32] = INT32_MAX,  [FC_I64] = INT64_MAX};
@@ -362,14 +362,18 @@ static void model_cast(fc_dtype s, const unsigned char *src, fc_dtype t, unsigne
             r = 0;
         } else {
             double tr = trunc(v.f);
-            if (tr >= 9223372036854775808.0) r = INT64_MAX;
-            else if (tr < -9223372036854775808.0) r = INT64_MIN;
-            else r = (int64_t)tr;
+            if (tr >= 9223372036854775808.0)
+                r = INT64_MAX;
+            else if (tr < -9223372036854775808.0)
+                r = INT64_MIN;
+            else
+                r = (int64_t)tr;
             if (r < int_lo[t]) r = int_lo[t];
             if (r > int_hi[t]) r = int_hi[t];
         }
         uint64_t u = (uint64_t)r;
-        for (size_t k = 0; k < tsize; k++) out[k] = (unsigned char)(u >> (8 * k));
+        for (size_t k = 0; k < tsize; k++)
+            out[k] = (unsigned char)(u >> (8 * k));
     } else if (t == FC_F64) {
         double d = v.is_float ? v.f : (double)v.i;
         memcpy(out, &d, 8);
@@ -394,18 +398,90 @@ static void model_cast(fc_dtype s, const unsigned char *src, fc_dtype t, unsigne
 
 /* ---- the table of awkward values ------------------------------------------- */
 
-static const int64_t int_values[] = {
-    0, 1, -1, 2, 127, 128, -128, -129, 200, 255, 256, 300, 32767, 32768, -32769, 65504,
-    65520, 65535, 65536, 16777217, -16777217, INT32_MAX, INT32_MIN, (1LL << 53) + 1,
-    (1LL << 32) + (1LL << 24) + 1, INT64_MAX, INT64_MIN, 0x0123456789abcdefLL};
+static const int64_t int_values[] = {0,
+                                     1,
+                                     -1,
+                                     2,
+                                     127,
+                                     128,
+                                     -128,
+                                     -129,
+                                     200,
+                                     255,
+                                     256,
+                                     300,
+                                     32767,
+                                     32768,
+                                     -32769,
+                                     65504,
+                                     65520,
+                                     65535,
+                                     65536,
+                                     16777217,
+                                     -16777217,
+                                     INT32_MAX,
+                                     INT32_MIN,
+                                     (1LL << 53) + 1,
+                                     (1LL << 32) + (1LL << 24) + 1,
+                                     INT64_MAX,
+                                     INT64_MIN,
+                                     0x0123456789abcdefLL};
 
-static const double float_values[] = {
-    0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 2.5, -2.5, 2.9, -2.9, 1.0 / 3.0, 100.0, 127.5,
-    128.0, -128.5, -129.0, 200.0, 255.5, 256.0, 300.0, -300.0, 448.0, 464.0, 480.0, 32767.5,
-    32768.0, -32769.0, 57344.0, 61440.0, 65504.0, 65520.0, 65535.0, 65536.0, 1e6,
-    2147483647.0, 2147483648.0, -2147483649.0, 9007199254740993.0, 9.2233720368547758e18,
-    -9.2233720368547758e18, 1e19, -1e30, 3.5e38, 1e300, -1e300, 1e-5, 6e-8, 1e-40, 1e-320,
-    1.0 + 0x1p-11 + 0x1p-40, INFINITY, -INFINITY, NAN, -NAN};
+static const double float_values[] = {0.0,
+                                      -0.0,
+                                      0.5,
+                                      -0.5,
+                                      1.0,
+                                      -1.0,
+                                      1.5,
+                                      2.5,
+                                      -2.5,
+                                      2.9,
+                                      -2.9,
+                                      1.0 / 3.0,
+                                      100.0,
+                                      127.5,
+                                      128.0,
+                                      -128.5,
+                                      -129.0,
+                                      200.0,
+                                      255.5,
+                                      256.0,
+                                      300.0,
+                                      -300.0,
+                                      448.0,
+                                      464.0,
+                                      480.0,
+                                      32767.5,
+                                      32768.0,
+                                      -32769.0,
+                                      57344.0,
+                                      61440.0,
+                                      65504.0,
+                                      65520.0,
+                                      65535.0,
+                                      65536.0,
+                                      1e6,
+                                      2147483647.0,
+                                      2147483648.0,
+                                      -2147483649.0,
+                                      9007199254740993.0,
+                                      9.2233720368547758e18,
+                                      -9.2233720368547758e18,
+                                      1e19,
+                                      -1e30,
+                                      3.5e38,
+                                      1e300,
+                                      -1e300,
+                                      1e-5,
+                                      6e-8,
+                                      1e-40,
+                                      1e-320,
+                                      1.0 + 0x1p-11 + 0x1p-40,
+                                      INFINITY,
+                                      -INFINITY,
+                                      NAN,
+                                      -NAN};
 
 /* Extra raw patterns: NaN payloads and signalling NaNs in each format. */
 static const uint16_t f16_raw[] = {0x7c01, 0xfe01, 0x7fff, 0x0001, 0x83ff};
@@ -425,7 +501,8 @@ static size_t make_values(fc_dtype t, unsigned char *buf) {
     if (is_int_dtype(t)) {
         for (size_t i = 0; i < sizeof int_values / sizeof *int_values; i++, n++) {
             uint64_t u = (uint64_t)int_values[i];
-            for (size_t k = 0; k < size; k++) buf[n * size + k] = (unsigned char)(u >> (8 * k));
+            for (size_t k = 0; k < size; k++)
+                buf[n * size + k] = (unsigned char)(u >> (8 * k));
         }
         return n;
     }

@@ -173,7 +173,7 @@ static void test_worked_values(void **state) {
     assert_int_equal(fc_f32_to_bf16(-0.75f), 0xbf40);
     assert_int_equal(fc_f32_to_f16(1.0f), 0x3c00);
     assert_int_equal(fc_f32_to_f16(65504.0f), 0x7bff);
-    assert_int_equal(fc_f32_to_f16(65520.0f), 0x7c00);   /* the tie above max -> inf */
+    assert_int_equal(fc_f32_to_f16(65520.0f), 0x7c00);     /* the tie above max -> inf */
     assert_int_equal(fc_f32_to_f16(ldexpf(1.0f, -25)), 0); /* tie -> even (zero) */
     assert_int_equal(fc_f32_to_f16(-ldexpf(1.5f, -25)), 0x8001);
     assert_int_equal(fc_f32_to_bf16(from_bits(0x7f800001u)), 0x7fc0); /* sNaN stays NaN */
@@ -190,19 +190,19 @@ static void test_worked_values(void **state) {
 /* The implementations to test: every ISA level this CPU runs, plus the
  * dispatched entry points as one more "implementation". */
 static size_t collect_rows(const fc__half_rows **out) {
-    static const fc__half_rows dispatched = {"dispatched", fc__f16_to_f32_row,
-                                             fc__f32_to_f16_row, fc__bf16_to_f32_row,
-                                             fc__f32_to_bf16_row};
+    static const fc__half_rows dispatched = {"dispatched", fc__f16_to_f32_row, fc__f32_to_f16_row,
+                                             fc__bf16_to_f32_row, fc__f32_to_bf16_row};
     size_t k = 0;
     for (int isa = 0; isa < FC__ISA_COUNT; isa++) {
         const fc__half_rows *r = fc__half_rows_for((fc__isa)isa);
-        if (r) out[k++] = r;
-        else print_message("row ISA %d not available on this machine\n", isa);
+        if (r)
+            out[k++] = r;
+        else
+            print_message("row ISA %d not available on this machine\n", isa);
     }
     out[k++] = &dispatched;
     assert_non_null(fc__half_rows_best());
-    assert_ptr_equal(fc__half_rows_for(FC__ISA_PORTABLE)->f16_to_f32,
-                     fc__f16_to_f32_row_portable);
+    assert_ptr_equal(fc__half_rows_for(FC__ISA_PORTABLE)->f16_to_f32, fc__f16_to_f32_row_portable);
     return k;
 }
 
@@ -214,7 +214,8 @@ static void test_rows_decode_every_pattern(void **state) {
     float *dst = malloc(65536 * sizeof *dst);
     assert_non_null(src);
     assert_non_null(dst);
-    for (uint32_t i = 0; i < 65536; i++) src[i] = (uint16_t)i;
+    for (uint32_t i = 0; i < 65536; i++)
+        src[i] = (uint16_t)i;
     /* offsets and lengths that leave vector tails of every size */
     static const size_t starts[] = {0, 1, 3, 7, 13};
     for (size_t k = 0; k < n_impl; k++) {
@@ -252,7 +253,8 @@ static float *encode_inputs(size_t *count) {
     float *in = malloc(n * sizeof *in);
     assert_non_null(in);
     size_t k = 0;
-    for (size_t i = 0; i < n_golden; i++) in[k++] = golden[i];
+    for (size_t i = 0; i < n_golden; i++)
+        in[k++] = golden[i];
     for (uint32_t h = 0; h < 65536; h++) {
         uint32_t f = bits_of(fc_f16_to_f32((uint16_t)h));
         in[k++] = from_bits(f);
@@ -263,7 +265,8 @@ static float *encode_inputs(size_t *count) {
         in[k++] = from_bits(h << 16 | 0x8001u);
     }
     uint64_t seed = 0x5eed0001u;
-    for (size_t i = 0; i < N_RANDOM; i++) in[k++] = from_bits((uint32_t)fc_test_splitmix64(&seed));
+    for (size_t i = 0; i < N_RANDOM; i++)
+        in[k++] = from_bits((uint32_t)fc_test_splitmix64(&seed));
     free(golden);
     *count = k;
     return in;

@@ -40,10 +40,10 @@ typedef struct fp8_format {
     uint8_t (*encode)(float);
 } fp8_format;
 
-static const fp8_format e4m3 = {"e4m3", 3, 7, false, 0x7e, 480.0, 0x7f,
-                                fc_e4m3_to_f32, fc_f32_to_e4m3};
-static const fp8_format e5m2 = {"e5m2", 2, 15, true, 0x7b, 65536.0, 0x7c,
-                                fc_e5m2_to_f32, fc_f32_to_e5m2};
+static const fp8_format e4m3 = {"e4m3",        3, 7, false, 0x7e, 480.0, 0x7f, fc_e4m3_to_f32,
+                                fc_f32_to_e4m3};
+static const fp8_format e5m2 = {"e5m2",        2, 15, true, 0x7b, 65536.0, 0x7c, fc_e5m2_to_f32,
+                                fc_f32_to_e5m2};
 
 static bool is_nan_code(const fp8_format *f, unsigned c) {
     unsigned mag = c & 0x7fu;
@@ -55,9 +55,12 @@ static double code_value(const fp8_format *f, unsigned c) {
     unsigned exp_all = (0x7fu >> f->mbits);
     unsigned e = (c & 0x7fu) >> f->mbits, m = c & ((1u << f->mbits) - 1u);
     double v;
-    if (f->has_inf && e == exp_all) v = INFINITY;
-    else if (e == 0) v = ldexp((double)m, 1 - f->bias - f->mbits);
-    else v = ldexp(1.0 + ldexp((double)m, -f->mbits), (int)e - f->bias);
+    if (f->has_inf && e == exp_all)
+        v = INFINITY;
+    else if (e == 0)
+        v = ldexp((double)m, 1 - f->bias - f->mbits);
+    else
+        v = ldexp(1.0 + ldexp((double)m, -f->mbits), (int)e - f->bias);
     return (c & 0x80u) ? -v : v;
 }
 
@@ -205,17 +208,20 @@ static void test_rows_match_scalar(void **state) {
     (void)state;
     uint8_t codes[256], back[256];
     float vals[256];
-    for (unsigned c = 0; c < 256; c++) codes[c] = (uint8_t)c;
+    for (unsigned c = 0; c < 256; c++)
+        codes[c] = (uint8_t)c;
     fc__e4m3_to_f32_row(codes, vals, 256);
     for (unsigned c = 0; c < 256; c++)
         assert_int_equal(bits_of(vals[c]), bits_of(fc_e4m3_to_f32((uint8_t)c)));
     fc__f32_to_e4m3_row(vals, back, 256);
-    for (unsigned c = 0; c < 256; c++) assert_int_equal(back[c], fc_f32_to_e4m3(vals[c]));
+    for (unsigned c = 0; c < 256; c++)
+        assert_int_equal(back[c], fc_f32_to_e4m3(vals[c]));
     fc__e5m2_to_f32_row(codes, vals, 256);
     for (unsigned c = 0; c < 256; c++)
         assert_int_equal(bits_of(vals[c]), bits_of(fc_e5m2_to_f32((uint8_t)c)));
     fc__f32_to_e5m2_row(vals, back, 256);
-    for (unsigned c = 0; c < 256; c++) assert_int_equal(back[c], fc_f32_to_e5m2(vals[c]));
+    for (unsigned c = 0; c < 256; c++)
+        assert_int_equal(back[c], fc_f32_to_e5m2(vals[c]));
 }
 
 int main(void) {
