@@ -157,37 +157,71 @@ FC_API fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi);
 
 /* ---- reductions ---------------------------------------------------------------------
  * axes: naxes axes (negative allowed, no repeats), or naxes == 0 for all
- * axes (the result then has shape [1], or rank ones with keepdim). */
+ * axes (the result then has shape [1], or rank ones with keepdim). Errors:
+ * FC_ERR_AXIS for an axis out of range, FC_ERR_INVALID_ARG for a repeated
+ * axis or naxes < 0, FC_ERR_RANK for more axes than dims, FC_ERR_NULL_ARG
+ * for NULL axes with naxes > 0, FC_ERR_DTYPE for a dtype the op does not
+ * take (f8 and block dtypes everywhere but fc_all/fc_any: cast first).
+ *
+ * Accumulation is wide and deterministic: f16/bf16/f32 sum in f32 partials
+ * of at most 512 elements added into a double (300 bf16 ones sum to 300),
+ * f64 in f64, integers and bool in wrapping 64-bit integers; long
+ * reductions are split into fixed chunks merged in order, so the bits never
+ * depend on the thread count. Result dtypes: sum/prod/max/min give f32 for
+ * f16, bf16 and f32, f64 for f64, i64 for integers and bool. NaN
+ * propagates through every float reduction. */
+/* Floats, integers, bool. Gradient: g broadcast back. */
 FC_API fc_tensor *fc_sum(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
+/* Float dtypes only (f32 or f64 result). Gradient: g / count. */
 FC_API fc_tensor *fc_mean(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
+/* Floats, integers (wrapping), bool. Gradient: g * prod / x when the
+ * reduced set has no zero; with exactly one zero that element gets
+ * g * (product of the others) and the rest 0; with two or more zeros 0. */
 FC_API fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* max/min values (float result dtype per the reduction policy; integers keep
- * i64). The gradient goes to the first extremal element. */
+/* max/min values (float result dtype per the reduction policy; integers and
+ * bool give i64). The gradient goes to the first extremal element in
+ * row-major order of the reduced elements (PyTorch's choice for
+ * max(dim); unlike its amax, ties are not shared). */
 FC_API fc_tensor *fc_max(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 FC_API fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* Index (i64) of the first max/min along one axis. */
+/* Index (i64) of the first max/min along one axis; the first NaN when the
+ * row has one (as PyTorch). Floats, integers, bool. Not differentiable. */
 FC_API fc_tensor *fc_argmax(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
 FC_API fc_tensor *fc_argmin(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
-/* Variance / standard deviation with Bessel-style correction (1 = unbiased). */
+/* Variance / standard deviation: sum((x - mean)^2) / max(0, n - correction)
+ * (1 = unbiased, 0 = population; n <= correction gives inf or NaN like
+ * PyTorch). Float dtypes only. The std gradient at std == 0 is NaN. */
 FC_API fc_tensor *fc_var(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                          bool keepdim);
 FC_API fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                          bool keepdim);
+/* log(sum(exp(x))) computed stably (max-shifted); -inf for all -inf, +inf
+ * when an element is +inf. Float dtypes only. Gradient: g * exp(x - out). */
 FC_API fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes,
                                bool keepdim);
-/* Truthiness reductions, result bool. */
+/* Truthiness reductions (fc_is_truthy: -0.0 false, NaN true), result bool;
+ * every scalar dtype, the f8 floats included. */
 FC_API fc_tensor *fc_all(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 FC_API fc_tensor *fc_any(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* Inclusive prefix sum along axis (reduction dtype policy for the result). */
+/* Inclusive prefix sum along axis: f32 for f16/bf16/f32 (the running sum is
+ * a double, each prefix rounded once), f64 for f64, i64 (wrapping) for
+ * integers and bool. Gradient: the reverse cumulative sum of g. */
 FC_API fc_tensor *fc_cumsum(fc_ctx *ctx, fc_tensor *x, int axis);
 
-/* ---- softmax, normalisation, losses --------------------------------------------------- */
+/* ---- softmax, normalisation, losses ---------------------------------------------------
+ * Float dtypes only; the result has the input's dtype (f16/bf16 compute in
+ * f32). Backward rules are fused kernels. */
+/* softmax / log_softmax along any axis (negative allowed; FC_ERR_AXIS).
+ * A row containing NaN, or only -inf, gives NaN (as PyTorch). */
 FC_API fc_tensor *fc_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
 FC_API fc_tensor *fc_log_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
-/* Normalises over the last axis; weight and bias have the last axis's
- * length (NULL allowed). */
+/* Normalises over the last axis: (x - mean) / sqrt(var + eps) * weight +
+ * bias with the biased variance. weight and bias are [D], D the last axis's
+ * length, of x's dtype (NULL allowed: no scale / no shift); FC_ERR_SHAPE_MISMATCH
+ * / FC_ERR_DTYPE otherwise; eps must be finite and >= 0 (FC_ERR_INVALID_ARG). */
 FC_API fc_tensor *fc_layer_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
                                 double eps);
+/* x / sqrt(mean(x^2) + eps) * weight over the last axis; weight as above. */
 FC_API fc_tensor *fc_rms_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, double eps);
 
 typedef enum fc_reduction { FC_REDUCE_MEAN, FC_REDUCE_SUM, FC_REDUCE_NONE } fc_reduction;
@@ -198,10 +232,20 @@ typedef struct fc_ce_opts {
     double label_smoothing; /* 0 .. 1 */
 } fc_ce_opts;
 /* Fused log-softmax + NLL. logits [N, C] (or [C] with a one-element
- * target), targets integer [N] with values in [0, C) (FC_ERR_INDEX names
- * the bad target). opts NULL: mean, no ignore, no smoothing. */
+ * target), targets of any integer dtype, [N], with values in [0, C)
+ * (FC_ERR_INDEX names the first bad target and its position; FC_ERR_RANK
+ * for logits of rank > 2, FC_ERR_SHAPE_MISMATCH for a targets shape that
+ * does not match, FC_ERR_INVALID_ARG for an unknown reduction or a
+ * smoothing outside [0, 1]). With smoothing eps each row's loss is
+ * (1 - eps) * nll + eps * mean over classes of -log p (PyTorch's).
+ * Ignored rows contribute 0 and leave the mean's denominator; a mean over
+ * no row is NaN. Result: [1] for mean/sum, [N] for none, in the logits'
+ * dtype. opts NULL: mean, no ignore, no smoothing. */
 FC_API fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
                                    const fc_ce_opts *opts);
+/* (a - b)^2 over the broadcast shape, then mean/sum ([1]) or none; one
+ * float dtype for both (FC_ERR_DTYPE), shapes must broadcast
+ * (FC_ERR_SHAPE_MISMATCH). The result has the inputs' dtype. */
 FC_API fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction);
 
 /* ---- layout (views share storage; no copy unless stated) -------------------------------- */
