@@ -169,6 +169,13 @@ bool ex_plot_png(const char *csv, const char *png, const char *title, const char
             return false;
         }
     }
+    for (int i = 0; i < ncurves; i++) {
+        if (strchr(curves[i].title, '\'')) {
+            fprintf(stderr, "note: not plotting: \"%s\" contains a quote\n", curves[i].title);
+            return false;
+        }
+    }
+    remove(png); /* so a stale picture never passes for a new one */
     FILE *g = popen("gnuplot", "w");
     if (!g) {
         perror("note: cannot run gnuplot");
@@ -181,8 +188,9 @@ bool ex_plot_png(const char *csv, const char *png, const char *title, const char
     fprintf(g, "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n", title, xlabel, ylabel);
     fprintf(g, "plot ");
     for (int i = 0; i < ncurves; i++) {
-        if (strchr(curves[i].title, '\'')) continue;
-        /* valid(col) drops empty fields, so sparse columns draw as joined points */
+        /* gnuplot skips empty fields, so a sparse column (validation) draws as
+         * points joined across the steps that have none; `every ::1` skips
+         * the header line */
         fprintf(g, "%s'%s' every ::1 using %d:%d with linespoints pt 7 ps 0.4 title '%s'",
                 i ? ", " : "", csv, xcol, curves[i].ycol, curves[i].title);
     }
