@@ -337,7 +337,7 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const text_data *d
                              double temperature, uint64_t *rng, char *out) {
     int64_t T = m->cfg.block, V = m->cfg.vocab;
     int64_t *ctxt = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    float *logits = malloc(sizeof(float) * (size_t)V);
+    float *logits = calloc((size_t)V, sizeof(float));
     if (!ctxt || !logits) {
         free(ctxt);
         free(logits);
@@ -767,10 +767,12 @@ int main(int argc, char **argv) {
     if (setup(&r)) {
         int64_t every = r.o.eval_every / 5 > 0 ? r.o.eval_every / 5 : 1;
         ex_progress_start(&r.bar, r.o.steps, r.o.minutes * 60, "tok", (int)every);
-        if (!evaluate(&r))
+        if (!evaluate(&r)) {
             fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r.ctx));
-        else if (train(&r))
-            rc = finish(&r);
+        } else {
+            csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
+            if (train(&r)) rc = finish(&r);
+        }
     }
     teardown(&r);
     return rc;

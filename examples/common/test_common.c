@@ -55,6 +55,7 @@ static void test_checkpoint(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/test_common.ckpt", dir);
     const char *names[2] = {"w", "b"};
+    fprintf(stderr, "(the four checkpoint messages below are expected)\n");
     toy a, b;
     toy_make(&a, 5, 3);
     CHECK(a.opt != NULL);
