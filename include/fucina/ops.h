@@ -54,6 +54,9 @@ FC_API fc_tensor *fc_minimum_scalar(fc_ctx *ctx, fc_tensor *a, double s);
  * read-only storage; b broadcasts to dst's shape). Not recorded by autograd:
  * in-place ops on tensors that require grad are FC_ERR_INVALID_ARG. */
 FC_API fc_status fc_add_(fc_tensor *dst, fc_tensor *b);
+/* out = a + b into an existing tensor of the broadcast shape and the
+ * operands' dtype (out may not alias a or b unless identical to it). */
+FC_API fc_status fc_add_out(fc_tensor *out, fc_tensor *a, fc_tensor *b);
 FC_API fc_status fc_mul_scalar_(fc_tensor *dst, double s);
 FC_API fc_status fc_fill_(fc_tensor *dst, double value);
 

@@ -1,0 +1,34 @@
+/* fucina-bench: one subcommand per workload of ../shared/BENCHMARKS.md, each
+ * printing one JSON line whose keys mirror the PyTorch peer in
+ * ../shared/peers/, so bench/compare.sh can print ratios. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *what;
+} cmd;
+
+static const cmd cmds[] = {
+    {"elementwise", bench_elementwise, "add (out= and fresh output) and copy of 2^24 f32"},
+    {"reduce", bench_reduce, "sum of 2^24 f32 and bf16; accumulation-width checks"},
+    {"norm_softmax", bench_norm_softmax, "softmax and layer_norm fwd+bwd on [4096,1024] f32"},
+    {"tiny_ops", bench_tiny_ops, "(a*b + c).sum() fwd+bwd on 16 elements"},
+    {"mlp_train", bench_mlp_train, "784-512-512-10 MLP, B=128, Adam, ms/step"},
+};
+
+int main(int argc, char **argv) {
+    if (argc >= 2) {
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (!strcmp(argv[1], cmds[i].name)) return cmds[i].run(argc - 2, argv + 2);
+    }
+    fprintf(stderr, "usage: fucina-bench WORKLOAD\n\nworkloads:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(stderr, "  %-13s %s\n", cmds[i].name, cmds[i].what);
+    fprintf(stderr, "\nenvironment: FUCINA_BENCH_MIN_S (seconds per repeat, default 2), "
+                    "FUCINA_BENCH_THREADS (default 2), FUCINA_BACKEND\n");
+    return argc >= 2 ? 2 : 0;
+}

@@ -1,0 +1,84 @@
+"""Prints the ratio table of bench/compare.sh from the JSON lines it saved.
+
+For each metric: fucina's median, the faster PyTorch configuration's median,
+and the ratio expressed so that > 1 means fucina is better (time metrics:
+peer/fucina; throughput metrics: fucina/peer), next to the target of
+../shared/BENCHMARKS.md.
+"""
+import json
+import os
+import sys
+
+out_dir = sys.argv[1]
+workloads = sys.argv[2:]
+
+
+def load(w, side):
+    p = os.path.join(out_dir, f"{w}.{side}.json")
+    try:
+        with open(p) as f:
+            line = f.read().strip().splitlines()
+            return json.loads(line[-1]) if line else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def get(d, path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+# (workload, label, fucina path, peer path, higher_is_better, target text)
+METRICS = [
+    ("gemm", "gemm 1024 GFLOP/s", ["results", "1024", "fucina_gflops", "median"],
+     ["results", "1024", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm"),
+    ("gemm", "gemm 2048 GFLOP/s", ["results", "2048", "fucina_gflops", "median"],
+     ["results", "2048", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm"),
+    ("elementwise", "add out= GB/s", ["results", "add_out", "GBps", "median"],
+     ["results", "add_out", "GBps", "median"], True, ">= 1.0"),
+    ("elementwise", "add fresh GB/s", ["results", "add_alloc", "GBps", "median"],
+     ["results", "add_alloc", "GBps", "median"], True, ">= 4.0"),
+    ("elementwise", "copy GB/s", ["results", "copy", "GBps", "median"],
+     ["results", "copy", "GBps", "median"], True, "-"),
+    ("reduce", "sum f32 GB/s", ["results", "sum_f32", "GBps", "median"],
+     ["results", "sum_f32", "GBps", "median"], True, ">= 1.0"),
+    ("reduce", "sum bf16 GB/s", ["results", "sum_bf16", "GBps", "median"],
+     ["results", "sum_bf16", "GBps", "median"], True, "-"),
+    ("norm_softmax", "softmax fwd+bwd ms", ["results", "softmax_fwd_bwd", "ms", "median"],
+     ["results", "softmax_fwd_bwd", "ms", "median"], False, "time <= 0.7x"),
+    ("norm_softmax", "layer_norm fwd+bwd ms", ["results", "layernorm_fwd_bwd", "ms", "median"],
+     ["results", "layernorm_fwd_bwd", "ms", "median"], False, "time <= 0.7x"),
+    ("tiny_ops", "tiny fwd+bwd us", ["results", "fwd_bwd", "us_per_iter", "median"],
+     ["results", "fwd_bwd", "us_per_iter", "median"], False, "time <= 0.05x"),
+    ("mlp_train", "mlp step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
+     "time <= 0.6x"),
+    ("gpt_train", "gpt step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
+     "time <= 0.5x"),
+]
+
+rows = []
+for w, label, fp, pp, higher, target in METRICS:
+    if w not in workloads:
+        continue
+    f = get(load(w, "fucina"), fp)
+    peers = [get(load(w, s), pp) for s in ("peer_default", "peer_tuned")]
+    peers = [p for p in peers if isinstance(p, (int, float))]
+    best = (max(peers) if higher else min(peers)) if peers else None
+    if isinstance(f, (int, float)) and best:
+        ratio = f / best if higher else f / best
+        shown = (f"{ratio:.2f}x" + (" throughput" if higher else " time"))
+    else:
+        shown = "n/a"
+    fs = f"{f:.4g}" if isinstance(f, (int, float)) else "n/a"
+    bs = f"{best:.4g}" if best else "n/a"
+    rows.append((label, fs, bs, shown, target))
+
+hdr = ("metric", "fucina", "PyTorch (best)", "ratio", "target")
+widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(5)]
+print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
+print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+for r in rows:
+    print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
