@@ -9,6 +9,8 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
+ *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
+ *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -21,5 +23,7 @@
 #include "fucina/matmul.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
+#include "fucina/quant.h"
+#include "fucina/io.h"
 
 #endif /* FUCINA_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "exec/internal.h"
+#include "fucina/quant.h"
 
 /* ---- creation ------------------------------------------------------------------- */
 
@@ -282,9 +283,10 @@ fc_tensor *fc_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
     fc_status st;
     int64_t cols = t->raw.shape[t->raw.rank - 1];
     int64_t rows = fc__raw_numel(&t->raw) / cols;
-    (void)rows;
-    if (fb || tb)
-        st = FC_ERR_DTYPE; /* QUANT-MERGE: fc_dequantize / fc_quantize */
+    if (fb)
+        st = fc_dequantize(from, sp, dp, rows, cols);
+    else if (tb)
+        st = fc_quantize(dtype, sp, dp, rows, cols);
     else
         st = fc_convert_row(from, sp, dtype, dp, (size_t)fc__raw_numel(&t->raw));
     fc_release(src);
