@@ -12,11 +12,11 @@ SECS="${1:-60}"
 WORK="${FUZZ_WORK:-/tmp/fucina-fuzz}"
 CC_="${CC:-clang}"
 mkdir -p "$WORK"
-# The byte-level readers need only the core layer; tensor_io.c is the
-# exec-level API on top and is left out.
-SRCS=(src/core/*.c)
+# The byte-level readers need only the core layer; tensor_io.c and
+# checkpoint.c are the exec-level API on top and are left out.
+SRCS=(src/core/*.c src/core/quant/*.c)
 for f in src/io/*.c; do
-  [ "$f" = src/io/tensor_io.c ] || SRCS+=("$f")
+  case "$f" in src/io/tensor_io.c|src/io/checkpoint.c) ;; *) SRCS+=("$f") ;; esac
 done
 FLAGS=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=all -Iinclude -Isrc)

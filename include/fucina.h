@@ -9,6 +9,7 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
+ *   fucina/checkpoint.h resumable training checkpoints
  *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
  *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
  */
@@ -25,5 +26,6 @@
 #include "fucina/optim.h"
 #include "fucina/quant.h"
 #include "fucina/io.h"
+#include "fucina/checkpoint.h"
 
 #endif /* FUCINA_H */

@@ -293,6 +293,19 @@ fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out
     *out = opt->groups[group];
     return FC_OK;
 }
+fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_optim_opts *opts) {
+    if (!opt || !opts) return FC_ERR_NULL_ARG;
+    if (group < 0 || group >= opt->ngroups)
+        return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_set_group_opts: group %d of %d", group,
+                        opt->ngroups);
+    if (opts->kind != opt->kind)
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_group_opts: kind differs");
+    fc_status st = check_opts(opt->ctx, opts);
+    if (st != FC_OK) return st;
+    opt->groups[group] = with_defaults(opts);
+    return FC_OK;
+}
+
 int64_t fc_optim_step_count(const fc_optim *opt) { return opt ? opt->steps : 0; }
 fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps) {
     if (!opt) return FC_ERR_NULL_ARG;

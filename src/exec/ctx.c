@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "exec/internal.h"
 #include "exec/pool.h"
 
@@ -82,6 +83,7 @@ void fc_ctx_free(fc_ctx *ctx) {
     if (!ctx) return;
     if (ctx->tape_free) ctx->tape_free(ctx); /* set by src/ag when it made a tape */
     fc__tensor_destroy_all(ctx);
+    fc__backend_cache_free(ctx->backend_cache);
     fc__pool_trim(ctx);
     fc__pool_destroy(&ctx->pool);
     fc__ctx_free(ctx, ctx->scope_items, sizeof(fc_tensor *) * (size_t)ctx->scope_cap);

@@ -67,6 +67,9 @@ struct fc_ctx {
     int threads;
     fc_backend backend;
     bool check_finite;
+    /* matmul provider state (the oneDNN primitive cache), created by the
+     * first matmul that needs it; freed with the context. */
+    struct fc__backend_cache *backend_cache;
 
     uint64_t rng_seed, rng_offset;
 
