@@ -17,7 +17,8 @@
  *
  * Run: train_gpt [text file] (default /usr/share/common-licenses/GPL-3,
  * present on every Debian machine). --help lists the options. Output goes
- * to --out (metrics.csv, loss.png when gnuplot is installed, ckpt.bin).
+ * to --out (metrics.csv, loss.png when gnuplot is installed, and ckpt.safetensors,
+ * the checkpoint --resume continues from).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -32,7 +33,6 @@
 #include <fucina.h>
 
 #include "common/args.h"
-#include "common/checkpoint.h"
 #include "common/progress.h"
 
 // ----------------------------------------------------------------------------
@@ -386,7 +386,8 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const text_data *d
 typedef struct options {
     const char *data, *out;
     int64_t d_model, n_layer, n_head, block, d_ff, batch;
-    int64_t steps, warmup, eval_every, sample_every, sample_len, ckpt_every, threads, seed;
+    int64_t steps, stop_after, warmup, eval_every, sample_every, sample_len, ckpt_every;
+    int64_t threads, seed;
     double minutes, lr, min_lr, weight_decay, clip, temperature, expect_drop;
     bool resume;
 } options;
@@ -400,7 +401,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
     const ex_arg args[] = {
         {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.bin"},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
         {"d-model", EX_ARG_INT, &o->d_model, "embedding width C"},
         {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks"},
         {"heads", EX_ARG_INT, &o->n_head, "attention heads (divide d-model)"},
@@ -408,6 +409,8 @@ static int parse_options(int argc, char **argv, options *o) {
         {"ff", EX_ARG_INT, &o->d_ff, "MLP hidden width (0: 4 * d-model)"},
         {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
         {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"stop-after", EX_ARG_INT, &o->stop_after,
+         "stop at this step, keeping the schedule of --steps (0: no stop)"},
         {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
         {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
         {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
@@ -419,7 +422,7 @@ static int parse_options(int argc, char **argv, options *o) {
         {"sample-len", EX_ARG_INT, &o->sample_len, "characters per sample"},
         {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
         {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.bin"},
+        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
         {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
         {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
@@ -436,6 +439,7 @@ static int parse_options(int argc, char **argv, options *o) {
                       : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
                           ? "--steps and --eval-every must be positive, --warmup not negative"
                       : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
+                                o->stop_after < 0 ||
                                 o->threads < 0 || o->minutes < 0
                           ? "periods, --threads and --minutes must not be negative"
                       : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
@@ -450,50 +454,79 @@ static int parse_options(int argc, char **argv, options *o) {
 
 // ----------------------------------------------------------------------------
 // checkpoints: the whole run state, so --resume continues exactly
+// fucina's checkpoint file (fucina/checkpoint.h) holds the parameters, the
+// AdamW moments and step count and the context RNG; the trainer adds its own
+// integers as metadata: where it is, its data-order PRNG, and the sizes and
+// text it was made with, which a resume must match.
 
-/* The trainer's integers stored beside the tensors; the sizes are checked
- * on resume, step and data_rng restored. */
 enum { V_STEP, V_DATA_RNG, V_TEXT, V_VOCAB, V_BLOCK, V_C, V_L, V_H, V_F, NVALUES };
-static const char *const VALUE_NAMES[NVALUES] = {"step", "data_rng", "text_hash", "vocab",
-                                                 "block", "d_model", "n_layer", "n_head", "d_ff"};
+static const char *const META_KEYS[NVALUES] = {
+    "train_gpt.step",  "train_gpt.data_rng", "train_gpt.text_hash",
+    "train_gpt.vocab", "train_gpt.block",    "train_gpt.d_model",
+    "train_gpt.n_layer", "train_gpt.n_head", "train_gpt.d_ff"};
 
-static void fill_values(ex_ckpt_value *v, int64_t step, uint64_t data_rng, const text_data *d,
+static void meta_values(uint64_t *v, int64_t step, uint64_t data_rng, const text_data *d,
                         const gpt_config *c) {
     const uint64_t x[NVALUES] = {(uint64_t)step, data_rng, d->hash,
                                  (uint64_t)c->vocab, (uint64_t)c->block, (uint64_t)c->d_model,
                                  (uint64_t)c->n_layer, (uint64_t)c->n_head, (uint64_t)c->d_ff};
-    for (int i = 0; i < NVALUES; i++) v[i] = (ex_ckpt_value){VALUE_NAMES[i], x[i]};
+    memcpy(v, x, sizeof x);
 }
 
-/* The one place that knows the checkpoint format: today the examples' own
- * (common/checkpoint.h); fucina's fc_checkpoint_save would replace the call. */
 static fc_status save_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt,
                                  const gpt_model *m, const text_data *d, int64_t step,
                                  uint64_t data_rng) {
-    ex_ckpt_value v[NVALUES];
-    fill_values(v, step, data_rng, d, &m->cfg);
-    return ex_ckpt_save(path, ctx, opt, (const char *const *)m->names, v, NVALUES);
+    uint64_t v[NVALUES];
+    char text[NVALUES][24];
+    const char *vals[NVALUES];
+    meta_values(v, step, data_rng, d, &m->cfg);
+    for (int i = 0; i < NVALUES; i++) {
+        snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
+        vals[i] = text[i];
+    }
+    fc_status st = fc_checkpoint_save(ctx, path, (const char *const *)m->names, m->params,
+                                      m->nparams, opt, META_KEYS, vals, NVALUES);
+    if (st != FC_OK) fprintf(stderr, "train_gpt: saving %s: %s\n", path, fc_ctx_error(ctx));
+    return st;
 }
 
 /* Restores the run; *step and *data_rng get the saved position. */
 static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt,
                                  const gpt_model *m, const text_data *d, int64_t *step,
                                  uint64_t *data_rng) {
-    ex_ckpt_value want[NVALUES], got[NVALUES];
-    fill_values(want, 0, 0, d, &m->cfg);
-    memcpy(got, want, sizeof got);
-    fc_status st = ex_ckpt_load(path, ctx, opt, (const char *const *)m->names, got, NVALUES);
-    if (st != FC_OK) return st;
-    for (int i = V_TEXT; i < NVALUES; i++) {
-        if (got[i].value != want[i].value) {
+    char msg[256] = "";
+    fc_st_file *f = NULL;
+    fc_status st = fc_safetensors_open(path, &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg},
+                                       &f);
+    if (st != FC_OK) {
+        fprintf(stderr, "train_gpt: cannot resume: %s\n", msg);
+        return st;
+    }
+    uint64_t got[NVALUES], want[NVALUES];
+    meta_values(want, 0, 0, d, &m->cfg);
+    for (int i = 0; i < NVALUES && st == FC_OK; i++) {
+        const char *s = fc_safetensors_meta_get(f, META_KEYS[i]);
+        char *end = NULL;
+        got[i] = s ? strtoull(s, &end, 10) : 0;
+        if (!s || !*s || *end) {
+            fprintf(stderr, "train_gpt: %s has no valid %s: not a train_gpt checkpoint\n", path,
+                    META_KEYS[i]);
+            st = FC_ERR_FORMAT;
+        } else if (i >= V_TEXT && got[i] != want[i]) {
             fprintf(stderr, "train_gpt: %s was made with %s = %llu, this run has %llu\n", path,
-                    VALUE_NAMES[i], (unsigned long long)got[i].value,
-                    (unsigned long long)want[i].value);
-            return FC_ERR_FORMAT;
+                    META_KEYS[i], (unsigned long long)got[i], (unsigned long long)want[i]);
+            st = FC_ERR_FORMAT;
         }
     }
-    *step = (int64_t)got[V_STEP].value;
-    *data_rng = got[V_DATA_RNG].value;
+    fc_safetensors_close(f);
+    if (st != FC_OK) return st;
+    st = fc_checkpoint_load(ctx, path, (const char *const *)m->names, m->params, m->nparams, opt);
+    if (st != FC_OK) {
+        fprintf(stderr, "train_gpt: loading %s: %s\n", path, fc_ctx_error(ctx));
+        return st;
+    }
+    *step = (int64_t)got[V_STEP];
+    *data_rng = got[V_DATA_RNG];
     return FC_OK;
 }
 
@@ -518,6 +551,7 @@ typedef struct run {
     int64_t step;         /* optimizer steps done */
     FILE *csv;
     ex_progress bar;
+    double train_last;                    /* the latest step's training loss */
     double val_first, val_last, val_best; /* this run's first, latest and best val loss */
     int64_t val_step, best_step;          /* when val_last and val_best were measured */
     double *step_ms;      /* wall time of each step of this run */
@@ -588,7 +622,8 @@ static bool train(run *r) {
     const options *o = &r->o;
     double ema_ms = 0, tps = 0;
     double budget = o->minutes * 60;
-    while (r->step < o->steps && !g_stop) {
+    int64_t last = o->stop_after > 0 && o->stop_after < o->steps ? o->stop_after : o->steps;
+    while (r->step < last && !g_stop) {
         if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
                              o->minutes, (long long)r->step, (long long)o->steps);
@@ -605,6 +640,7 @@ static bool train(run *r) {
             return false;
         }
         r->step++;
+        r->train_last = loss;
         r->step_ms[r->nsteps_run++] = ms;
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
         tps = (double)(o->batch * o->block) / (ema_ms * 1e-3);
@@ -668,6 +704,9 @@ static int finish(run *r) {
            med > 0 ? (double)(o->batch * o->block) / (med * 1e-3) : 0.0);
     printf("val loss: %.4f -> %.4f at step %lld (best %.4f at step %lld)\n", r->val_first,
            r->val_last, (long long)r->val_step, r->val_best, (long long)r->best_step);
+    /* full precision, so runs can be compared exactly (the resume test does) */
+    printf("final: step %lld train_loss %.9g val_loss %.9g\n", (long long)r->step, r->train_last,
+           r->val_last);
     printf("wrote %s, %s%s%s\n", r->path[0], r->path[2], plotted ? ", " : "",
            plotted ? r->path[1] : "");
     if (o->expect_drop >= 0 && !(r->val_last <= r->val_first - o->expect_drop)) {
@@ -712,13 +751,10 @@ static bool setup(run *r) {
                                 .min_lr = o->min_lr};
     r->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
     r->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
-    r->val_first = r->val_last = r->val_best = NAN;
+    r->train_last = r->val_first = r->val_last = r->val_best = NAN;
     r->val_step = r->best_step = -1;
-    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "train_gpt: cannot create %s: %s\n", o->out, strerror(errno));
-        return false;
-    }
-    const char *files[3] = {"metrics.csv", "loss.png", "ckpt.bin"};
+    if (!ex_mkdir_p(o->out)) return false;
+    const char *files[3] = {"metrics.csv", "loss.png", "ckpt.safetensors"};
     for (int i = 0; i < 3; i++) {
         if (snprintf(r->path[i], sizeof r->path[i], "%s/%s", o->out, files[i]) >=
             (int)sizeof r->path[i]) {

@@ -508,10 +508,7 @@ static int setup(run *r) {
                                 .total_steps = r->total, .min_lr = o->min_lr};
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
-    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "train_mlp: cannot create %s: %s\n", o->out, strerror(errno));
-        return 1;
-    }
+    if (!ex_mkdir_p(o->out)) return 1;
     snprintf(r->path[0], sizeof r->path[0], "%s/metrics.csv", o->out);
     snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
     r->csv = ex_csv_open(r->path[0],

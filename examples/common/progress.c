@@ -7,6 +7,7 @@
 
 #include "progress.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,30 @@ void ex_progress_finish(ex_progress *p) {
     if (p->tty && p->bar_visible) putchar('\n');
     p->bar_visible = false;
     fflush(stdout);
+}
+
+/* ---- output directory ------------------------------------------------------------------ */
+
+bool ex_mkdir_p(const char *dir) {
+    char buf[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof buf) {
+        fprintf(stderr, "cannot create directory '%s': bad length\n", dir);
+        return false;
+    }
+    memcpy(buf, dir, len + 1);
+    /* every prefix ending before a '/', then the whole path */
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "cannot create directory %s: %s\n", buf, strerror(errno));
+            return false;
+        }
+        buf[i] = c;
+    }
+    return true;
 }
 
 /* ---- metrics CSV ---------------------------------------------------------------------- */

@@ -55,6 +55,12 @@ void ex_progress_finish(ex_progress *p);
 /* Seconds since ex_progress_start. */
 double ex_progress_elapsed(const ex_progress *p);
 
+/* ---- output directory ------------------------------------------------------------------ */
+
+/* Creates dir and its missing parents (like mkdir -p). Returns false and
+ * prints why on failure. */
+bool ex_mkdir_p(const char *dir);
+
 /* ---- metrics CSV -------------------------------------------------------------------- */
 
 /* Opens path for writing (append when append is true and the file exists,
@@ -82,7 +88,7 @@ bool ex_plot_png(const char *csv, const char *png, const char *title, const char
 /* splitmix64: a tiny seeded generator for data order and sampling, kept
  * apart from the context RNG so that evaluation and sampling never shift
  * the stream the model's randomness comes from. The state is one integer,
- * so checkpoints store it directly. */
+ * so a checkpoint stores it as metadata. */
 uint64_t ex_rand_u64(uint64_t *state);
 /* Uniform in [0, 1) with 53 random bits. */
 double ex_rand_unit(uint64_t *state);
