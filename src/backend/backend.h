@@ -129,6 +129,15 @@ void fc__backend_cache_free(fc__backend_cache *cache);
  * NULL). Providers create their state lazily and store it here. */
 void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id);
 const fc_allocator *fc__backend_cache_allocator(const fc__backend_cache *cache);
+/* Workspace for one provider call: the cache's grow-only scratch buffer
+ * when g->cache is set (so a steady stream of products allocates nothing;
+ * it lives until the cache is freed), else a private allocation from
+ * g->alloc. 64-byte aligned; NULL when out of memory. Release it with
+ * fc__gemm_workspace_done (a no-op for the scratch buffer). Providers take
+ * one workspace per call and never nest them. */
+void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes);
+void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes);
+
 /* Entries held for provider id (0 for NULL, a provider without state, or
  * one not built): lets tests see that a repeated call reuses its primitive. */
 int fc__backend_cache_entries(const fc__backend_cache *cache, fc_backend id);

@@ -255,6 +255,8 @@ fc_status fc__gemm_run(const fc__matmul_provider *p, const fc__gemm *g, char *er
 struct fc__backend_cache {
     fc_allocator alloc;
     void *slots[FC_BACKEND_COUNT];
+    void *scratch; /* grow-only workspace, see fc__gemm_workspace */
+    size_t scratch_bytes;
 };
 
 fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
@@ -264,6 +266,8 @@ fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
     c->alloc = *alloc;
     for (int i = 0; i < FC_BACKEND_COUNT; i++)
         c->slots[i] = NULL;
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
     return c;
 }
 
@@ -274,7 +278,29 @@ void fc__backend_cache_free(fc__backend_cache *cache) {
         if (p && p->state_free && cache->slots[i]) p->state_free(cache->slots[i], &cache->alloc);
     }
     fc_allocator a = cache->alloc;
+    fc__free(&a, cache->scratch, cache->scratch_bytes);
     fc__free(&a, cache, sizeof *cache);
+}
+
+void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes) {
+    fc__backend_cache *c = g->cache;
+    if (!c) return fc__alloc(g->alloc, nbytes ? nbytes : 1, 64);
+    if (nbytes <= c->scratch_bytes) return c->scratch;
+    /* grow by half again, so a slowly growing size does not reallocate
+     * on every call */
+    size_t want = c->scratch_bytes + c->scratch_bytes / 2;
+    if (want < nbytes) want = nbytes;
+    void *p = fc__alloc(&c->alloc, want, 64);
+    if (!p && want > nbytes) p = fc__alloc(&c->alloc, want = nbytes, 64);
+    if (!p) return NULL;
+    fc__free(&c->alloc, c->scratch, c->scratch_bytes);
+    c->scratch = p;
+    c->scratch_bytes = want;
+    return p;
+}
+
+void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes) {
+    if (!g->cache) fc__free(g->alloc, p, nbytes ? nbytes : 1);
 }
 
 void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id) {

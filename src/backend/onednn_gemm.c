@@ -399,7 +399,8 @@ static void narrow_row(uint16_t *c, float *src, int64_t n, bool accumulate) {
 
 /* f16 where oneDNN lacks it: widen A and B to dense f32, multiply with the
  * f32 primitive into a dense f32 C, then round C (plus the old C) once.
- * Workspaces come from g->alloc; cache entries from the cache's `alloc`. */
+ * The workspace is fc__gemm_workspace's; cache entries come from the
+ * cache's `alloc`. */
 static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, const fc__gemm *g,
                                  char *err, size_t errcap) {
     int64_t na = g->batch > 1 && g->stride_a ? g->batch : 1;
@@ -407,9 +408,12 @@ static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, cons
     size_t bytes_a = (size_t)(na * g->m * g->k) * sizeof(float);
     size_t bytes_b = (size_t)(nb * g->k * g->n) * sizeof(float);
     size_t bytes_c = (size_t)(g->batch * g->m * g->n) * sizeof(float);
-    float *fa = fc__alloc(g->alloc, bytes_a, 64);
-    float *fb = fc__alloc(g->alloc, bytes_b, 64);
-    float *fcw = fc__alloc(g->alloc, bytes_c, 64);
+    /* one workspace: A, B and C in f32, each 64-byte aligned */
+    bytes_a = (bytes_a + 63) / 64 * 64, bytes_b = (bytes_b + 63) / 64 * 64;
+    char *ws = fc__gemm_workspace(g, bytes_a + bytes_b + bytes_c);
+    float *fa = (float *)(void *)ws;
+    float *fb = ws ? (float *)(void *)(ws + bytes_a) : NULL;
+    float *fcw = ws ? (float *)(void *)(ws + bytes_a + bytes_b) : NULL;
     fc_status rc = FC_OK;
     if (!fa || !fb || !fcw) {
         snprintf(err, errcap, "gemm(onednn): out of memory widening f16 operands (%zu bytes)",
@@ -441,9 +445,7 @@ static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, cons
             }
         }
     }
-    fc__free(g->alloc, fcw, bytes_c);
-    fc__free(g->alloc, fb, bytes_b);
-    fc__free(g->alloc, fa, bytes_a);
+    if (ws) fc__gemm_workspace_done(g, ws, bytes_a + bytes_b + bytes_c);
     return rc;
 }
 

@@ -136,7 +136,7 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
 #endif
     size_t ws_bytes = (size_t)ws_elems * (wide ? sizeof(double) : sizeof(float));
     ws_bytes = (ws_bytes + 63) / 64 * 64; /* each thread's slice 64-byte aligned */
-    char *ws = fc__alloc(g->alloc, (size_t)nt * ws_bytes, 64);
+    char *ws = fc__gemm_workspace(g, (size_t)nt * ws_bytes);
     if (!ws) {
         snprintf(err, errcap, "gemm(ref): out of memory for %lld bytes of workspace",
                  (long long)nt * (long long)ws_bytes);
@@ -161,7 +161,7 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
         }
 #endif
     }
-    fc__free(g->alloc, ws, (size_t)nt * ws_bytes);
+    fc__gemm_workspace_done(g, ws, (size_t)nt * ws_bytes);
     return FC_OK;
 }
 

@@ -166,11 +166,10 @@ static void plan_batches(const int64_t *bshape, int nb, int64_t st[3][FC_MAX_RAN
 /* ---- the shared forward ------------------------------------------------------------------------
  */
 
-/* The provider state cache of ctx, created on first use; NULL only when
- * allocation fails (the provider then runs uncached, which is still
- * correct). */
-static fc__backend_cache *ctx_cache(fc_ctx *ctx, const fc__matmul_provider *p) {
-    if (!p->state_free) return NULL;
+/* The provider state of ctx (oneDNN primitives, the shared workspace),
+ * created on first use; NULL only when that allocation fails, and the
+ * providers then run uncached, which is still correct. */
+static fc__backend_cache *ctx_cache(fc_ctx *ctx) {
     if (!ctx->backend_cache) ctx->backend_cache = fc__backend_cache_new(&ctx->alloc);
     return ctx->backend_cache;
 }
@@ -317,7 +316,7 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
         .stride_c = batch > 1 ? bp.inner_stride[2] : 0,
         .threads = ctx->threads > 0 ? ctx->threads : 1,
         .alloc = &ctx->alloc,
-        .cache = ctx_cache(ctx, p),
+        .cache = ctx_cache(ctx),
     };
     rc = run_plan(ctx, p, &g, &bp, err, sizeof err);
     if (rc != FC_OK) {
