@@ -1,0 +1,291 @@
+/* qmatmul.c - fc__qgemm_run: argument checks, ISA choice, activation
+ * packing and the split of the work over threads (see qmatmul.h).
+ *
+ * Work split. Each thread owns a contiguous range of weight rows and
+ * computes every output column of that range, so no two threads write the
+ * same y element and the summation order of each element does not depend on
+ * the thread count. Inside its range a thread walks weight rows and, for
+ * each, the activation rows in tiles of FC__QDOT_MAX_ROWS, so one decoded
+ * weight block serves up to four rows of x; activation rows go in panels of
+ * X_PANEL so the packed panel stays in L2 while the weight rows stream.
+ *
+ * The packed activations are the only allocation (one buffer, m rows); the
+ * generic path (dtypes without their own kernel) reads x in place and
+ * dequantizes its weight row GENERIC_CHUNK values at a time into a stack
+ * buffer. */
+#include "backend/qmatmul.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/qdot.h"
+#include "core/buffer.h"
+#include "fucina/quant.h"
+
+#ifdef FUCINA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* Values of one weight row dequantized per step on the generic path: a
+ * multiple of every block size (32, 64, 128, 256), 4 KiB of stack. */
+#define GENERIC_CHUNK 1024
+/* Activation rows per panel. */
+#define X_PANEL 16
+
+bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
+
+const char *fc__qisa_name(fc__qisa isa) {
+    static const char *const names[FC__QISA_COUNT] = {"auto", "portable", "avx2", "avx512"};
+    return (unsigned)isa < FC__QISA_COUNT ? names[isa] : "invalid";
+}
+
+/* ---- ISA detection -------------------------------------------------------------- */
+
+static bool cpu_has(fc__qisa isa) {
+    switch (isa) {
+    case FC__QISA_AUTO:
+    case FC__QISA_PORTABLE:
+        return true;
+#ifdef FC__QDOT_X86
+    case FC__QISA_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    case FC__QISA_AVX512:
+        return cpu_has(FC__QISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+#endif
+    default:
+        return false;
+    }
+}
+
+bool fc__qisa_available(fc__qisa isa) { return (unsigned)isa < FC__QISA_COUNT && cpu_has(isa); }
+
+/* The environment's cap, read once (0 = not read yet). */
+static atomic_int isa_cap_cache;
+
+static fc__qisa isa_cap(void) {
+    int c = atomic_load_explicit(&isa_cap_cache, memory_order_relaxed);
+    if (c == 0) {
+        const char *s = getenv("FUCINA_QMATMUL_ISA");
+        c = FC__QISA_AVX512;
+        for (int i = FC__QISA_PORTABLE; s && i < FC__QISA_COUNT; i++) {
+            if (!strcmp(s, fc__qisa_name((fc__qisa)i))) c = i;
+        }
+        atomic_store_explicit(&isa_cap_cache, c, memory_order_relaxed);
+    }
+    return (fc__qisa)c;
+}
+
+fc__qisa fc__qisa_best(void) {
+    for (int i = isa_cap(); i > FC__QISA_PORTABLE; i--) {
+        if (cpu_has((fc__qisa)i)) return (fc__qisa)i;
+    }
+    return FC__QISA_PORTABLE;
+}
+
+static const fc__qdot_kernels *kernels_of(fc__qisa isa) {
+    switch (isa) {
+#ifdef FC__QDOT_X86
+    case FC__QISA_AVX2:
+        return &fc__qdot_avx2;
+    case FC__QISA_AVX512:
+        return &fc__qdot_avx512;
+#endif
+    default:
+        return &fc__qdot_portable;
+    }
+}
+
+/* ---- validation ------------------------------------------------------------------- */
+
+static fc_status fail(char *err, size_t cap, fc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static fc_status fail(char *err, size_t cap, fc_status st, const char *fmt, ...) {
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* Checks g and fills the row bytes of W and of one packed activation row. */
+static fc_status validate(const fc__qgemm *g, size_t *w_row, size_t *xq_row, char *err,
+                          size_t cap) {
+    if (!g) return fail(err, cap, FC_ERR_NULL_ARG, "qmatmul: NULL arguments");
+    if (!g->w || !g->x || !g->y)
+        return fail(err, cap, FC_ERR_NULL_ARG, "qmatmul: NULL %s",
+                    !g->w   ? "weights"
+                    : !g->x ? "x"
+                            : "y");
+    if (!fc__qmatmul_supported(g->wdt))
+        return fail(err, cap, FC_ERR_DTYPE,
+                    "qmatmul: weight dtype %s (%d) is not a quantized matmul dtype (every block "
+                    "dtype but q8_1 and q8_k)",
+                    fc_dtype_name(g->wdt), (int)g->wdt);
+    const int64_t be = fc_dtype_block_elems(g->wdt);
+    if (g->m < 1 || g->n < 1 || g->k < 1 || g->k % be != 0)
+        return fail(err, cap, FC_ERR_INVALID_SHAPE,
+                    "qmatmul: m=%lld n=%lld k=%lld must be >= 1 with k a multiple of %s's block "
+                    "size %lld",
+                    (long long)g->m, (long long)g->n, (long long)g->k, fc_dtype_name(g->wdt),
+                    (long long)be);
+    *w_row = fc_quant_row_bytes(g->wdt, g->k);
+    if (*w_row == 0)
+        return fail(err, cap, FC_ERR_OVERFLOW, "qmatmul: a %s row of k=%lld does not fit in memory",
+                    fc_dtype_name(g->wdt), (long long)g->k);
+    if (g->ldx < g->k || g->ldy < g->n || (g->ldw != 0 && g->ldw < *w_row))
+        return fail(err, cap, FC_ERR_INVALID_ARG,
+                    "qmatmul: leading dimensions ldx=%lld (k=%lld), ldy=%lld (n=%lld), ldw=%zu "
+                    "(row bytes %zu) are too small",
+                    (long long)g->ldx, (long long)g->k, (long long)g->ldy, (long long)g->n, g->ldw,
+                    *w_row);
+    if (g->threads < 1)
+        return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: threads=%d must be >= 1", g->threads);
+    if ((unsigned)g->isa >= FC__QISA_COUNT)
+        return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: isa %d out of range", (int)g->isa);
+    if (!fc__qisa_available(g->isa))
+        return fail(err, cap, FC_ERR_BACKEND,
+                    "qmatmul: this CPU or build cannot run the %s kernels (best here: %s)",
+                    fc__qisa_name(g->isa), fc__qisa_name(fc__qisa_best()));
+    /* Every byte any pointer below reaches must be addressable. */
+    const size_t ldw = g->ldw ? g->ldw : *w_row;
+    const uint64_t n = (uint64_t)g->n, m = (uint64_t)g->m;
+    *xq_row = fc__qpack_row_bytes(fc__qkind_of(g->wdt), g->k);
+    if ((uint64_t)(n - 1) > (SIZE_MAX - *w_row) / ldw ||
+        (uint64_t)g->ldx > SIZE_MAX / sizeof(float) / m ||
+        (uint64_t)g->ldy > SIZE_MAX / sizeof(float) / m || (*xq_row && m > SIZE_MAX / *xq_row))
+        return fail(err, cap, FC_ERR_OVERFLOW,
+                    "qmatmul: m=%lld n=%lld k=%lld with ldx=%lld ldy=%lld overflow size_t",
+                    (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->ldx,
+                    (long long)g->ldy);
+    return FC_OK;
+}
+
+/* ---- the work of one thread ------------------------------------------------------------ */
+
+typedef struct job {
+    const fc__qgemm *g;
+    const fc__qdot_kernels *kern;
+    fc__qkind kind;
+    size_t w_row; /* bytes between weight rows */
+    uint8_t *xq;  /* m packed rows (fast kinds) */
+    size_t xq_row;
+} job;
+
+static void pack_rows(const job *jb, int64_t i0, int64_t i1) {
+    const fc__qgemm *g = jb->g;
+    for (int64_t i = i0; i < i1; i++)
+        fc__qpack_row(jb->kind, g->x + i * g->ldx, g->k, jb->xq + (size_t)i * jb->xq_row);
+}
+
+/* y[i .. i + nx, j] = v (+ bias) on the first step of k, += v after it. */
+static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float *v, bool first) {
+    const float b = g->bias ? g->bias[j] : 0.0f;
+    for (int r = 0; r < nx; r++) {
+        float *yp = &g->y[(i + r) * g->ldy + j];
+        *yp = first ? v[r] + b : *yp + v[r];
+    }
+}
+
+static void rows_fast(const job *jb, int64_t j0, int64_t j1) {
+    const fc__qgemm *g = jb->g;
+    const fc__qdot_fn dot = jb->kern->dot[jb->kind];
+    const uint8_t *w = g->w;
+    for (int64_t p0 = 0; p0 < g->m; p0 += X_PANEL) {
+        const int64_t p1 = p0 + X_PANEL < g->m ? p0 + X_PANEL : g->m;
+        for (int64_t j = j0; j < j1; j++) {
+            const uint8_t *wr = w + (size_t)j * jb->w_row;
+            for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
+                const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
+                float v[FC__QDOT_MAX_ROWS];
+                dot(g->k, wr, jb->xq + (size_t)i * jb->xq_row, jb->xq_row, nx, v);
+                store(g, i, j, nx, v, true);
+            }
+        }
+    }
+}
+
+static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
+    const fc__qgemm *g = jb->g;
+    const int64_t be = fc_dtype_block_elems(g->wdt);
+    const size_t bbytes = fc_dtype_size(g->wdt);
+    const uint8_t *w = g->w;
+    float buf[GENERIC_CHUNK];
+    for (int64_t j = j0; j < j1; j++) {
+        const uint8_t *wr = w + (size_t)j * jb->w_row;
+        for (int64_t c0 = 0; c0 < g->k; c0 += GENERIC_CHUNK) {
+            const int64_t len = g->k - c0 < GENERIC_CHUNK ? g->k - c0 : GENERIC_CHUNK;
+            /* Arguments were validated: this cannot fail. */
+            (void)fc_dequantize(g->wdt, wr + (size_t)(c0 / be) * bbytes, buf, 1, len);
+            for (int64_t i = 0; i < g->m; i += FC__QDOT_MAX_ROWS) {
+                const int nx = (int)(g->m - i < FC__QDOT_MAX_ROWS ? g->m - i : FC__QDOT_MAX_ROWS);
+                float v[FC__QDOT_MAX_ROWS];
+                jb->kern->dot_f32(len, buf, g->x + i * g->ldx + c0, g->ldx, nx, v);
+                store(g, i, j, nx, v, c0 == 0);
+            }
+        }
+    }
+}
+
+/* Thread t of nt: pack its share of the activation rows, wait for the
+ * others, then compute its weight rows. */
+static void run_thread(const job *jb, int t, int nt) {
+    const fc__qgemm *g = jb->g;
+    if (jb->kind != FC__QK_GENERIC) {
+        pack_rows(jb, g->m * t / nt, g->m * (t + 1) / nt);
+#ifdef FUCINA_HAVE_OPENMP
+        if (nt > 1) {
+#pragma omp barrier
+        }
+#endif
+    }
+    const int64_t j0 = g->n * t / nt, j1 = g->n * (t + 1) / nt;
+    if (jb->kind == FC__QK_GENERIC) {
+        rows_generic(jb, j0, j1);
+    } else {
+        rows_fast(jb, j0, j1);
+    }
+}
+
+fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
+    size_t w_row = 0, xq_row = 0;
+    fc_status st = validate(g, &w_row, &xq_row, err, errcap);
+    if (st != FC_OK) return st;
+    const fc__qisa isa = g->isa == FC__QISA_AUTO ? fc__qisa_best() : g->isa;
+    job jb = {
+        .g = g,
+        .kern = kernels_of(isa),
+        .kind = fc__qkind_of(g->wdt),
+        .w_row = g->ldw ? g->ldw : w_row,
+        .xq_row = xq_row,
+    };
+    const size_t xq_bytes = xq_row * (size_t)g->m;
+    if (xq_bytes) {
+        jb.xq = fc__alloc(g->alloc, xq_bytes, 64);
+        if (!jb.xq)
+            return fail(err, errcap, FC_ERR_OOM,
+                        "qmatmul: cannot allocate %zu bytes of packed activations", xq_bytes);
+    }
+    int nt = g->threads;
+    if (nt > g->n) nt = (int)g->n;
+#ifdef FUCINA_HAVE_OPENMP
+    if (nt > 1 && !omp_in_parallel()) {
+#pragma omp parallel num_threads(nt)
+        run_thread(&jb, omp_get_thread_num(), omp_get_num_threads());
+    } else {
+        run_thread(&jb, 0, 1);
+    }
+#else
+    run_thread(&jb, 0, 1);
+#endif
+    if (jb.xq) fc__free(g->alloc, jb.xq, xq_bytes);
+    return FC_OK;
+}
