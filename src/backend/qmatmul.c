@@ -34,6 +34,8 @@
 #define GENERIC_CHUNK 1024
 /* Activation rows per panel. */
 #define X_PANEL 16
+/* Up to this many activation rows, each thread packs all of them itself. */
+#define PRIVATE_PACK_ROWS 16
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
@@ -44,24 +46,43 @@ const char *fc__qisa_name(fc__qisa isa) {
 
 /* ---- ISA detection -------------------------------------------------------------- */
 
-static bool cpu_has(fc__qisa isa) {
-    switch (isa) {
-    case FC__QISA_AUTO:
-    case FC__QISA_PORTABLE:
-        return true;
 #ifdef FC__QDOT_X86
-    case FC__QISA_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
-    case FC__QISA_AVX512:
-        return cpu_has(FC__QISA_AVX2) && __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
-#endif
-    default:
-        return false;
-    }
+#include <cpuid.h>
+
+/* F16C is not among the names every compiler's __builtin_cpu_supports
+ * accepts (clang 14 refuses it): CPUID leaf 1, ECX bit 29. The builtin
+ * itself checks that the OS saves the AVX and AVX-512 register state. */
+static bool cpu_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & (1u << 29)) != 0;
 }
+
+/* Bit i set: this CPU runs fc__qisa i. Probed once (CPUID may trap to a
+ * hypervisor, so it stays off the per-call path); 0 = not probed yet. */
+static atomic_uint isa_mask_cache;
+
+static unsigned isa_mask(void) {
+    unsigned m = atomic_load_explicit(&isa_mask_cache, memory_order_relaxed);
+    if (m == 0) {
+        __builtin_cpu_init();
+        m = 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE;
+        const bool avx2 =
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
+        if (avx2) m |= 1u << FC__QISA_AVX2;
+        if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vnni"))
+            m |= 1u << FC__QISA_AVX512;
+        atomic_store_explicit(&isa_mask_cache, m, memory_order_relaxed);
+    }
+    return m;
+}
+#else
+static unsigned isa_mask(void) { return 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE; }
+#endif
+
+static bool cpu_has(fc__qisa isa) { return (isa_mask() >> isa & 1u) != 0; }
 
 bool fc__qisa_available(fc__qisa isa) { return (unsigned)isa < FC__QISA_COUNT && cpu_has(isa); }
 
@@ -176,14 +197,15 @@ typedef struct job {
     const fc__qdot_kernels *kern;
     fc__qkind kind;
     size_t w_row; /* bytes between weight rows */
-    uint8_t *xq;  /* m packed rows (fast kinds) */
+    uint8_t *xq;  /* m packed rows (fast kinds), or one such set per thread */
     size_t xq_row;
+    bool private_xq; /* each thread packs every row into its own set */
 } job;
 
-static void pack_rows(const job *jb, int64_t i0, int64_t i1) {
+static void pack_rows(const job *jb, uint8_t *xq, int64_t i0, int64_t i1) {
     const fc__qgemm *g = jb->g;
     for (int64_t i = i0; i < i1; i++)
-        fc__qpack_row(jb->kind, g->x + i * g->ldx, g->k, jb->xq + (size_t)i * jb->xq_row);
+        fc__qpack_row(jb->kind, g->x + i * g->ldx, g->k, xq + (size_t)i * jb->xq_row);
 }
 
 /* y[i .. i + nx, j] = v (+ bias) on the first step of k, += v after it. */
@@ -195,7 +217,7 @@ static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float 
     }
 }
 
-static void rows_fast(const job *jb, int64_t j0, int64_t j1) {
+static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
     const fc__qgemm *g = jb->g;
     const fc__qdot_fn dot = jb->kern->dot[jb->kind];
     const uint8_t *w = g->w;
@@ -206,7 +228,7 @@ static void rows_fast(const job *jb, int64_t j0, int64_t j1) {
             for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
                 const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
                 float v[FC__QDOT_MAX_ROWS];
-                dot(g->k, wr, jb->xq + (size_t)i * jb->xq_row, jb->xq_row, nx, v);
+                dot(g->k, wr, xq + (size_t)i * jb->xq_row, jb->xq_row, nx, v);
                 store(g, i, j, nx, v, true);
             }
         }
@@ -235,24 +257,29 @@ static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
     }
 }
 
-/* Thread t of nt: pack its share of the activation rows, wait for the
- * others, then compute its weight rows. */
+/* Thread t of nt: pack the activation rows (every row into its own set, or
+ * its share of the shared set and wait for the others), then compute its
+ * weight rows. */
 static void run_thread(const job *jb, int t, int nt) {
     const fc__qgemm *g = jb->g;
-    if (jb->kind != FC__QK_GENERIC) {
-        pack_rows(jb, g->m * t / nt, g->m * (t + 1) / nt);
-#ifdef FUCINA_HAVE_OPENMP
-        if (nt > 1) {
-#pragma omp barrier
-        }
-#endif
-    }
     const int64_t j0 = g->n * t / nt, j1 = g->n * (t + 1) / nt;
     if (jb->kind == FC__QK_GENERIC) {
         rows_generic(jb, j0, j1);
-    } else {
-        rows_fast(jb, j0, j1);
+        return;
     }
+    if (jb->private_xq) {
+        uint8_t *xq = jb->xq + (size_t)t * (size_t)g->m * jb->xq_row;
+        pack_rows(jb, xq, 0, g->m);
+        rows_fast(jb, xq, j0, j1);
+        return;
+    }
+    pack_rows(jb, jb->xq, g->m * t / nt, g->m * (t + 1) / nt);
+#ifdef FUCINA_HAVE_OPENMP
+    if (nt > 1) {
+#pragma omp barrier
+    }
+#endif
+    rows_fast(jb, jb->xq, j0, j1);
 }
 
 fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
@@ -267,17 +294,31 @@ fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
         .w_row = g->ldw ? g->ldw : w_row,
         .xq_row = xq_row,
     };
-    const size_t xq_bytes = xq_row * (size_t)g->m;
+    /* Threads that will run: one inside another parallel region or
+     * without OpenMP, and never more than there are weight rows. */
+    int nt = g->threads;
+    if (nt > g->n) nt = (int)g->n;
+#ifdef FUCINA_HAVE_OPENMP
+    if (omp_in_parallel()) nt = 1;
+#else
+    nt = 1;
+#endif
+    /* Few rows: packing them is cheap next to the product, so every thread
+     * packs its own copy and the threads never wait for each other. */
+    size_t copies = 1;
+    if (nt > 1 && g->m <= PRIVATE_PACK_ROWS && xq_row * (size_t)g->m <= SIZE_MAX / (size_t)nt) {
+        jb.private_xq = true;
+        copies = (size_t)nt;
+    }
+    const size_t xq_bytes = xq_row * (size_t)g->m * copies;
     if (xq_bytes) {
         jb.xq = fc__alloc(g->alloc, xq_bytes, 64);
         if (!jb.xq)
             return fail(err, errcap, FC_ERR_OOM,
                         "qmatmul: cannot allocate %zu bytes of packed activations", xq_bytes);
     }
-    int nt = g->threads;
-    if (nt > g->n) nt = (int)g->n;
 #ifdef FUCINA_HAVE_OPENMP
-    if (nt > 1 && !omp_in_parallel()) {
+    if (nt > 1) {
 #pragma omp parallel num_threads(nt)
         run_thread(&jb, omp_get_thread_num(), omp_get_num_threads());
     } else {

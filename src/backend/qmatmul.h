@@ -88,8 +88,11 @@ const char *fc__qisa_name(fc__qisa isa);
  * the row bytes, threads < 1 or isa out of range; FC_ERR_BACKEND for an isa
  * this CPU or build cannot run; FC_ERR_OVERFLOW when a size does not fit
  * in memory arithmetic; FC_ERR_OOM when the packed activations cannot be
- * allocated (m * k bytes for q4_0/q8_0/q4_k/q6_k, about 2 m k for q4_0, 4 m
- * k for nf4; the other dtypes allocate nothing). */
+ * allocated. That is the only allocation, one block from g->alloc per call:
+ * m rows of about 2 bytes per value (q4_0, q8_0), 1.25 (q4_k, q6_k) or 4
+ * (nf4), times the thread count when m <= 16 (each thread then packs its
+ * own copy and no thread waits for another); the other dtypes allocate
+ * nothing. */
 fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap);
 
 #endif /* FUCINA_BACKEND_QMATMUL_H */
