@@ -99,10 +99,15 @@ fc__qkind fc__qkind_of(fc_dtype wdt);
  * a positive multiple of the weight block size. */
 size_t fc__qpack_row_bytes(fc__qkind kind, int64_t k);
 
-/* Packs one activation row x[0..k) (finite or not: non-finite values give
- * unspecified but memory-safe results) into dst (fc__qpack_row_bytes
- * bytes, 64-byte aligned). Portable C; the same bytes on every ISA. */
-void fc__qpack_row(fc__qkind kind, const float *x, int64_t k, void *dst);
+typedef struct fc__qdot_kernels fc__qdot_kernels;
+
+/* Packs one activation row x[0..k) into dst (fc__qpack_row_bytes bytes,
+ * 64-byte aligned) with kn's block quantizers; every ISA's quantizers give
+ * the same bytes. A block holding a NaN or an infinity gets a NaN scale and
+ * zero codes; a block whose largest magnitude is below 127 / FLT_MAX (about
+ * 3.7e-37, where 1 / d would overflow) counts as all zero. */
+void fc__qpack_row(const fc__qdot_kernels *kn, fc__qkind kind, const float *x, int64_t k,
+                   void *dst);
 
 /* out[r] = W_row . x_r for r < nx (1 <= nx <= FC__QDOT_MAX_ROWS): w is one
  * weight row of k values in the kind's block format, xq the first packed
@@ -114,11 +119,16 @@ typedef void (*fc__qdot_fn)(int64_t k, const void *w, const void *xq, size_t xq_
 typedef void (*fc__dot_f32_fn)(int64_t n, const float *w, const float *x, int64_t ldx, int nx,
                                float *out);
 
-typedef struct fc__qdot_kernels {
+struct fc__qdot_kernels {
     const char *name;
     fc__qdot_fn dot[FC__QK_FAST_COUNT];
     fc__dot_f32_fn dot_f32;
-} fc__qdot_kernels;
+    /* Activation block quantizers: q (32 or 256 codes) and the returned
+     * scale d follow the rules in the file comment; bit-identical across
+     * ISAs (the conversions round half to even like the portable code). */
+    float (*q8_32)(const float *x, int8_t *q);
+    float (*q8_256)(const float *x, int8_t *q);
+};
 
 /* Portable C: always available; the reference the SIMD kernels are tested
  * against. */
@@ -130,6 +140,9 @@ extern const fc__qdot_kernels fc__qdot_portable;
 extern const fc__qdot_kernels fc__qdot_avx2;
 /* AVX-512 F/BW/VL/DQ with VNNI (qdot_avx512.c). */
 extern const fc__qdot_kernels fc__qdot_avx512;
+/* The AVX2 activation block quantizers, which both SIMD tables use. */
+float fc__q8_32_avx2(const float *x, int8_t *q);
+float fc__q8_256_avx2(const float *x, int8_t *q);
 #endif
 
 /* ---- single-block helpers the SIMD kernels use for their tails ---------------- */

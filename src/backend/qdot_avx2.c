@@ -13,7 +13,9 @@
 
 #ifdef FC__QDOT_X86
 
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
@@ -34,6 +36,93 @@ TGT_INLINE float hsum(__m256 v) {
 
 TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
+}
+
+/* ---- activation block quantizers ---------------------------------------------------- */
+
+/* 32 i32 codes (4 registers, each in [-127, 127]) -> 32 i8 in order. */
+TGT_INLINE void store_codes32(int8_t *q, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+    /* packs works per 128-bit lane: dwords come out as 0 4 1 5 2 6 3 7 */
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(b, order));
+}
+
+TGT_INLINE float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* |v|, and whether any lane is NaN or infinite (!(|v| <= FLT_MAX)). */
+TGT_INLINE __m256 abs_check(__m256 v, __m256 *bad) {
+    const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    *bad = _mm256_or_ps(*bad, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));
+    return a;
+}
+
+TGT float fc__q8_32_avx2(const float *x, int8_t *q) {
+    __m256 v[4], bad = _mm256_setzero_ps(), mx = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        mx = _mm256_max_ps(mx, abs_check(v[i], &bad));
+    }
+    if (_mm256_movemask_ps(bad)) {
+        memset(q, 0, 32);
+        return NAN;
+    }
+    const float d = hmax(mx) / 127.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    if (!(id <= FLT_MAX)) {
+        memset(q, 0, 32);
+        return 0.0f;
+    }
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i c[4];
+    for (int i = 0; i < 4; i++) /* half to even, |x * id| <= 127 */
+        c[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
+    store_codes32(q, c[0], c[1], c[2], c[3]);
+    return d;
+}
+
+TGT float fc__q8_256_avx2(const float *x, int8_t *q) {
+    __m256 bad = _mm256_setzero_ps(), mx = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i++)
+        mx = _mm256_max_ps(mx, abs_check(_mm256_loadu_ps(x + 8 * i), &bad));
+    const float amax = hmax(mx);
+    if (_mm256_movemask_ps(bad) || amax == 0.0f) {
+        memset(q, 0, 256);
+        return _mm256_movemask_ps(bad) ? NAN : 0.0f;
+    }
+    /* the first value of largest magnitude, with its sign */
+    float max = 0.0f;
+    const __m256 va = _mm256_set1_ps(amax), sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < 32; i++) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i));
+        const int hit = _mm256_movemask_ps(_mm256_cmp_ps(a, va, _CMP_EQ_OQ));
+        if (hit) {
+            max = x[8 * i + __builtin_ctz((unsigned)hit)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    if (!(fabsf(iscale) <= FLT_MAX)) {
+        memset(q, 0, 256);
+        return 0.0f;
+    }
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    for (int g = 0; g < 8; g++) {
+        __m256i c[4];
+        for (int i = 0; i < 4; i++) {
+            const __m256i t =
+                _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * i), vs));
+            c[i] = _mm256_max_epi32(lo, _mm256_min_epi32(hi, t));
+        }
+        store_codes32(q + 32 * g, c[0], c[1], c[2], c[3]);
+    }
+    return 1.0f / iscale;
 }
 
 /* ---- q4_0: two blocks per step ------------------------------------------------------ */
@@ -78,7 +167,7 @@ TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     }
 }
 
-/* ---- q8_0: one block per step ---------------------------------------------------------- */
+/* ---- q8_0: one block per step ------------------------------------------------------- */
 
 TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out) {
@@ -106,7 +195,7 @@ TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         out[r] = hsum(acc[r]);
 }
 
-/* ---- q4_k ---------------------------------------------------------------------------------- */
+/* ---- q4_k --------------------------------------------------------------------------- */
 
 /* The 8 six-bit scales (sc) and mins (m) of a q4_K super-block, one byte each. */
 TGT_INLINE void k4_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m) {
@@ -173,7 +262,7 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     }
 }
 
-/* ---- q6_k ------------------------------------------------------------------------------------ */
+/* ---- q6_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out) {
@@ -228,8 +317,7 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         out[r] = hsum(acc[r]);
 }
 
-/* ---- nf4: f32 levels looked up in registers ---------------------------------------------------
- */
+/* ---- nf4: f32 levels looked up in registers ----------------------------------------- */
 
 /* lut[i & 15] for 8 indices (bits above 3 ignored). */
 TGT_INLINE __m256 lookup16(__m256 lut_lo, __m256 lut_hi, __m256i i) {
@@ -268,7 +356,7 @@ TGT_INLINE void nf4_rows(int64_t k, const uint8_t *w, const void *xq, size_t str
         out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-/* ---- generic path: f32 dot ------------------------------------------------------------------- */
+/* ---- generic path: f32 dot ---------------------------------------------------------- */
 
 TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx, const int nx,
                          float *out) {
@@ -292,7 +380,7 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
     }
 }
 
-/* ---- instantiation for 1..4 rows ---------------------------------------------------------- */
+/* ---- instantiation for 1..4 rows ---------------------------------------------------- */
 
 #define FC__QDOT_INSTANCES(fn, wtype)                                                              \
     static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
@@ -344,6 +432,8 @@ const fc__qdot_kernels fc__qdot_avx2 = {
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
     .dot_f32 = f32,
+    .q8_32 = fc__q8_32_avx2,
+    .q8_256 = fc__q8_256_avx2,
 };
 
 #else

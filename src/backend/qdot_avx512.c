@@ -40,7 +40,7 @@ TGT_INLINE __m512 f16_spread(const uint8_t *p, __m512i idx) {
     return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
 }
 
-/* ---- q4_0: one 4-block record per step ------------------------------------------------------ */
+/* ---- q4_0: one 4-block record per step ---------------------------------------------- */
 
 TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out) {
@@ -82,8 +82,7 @@ TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     }
 }
 
-/* ---- q8_0: one 2-block record per step --------------------------------------------------------
- */
+/* ---- q8_0: one 2-block record per step ---------------------------------------------- */
 
 TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out) {
@@ -124,8 +123,7 @@ TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     }
 }
 
-/* ---- q4_k
- * ---------------------------------------------------------------------------------------- */
+/* ---- q4_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void k4_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m) {
     uint32_t u0, u1, u2;
@@ -195,8 +193,7 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     }
 }
 
-/* ---- q6_k
- * ---------------------------------------------------------------------------------------- */
+/* ---- q6_k --------------------------------------------------------------------------- */
 
 /* Word index vector for 64 values starting at sub-block s (4 sub-blocks of 16,
  * 8 i16 pair lanes each). */
@@ -255,8 +252,7 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-/* ---- nf4
- * ------------------------------------------------------------------------------------------- */
+/* ---- nf4 ---------------------------------------------------------------------------- */
 
 TGT_INLINE void nf4_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                          float *out) {
@@ -291,8 +287,7 @@ TGT_INLINE void nf4_rows(int64_t k, const uint8_t *w, const void *xq, size_t str
     }
 }
 
-/* ---- generic path: f32 dot ----------------------------------------------------------------------
- */
+/* ---- generic path: f32 dot ---------------------------------------------------------- */
 
 TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx, const int nx,
                          float *out) {
@@ -319,8 +314,7 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
-/* ---- instantiation for 1..4 rows
- * ------------------------------------------------------------------ */
+/* ---- instantiation for 1..4 rows ---------------------------------------------------- */
 
 #define FC__QDOT_INSTANCES(fn)                                                                     \
     static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
@@ -372,6 +366,8 @@ const fc__qdot_kernels fc__qdot_avx512 = {
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
     .dot_f32 = f32,
+    .q8_32 = fc__q8_32_avx2, /* AVX2 suffices: packing is a small part of the work */
+    .q8_256 = fc__q8_256_avx2,
 };
 
 #else

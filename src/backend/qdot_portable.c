@@ -12,6 +12,7 @@
  * with a NaN scale and zero codes (f32 layouts keep the value), so every
  * output of that row is NaN rather than a finite guess. */
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "backend/qdot.h"
@@ -56,32 +57,32 @@ void fc__qdot_nf4_lut(float d, float lut[16]) {
         lut[i] = fc_nf4_level(i) * d;
 }
 
-/* ---- packing ------------------------------------------------------------------ */
+/* ---- packing ------------------------------------------------------------------------ */
 
-/* Codes of n values against scale d = amax / 127, rounded half to even.
- * Returns d, or NaN (codes zeroed) when the block holds a NaN or an inf. */
-static float q8_block(const float *x, int n, int8_t *q) {
+static float q8_32(const float *x, int8_t *q) {
     float amax = 0.0f;
     int bad = 0;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < 32; j++) {
         const float a = x[j] < 0 ? -x[j] : x[j];
         amax = a > amax ? a : amax;
         bad |= !(a <= FLT_MAX);
     }
     if (bad) {
-        memset(q, 0, (size_t)n);
+        memset(q, 0, 32);
         return fc__q_bits_f32(0x7fc00000u);
     }
     const float d = amax / 127.0f;
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < n; j++)
+    if (!(id <= FLT_MAX)) {
+        memset(q, 0, 32);
+        return 0.0f;
+    }
+    for (int j = 0; j < 32; j++)
         q[j] = (int8_t)fc__q_clamp_i(fc__q_nearest_int(x[j] * id), -127, 127);
     return d;
 }
 
-/* ggml's quantize_row_q8_K for one super-block: the scale comes from the
- * value of largest magnitude (the first on ties) with its sign. */
-static float q8k_block(const float *x, int8_t *q) {
+static float q8_256(const float *x, int8_t *q) {
     float amax = 0.0f, max = 0.0f;
     int bad = 0;
     for (int j = 0; j < 256; j++) {
@@ -97,6 +98,10 @@ static float q8k_block(const float *x, int8_t *q) {
         return bad ? fc__q_bits_f32(0x7fc00000u) : 0.0f;
     }
     const float iscale = -127.0f / max;
+    if (!(fabsf(iscale) <= FLT_MAX)) {
+        memset(q, 0, 256);
+        return 0.0f;
+    }
     for (int j = 0; j < 256; j++)
         q[j] = (int8_t)fc__q_clamp_i(fc__q_nearest_int(iscale * x[j]), -127, 127);
     return 1.0f / iscale;
@@ -109,12 +114,12 @@ static int32_t sum_i8(const int8_t *q, int n) {
     return s;
 }
 
-static void pack_q4_0(const float *x, int64_t k, fc__xq_q4_0 *rec) {
+static void pack_q4_0(const fc__qdot_kernels *kn, const float *x, int64_t k, fc__xq_q4_0 *rec) {
     const int64_t nb = k / 32;
     memset(rec, 0, fc__qpack_row_bytes(FC__QK_Q4_0, k));
     for (int64_t b = 0; b < nb; b++) {
         int8_t q[32];
-        const float d = q8_block(x + 32 * b, 32, q);
+        const float d = kn->q8_32(x + 32 * b, q);
         fc__xq_q4_0 *r = &rec[b / 4];
         const int i = (int)(b % 4);
         memcpy(r->qs + 16 * i, q, 16);
@@ -125,13 +130,13 @@ static void pack_q4_0(const float *x, int64_t k, fc__xq_q4_0 *rec) {
     }
 }
 
-static void pack_q8_0(const float *x, int64_t k, fc__xq_q8_0 *rec) {
+static void pack_q8_0(const fc__qdot_kernels *kn, const float *x, int64_t k, fc__xq_q8_0 *rec) {
     const int64_t nb = k / 32;
     memset(rec, 0, fc__qpack_row_bytes(FC__QK_Q8_0, k));
     for (int64_t b = 0; b < nb; b++) {
         fc__xq_q8_0 *r = &rec[b / 2];
         const int i = (int)(b % 2);
-        const float d = q8_block(x + 32 * b, 32, r->qs + 32 * i);
+        const float d = kn->q8_32(x + 32 * b, r->qs + 32 * i);
         for (int l = 0; l < 8; l++)
             r->d[8 * i + l] = d;
     }
@@ -140,12 +145,12 @@ static void pack_q8_0(const float *x, int64_t k, fc__xq_q8_0 *rec) {
 /* Within each 128 values, natural sub-block t of 32 goes to slot q4k_slot[t]. */
 static const int q4k_slot[4] = {0, 2, 1, 3};
 
-static void pack_k(const float *x, int64_t k, fc__xq_k *rec, int q4k) {
+static void pack_k(const fc__qdot_kernels *kn, const float *x, int64_t k, fc__xq_k *rec, int q4k) {
     for (int64_t sb = 0; sb < k / 256; sb++) {
         fc__xq_k *r = &rec[sb];
         int8_t q[256];
         memset(r, 0, sizeof *r);
-        r->d = q8k_block(x + 256 * sb, q);
+        r->d = kn->q8_256(x + 256 * sb, q);
         if (q4k) {
             for (int s = 0; s < 8; s++) {
                 memcpy(r->qs + 128 * (s / 4) + 32 * q4k_slot[s % 4], q + 32 * s, 32);
@@ -168,19 +173,20 @@ static void pack_nf4(const float *x, int64_t k, float *out) {
     }
 }
 
-void fc__qpack_row(fc__qkind kind, const float *x, int64_t k, void *dst) {
+void fc__qpack_row(const fc__qdot_kernels *kn, fc__qkind kind, const float *x, int64_t k,
+                   void *dst) {
     switch (kind) {
     case FC__QK_Q4_0:
-        pack_q4_0(x, k, dst);
+        pack_q4_0(kn, x, k, dst);
         break;
     case FC__QK_Q8_0:
-        pack_q8_0(x, k, dst);
+        pack_q8_0(kn, x, k, dst);
         break;
     case FC__QK_Q4_K:
-        pack_k(x, k, dst, 1);
+        pack_k(kn, x, k, dst, 1);
         break;
     case FC__QK_Q6_K:
-        pack_k(x, k, dst, 0);
+        pack_k(kn, x, k, dst, 0);
         break;
     case FC__QK_NF4:
         pack_nf4(x, k, dst);
@@ -190,7 +196,7 @@ void fc__qpack_row(fc__qkind kind, const float *x, int64_t k, void *dst) {
     }
 }
 
-/* ---- block integer dots ---------------------------------------------------------- */
+/* ---- block integer dots ------------------------------------------------------------- */
 
 int32_t fc__qdot_q4_0_block_int(const uint8_t *blk, const fc__xq_q4_0 *rec, int i) {
     const uint8_t *qs = blk + 2;
@@ -209,7 +215,7 @@ int32_t fc__qdot_q8_0_block_int(const uint8_t *blk, const fc__xq_q8_0 *rec, int 
     return s;
 }
 
-/* ---- portable kernels ------------------------------------------------------------ */
+/* ---- portable kernels --------------------------------------------------------------- */
 
 static const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
@@ -372,4 +378,6 @@ const fc__qdot_kernels fc__qdot_portable = {
             [FC__QK_Q6_K] = dot_q6_k,
             [FC__QK_NF4] = dot_nf4},
     .dot_f32 = dot_f32,
+    .q8_32 = q8_32,
+    .q8_256 = q8_256,
 };

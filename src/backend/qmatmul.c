@@ -44,7 +44,7 @@ const char *fc__qisa_name(fc__qisa isa) {
     return (unsigned)isa < FC__QISA_COUNT ? names[isa] : "invalid";
 }
 
-/* ---- ISA detection -------------------------------------------------------------- */
+/* ---- ISA detection ------------------------------------------------------------------ */
 
 #ifdef FC__QDOT_X86
 #include <cpuid.h>
@@ -122,7 +122,7 @@ static const fc__qdot_kernels *kernels_of(fc__qisa isa) {
     }
 }
 
-/* ---- validation ------------------------------------------------------------------- */
+/* ---- validation --------------------------------------------------------------------- */
 
 static fc_status fail(char *err, size_t cap, fc_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -190,7 +190,7 @@ static fc_status validate(const fc__qgemm *g, size_t *w_row, size_t *xq_row, cha
     return FC_OK;
 }
 
-/* ---- the work of one thread ------------------------------------------------------------ */
+/* ---- the work of one thread --------------------------------------------------------- */
 
 typedef struct job {
     const fc__qgemm *g;
@@ -205,7 +205,7 @@ typedef struct job {
 static void pack_rows(const job *jb, uint8_t *xq, int64_t i0, int64_t i1) {
     const fc__qgemm *g = jb->g;
     for (int64_t i = i0; i < i1; i++)
-        fc__qpack_row(jb->kind, g->x + i * g->ldx, g->k, xq + (size_t)i * jb->xq_row);
+        fc__qpack_row(jb->kern, jb->kind, g->x + i * g->ldx, g->k, xq + (size_t)i * jb->xq_row);
 }
 
 /* y[i .. i + nx, j] = v (+ bias) on the first step of k, += v after it. */

@@ -33,11 +33,12 @@
 
 #include <cmocka.h>
 
+#include "backend/qdot.h"
 #include "backend/qmatmul.h"
 #include "counting_alloc.h"
 #include "fucina.h"
 
-/* ---- deterministic data ------------------------------------------------------------------ */
+/* ---- deterministic data ------------------------------------------------------------- */
 
 static uint64_t rng_state;
 static uint64_t rng_next(void) {
@@ -56,8 +57,7 @@ static void fill_normal(float *p, size_t n, float scale) {
         p[i] = scale * rng_normal();
 }
 
-/* ---- a quantized problem and its reference ----------------------------------------------------
- */
+/* ---- a quantized problem and its reference ------------------------------------------ */
 
 typedef struct problem {
     fc_dtype wdt;
@@ -228,8 +228,7 @@ static void check_against_reference(const problem *p, const float *y, bool bias,
 static const fc__qisa all_isas[] = {FC__QISA_PORTABLE, FC__QISA_AVX2, FC__QISA_AVX512};
 #define N_ISAS (sizeof all_isas / sizeof all_isas[0])
 
-/* ---- every supported dtype ----------------------------------------------------------------------
- */
+/* ---- every supported dtype ---------------------------------------------------------- */
 
 static void test_qmatmul_every_dtype_matches_reference(void **state) {
     (void)state;
@@ -262,8 +261,7 @@ static void test_qmatmul_every_dtype_matches_reference(void **state) {
     }
 }
 
-/* ---- the dtypes with their own kernels: shapes, ISAs, threads
- * ---------------------------------------- */
+/* ---- the dtypes with their own kernels: shapes, ISAs, threads ----------------------- */
 
 static const fc_dtype fast[] = {FC_Q4_0, FC_Q8_0, FC_Q4_K, FC_Q6_K, FC_NF4};
 #define N_FAST (sizeof fast / sizeof fast[0])
@@ -336,8 +334,7 @@ static void test_qmatmul_many_rows(void **state) {
     }
 }
 
-/* ---- leading dimensions, bias, views
- * -------------------------------------------------------------- */
+/* ---- leading dimensions, bias, views ------------------------------------------------ */
 
 static void test_qmatmul_strided_operands(void **state) {
     (void)state;
@@ -391,8 +388,7 @@ static void test_qmatmul_strided_operands(void **state) {
     }
 }
 
-/* ---- non-finite activations
- * ---------------------------------------------------------------------- */
+/* ---- non-finite activations --------------------------------------------------------- */
 
 static void test_qmatmul_nonfinite_rows_give_nonfinite_outputs(void **state) {
     (void)state;
@@ -417,8 +413,7 @@ static void test_qmatmul_nonfinite_rows_give_nonfinite_outputs(void **state) {
     }
 }
 
-/* ---- errors
- * --------------------------------------------------------------------------------------- */
+/* ---- errors ------------------------------------------------------------------------- */
 
 static void test_qmatmul_errors(void **state) {
     (void)state;
@@ -507,8 +502,7 @@ static void test_qmatmul_errors(void **state) {
     problem_free(&p);
 }
 
-/* ---- allocation
- * ------------------------------------------------------------------------------------- */
+/* ---- allocation --------------------------------------------------------------------- */
 
 static void test_qmatmul_allocation_and_oom(void **state) {
     (void)state;
@@ -549,8 +543,47 @@ static void test_qmatmul_allocation_and_oom(void **state) {
     }
 }
 
-/* ---- ISA queries
- * -------------------------------------------------------------------------------------- */
+/* ---- activation packing is the same bytes on every ISA ------------------------------- */
+
+static void test_qmatmul_packing_identical_across_isas(void **state) {
+    (void)state;
+#ifdef FC__QDOT_X86
+    if (!fc__qisa_available(FC__QISA_AVX2)) skip();
+    const int64_t k = 1024;
+    float *x = malloc(sizeof(float) * (size_t)k);
+    assert_non_null(x);
+    rng_state = 99;
+    fill_normal(x, (size_t)k, 1.0f);
+    /* blocks of 32 (and super-blocks of 256) with awkward contents */
+    for (int i = 0; i < 32; i++) {
+        x[32 + i] = 0.0f;                        /* all zero */
+        x[64 + i] = 1e-38f * (float)(i - 16);    /* 1 / d overflows: counts as zero */
+        x[96 + i] = 1e-40f * (float)(i + 1);     /* subnormal */
+        x[128 + i] = 1e38f * (float)(i % 3 - 1); /* huge */
+        x[160 + i] = (float)i - 15.5f;           /* with x[160] = 127 below: d = 1, halves */
+    }
+    x[160] = 127.0f;
+    x[200] = NAN;
+    x[300] = -INFINITY;
+    for (int i = 512; i < 768; i++) /* a whole q8_K super-block of zeros */
+        x[i] = 0.0f;
+    x[800] = -3.0f, x[801] = 3.0f; /* ties for the largest magnitude: the first one's sign */
+    for (int kind = 0; kind < FC__QK_FAST_COUNT; kind++) {
+        const size_t bytes = fc__qpack_row_bytes((fc__qkind)kind, k);
+        uint8_t *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
+        assert_non_null(a), assert_non_null(b);
+        fc__qpack_row(&fc__qdot_portable, (fc__qkind)kind, x, k, a);
+        fc__qpack_row(&fc__qdot_avx2, (fc__qkind)kind, x, k, b);
+        assert_memory_equal(a, b, bytes);
+        free(a), free(b);
+    }
+    free(x);
+#else
+    skip();
+#endif
+}
+
+/* ---- ISA queries -------------------------------------------------------------------- */
 
 static void test_qmatmul_isa_queries(void **state) {
     (void)state;
@@ -579,6 +612,7 @@ int main(void) {
         cmocka_unit_test(test_qmatmul_nonfinite_rows_give_nonfinite_outputs),
         cmocka_unit_test(test_qmatmul_errors),
         cmocka_unit_test(test_qmatmul_allocation_and_oom),
+        cmocka_unit_test(test_qmatmul_packing_identical_across_isas),
         cmocka_unit_test(test_qmatmul_isa_queries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
