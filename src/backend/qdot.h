@@ -115,6 +115,11 @@ void fc__qpack_row(const fc__qdot_kernels *kn, fc__qkind kind, const float *x, i
 typedef void (*fc__qdot_fn)(int64_t k, const void *w, const void *xq, size_t xq_stride, int nx,
                             float *out);
 
+/* Two weight rows at once (each activation tile is read once for both):
+ * out0[r] = W0 . x_r, out1[r] = W1 . x_r. */
+typedef void (*fc__qdot2_fn)(int64_t k, const void *w0, const void *w1, const void *xq,
+                             size_t xq_stride, int nx, float *out0, float *out1);
+
 /* The generic path's f32 dot: out[r] = sum_i w[i] * x[r * ldx + i], i < n. */
 typedef void (*fc__dot_f32_fn)(int64_t n, const float *w, const float *x, int64_t ldx, int nx,
                                float *out);
@@ -122,6 +127,9 @@ typedef void (*fc__dot_f32_fn)(int64_t n, const float *w, const float *x, int64_
 struct fc__qdot_kernels {
     const char *name;
     fc__qdot_fn dot[FC__QK_FAST_COUNT];
+    /* NULL where the ISA has no two-row kernel for that kind. A two-row
+     * result is the same bits as two one-row calls. */
+    fc__qdot2_fn dot2[FC__QK_FAST_COUNT];
     fc__dot_f32_fn dot_f32;
     /* Activation block quantizers: q (32 or 256 codes) and the returned
      * scale d follow the rules in the file comment; bit-identical across

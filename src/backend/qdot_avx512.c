@@ -42,84 +42,108 @@ TGT_INLINE __m512 f16_spread(const uint8_t *p, __m512i idx) {
 
 /* ---- q4_0: one 4-block record per step ---------------------------------------------- */
 
-TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r]. */
+TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
     const int64_t nb = k / 32, nrec = nb / 4;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     /* block scales sit at bytes 0, 18, 36, 54 of a record: words 0, 9, 18, 27 */
     const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27,
                                           27, 27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
-    __m512 acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = _mm512_setzero_ps();
+    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm512_setzero_ps();
     for (int64_t g = 0; g < nrec; g++) {
-        const uint8_t *b0 = w + 72 * g;
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 20)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 38)), 2);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 56)), 3);
-        const __m512i lo = _mm512_and_si512(v, m4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        const __m512 dw = f16_spread(b0, didx);
+        __m512i lo[2], hi[2];
+        __m512 dw[2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 72 * g;
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 20)), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 38)), 2);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 56)), 3);
+            lo[q] = _mm512_and_si512(v, m4);
+            hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            dw[q] = f16_spread(b0, didx);
+        }
         for (int r = 0; r < nx; r++) {
             const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + g;
-            __m512i p = _mm512_load_si512(rec->c);
-            p = _mm512_dpbusd_epi32(p, lo, _mm512_load_si512(rec->qs));
-            p = _mm512_dpbusd_epi32(p, hi, _mm512_load_si512(rec->qs + 64));
-            const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(rec->d));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[r]);
+            const __m512i c = _mm512_load_si512(rec->c);
+            const __m512i xa = _mm512_load_si512(rec->qs), xb = _mm512_load_si512(rec->qs + 64);
+            const __m512 dx = _mm512_load_ps(rec->d);
+            for (int q = 0; q < nw; q++) {
+                __m512i p = _mm512_dpbusd_epi32(c, lo[q], xa);
+                p = _mm512_dpbusd_epi32(p, hi[q], xb);
+                const __m512 s = _mm512_mul_ps(dw[q], dx);
+                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[q][r]);
+            }
         }
     }
-    for (int r = 0; r < nx; r++) {
-        float t = _mm512_reduce_add_ps(acc[r]);
-        for (int64_t b = 4 * nrec; b < nb; b++) {
-            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
-            const int i = (int)(b % 4);
-            const int32_t s = fc__qdot_q4_0_block_int(w + 18 * b, rec, i);
-            t += f16_at(w + 18 * b) * rec->d[4 * i] * (float)s;
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = _mm512_reduce_add_ps(acc[q][r]);
+            for (int64_t b = 4 * nrec; b < nb; b++) {
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
+                const int i = (int)(b % 4);
+                const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, rec, i);
+                t += f16_at(w[q] + 18 * b) * rec->d[4 * i] * (float)s;
+            }
+            out[q][r] = t;
         }
-        out[r] = t;
     }
 }
 
 /* ---- q8_0: one 2-block record per step ---------------------------------------------- */
 
-TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
     const int64_t nb = k / 32, nrec = nb / 2;
     /* block scales at bytes 0 and 34: words 0 and 17 */
     const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 17, 17,
                                           17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i zero = _mm512_setzero_si512();
-    __m512 acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = _mm512_setzero_ps();
+    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm512_setzero_ps();
     for (int64_t g = 0; g < nrec; g++) {
-        const uint8_t *b0 = w + 68 * g;
-        const __m512i v = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
-            _mm256_loadu_si256((const __m256i *)(b0 + 36)), 1);
-        const __m512i av = _mm512_abs_epi8(v);
-        const __mmask64 neg = _mm512_movepi8_mask(v);
-        const __m512 dw = f16_spread(b0, didx);
+        __m512i av[2];
+        __mmask64 neg[2];
+        __m512 dw[2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 68 * g;
+            const __m512i v = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                _mm256_loadu_si256((const __m256i *)(b0 + 36)), 1);
+            av[q] = _mm512_abs_epi8(v);
+            neg[q] = _mm512_movepi8_mask(v);
+            dw[q] = f16_spread(b0, didx);
+        }
         for (int r = 0; r < nx; r++) {
             const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + g;
             const __m512i x = _mm512_load_si512(rec->qs);
-            const __m512i sx = _mm512_mask_sub_epi8(x, neg, zero, x);
-            const __m512i p = _mm512_dpbusd_epi32(zero, av, sx);
-            const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(rec->d));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[r]);
+            const __m512 dx = _mm512_load_ps(rec->d);
+            for (int q = 0; q < nw; q++) {
+                /* |w| * (x with w's sign): vpdpbusd wants the unsigned operand first */
+                const __m512i sx = _mm512_mask_sub_epi8(x, neg[q], zero, x);
+                const __m512i p = _mm512_dpbusd_epi32(zero, av[q], sx);
+                acc[q][r] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[q], dx), acc[q][r]);
+            }
         }
     }
-    for (int r = 0; r < nx; r++) {
-        float t = _mm512_reduce_add_ps(acc[r]);
-        if (nb % 2) {
-            const int64_t b = nb - 1;
-            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
-            const int32_t s = fc__qdot_q8_0_block_int(w + 34 * b, rec, 0);
-            t += f16_at(w + 34 * b) * rec->d[0] * (float)s;
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = _mm512_reduce_add_ps(acc[q][r]);
+            if (nb % 2) {
+                const int64_t b = nb - 1;
+                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
+                const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, rec, 0);
+                t += f16_at(w[q] + 34 * b) * rec->d[0] * (float)s;
+            }
+            out[q][r] = t;
         }
-        out[r] = t;
     }
 }
 
@@ -254,36 +278,48 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
 
 /* ---- nf4 ---------------------------------------------------------------------------- */
 
-TGT_INLINE void nf4_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                         float *out) {
+/* Accumulators per output: four for a single activation row (four
+ * independent FMA chains), two otherwise. It depends on nx only, never on
+ * nw, so one- and two-weight-row calls give the same bits. */
+TGT_INLINE void nf4_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                         size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+    const int na = nx == 1 ? 4 : 2;
     float base[16];
     fc__qdot_nf4_lut(1.0f, base);
     const __m512 levels = _mm512_loadu_ps(base);
-    __m512 acc[FC__QDOT_MAX_ROWS][4];
-    for (int r = 0; r < nx; r++)
-        acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+    __m512 acc[2][FC__QDOT_MAX_ROWS][4];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            for (int a = 0; a < na; a++)
+                acc[q][r][a] = _mm512_setzero_ps();
     for (int64_t b = 0; b < k / 64; b++) {
-        const uint8_t *blk = w + 34 * b;
-        const __m512 lut = _mm512_mul_ps(levels, _mm512_set1_ps(f16_at(blk)));
-        const __m512i i0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-        const __m512i i1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
-        /* vpermps reads the low 4 bits of each index: the low nibble as is */
-        const __m512 e0 = _mm512_permutexvar_ps(i0, lut);
-        const __m512 o0 = _mm512_permutexvar_ps(_mm512_srli_epi32(i0, 4), lut);
-        const __m512 e1 = _mm512_permutexvar_ps(i1, lut);
-        const __m512 o1 = _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), lut);
+        __m512 lv[2][4];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *blk = w[q] + 34 * b;
+            const __m512 lut = _mm512_mul_ps(levels, _mm512_set1_ps(f16_at(blk)));
+            const __m512i i0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+            const __m512i i1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
+            /* vpermps reads the low 4 bits of each index: the low nibble as is */
+            lv[q][0] = _mm512_permutexvar_ps(i0, lut);
+            lv[q][1] = _mm512_permutexvar_ps(_mm512_srli_epi32(i0, 4), lut);
+            lv[q][2] = _mm512_permutexvar_ps(i1, lut);
+            lv[q][3] = _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), lut);
+        }
         for (int r = 0; r < nx; r++) {
             const float *x = (const float *)row_at(xq, stride, r) + 64 * b;
-            acc[r][0] = _mm512_fmadd_ps(e0, _mm512_load_ps(x), acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(o0, _mm512_load_ps(x + 16), acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(e1, _mm512_load_ps(x + 32), acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(o1, _mm512_load_ps(x + 48), acc[r][3]);
+            for (int t = 0; t < 4; t++) {
+                const __m512 xv = _mm512_load_ps(x + 16 * t);
+                for (int q = 0; q < nw; q++)
+                    acc[q][r][t % na] = _mm512_fmadd_ps(lv[q][t], xv, acc[q][r][t % na]);
+            }
         }
     }
-    for (int r = 0; r < nx; r++) {
-        const __m512 s =
-            _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
-        out[r] = _mm512_reduce_add_ps(s);
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            __m512 s = _mm512_add_ps(acc[q][r][0], acc[q][r][1]);
+            if (na == 4) s = _mm512_add_ps(s, _mm512_add_ps(acc[q][r][2], acc[q][r][3]));
+            out[q][r] = _mm512_reduce_add_ps(s);
+        }
     }
 }
 
@@ -316,6 +352,7 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
 
 /* ---- instantiation for 1..4 rows ---------------------------------------------------- */
 
+/* One weight row: fn##_rows(k, w, xq, stride, nx, out) for nx = 1..4. */
 #define FC__QDOT_INSTANCES(fn)                                                                     \
     static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
                        float *out) {                                                               \
@@ -335,11 +372,58 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         }                                                                                          \
     }
 
-FC__QDOT_INSTANCES(q4_0)
-FC__QDOT_INSTANCES(q8_0)
+/* Bodies written for nw weight rows: the one-row and two-row entries. */
+#define FC__QDOT_INSTANCES_NW(fn)                                                                  \
+    static TGT void fn##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,            \
+                            size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {               \
+        switch (nw * 4 + nx) {                                                                     \
+        case 5:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 1, out);                                                \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 2, out);                                                \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 3, out);                                                \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 4, out);                                                \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            fn##_rows(k, w, 2, xq, stride, 1, out);                                                \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 2, out);                                                \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 3, out);                                                \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 4, out);                                                \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
+                       float *out) {                                                               \
+        const uint8_t *ws[1] = {w};                                                                \
+        float o[1][FC__QDOT_MAX_ROWS];                                                             \
+        fn##_nw(ws, 1, k, xq, stride, nx, o);                                                      \
+        memcpy(out, o[0], sizeof(float) * (size_t)nx);                                             \
+    }                                                                                              \
+    static TGT void fn##_2(int64_t k, const void *w0, const void *w1, const void *xq,              \
+                           size_t stride, int nx, float *out0, float *out1) {                      \
+        const uint8_t *ws[2] = {w0, w1};                                                           \
+        float o[2][FC__QDOT_MAX_ROWS];                                                             \
+        fn##_nw(ws, 2, k, xq, stride, nx, o);                                                      \
+        memcpy(out0, o[0], sizeof(float) * (size_t)nx);                                            \
+        memcpy(out1, o[1], sizeof(float) * (size_t)nx);                                            \
+    }
+
+FC__QDOT_INSTANCES_NW(q4_0)
+FC__QDOT_INSTANCES_NW(q8_0)
 FC__QDOT_INSTANCES(q4_k)
 FC__QDOT_INSTANCES(q6_k)
-FC__QDOT_INSTANCES(nf4)
+FC__QDOT_INSTANCES_NW(nf4)
 
 static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
     switch (nx) {
@@ -365,6 +449,7 @@ const fc__qdot_kernels fc__qdot_avx512 = {
             [FC__QK_Q4_K] = q4_k,
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2, [FC__QK_NF4] = nf4_2},
     .dot_f32 = f32,
     .q8_32 = fc__q8_32_avx2, /* AVX2 suffices: packing is a small part of the work */
     .q8_256 = fc__q8_256_avx2,

@@ -34,6 +34,8 @@
 #define GENERIC_CHUNK 1024
 /* Activation rows per panel. */
 #define X_PANEL 16
+/* From this many activation rows on, kernels take two weight rows a pass. */
+#define TWO_ROW_MIN_M 4
 /* Up to this many activation rows, each thread packs all of them itself. */
 #define PRIVATE_PACK_ROWS 16
 
@@ -208,29 +210,39 @@ static void pack_rows(const job *jb, uint8_t *xq, int64_t i0, int64_t i1) {
         fc__qpack_row(jb->kern, jb->kind, g->x + i * g->ldx, g->k, xq + (size_t)i * jb->xq_row);
 }
 
-/* y[i .. i + nx, j] = v (+ bias) on the first step of k, += v after it. */
-static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float *v, bool first) {
+/* y[i .. i + nx, j] = v (+ bias). */
+static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float *v) {
     const float b = g->bias ? g->bias[j] : 0.0f;
-    for (int r = 0; r < nx; r++) {
-        float *yp = &g->y[(i + r) * g->ldy + j];
-        *yp = first ? v[r] + b : *yp + v[r];
-    }
+    for (int r = 0; r < nx; r++)
+        g->y[(i + r) * g->ldy + j] = v[r] + b;
 }
 
 static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
     const fc__qgemm *g = jb->g;
     const fc__qdot_fn dot = jb->kern->dot[jb->kind];
+    /* Two weight rows per pass only once the activation tile no longer fits
+     * in L1 anyway (4 rows); with 1..3 rows the rows stay in L1 and a
+     * single weight stream is faster. */
+    const fc__qdot2_fn dot2 = g->m >= TWO_ROW_MIN_M ? jb->kern->dot2[jb->kind] : NULL;
     const uint8_t *w = g->w;
     for (int64_t p0 = 0; p0 < g->m; p0 += X_PANEL) {
         const int64_t p1 = p0 + X_PANEL < g->m ? p0 + X_PANEL : g->m;
-        for (int64_t j = j0; j < j1; j++) {
+        for (int64_t j = j0; j < j1;) {
             const uint8_t *wr = w + (size_t)j * jb->w_row;
+            const bool two = dot2 && j + 1 < j1;
             for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
                 const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
-                float v[FC__QDOT_MAX_ROWS];
-                dot(g->k, wr, xq + (size_t)i * jb->xq_row, jb->xq_row, nx, v);
-                store(g, i, j, nx, v, true);
+                const uint8_t *xi = xq + (size_t)i * jb->xq_row;
+                float v[FC__QDOT_MAX_ROWS], v1[FC__QDOT_MAX_ROWS];
+                if (two) {
+                    dot2(g->k, wr, wr + jb->w_row, xi, jb->xq_row, nx, v, v1);
+                    store(g, i, j + 1, nx, v1);
+                } else {
+                    dot(g->k, wr, xi, jb->xq_row, nx, v);
+                }
+                store(g, i, j, nx, v);
             }
+            j += two ? 2 : 1;
         }
     }
 }
@@ -251,7 +263,12 @@ static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
                 const int nx = (int)(g->m - i < FC__QDOT_MAX_ROWS ? g->m - i : FC__QDOT_MAX_ROWS);
                 float v[FC__QDOT_MAX_ROWS];
                 jb->kern->dot_f32(len, buf, g->x + i * g->ldx + c0, g->ldx, nx, v);
-                store(g, i, j, nx, v, c0 == 0);
+                if (c0 == 0) {
+                    store(g, i, j, nx, v);
+                } else {
+                    for (int r = 0; r < nx; r++)
+                        g->y[(i + r) * g->ldy + j] += v[r];
+                }
             }
         }
     }
