@@ -13,8 +13,9 @@
  *
  * Activation quantization per weight dtype (ggml's vec_dot_type where it has
  * one; d is kept in f32 where ggml rounds q8_0's to f16):
- *   q4_0, q8_0  q8 per 32 values: d = amax / 127, code = round(x / d)
- *               (half to even), as ggml's quantize_row_q8_0.
+ *   q4_0, q8_0  q8 per 32 values: d = amax / 127, code = x * (1 / d)
+ *               rounded half to even, as ggml's quantize_row_q8_0 (which
+ *               rounds halves away from zero in its reference C).
  *   q4_k, q6_k  q8_K per 256 values: ggml's quantize_row_q8_K (iscale =
  *               -127 / the value of largest magnitude, codes <= 127) plus
  *               the sums of the codes of each 16 (q6_k) or 32 (q4_k).
@@ -57,19 +58,20 @@
 /* At most this many activation rows per kernel call. */
 #define FC__QDOT_MAX_ROWS 4
 
+/* Records are 64-byte aligned (the kernels load them with aligned loads). */
 typedef struct fc__xq_q4_0 {
-    int8_t qs[128];
+    _Alignas(64) int8_t qs[128];
     float d[16];
     int32_t c[16];
 } fc__xq_q4_0;
 
 typedef struct fc__xq_q8_0 {
-    int8_t qs[64];
+    _Alignas(64) int8_t qs[64];
     float d[16];
 } fc__xq_q8_0;
 
 typedef struct fc__xq_k {
-    int8_t qs[256];
+    _Alignas(64) int8_t qs[256];
     int16_t sums[16];
     float d;
     uint8_t pad[28];
