@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > build.configure.log 2>&1 \
-  || { cat build.configure.log; exit 1; }
-cmake --build build -j "$(nproc)" --target train_gpt
-./build/examples/train_gpt "$@"
+cmake -S . -B build-main -DCMAKE_BUILD_TYPE=Release > build-main.configure.log 2>&1 \
+  || { cat build-main.configure.log; exit 1; }
+cmake --build build-main -j "$(nproc)" --target train_gpt
+./build-main/examples/train_gpt "$@"
