@@ -9,7 +9,9 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
+ *   fucina/checkpoint.h resumable training checkpoints
  *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
+ *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -23,5 +25,7 @@
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
 #include "fucina/quant.h"
+#include "fucina/io.h"
+#include "fucina/checkpoint.h"
 
 #endif /* FUCINA_H */

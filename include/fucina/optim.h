@@ -74,6 +74,8 @@ FC_API fc_tensor *fc_optim_param(const fc_optim *opt, int i);
 /* Group options (copy), and which group parameter i belongs to. */
 FC_API fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out);
 FC_API int fc_optim_param_group(const fc_optim *opt, int i);
+/* Replaces a group's options (same kind; validated like fc_optim_new). */
+FC_API fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_optim_opts *opts);
 /* Number of steps taken (Adam's t). */
 FC_API int64_t fc_optim_step_count(const fc_optim *opt);
 FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "exec/internal.h"
 #include "exec/pool.h"
 
@@ -82,10 +83,10 @@ void fc_ctx_free(fc_ctx *ctx) {
     if (!ctx) return;
     if (ctx->tape_free) ctx->tape_free(ctx); /* set by src/ag when it made a tape */
     fc__tensor_destroy_all(ctx);
+    fc__backend_cache_free(ctx->backend_cache);
     fc__pool_trim(ctx);
     fc__pool_destroy(&ctx->pool);
     fc__ctx_free(ctx, ctx->scope_items, sizeof(fc_tensor *) * (size_t)ctx->scope_cap);
-    fc__ctx_free(ctx, ctx->scope_starts, sizeof(int32_t) * (size_t)ctx->scope_starts_cap);
     fc_allocator ua = ctx->user_alloc;
     ua.free(ua.user, ctx, sizeof *ctx);
 }
@@ -196,22 +197,25 @@ static bool grow(fc_ctx *ctx, void **arr, int32_t *cap, size_t elem) {
 
 void fc_scope_begin(fc_ctx *ctx) {
     if (!ctx) return;
-    if (ctx->scope_depth == ctx->scope_starts_cap &&
-        !grow(ctx, (void **)&ctx->scope_starts, &ctx->scope_starts_cap, sizeof(int32_t))) {
-        fc__fail(ctx, FC_ERR_OOM, "fc_scope_begin: out of memory");
-        /* still count the level so begin/end stay balanced */
-        ctx->scope_depth++;
+    if (ctx->scope_depth == FC__MAX_SCOPE_DEPTH) {
+        /* too deep: the level is counted (so begin/end stay balanced) but its
+         * tensors belong to the enclosing scope */
+        if (ctx->scope_overflow++ == 0)
+            fc__fail(ctx, FC_ERR_STATE, "fc_scope_begin: more than %d nested scopes",
+                     FC__MAX_SCOPE_DEPTH);
         return;
     }
     ctx->scope_starts[ctx->scope_depth++] = ctx->scope_len;
 }
 
 void fc_scope_end(fc_ctx *ctx) {
-    if (!ctx || ctx->scope_depth == 0) return;
-    ctx->scope_depth--;
-    int32_t start = ctx->scope_depth < ctx->scope_starts_cap ? ctx->scope_starts[ctx->scope_depth]
-                                                              : ctx->scope_len;
-    if (start > ctx->scope_len) start = ctx->scope_len;
+    if (!ctx) return;
+    if (ctx->scope_overflow > 0) {
+        ctx->scope_overflow--;
+        return;
+    }
+    if (ctx->scope_depth == 0) return;
+    int32_t start = ctx->scope_starts[--ctx->scope_depth];
     /* release newest first: later tensors tend to depend on earlier ones */
     for (int32_t i = ctx->scope_len - 1; i >= start; i--) {
         fc_tensor *t = ctx->scope_items[i];

@@ -22,6 +22,7 @@
 #include "fucina/tensor.h"
 
 #define FC__ERR_CAP 512
+#define FC__MAX_SCOPE_DEPTH 256
 
 struct fc_node; /* src/ag/tape.h */
 
@@ -66,14 +67,18 @@ struct fc_ctx {
     int threads;
     fc_backend backend;
     bool check_finite;
+    /* matmul provider state (the oneDNN primitive cache), created by the
+     * first matmul that needs it; freed with the context. */
+    struct fc__backend_cache *backend_cache;
 
     uint64_t rng_seed, rng_offset;
 
     /* scopes: a flat array of tensors and a stack of start indices */
     fc_tensor **scope_items;
     int32_t scope_len, scope_cap;
-    int32_t *scope_starts;
-    int32_t scope_depth, scope_starts_cap;
+    int32_t scope_starts[FC__MAX_SCOPE_DEPTH]; /* inline: opening a scope never allocates */
+    int32_t scope_depth;
+    int32_t scope_overflow; /* levels opened past FC__MAX_SCOPE_DEPTH (not recorded) */
 
     fc_tensor *live; /* head of the live-tensor list */
     int64_t tensors_live;

@@ -48,7 +48,20 @@ typedef struct rand_job {
     fc_dtype dtype;
     char *out;
     bool normal;
+    double top; /* uniform: the largest value of dtype below 1 */
 } rand_job;
+
+/* A uniform draw in [1 - 2^-(p+1), 1) rounds up to 1.0 in a dtype of p
+ * explicit mantissa bits (one in 2^12 draws for f16); clamping to the
+ * largest value below 1 keeps the documented [0, 1). */
+static double largest_below_one(fc_dtype dt) {
+    switch (dt) {
+    case FC_F16: return 1.0 - 0x1.0p-11;
+    case FC_BF16: return 1.0 - 0x1.0p-8;
+    case FC_F32: return 1.0 - 0x1.0p-24;
+    default: return 1.0 - 0x1.0p-53;
+    }
+}
 
 static void rand_slice(void *p, int64_t b, int64_t e) {
     rand_job *j = p;
@@ -62,16 +75,14 @@ static void rand_slice(void *p, int64_t b, int64_t e) {
             v = sqrt(-2.0 * log1p(-u1)) * cos(6.283185307179586 * u2);
         } else {
             v = u01(w[0], w[1]);
+            if (v > j->top) v = j->top;
         }
-        if (j->dtype == FC_F32) {
-            float f = (float)v;
-            if (!j->normal && f >= 1.0f) f = 0x1.fffffep-1f; /* keep [0, 1) after rounding */
-            ((float *)j->out)[i] = f;
-        } else if (j->dtype == FC_F64) {
+        if (j->dtype == FC_F32)
+            ((float *)j->out)[i] = (float)v;
+        else if (j->dtype == FC_F64)
             ((double *)j->out)[i] = v;
-        } else {
+        else
             fc__store_f64(j->dtype, j->out + (size_t)i * es, v);
-        }
     }
 }
 
@@ -87,7 +98,7 @@ static fc_tensor *random_tensor(fc_ctx *ctx, const char *op, fc_dtype dtype, con
     if (!t) return NULL;
     int64_t n = fc__raw_numel(&t->raw);
     rand_job j = {ctx->rng_seed, fc__rng_reserve(ctx, (uint64_t)n), dtype, fc__raw_base(&t->raw),
-                  normal};
+                  normal, largest_below_one(dtype)};
     fc__parallel_for(ctx, n, 16384, rand_slice, &j);
     return t;
 }

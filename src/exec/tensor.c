@@ -80,6 +80,7 @@ void fc__tensor_destroy_all(fc_ctx *ctx) {
     }
     ctx->scope_len = 0;
     ctx->scope_depth = 0;
+    ctx->scope_overflow = 0;
 }
 
 fc_ctx *fc_tensor_ctx(const fc_tensor *t) { return t ? t->ctx : NULL; }

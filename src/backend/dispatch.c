@@ -1,0 +1,316 @@
+/* dispatch.c - the provider table, the choice of provider, the GEMM input
+ * check and the per-context cache that holds provider state.
+ *
+ * The table is fixed at build time: a provider whose library was not found
+ * has a NULL slot, and asking for it explicitly is an error that says how to
+ * build it, never a silent fallback (a user who picked oneDNN to measure it
+ * must not be measuring ref). FUCINA_BACKEND is read once per process: the
+ * environment is a deployment knob, and getenv on every matmul would cost
+ * time in the tiny-op benchmarks for nothing. */
+#include "backend/backend.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buffer.h"
+
+#ifdef FUCINA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+static const char *const names[FC_BACKEND_COUNT] = {
+    [FC_BACKEND_AUTO] = "auto",
+    [FC_BACKEND_REF] = "ref",
+    [FC_BACKEND_BLAS] = "blas",
+    [FC_BACKEND_ONEDNN] = "onednn",
+};
+_Static_assert(FC_BACKEND_COUNT == 4, "backend list changed: update names and hints");
+
+/* How to get a provider that this build lacks. */
+static const char *const build_hints[FC_BACKEND_COUNT] = {
+    [FC_BACKEND_BLAS] = "install libopenblas-openmp-dev and reconfigure with "
+                        "-DFUCINA_WITH_OPENBLAS=ON",
+    [FC_BACKEND_ONEDNN] = "install libdnnl-dev and reconfigure with -DFUCINA_WITH_ONEDNN=ON",
+};
+
+static const fc__matmul_provider *const providers[FC_BACKEND_COUNT] = {
+    [FC_BACKEND_REF] = &fc__provider_ref,
+#ifdef FUCINA_HAVE_OPENBLAS
+    [FC_BACKEND_BLAS] = &fc__provider_blas,
+#endif
+#ifdef FUCINA_HAVE_ONEDNN
+    [FC_BACKEND_ONEDNN] = &fc__provider_onednn,
+#endif
+};
+
+static bool backend_in_range(fc_backend id) { return (int)id >= 0 && id < FC_BACKEND_COUNT; }
+
+const fc__matmul_provider *fc__backend_get(fc_backend id) {
+    return backend_in_range(id) ? providers[id] : NULL;
+}
+
+const char *fc__backend_name(fc_backend id) { return backend_in_range(id) ? names[id] : "invalid"; }
+
+fc_status fc__backend_from_name(const char *name, fc_backend *out) {
+    if (!name || !out) return FC_ERR_NULL_ARG;
+    for (int i = 0; i < FC_BACKEND_COUNT; i++) {
+        if (strcmp(names[i], name) == 0) {
+            *out = (fc_backend)i;
+            return FC_OK;
+        }
+    }
+    return FC_ERR_INVALID_ARG;
+}
+
+fc_status fc__backend_check_built(fc_backend id, char *err, size_t errcap) {
+    if (!err || errcap == 0) return FC_ERR_NULL_ARG;
+    err[0] = '\0';
+    if (!backend_in_range(id)) {
+        snprintf(err, errcap, "backend value %d is out of range", (int)id);
+        return FC_ERR_INVALID_ARG;
+    }
+    if (id != FC_BACKEND_AUTO && !providers[id]) {
+        snprintf(err, errcap, "backend '%s' was not built (%s)", names[id], build_hints[id]);
+        return FC_ERR_BACKEND;
+    }
+    return FC_OK;
+}
+
+static bool is_gemm_dtype(fc_dtype dt) {
+    return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;
+}
+
+/* ---- FUCINA_BACKEND ---------------------------------------------------------------------- */
+
+enum { ENV_UNREAD = -1, ENV_INVALID = -2 };
+static atomic_int env_choice = ENV_UNREAD;
+
+/* Racing first reads compute the same value, so a relaxed store suffices. */
+static int env_backend(void) {
+    int v = atomic_load_explicit(&env_choice, memory_order_relaxed);
+    if (v != ENV_UNREAD) return v;
+    const char *s = getenv("FUCINA_BACKEND");
+    fc_backend id = FC_BACKEND_AUTO;
+    if (s && *s && fc__backend_from_name(s, &id) != FC_OK) {
+        v = ENV_INVALID;
+    } else {
+        v = (int)id;
+    }
+    atomic_store_explicit(&env_choice, v, memory_order_relaxed);
+    return v;
+}
+
+void fc__backend_env_refresh(void) {
+    atomic_store_explicit(&env_choice, ENV_UNREAD, memory_order_relaxed);
+}
+
+/* ---- choosing a provider --------------------------------------------------------------- */
+
+/* "f32, f64" for the dtypes p supports. */
+static void supported_list(const fc__matmul_provider *p, char *buf, size_t cap) {
+    static const fc_dtype all[] = {FC_F16, FC_BF16, FC_F32, FC_F64};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (!p->supports(all[i])) continue;
+        int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", fc_dtype_name(all[i]));
+        if (w < 0 || (size_t)w >= cap - len) break;
+        len += (size_t)w;
+    }
+}
+
+/* An explicit choice: built and supporting dtype, or an error. `via` says
+ * where the choice came from, for the message. */
+static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
+                               const fc__matmul_provider **out, char *err, size_t errcap) {
+    const fc__matmul_provider *p = providers[id];
+    if (!p) {
+        snprintf(err, errcap, "matmul: backend '%s'%s was not built (%s)", names[id], via,
+                 build_hints[id]);
+        return FC_ERR_BACKEND;
+    }
+    if (!p->supports(dtype)) {
+        char list[64];
+        supported_list(p, list, sizeof list);
+        snprintf(err, errcap,
+                 "matmul: backend '%s'%s does not support %s on this machine (it takes %s; "
+                 "'ref' takes every float dtype)",
+                 names[id], via, fc_dtype_name(dtype), list);
+        return FC_ERR_BACKEND;
+    }
+    *out = p;
+    return FC_OK;
+}
+
+static const fc__matmul_provider *automatic(fc_dtype dtype, int64_t m, int64_t n, int64_t k) {
+    const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
+    const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
+    /* OpenBLAS has a small-matrix path (a 4x4 product costs it ~0.2 us), so
+     * it takes every f32/f64 size. oneDNN builds a JIT primitive per new
+     * shape (tens of microseconds, then cached): a tiny product is not worth
+     * one, so those stay in ref. The division form cannot overflow. */
+    bool tiny = m <= FC__GEMM_TINY / n / k;
+    if ((dtype == FC_F32 || dtype == FC_F64) && blas && blas->supports(dtype)) return blas;
+    if (!tiny && dnnl && dnnl->supports(dtype)) return dnnl;
+    return &fc__provider_ref;
+}
+
+fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
+                              const fc__matmul_provider **out, char *err, size_t errcap) {
+    if (!out || !err || errcap == 0) return FC_ERR_NULL_ARG;
+    err[0] = '\0';
+    if (!backend_in_range(requested)) {
+        snprintf(err, errcap, "matmul: backend value %d is out of range", (int)requested);
+        return FC_ERR_INVALID_ARG;
+    }
+    if (!is_gemm_dtype(dtype)) {
+        snprintf(err, errcap, "matmul: dtype %s is not supported (f16, bf16, f32, f64)",
+                 fc_dtype_name(dtype));
+        return FC_ERR_DTYPE;
+    }
+    if (m < 1 || n < 1 || k < 1) {
+        snprintf(err, errcap, "matmul: sizes m=%lld n=%lld k=%lld must be >= 1", (long long)m,
+                 (long long)n, (long long)k);
+        return FC_ERR_INVALID_SHAPE;
+    }
+    if (requested != FC_BACKEND_AUTO) return take_explicit(requested, dtype, "", out, err, errcap);
+    int env = env_backend();
+    if (env == ENV_INVALID) {
+        const char *s = getenv("FUCINA_BACKEND");
+        snprintf(err, errcap,
+                 "matmul: FUCINA_BACKEND='%s' is not a backend (use ref, blas, onednn or auto)",
+                 s ? s : "");
+        return FC_ERR_BACKEND;
+    }
+    if (env != FC_BACKEND_AUTO) {
+        return take_explicit((fc_backend)env, dtype, " (from FUCINA_BACKEND)", out, err, errcap);
+    }
+    *out = automatic(dtype, m, n, k);
+    return FC_OK;
+}
+
+/* ---- input check ------------------------------------------------------------------------- */
+
+fc_status fc__gemm_validate(const fc__gemm *g, char *err, size_t errcap) {
+    if (!g || !err || errcap == 0) return FC_ERR_NULL_ARG;
+    err[0] = '\0';
+    if (!g->a || !g->b || !g->c) {
+        snprintf(err, errcap, "gemm: NULL operand pointer");
+        return FC_ERR_NULL_ARG;
+    }
+    if (!is_gemm_dtype(g->dtype)) {
+        snprintf(err, errcap, "gemm: dtype %s is not f16, bf16, f32 or f64",
+                 fc_dtype_name(g->dtype));
+        return FC_ERR_DTYPE;
+    }
+    if (g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1) {
+        snprintf(err, errcap, "gemm: sizes m=%lld n=%lld k=%lld batch=%lld must be >= 1",
+                 (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+        return FC_ERR_INVALID_SHAPE;
+    }
+    int64_t min_lda = g->trans_a ? g->m : g->k, min_ldb = g->trans_b ? g->k : g->n;
+    if (g->lda < min_lda || g->ldb < min_ldb || g->ldc < g->n) {
+        snprintf(err, errcap,
+                 "gemm: leading dimensions lda=%lld ldb=%lld ldc=%lld below their minimum "
+                 "%lld %lld %lld",
+                 (long long)g->lda, (long long)g->ldb, (long long)g->ldc, (long long)min_lda,
+                 (long long)min_ldb, (long long)g->n);
+        return FC_ERR_INVALID_ARG;
+    }
+    if (g->stride_a < 0 || g->stride_b < 0 || g->stride_c < 0 ||
+        (g->batch > 1 && g->stride_c == 0)) {
+        snprintf(
+            err, errcap,
+            "gemm: batch strides a=%lld b=%lld c=%lld must be >= 0 (c > 0 when batch %lld > 1)",
+            (long long)g->stride_a, (long long)g->stride_b, (long long)g->stride_c,
+            (long long)g->batch);
+        return FC_ERR_INVALID_ARG;
+    }
+    if (g->threads < 1) {
+        snprintf(err, errcap, "gemm: threads %d < 1", g->threads);
+        return FC_ERR_INVALID_ARG;
+    }
+    return FC_OK;
+}
+
+fc_status fc__gemm_run(const fc__matmul_provider *p, const fc__gemm *g, char *err, size_t errcap) {
+    if (!p) {
+        if (err && errcap) snprintf(err, errcap, "gemm: NULL provider");
+        return FC_ERR_NULL_ARG;
+    }
+    fc_status st = fc__gemm_validate(g, err, errcap);
+    if (st != FC_OK) return st;
+    if (!p->supports(g->dtype)) {
+        snprintf(err, errcap, "gemm: backend '%s' does not support %s", p->name,
+                 fc_dtype_name(g->dtype));
+        return FC_ERR_BACKEND;
+    }
+    return p->gemm(g, err, errcap);
+}
+
+/* ---- per-context state --------------------------------------------------------------------- */
+
+struct fc__backend_cache {
+    fc_allocator alloc;
+    void *slots[FC_BACKEND_COUNT];
+};
+
+fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
+    if (!alloc) alloc = fc_default_allocator();
+    fc__backend_cache *c = fc__alloc(alloc, sizeof *c, _Alignof(fc__backend_cache));
+    if (!c) return NULL;
+    c->alloc = *alloc;
+    for (int i = 0; i < FC_BACKEND_COUNT; i++)
+        c->slots[i] = NULL;
+    return c;
+}
+
+void fc__backend_cache_free(fc__backend_cache *cache) {
+    if (!cache) return;
+    for (int i = 0; i < FC_BACKEND_COUNT; i++) {
+        const fc__matmul_provider *p = providers[i];
+        if (p && p->state_free && cache->slots[i]) p->state_free(cache->slots[i], &cache->alloc);
+    }
+    fc_allocator a = cache->alloc;
+    fc__free(&a, cache, sizeof *cache);
+}
+
+void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id) {
+    if (!cache || !backend_in_range(id)) return NULL;
+    return &cache->slots[id];
+}
+
+const fc_allocator *fc__backend_cache_allocator(const fc__backend_cache *cache) {
+    return cache ? &cache->alloc : NULL;
+}
+
+int fc__backend_cache_entries(const fc__backend_cache *cache, fc_backend id) {
+    if (!cache || !backend_in_range(id)) return 0;
+    const fc__matmul_provider *p = providers[id];
+    if (!p || !p->state_entries || !cache->slots[id]) return 0;
+    return p->state_entries(cache->slots[id]);
+}
+
+/* ---- OpenMP thread count ----------------------------------------------------------------------
+ */
+
+int fc__omp_threads_push(int threads) {
+#ifdef FUCINA_HAVE_OPENMP
+    int prev = omp_get_max_threads();
+    if (threads >= 1 && threads != prev) omp_set_num_threads(threads);
+    return prev;
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+void fc__omp_threads_pop(int previous) {
+#ifdef FUCINA_HAVE_OPENMP
+    if (previous >= 1 && omp_get_max_threads() != previous) omp_set_num_threads(previous);
+#else
+    (void)previous;
+#endif
+}

@@ -1,0 +1,426 @@
+/* norm.c - layer_norm and rms_norm over the last axis, forward and the
+ * fused backward kernel (the rule in src/ag/grad_norm.c calls it).
+ *
+ *   layer_norm  y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps)
+ *   rms_norm    y = x * rstd * w,               rstd = 1 / sqrt(mean(x^2) + eps)
+ * var is the biased variance. A row (D elements) is read from memory once:
+ * the mean pass brings it into L1, the centred sum of squares (two-pass,
+ * so no cancellation when |mean| >> std) and the output pass run on the
+ * cached row; the sums use f32 lanes flushed into doubles. Rows too long
+ * to stay cached get their statistics in one pass (sum and sum of squares
+ * shifted by the first 4096 elements' mean). The forward
+ * saves mean and rstd per row for the backward. A missing weight or bias
+ * is a row of ones or zeros, so one loop serves every case.
+ *
+ * Backward, one pass per row (xhat = (x - mean) * rstd, gy = g * w):
+ *   dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))   (rms: no mean(gy) term)
+ *   dw = sum over rows of g * xhat,   db = sum over rows of g
+ * dw and db are accumulated per fixed group of rows (shape-only), then the
+ * groups are added in order: the bits do not depend on the thread count. */
+#include "ag/tape.h"
+#include "exec/kernels/rowwise.h"
+#include "fucina/ops.h"
+
+fc_status fc__grad_norm(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+#define NORM_GROUPS 64    /* row groups of the backward's dw/db partial sums */
+#define ONEPASS_MIN 32768 /* longer rows leave L2 between passes: one-pass statistics */
+
+/* ---- forward rows -------------------------------------------------------------------------- */
+
+typedef struct norm_arg {
+    fc_dtype ct;
+    bool rms;
+    double eps;
+    const void *w, *b; /* [dim] compute values (ones / zeros when absent) */
+    void *mean, *rstd; /* [rows] compute values, NULL when not recorded */
+} norm_arg;
+
+FC__RW_INLINE void norm_f32_body(const norm_arg *a, const float *x, float *y, int64_t row0,
+                                 int64_t nrows, int64_t dim) {
+    const float *restrict w = a->w, *restrict b = a->b;
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
+        float mu;
+        double var;
+        if (a->rms) {
+            mu = 0.0f;
+            var = fc__rw_sumsq_dev(xr, dim, 0.0f) / (double)dim;
+        } else if (dim <= ONEPASS_MIN) { /* centred second pass over the cached row */
+            mu = (float)(fc__rw_sum(xr, dim) / (double)dim);
+            var = fc__rw_sumsq_dev(xr, dim, mu) / (double)dim;
+        } else { /* one pass, shifted by the first block's mean against cancellation */
+            int64_t k = dim < 4096 ? dim : 4096;
+            float c = (float)(fc__rw_sum(xr, k) / (double)k);
+            double s1, s2;
+            fc__rw_sum_sumsq(xr, dim, c, &s1, &s2);
+            double d = s1 / (double)dim;
+            mu = (float)(c + d);
+            var = s2 / (double)dim - d * d;
+            var = var > 0 ? var : 0;
+        }
+        float rs = (float)(1.0 / sqrt(var + a->eps));
+        if (a->mean) ((float *)a->mean)[row0 + t] = mu;
+        if (a->rstd) ((float *)a->rstd)[row0 + t] = rs;
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
+    }
+}
+
+#ifdef FC__RW_X86
+FC__RW_AVX2 static void norm_f32_avx2(const norm_arg *a, const float *x, float *y, int64_t row0,
+                                      int64_t nrows, int64_t dim) {
+    norm_f32_body(a, x, y, row0, nrows, dim);
+}
+#endif
+static void norm_f32_base(const norm_arg *a, const float *x, float *y, int64_t row0, int64_t nrows,
+                          int64_t dim) {
+    norm_f32_body(a, x, y, row0, nrows, dim);
+}
+
+static void norm_f64(const norm_arg *a, const double *x, double *y, int64_t row0, int64_t nrows,
+                     int64_t dim) {
+    const double *w = a->w, *b = a->b;
+    for (int64_t t = 0; t < nrows; t++) {
+        const double *xr = x + t * dim;
+        double *yr = y + t * dim, mu = 0, var = 0;
+        if (!a->rms) {
+            for (int64_t j = 0; j < dim; j++)
+                mu += xr[j];
+            mu /= (double)dim;
+        }
+        for (int64_t j = 0; j < dim; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
+        double rs = 1.0 / sqrt(var / (double)dim + a->eps);
+        if (a->mean) ((double *)a->mean)[row0 + t] = mu;
+        if (a->rstd) ((double *)a->rstd)[row0 + t] = rs;
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
+    }
+}
+
+static void norm_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int64_t dim,
+                      void *const *rows) {
+    const norm_arg *a = arg;
+    if (a->ct == FC_F64) {
+        norm_f64(a, rows[0], rows[1], row0, nrows, dim);
+        return;
+    }
+#ifdef FC__RW_X86
+    if (fc__rw_avx2()) {
+        norm_f32_avx2(a, rows[0], rows[1], row0, nrows, dim);
+        return;
+    }
+#endif
+    norm_f32_base(a, rows[0], rows[1], row0, nrows, dim);
+}
+
+/* ---- backward rows ------------------------------------------------------------------------- */
+
+typedef struct normb_arg {
+    fc_dtype ct;
+    bool rms;
+    const void *w;           /* [dim] (ones when absent) */
+    const void *mean, *rstd; /* [rows]; mean NULL for rms */
+    bool want_x;
+    void *pdw, *pdb; /* [groups][dim] partial sums */
+} normb_arg;
+
+/* The elementwise passes take restrict parameters: with six pointers the
+ * compiler would otherwise give up on run-time alias checks. */
+FC__RW_INLINE void normb_f32_row(const float *restrict xr, const float *restrict gr,
+                                 const float *restrict w, float *restrict dr, float *restrict pdw,
+                                 float *restrict pdb, int64_t dim, float mu, float rs, float ma,
+                                 float mb) {
+    for (int64_t j = 0; j < dim; j++) {
+        float xh = (xr[j] - mu) * rs;
+        dr[j] = rs * (gr[j] * w[j] - ma - xh * mb);
+        pdw[j] += gr[j] * xh;
+        pdb[j] += gr[j];
+    }
+}
+
+FC__RW_INLINE void normb_f32_params(const float *restrict xr, const float *restrict gr,
+                                    float *restrict pdw, float *restrict pdb, int64_t dim, float mu,
+                                    float rs) {
+    for (int64_t j = 0; j < dim; j++) {
+        pdw[j] += gr[j] * ((xr[j] - mu) * rs);
+        pdb[j] += gr[j];
+    }
+}
+
+FC__RW_INLINE void normb_f32_body(const normb_arg *a, int64_t group, const float *x, const float *g,
+                                  float *dx, int64_t row0, int64_t nrows, int64_t dim) {
+    const float *w = a->w;
+    float *pdw = (float *)a->pdw + group * dim, *pdb = (float *)a->pdb + group * dim;
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *xr = x + t * dim, *gr = g + t * dim;
+        float mu = a->mean ? ((const float *)a->mean)[row0 + t] : 0.0f;
+        float rs = ((const float *)a->rstd)[row0 + t];
+        double sa, sb;
+        fc__rw_norm_sums(xr, gr, w, dim, mu, rs, &sa, &sb);
+        float ma = a->rms ? 0.0f : (float)(sa / (double)dim), mb = (float)(sb / (double)dim);
+        if (dx)
+            normb_f32_row(xr, gr, w, dx + t * dim, pdw, pdb, dim, mu, rs, ma, mb);
+        else
+            normb_f32_params(xr, gr, pdw, pdb, dim, mu, rs);
+    }
+}
+
+#ifdef FC__RW_X86
+FC__RW_AVX2 static void normb_f32_avx2(const normb_arg *a, int64_t group, const float *x,
+                                       const float *g, float *dx, int64_t row0, int64_t nrows,
+                                       int64_t dim) {
+    normb_f32_body(a, group, x, g, dx, row0, nrows, dim);
+}
+#endif
+static void normb_f32_base(const normb_arg *a, int64_t group, const float *x, const float *g,
+                           float *dx, int64_t row0, int64_t nrows, int64_t dim) {
+    normb_f32_body(a, group, x, g, dx, row0, nrows, dim);
+}
+
+static void normb_f64(const normb_arg *a, int64_t group, const double *x, const double *g,
+                      double *dx, int64_t row0, int64_t nrows, int64_t dim) {
+    const double *w = a->w;
+    double *pdw = (double *)a->pdw + group * dim, *pdb = (double *)a->pdb + group * dim;
+    for (int64_t t = 0; t < nrows; t++) {
+        const double *xr = x + t * dim, *gr = g + t * dim;
+        double mu = a->mean ? ((const double *)a->mean)[row0 + t] : 0.0;
+        double rs = ((const double *)a->rstd)[row0 + t], sa = 0, sb = 0;
+        for (int64_t j = 0; j < dim; j++) {
+            double gy = gr[j] * w[j];
+            sa += gy;
+            sb += gy * (xr[j] - mu) * rs;
+        }
+        double ma = a->rms ? 0.0 : sa / (double)dim, mb = sb / (double)dim;
+        for (int64_t j = 0; j < dim; j++) {
+            double xh = (xr[j] - mu) * rs;
+            if (dx) dx[t * dim + j] = rs * (gr[j] * w[j] - ma - xh * mb);
+            pdw[j] += gr[j] * xh;
+            pdb[j] += gr[j];
+        }
+    }
+}
+
+/* rows[0]: x, rows[1]: g, rows[2]: dx (when wanted) */
+static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int64_t dim,
+                       void *const *rows) {
+    const normb_arg *a = arg;
+    void *dx = a->want_x ? rows[2] : NULL;
+    if (a->ct == FC_F64) {
+        normb_f64(a, group, rows[0], rows[1], dx, row0, nrows, dim);
+        return;
+    }
+#ifdef FC__RW_X86
+    if (fc__rw_avx2()) {
+        normb_f32_avx2(a, group, rows[0], rows[1], dx, row0, nrows, dim);
+        return;
+    }
+#endif
+    normb_f32_base(a, group, rows[0], rows[1], dx, row0, nrows, dim);
+}
+
+/* ---- parameters as compute rows ------------------------------------------------------------ */
+
+/* p as a contiguous tensor of compute values (a new reference; p itself,
+ * retained, when it already is one). NULL with the error recorded. */
+static fc_tensor *param_ct(fc_ctx *ctx, fc_tensor *p, fc_dtype ct) {
+    fc_tensor *c = fc_contiguous(ctx, p);
+    fc_tensor *v = c ? fc_to(ctx, c, ct) : NULL;
+    fc_release(c);
+    return v;
+}
+
+/* A [dim] row of `fill` in scratch. */
+static const void *const_row(fc_dtype ct, int64_t dim, double fill, void *scratch) {
+    for (int64_t j = 0; j < dim; j++) {
+        if (ct == FC_F32)
+            ((float *)scratch)[j] = (float)fill;
+        else
+            ((double *)scratch)[j] = fill;
+    }
+    return scratch;
+}
+
+/* ---- backward kernel ----------------------------------------------------------------------- */
+
+static fc_tensor *sum_groups(fc_ctx *ctx, const void *part, int64_t groups, int64_t dim,
+                             fc_dtype ct) {
+    fc_tensor *out = fc__tensor_new(ctx, "norm_backward", ct, &dim, 1);
+    if (!out) return NULL;
+    for (int64_t j = 0; j < dim; j++) {
+        double s = 0;
+        for (int64_t q = 0; q < groups; q++)
+            s += ct == FC_F32 ? (double)((const float *)part)[q * dim + j]
+                              : ((const double *)part)[q * dim + j];
+        if (ct == FC_F32)
+            ((float *)fc__raw_base(&out->raw))[j] = (float)s;
+        else
+            ((double *)fc__raw_base(&out->raw))[j] = s;
+    }
+    return out;
+}
+
+fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
+                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
+                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db) {
+    const char *op = rms ? "rms_norm_backward" : "layer_norm_backward";
+    fc_dtype ct = g->raw.dtype;
+    int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
+    int64_t groups = rows < NORM_GROUPS ? rows : NORM_GROUPS;
+    size_t cs = fc_dtype_size(ct), pbytes = (size_t)(groups * dim) * cs;
+    fc_buffer *buf = fc__ctx_buffer(ctx, 2 * pbytes + (size_t)dim * cs);
+    if (!buf) return fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for partial sums", op);
+    memset(buf->data, 0, 2 * pbytes);
+    normb_arg arg = {.ct = ct, .rms = rms, .want_x = want_x};
+    arg.pdw = buf->data;
+    arg.pdb = (char *)buf->data + pbytes;
+    fc_tensor *wv = w ? param_ct(ctx, w, ct) : NULL;
+    arg.w = wv ? fc__raw_base(&wv->raw) : const_row(ct, dim, 1.0, (char *)buf->data + 2 * pbytes);
+    arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
+    arg.rstd = fc__raw_base(&rstd->raw);
+    fc_tensor *d = want_x ? fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank) : NULL;
+    fc_status st = (w && !wv) || (want_x && !d) ? fc__failed(ctx) : FC_OK;
+    if (st == FC_OK) {
+        fc__rows_job job = {.outer = rows,
+                            .dim = dim,
+                            .inner = 1,
+                            .nin = 2,
+                            .nout = want_x,
+                            .ops = {&x->raw, &g->raw, d ? &d->raw : NULL},
+                            .ct = ct,
+                            .groups = groups,
+                            .fn = normb_rows,
+                            .arg = &arg};
+        st = fc__rows_run(ctx, op, &job);
+    }
+    if (st == FC_OK && want_w && w) {
+        *dw = sum_groups(ctx, arg.pdw, groups, dim, ct);
+        if (!*dw) st = fc__failed(ctx);
+    }
+    if (st == FC_OK && want_b) {
+        *db = sum_groups(ctx, arg.pdb, groups, dim, ct);
+        if (!*db) st = fc__failed(ctx);
+    }
+    fc_release(wv);
+    fc__buffer_release(buf);
+    if (st == FC_OK) *dx = d;
+    return st;
+}
+
+/* ---- public ops ------------------------------------------------------------------------------ */
+
+static fc_status check_param(fc_ctx *ctx, const char *name, const char *role, fc_tensor *x,
+                             fc_tensor *p) {
+    char a[160], b[160];
+    if (!p) return FC_OK;
+    if (p->raw.dtype != x->raw.dtype)
+        return fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to",
+                        name, role, fc_dtype_name(p->raw.dtype), fc_dtype_name(x->raw.dtype));
+    if (p->raw.rank != 1 || p->raw.shape[0] != x->raw.shape[x->raw.rank - 1])
+        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                        "%s: %s %s must have shape [%lld], the last axis of x %s", name, role,
+                        fc__desc(p, a, (int)sizeof a), (long long)x->raw.shape[x->raw.rank - 1],
+                        fc__desc(x, b, (int)sizeof b));
+    return FC_OK;
+}
+
+/* Saved values: 0 the input, then the weight (if any), the mean (layer_norm)
+ * and rstd; node->i[0..2] hold their indices (-1: absent), i[3] rms. */
+static fc_status record(fc_ctx *ctx, const char *name, bool rms, fc_tensor *y, fc_tensor *x,
+                        fc_tensor *xc, fc_tensor *w, fc_tensor *b, fc_tensor *mean,
+                        fc_tensor *rstd) {
+    fc_tensor *in[3] = {x, w, b};
+    fc_node *nd = fc__ag_record(ctx, name, fc__grad_norm, y, 3, in);
+    if (!nd) return fc__failed(ctx);
+    nd->i[3] = rms;
+    nd->i[0] = nd->i[1] = -1;
+    fc_status st = fc__ag_save(ctx, nd, "input", xc);
+    if (st == FC_OK && w) {
+        nd->i[0] = nd->n_saved;
+        st = fc__ag_save(ctx, nd, "weight", w);
+    }
+    if (st == FC_OK && !rms) {
+        nd->i[1] = nd->n_saved;
+        st = fc__ag_save(ctx, nd, "mean", mean);
+    }
+    nd->i[2] = nd->n_saved;
+    return st == FC_OK ? fc__ag_save(ctx, nd, "rstd", rstd) : st;
+}
+
+static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *x, fc_tensor *w,
+                            fc_tensor *b, double eps) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, name, x);
+    char d[160];
+    fc_dtype dt = x->raw.dtype;
+    if (!fc_dtype_is_float(dt)) {
+        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s of %s is not a float dtype; cast with fc_to",
+                 name, fc_dtype_name(dt), fc__desc(x, d, (int)sizeof d));
+        return NULL;
+    }
+    if (!(eps >= 0) || !isfinite(eps)) {
+        fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", name, eps);
+        return NULL;
+    }
+    if (check_param(ctx, name, "weight", x, w) != FC_OK ||
+        check_param(ctx, name, "bias", x, b) != FC_OK)
+        return NULL;
+    fc_dtype ct = fc__rw_float_ct(dt);
+    int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
+    bool rec = fc__ag_wants(ctx, 3, (fc_tensor *[]){x, w, b});
+    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
+    fc_tensor *mean = rec && !rms ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
+    fc_tensor *rstd = rec ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
+    fc_tensor *wv = w ? param_ct(ctx, w, ct) : NULL;
+    fc_tensor *bv = b && !rms ? param_ct(ctx, b, ct) : NULL;
+    fc_buffer *buf = fc__ctx_buffer(ctx, 2 * (size_t)dim * fc_dtype_size(ct));
+    fc_status st =
+        !xc || !y || (rec && (!rstd || (!rms && !mean))) || (w && !wv) || (b && !rms && !bv)
+            ? fc__failed(ctx)
+            : FC_OK;
+    if (st == FC_OK && !buf)
+        st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for parameter rows", name);
+    if (st == FC_OK) {
+        norm_arg arg = {.ct = ct, .rms = rms, .eps = eps};
+        char *sc = buf->data;
+        arg.w = wv ? fc__raw_base(&wv->raw) : const_row(ct, dim, 1.0, sc);
+        arg.b = bv ? fc__raw_base(&bv->raw)
+                   : const_row(ct, dim, 0.0, sc + (size_t)dim * fc_dtype_size(ct));
+        arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
+        arg.rstd = rstd ? fc__raw_base(&rstd->raw) : NULL;
+        fc__rows_job job = {.outer = rows,
+                            .dim = dim,
+                            .inner = 1,
+                            .nin = 1,
+                            .nout = 1,
+                            .ops = {&xc->raw, &y->raw},
+                            .ct = ct,
+                            .fn = norm_rows,
+                            .arg = &arg};
+        st = fc__rows_run(ctx, name, &job);
+    }
+    if (buf) fc__buffer_release(buf);
+    fc_release(wv);
+    fc_release(bv);
+    if (st == FC_OK && rec) st = record(ctx, name, rms, y, x, xc, w, b, mean, rstd);
+    fc_release(xc);
+    fc_release(mean);
+    fc_release(rstd);
+    if (st != FC_OK) {
+        fc_release(y);
+        return NULL;
+    }
+    return fc__finish(ctx, name, y);
+}
+
+fc_tensor *fc_layer_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                         double eps) {
+    return norm_impl(ctx, "layer_norm", false, x, weight, bias, eps);
+}
+
+fc_tensor *fc_rms_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, double eps) {
+    return norm_impl(ctx, "rms_norm", true, x, weight, NULL, eps);
+}

@@ -1,0 +1,171 @@
+/* exec/kernels/pointwise.h - what the pointwise kernel files (binary.c,
+ * compare.c, unary.c, unary_math.c) share with each other and with their
+ * backward rules in src/ag/grad_binary.c, grad_unary.c, grad_compare.c.
+ *
+ * Every elementwise kernel is an fc__inner_fn: it gets one run of n
+ * elements per operand (operand 0 is the output) with byte strides, either
+ * from the flat fast path of fc__pw_run (contiguous operands, or a single
+ * element broadcast with stride 0) or from the strided iterator. Native
+ * types (f32, f64, the integers) are computed in place in their own type;
+ * f16 and bf16 are widened to f32 in stack chunks of FC__PW_CHUNK elements,
+ * computed, and narrowed once on store (seed 000 section 8.3). */
+#ifndef FUCINA_EXEC_KERNELS_POINTWISE_H
+#define FUCINA_EXEC_KERNELS_POINTWISE_H
+
+#include "exec/internal.h"
+
+/* Marks a loop whose iterations are independent: each reads and writes
+ * index i only, which still holds when the output is exactly an input (the
+ * in-place ops). Lets the compiler vectorize without runtime alias checks
+ * and also at -O2. */
+#ifdef FUCINA_HAVE_OPENMP
+#define FC__SIMD _Pragma("omp simd")
+#else
+#define FC__SIMD
+#endif
+#ifdef __clang__
+/* clang reports every marked loop it leaves scalar (integer division,
+ * sanitizer builds); the mark is a permission, not a requirement. */
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
+/* Elements per widening chunk (a few KB of stack per operand). */
+#define FC__PW_CHUNK 256
+
+/* The body of a two-input elementwise kernel: o[i] = EXPR for n elements,
+ * where EXPR reads the input elements through the names passed as x and y
+ * (declared here with type TI). Strides are in elements. The three layouts
+ * a hot run has (all contiguous, either input a broadcast scalar) get their
+ * own vectorizable loop; anything else takes the plain strided loop. */
+#define FC__PW_LOOP2(TI, o, a, b, so, sa, sb, n, x, y, EXPR)                                       \
+    do {                                                                                           \
+        if ((so) == 1 && (sa) == 1 && (sb) == 1) {                                                 \
+            FC__SIMD for (int64_t i_ = 0; i_ < (n); i_++) {                                        \
+                TI x = (a)[i_], y = (b)[i_];                                                       \
+                (o)[i_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else if ((so) == 1 && (sa) == 1 && (sb) == 0) {                                          \
+            const TI y = (b)[0];                                                                   \
+            FC__SIMD for (int64_t i_ = 0; i_ < (n); i_++) {                                        \
+                TI x = (a)[i_];                                                                    \
+                (o)[i_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else if ((so) == 1 && (sa) == 0 && (sb) == 1) {                                          \
+            const TI x = (a)[0];                                                                   \
+            FC__SIMD for (int64_t i_ = 0; i_ < (n); i_++) {                                        \
+                TI y = (b)[i_];                                                                    \
+                (o)[i_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t i_ = 0; i_ < (n); i_++) {                                                 \
+                TI x = (a)[i_ * (sa)], y = (b)[i_ * (sb)];                                         \
+                (o)[i_ * (so)] = (EXPR);                                                           \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* ---- validation: each records the error (message names op, dtypes,
+ * shapes) and returns its status --------------------------------------------- */
+
+/* FC_ERR_DTYPE "add: dtypes f32 and f16 differ; cast one with fc_to". */
+fc_status fc__pw_same_dtype(fc_ctx *ctx, const char *op, const fc_tensor *a, const fc_tensor *b);
+/* FC_ERR_DTYPE unless dt is a float dtype (f16, bf16, f32, f64) or, with
+ * ints_ok, an integer dtype. */
+fc_status fc__pw_math_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool ints_ok);
+/* FC_ERR_DTYPE for block-quantized dtypes (and f8 unless f8_ok). */
+fc_status fc__pw_scalar_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool f8_ok);
+/* The NumPy broadcast of a and b into shape/rank; FC_ERR_SHAPE_MISMATCH
+ * "add: shapes [2,3] and [4] do not broadcast". */
+fc_status fc__pw_broadcast(fc_ctx *ctx, const char *op, const fc_tensor *a, const fc_tensor *b,
+                           int64_t *shape, int *rank);
+/* The same over n tensors ("where: shapes [2,3], [4] and [3] do not
+ * broadcast"). */
+fc_status fc__pw_broadcast_n(fc_ctx *ctx, const char *op, int n, fc_tensor *const *t,
+                             int64_t *shape, int *rank);
+
+/* ---- running ------------------------------------------------------------------- */
+
+/* Runs fn over ops[0]'s shape (every other operand broadcasts to it; the
+ * caller checked). When ops[0] is contiguous and every other operand is
+ * contiguous with the same element count or is a single element, the whole
+ * range is one flat run split across the team, with no iterator set-up;
+ * otherwise the strided iterator walks it. ops[0] must not have stride-0
+ * axes of size > 1 (threads would race on them). */
+void fc__pw_run(fc_ctx *ctx, int nops, fc_raw *const *ops, fc__inner_fn fn, void *arg);
+
+/* ---- widening helpers for chunked loops (n <= FC__PW_CHUNK is not required) -- */
+
+/* n elements of f16, bf16 or f32 at byte stride s, into f32 (exact). */
+void fc__pw_load_f32(fc_dtype dt, const char *p, int64_t s, int64_t n, float *out);
+/* n f32 values into f16, bf16 (round to nearest even) or f32 at stride s. */
+void fc__pw_store_f32(fc_dtype dt, char *p, int64_t s, int64_t n, const float *in);
+/* n elements of any scalar dtype widened to f64 (exact but for i64 beyond
+ * 2^53, which rounds). */
+void fc__pw_load_f64(fc_dtype dt, const char *p, int64_t s, int64_t n, double *out);
+/* n elements of an integer or bool dtype widened to i64 (exact). */
+void fc__pw_load_i64(fc_dtype dt, const char *p, int64_t s, int64_t n, int64_t *out);
+/* Truthiness (value != 0; -0.0 false, NaN true) of n elements of any
+ * non-block dtype, as 0/1. */
+void fc__pw_truthy(fc_dtype dt, const char *p, int64_t s, int64_t n, uint8_t *out);
+
+/* ---- kernels the backward rules call ---------------------------------------------- */
+
+/* binary.c. a and b share a float dtype (f32 or f64; rules convert 16-bit
+ * inputs first); g is the output gradient in the same dtype. Each returns a
+ * new scope-registered tensor of the broadcast shape, or NULL + error. */
+/* d pow(a, b) / da * g = g * b * a^(b-1), 0 where b == 0 (PyTorch). */
+fc_tensor *fc__pow_grad_a(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b);
+/* d pow(a, b) / db * g = g * a^b * log(a), 0 where a == 0 and b >= 0. */
+fc_tensor *fc__pow_grad_b(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b);
+/* The share of the gradient of maximum(a, b) (minimum when is_min) that
+ * goes to a: 1 where a wins or is NaN, 0.5 on ties, 0 where b wins. */
+fc_tensor *fc__minmax_weight(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, bool is_min);
+
+/* ---- the unary family (unary.c drives, unary_math.c computes) -------------------------- */
+
+typedef enum fc__unary_kind {
+    FC__UN_NEG,
+    FC__UN_ABS,
+    FC__UN_SIGN,
+    FC__UN_SQUARE,
+    FC__UN_SQRT,
+    FC__UN_RSQRT,
+    FC__UN_RECIPROCAL,
+    FC__UN_EXP,
+    FC__UN_LOG,
+    FC__UN_LOG1P,
+    FC__UN_EXPM1,
+    FC__UN_SIN,
+    FC__UN_COS,
+    FC__UN_TANH,
+    FC__UN_SIGMOID,
+    FC__UN_RELU,
+    FC__UN_LEAKY_RELU, /* p[0] = slope */
+    FC__UN_GELU,
+    FC__UN_GELU_TANH,
+    FC__UN_SILU,
+    FC__UN_SOFTPLUS,
+    FC__UN_CLAMP, /* p[0] = lo, p[1] = hi */
+    FC__UN_COUNT
+} fc__unary_kind;
+
+/* What a kind's derivative is written in terms of: its input, its output,
+ * or nothing (neg: -1, sign: 0). Backward saves exactly that value. */
+typedef enum fc__unary_saves { FC__SAVES_NONE, FC__SAVES_INPUT, FC__SAVES_OUTPUT } fc__unary_saves;
+fc__unary_saves fc__unary_saves_of(fc__unary_kind k);
+
+/* y = f(x) over n contiguous elements (unary_math.c). */
+void fc__unary_f32(fc__unary_kind k, const double *p, const float *x, float *y, int64_t n);
+void fc__unary_f64(fc__unary_kind k, const double *p, const double *x, double *y, int64_t n);
+/* gin = g * f'(v), v being the kind's saved value (input or output). */
+void fc__unary_grad_f32(fc__unary_kind k, const double *p, const float *g, const float *v,
+                        float *gin, int64_t n);
+void fc__unary_grad_f64(fc__unary_kind k, const double *p, const double *g, const double *v,
+                        double *gin, int64_t n);
+
+/* gin = g * f'(v) as a new tensor of g's dtype (f32 or f64) and shape; v
+ * is the saved value (any float dtype, any layout, g's shape). */
+fc_tensor *fc__unary_grad(fc_ctx *ctx, fc__unary_kind k, const double *p, fc_tensor *g,
+                          fc_tensor *v);
+
+#endif /* FUCINA_EXEC_KERNELS_POINTWISE_H */

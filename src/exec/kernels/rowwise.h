@@ -1,0 +1,139 @@
+/* exec/kernels/rowwise.h - what the reduction, softmax, norm, loss and scan
+ * kernels share: the row driver, the f32 row primitives (sums with wide
+ * partials, max/min, a vectorized exp; AVX2 picked at run time), and the
+ * internal entry points the backward rules in src/ag call.
+ *
+ * Row driver. Softmax, the norms, the losses and cumsum all work on rows:
+ * an operand is viewed as a contiguous [outer, dim, inner] block and a row
+ * is the dim elements at one (outer, inner) position. The driver hands the
+ * kernel blocks of rows that are contiguous in the compute dtype (f32, f64
+ * or i64): operands whose rows already are (inner == 1, dtype == compute)
+ * are passed in place; the others are converted and, when inner > 1,
+ * transposed into per-thread scratch tiles and written back afterwards.
+ * Rows are split into a fixed number of groups that depends only on the
+ * shape, so a kernel that accumulates per group (layer_norm's weight
+ * gradient) gives the same bits for any thread count.
+ *
+ * SIMD. The library is built for baseline x86-64. Reductions inside a row
+ * (max, sums, exp) are primitives with hand-written AVX2 versions, because
+ * C forbids the compiler to reorder float sums or max chains; the simple
+ * elementwise loops around them are always-inline bodies compiled twice
+ * (default and target("avx2")) and picked at run time. */
+#ifndef FUCINA_EXEC_KERNELS_ROWWISE_H
+#define FUCINA_EXEC_KERNELS_ROWWISE_H
+
+#include <math.h>
+#include <string.h>
+
+#include "exec/internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FC__RW_X86 1
+#define FC__RW_AVX2 __attribute__((target("avx2,fma")))
+#endif
+#define FC__RW_INLINE static inline __attribute__((always_inline))
+
+/* True when the CPU (and OS) run AVX2 + FMA code; false off x86-64. */
+bool fc__rw_avx2(void);
+
+/* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
+ * The hot inner loops, written once with AVX2 intrinsics (picked at run
+ * time) and once in portable C (the reference the tests compare against).
+ * Sums keep f32 partials for at most 512 elements and add them into a
+ * double, so a long row is as accurate as a short one. */
+
+/* Largest element ignoring NaN (-inf if none); *nan tells whether any is NaN. */
+float fc__rw_max(const float *x, int64_t n, bool *nan);
+float fc__rw_min(const float *x, int64_t n, bool *nan);
+double fc__rw_sum(const float *x, int64_t n);
+double fc__rw_dot(const float *a, const float *b, int64_t n);
+/* sum of (x - c)^2 */
+double fc__rw_sumsq_dev(const float *x, int64_t n, float c);
+/* *s1 = sum (x - c), *s2 = sum (x - c)^2 in one pass. */
+void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2);
+/* y = exp(x - m) (y may be x; NULL: not stored); returns sum of them. exp
+ * is within 2 ulp of expf for x - m <= 88 (above, e^88), exactly 0 below
+ * -88 and NaN for NaN. */
+double fc__rw_exp(const float *x, float *y, int64_t n, float m);
+/* *sa = sum g*w, *sb = sum g*w*(x - mu)*rs: the two row sums of the norms' backward. */
+void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
+                      double *sa, double *sb);
+
+/* The portable twins (always available; for tests and non-AVX2 CPUs). */
+float fc__rw_max_portable(const float *x, int64_t n, bool *nan);
+float fc__rw_min_portable(const float *x, int64_t n, bool *nan);
+double fc__rw_sum_portable(const float *x, int64_t n);
+double fc__rw_dot_portable(const float *a, const float *b, int64_t n);
+double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c);
+void fc__rw_sum_sumsq_portable(const float *x, int64_t n, float c, double *s1, double *s2);
+double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m);
+void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
+                               float rs, double *sa, double *sb);
+
+/* ---- the row driver ------------------------------------------------------------------- */
+#define FC__ROWS_MAX_OPS 4
+
+/* Called for nrows consecutive rows starting at row0 (row = o * inner + i),
+ * all inside group `group`; rows[k] points at operand k's rows, contiguous
+ * (row t at rows[k] + t * dim elements) in the compute dtype. Outputs must
+ * be fully written. Must not fail. */
+typedef void (*fc__rows_fn)(void *arg, int64_t group, int64_t row0, int64_t nrows, int64_t dim,
+                            void *const *rows);
+
+typedef struct fc__rows_job {
+    int64_t outer, dim, inner;
+    int nin, nout;                 /* operands: nin inputs, then nout outputs */
+    fc_raw *ops[FC__ROWS_MAX_OPS]; /* contiguous [outer, dim, inner] tensors */
+    fc_dtype ct;                   /* compute dtype: FC_F32, FC_F64 or FC_I64 */
+    int64_t groups;                /* 0: fc__rows_default_groups */
+    fc__rows_fn fn;
+    void *arg;
+} fc__rows_job;
+
+/* Groups for rows x dim elements: about 16K elements each, at most 1024. */
+int64_t fc__rows_default_groups(int64_t rows, int64_t dim);
+/* Runs job over every row; FC_ERR_OOM (recorded, naming op) when the
+ * scratch tiles cannot be allocated. */
+fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job);
+
+/* The status after a call that returned NULL: the recorded error (which
+ * that call recorded unless an earlier one was kept), never FC_OK. */
+static inline fc_status fc__failed(const fc_ctx *ctx) {
+    fc_status st = fc_ctx_status(ctx);
+    return st != FC_OK ? st : FC_ERR_STATE;
+}
+
+/* Compute dtype of the row kernels for a float storage dtype. */
+static inline fc_dtype fc__rw_float_ct(fc_dtype dt) { return dt == FC_F64 ? FC_F64 : FC_F32; }
+
+/* ---- internal kernels used by the backward rules (src/ag) --------------------------------
+ * Each returns a new scope-registered tensor (or NULL with the error
+ * recorded). Tensors passed in are contiguous unless stated. */
+
+/* dx along axis: softmax y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g).
+ * y has the forward's dtype, g the gradient dtype; dx has g's dtype. */
+fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axis, bool is_log);
+/* Inclusive prefix sum along axis (reverse: suffix sum) of x of any layout,
+ * in the reduction policy's dtype. */
+fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse);
+/* layer_norm / rms_norm backward over the last axis. x is the saved
+ * (contiguous) input, g the output gradient, w the weight (NULL allowed),
+ * mean (layer_norm only) and rstd the saved per-row statistics in the
+ * gradient dtype. Sets *dx, *dw (when w and want_w), *db (when want_b). */
+fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
+                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
+                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
+/* cross_entropy backward: logits [N, C] (contiguous), per-row lse [N] and
+ * targets i64 [N], g the loss gradient ([1] or [N] for reduction none). */
+fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *lse,
+                                      fc_tensor *targets, fc_tensor *g, int reduction,
+                                      double smoothing, double mean_scale, bool use_ignore,
+                                      int64_t ignore_index);
+
+/* mse_loss backward: sign * 2 * scale * g * (a - b) over the broadcast
+ * shape; a and b in g's dtype (any layout), g [1]-shaped (seen with stride
+ * 0) or of the broadcast shape. */
+fc_tensor *fc__mse_backward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_tensor *g,
+                            const int64_t *shape, int rank, double scale, double sign);
+
+#endif /* FUCINA_EXEC_KERNELS_ROWWISE_H */

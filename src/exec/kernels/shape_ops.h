@@ -1,0 +1,85 @@
+/* exec/kernels/shape_ops.h - internal pieces shared by four op families and
+ * their backward rules: layout (views), join (concat/stack/split/pad), index
+ * (index_select/embedding/gather/scatter_add/one_hot) and mask
+ * (triu/tril/dropout).
+ *
+ * Forward files live in src/exec/kernels/{layout,join,index,mask}.c; the
+ * matching rules in src/ag/grad_{layout,join,index,mask}.c, in the same
+ * order. A rule follows the contract of src/ag/tape.h: it runs with grad
+ * mode off inside a scope, releases nothing and sets gin[k] for every input
+ * with node->in[k].needs. Rules only call ops of these families plus the
+ * internal kernels below, so they do not depend on other op families. */
+#ifndef FUCINA_EXEC_KERNELS_SHAPE_OPS_H
+#define FUCINA_EXEC_KERNELS_SHAPE_OPS_H
+
+#include "ag/tape.h"
+#include "exec/internal.h"
+
+/* ---- argument helpers (layout.c) ------------------------------------------------------------ */
+
+/* Normalises axis against rank (negative counts from the end). On failure
+ * records FC_ERR_AXIS naming op, the axis and x, and returns false. */
+bool fc__op_axis(fc_ctx *ctx, const char *op, int axis, int rank, const fc_tensor *x, int *out);
+/* A view of x (shape/strides/absolute offset in storage elements) sharing
+ * its storage, registered in the current scope. Block-quantized x allows
+ * only the identity view: anything else records FC_ERR_UNSUPPORTED_VIEW. */
+fc_tensor *fc__layout_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
+                           const int64_t *strides, int rank, int64_t offset);
+
+/* ---- integer index tensors (index.c) -------------------------------------------------------- */
+
+/* The values of an integer index tensor as int64, in row-major order: a
+ * pointer into the tensor itself when it is contiguous i64, else into a
+ * pooled scratch buffer. */
+typedef struct fc__index {
+    const int64_t *v;
+    int64_t n;
+    fc_buffer *scratch; /* NULL when v points into the tensor */
+} fc__index;
+
+/* Reads index (any integer dtype, any layout). FC_ERR_DTYPE for other
+ * dtypes, FC_ERR_OOM; false after recording the error. */
+bool fc__index_load(fc_ctx *ctx, const char *op, const fc_tensor *index, fc__index *out);
+/* Every value in [0, bound)? Otherwise records FC_ERR_INDEX naming the
+ * first bad value, its position in index and `what` (e.g. "axis 0 of
+ * f32[5,3]"), and returns false. */
+bool fc__index_check(fc_ctx *ctx, const char *op, const fc__index *ix, const fc_tensor *index,
+                     int64_t bound, const char *what);
+void fc__index_free(fc__index *ix);
+
+/* ---- kernels that backward rules call directly ---------------------------------------------- */
+
+/* out = zeros(shape of x) with out[o, idx[j], i] += g[o, j, i], where the
+ * gradient g (f32 or f64, contiguous) has x's shape with `axis` replaced by
+ * the index's shape. Deterministic: each destination element receives its
+ * contributions in index order, whatever the thread count. */
+fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, int xrank, int axis,
+                              fc_tensor *index);
+/* g * mask * scale for a contiguous f32/f64 gradient and a u8 mask of the
+ * same element count. */
+fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double scale);
+
+/* ---- backward rules (src/ag/grad_*.c) ------------------------------------------------------- */
+
+/* Zeros of the input's shape (in g's dtype) with g placed in the window
+ * that starts at `start` and steps `step` along axis (narrow, slice, split). */
+fc_tensor *fc__grad_place(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank, int axis,
+                          int64_t start, int64_t step);
+
+fc_status fc__bw_reshape(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_permute(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_slice(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_expand(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+fc_status fc__bw_concat(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_stack(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_pad(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+fc_status fc__bw_index_select(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_gather(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_scatter_add(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+fc_status fc__bw_triangle(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__bw_dropout(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+#endif /* FUCINA_EXEC_KERNELS_SHAPE_OPS_H */

@@ -1,0 +1,271 @@
+/* softmax.c - softmax and log_softmax along any axis, forward and the
+ * fused backward kernels (the rules in src/ag/grad_softmax.c call them).
+ *
+ * A row is read from memory once: the max pass brings it into L1 and the
+ * exp, sum and scale passes run on the cached row (for the [4096, 1024]
+ * benchmark a row is 4 KB), so the traffic is one read of x and one write
+ * of y. Rows too long to stay cached take an online pass (running max and
+ * rescaled running sum per block) and one writing pass. Rows along a non-last axis are gathered
+ * into tiles by the row driver (rowwise.h). f16/bf16 compute in f32 and round once on store; f64
+ * computes in f64 with libm's exp.
+ *
+ *   softmax      y = exp(x - m) / sum exp(x - m),   m = max(x)
+ *   log_softmax  y = (x - m) - log(sum exp(x - m))
+ *   backward     softmax: dx = y * (g - sum(g * y));  log: dx = g - exp(y) * sum(g)
+ * A row with a NaN gives NaN everywhere; a row of -inf gives NaN (as in
+ * PyTorch). */
+#include "ag/tape.h"
+#include "exec/kernels/rowwise.h"
+#include "fucina/ops.h"
+
+fc_status fc__grad_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+fc_status fc__grad_log_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+typedef struct sm_arg {
+    fc_dtype ct;
+    bool is_log;
+} sm_arg;
+
+/* ---- forward rows ------------------------------------------------------------------------- */
+
+/* Rows longer than this no longer stay in L2 with their output between
+ * passes: they take the online path (one read for max and sum together). */
+#define ONLINE_MIN 32768
+#define ONLINE_BLOCK 4096
+
+/* Online max + sum over blocks (the running sum is rescaled whenever the
+ * max grows), then one pass writing the result. */
+static void softmax_long_row(const float *xr, float *yr, int64_t dim, bool is_log) {
+    float m = -INFINITY;
+    double s = 0;
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        bool nan;
+        float bm = fc__rw_max(xr + b, len, &nan);
+        if (bm > m) {
+            s *= exp((double)m - (double)bm);
+            m = bm;
+        }
+        if (m == -INFINITY && !nan) continue; /* all -inf so far: adds exp(-inf) = 0 */
+        s += fc__rw_exp(xr + b, NULL, len, m);
+    }
+    if (m == -INFINITY) s = NAN; /* a row of -inf is NaN, as on the short path */
+    if (is_log) {
+        float ls = (float)log(s);
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - m) - ls;
+        return;
+    }
+    float inv = (float)(1.0 / s);
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        fc__rw_exp(xr + b, yr + b, len, m);
+        for (int64_t j = b; j < b + len; j++)
+            yr[j] *= inv;
+    }
+}
+
+FC__RW_INLINE void softmax_f32_body(const float *x, float *y, int64_t nrows, int64_t dim,
+                                    bool is_log) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
+        if (dim > ONLINE_MIN) {
+            softmax_long_row(xr, yr, dim, is_log);
+            continue;
+        }
+        bool nan;
+        float m = fc__rw_max(xr, dim, &nan);
+        if (is_log) {
+            float ls = (float)log(fc__rw_exp(xr, NULL, dim, m));
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
+        } else {
+            float inv = (float)(1.0 / fc__rw_exp(xr, yr, dim, m));
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] *= inv;
+        }
+    }
+}
+
+#ifdef FC__RW_X86
+FC__RW_AVX2 static void softmax_f32_avx2(const float *x, float *y, int64_t nrows, int64_t dim,
+                                         bool is_log) {
+    softmax_f32_body(x, y, nrows, dim, is_log);
+}
+#endif
+static void softmax_f32_base(const float *x, float *y, int64_t nrows, int64_t dim, bool is_log) {
+    softmax_f32_body(x, y, nrows, dim, is_log);
+}
+
+static void softmax_f64(const double *x, double *y, int64_t nrows, int64_t dim, bool is_log) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const double *xr = x + t * dim;
+        double *yr = y + t * dim, m = -INFINITY, s = 0;
+        for (int64_t j = 0; j < dim; j++)
+            m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < dim; j++) {
+            yr[j] = exp(xr[j] - m);
+            s += yr[j];
+        }
+        if (is_log) {
+            double ls = log(s);
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
+        } else {
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] /= s;
+        }
+    }
+}
+
+static void softmax_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int64_t dim,
+                         void *const *rows) {
+    const sm_arg *a = arg;
+    if (a->ct == FC_F64) {
+        softmax_f64(rows[0], rows[1], nrows, dim, a->is_log);
+        return;
+    }
+#ifdef FC__RW_X86
+    if (fc__rw_avx2()) {
+        softmax_f32_avx2(rows[0], rows[1], nrows, dim, a->is_log);
+        return;
+    }
+#endif
+    softmax_f32_base(rows[0], rows[1], nrows, dim, a->is_log);
+}
+
+/* ---- backward rows ------------------------------------------------------------------------ */
+
+FC__RW_INLINE void softmax_bwd_f32_body(const float *y, const float *g, float *dx, int64_t nrows,
+                                        int64_t dim, bool is_log) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *restrict yr = y + t * dim, *restrict gr = g + t * dim;
+        float *restrict dr = dx + t * dim;
+        if (is_log) {
+            float sg = (float)fc__rw_sum(gr, dim);
+            fc__rw_exp(yr, dr, dim, 0.0f);
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = gr[j] - dr[j] * sg;
+        } else {
+            float dot = (float)fc__rw_dot(gr, yr, dim);
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = yr[j] * (gr[j] - dot);
+        }
+    }
+}
+
+#ifdef FC__RW_X86
+FC__RW_AVX2 static void softmax_bwd_f32_avx2(const float *y, const float *g, float *dx,
+                                             int64_t nrows, int64_t dim, bool is_log) {
+    softmax_bwd_f32_body(y, g, dx, nrows, dim, is_log);
+}
+#endif
+static void softmax_bwd_f32_base(const float *y, const float *g, float *dx, int64_t nrows,
+                                 int64_t dim, bool is_log) {
+    softmax_bwd_f32_body(y, g, dx, nrows, dim, is_log);
+}
+
+static void softmax_bwd_f64(const double *y, const double *g, double *dx, int64_t nrows,
+                            int64_t dim, bool is_log) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const double *yr = y + t * dim, *gr = g + t * dim;
+        double *dr = dx + t * dim, s = 0;
+        for (int64_t j = 0; j < dim; j++)
+            s += is_log ? gr[j] : gr[j] * yr[j];
+        for (int64_t j = 0; j < dim; j++)
+            dr[j] = is_log ? gr[j] - exp(yr[j]) * s : yr[j] * (gr[j] - s);
+    }
+}
+
+/* rows[0]: y, rows[1]: g, rows[2]: dx */
+static void softmax_bwd_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int64_t dim,
+                             void *const *rows) {
+    const sm_arg *a = arg;
+    if (a->ct == FC_F64) {
+        softmax_bwd_f64(rows[0], rows[1], rows[2], nrows, dim, a->is_log);
+        return;
+    }
+#ifdef FC__RW_X86
+    if (fc__rw_avx2()) {
+        softmax_bwd_f32_avx2(rows[0], rows[1], rows[2], nrows, dim, a->is_log);
+        return;
+    }
+#endif
+    softmax_bwd_f32_base(rows[0], rows[1], rows[2], nrows, dim, a->is_log);
+}
+
+fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axis, bool is_log) {
+    const char *op = is_log ? "log_softmax_backward" : "softmax_backward";
+    fc_tensor *dx = fc__tensor_new(ctx, op, g->raw.dtype, g->raw.shape, g->raw.rank);
+    if (!dx) return NULL;
+    sm_arg arg = {fc__rw_float_ct(g->raw.dtype), is_log};
+    fc__rows_job job = {.nin = 2,
+                        .nout = 1,
+                        .ops = {&y->raw, &g->raw, &dx->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_bwd_rows,
+                        .arg = &arg};
+    fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
+    if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
+    return dx;
+}
+
+/* ---- public ops ------------------------------------------------------------------------------ */
+
+static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int axis, bool is_log) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, name, x);
+    char d[160];
+    fc_dtype dt = x->raw.dtype;
+    if (!fc_dtype_is_float(dt)) {
+        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s of %s is not a float dtype; cast with fc_to",
+                 name, fc_dtype_name(dt), fc__desc(x, d, (int)sizeof d));
+        return NULL;
+    }
+    int a;
+    if (fc__shape_norm_axis(axis, x->raw.rank, &a) != FC_OK) {
+        fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", name, axis,
+                 fc__desc(x, d, (int)sizeof d));
+        return NULL;
+    }
+    fc_tensor *xc = fc_contiguous(ctx, x);
+    if (!xc) return NULL;
+    fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
+    if (!y) {
+        fc_release(xc);
+        return NULL;
+    }
+    sm_arg arg = {fc__rw_float_ct(dt), is_log};
+    fc__rows_job job = {.nin = 1,
+                        .nout = 1,
+                        .ops = {&xc->raw, &y->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_rows,
+                        .arg = &arg};
+    fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
+    fc_status st = fc__rows_run(ctx, name, &job);
+    fc_release(xc);
+    if (st != FC_OK) {
+        fc_release(y);
+        return NULL;
+    }
+    if (fc__ag_wants(ctx, 1, &x)) {
+        fc_node *nd =
+            fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y, 1, &x);
+        if (!nd || fc__ag_save(ctx, nd, "output", y) != FC_OK) {
+            fc_release(y);
+            return NULL;
+        }
+        nd->i[0] = a;
+    }
+    return fc__finish(ctx, name, y);
+}
+
+fc_tensor *fc_softmax(fc_ctx *ctx, fc_tensor *x, int axis) {
+    return softmax_impl(ctx, "softmax", x, axis, false);
+}
+
+fc_tensor *fc_log_softmax(fc_ctx *ctx, fc_tensor *x, int axis) {
+    return softmax_impl(ctx, "log_softmax", x, axis, true);
+}

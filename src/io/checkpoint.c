@@ -1,0 +1,369 @@
+/* checkpoint.c - parameters + optimizer + RNG in one safetensors file.
+ *
+ * Everything that decides the next training step goes in: the parameter
+ * bytes, the optimizer's moment tensors, its step count and every group's
+ * hyper-parameters (printed with %.17g, which round-trips a double
+ * exactly), and the RNG's (seed, offset). The writer is the atomic
+ * safetensors writer, so a failed save leaves the previous checkpoint. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag/tape.h"
+#include "fucina/checkpoint.h"
+#include "fucina/io.h"
+#include "io/io.h"
+
+#define NAME_CAP 224
+#define VAL_CAP 40
+#define MAX_NAME 200
+
+static const char *state_names[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+static const char *sgd_state = "momentum_buffer";
+
+/* scratch: n_names fixed-size name slots and n_vals value slots */
+typedef struct scratch {
+    fc_ctx *ctx;
+    char *names, *keys, *vals;
+    int64_t nnames, nkv;
+    size_t bytes;
+} scratch;
+
+static fc_status scratch_new(scratch *s, fc_ctx *ctx, int64_t nnames, int64_t nkv) {
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->bytes = (size_t)nnames * NAME_CAP + (size_t)nkv * (NAME_CAP + VAL_CAP);
+    char *p = fc__ctx_alloc(ctx, s->bytes ? s->bytes : 1);
+    if (!p) return fc__fail(ctx, FC_ERR_OOM, "fc_checkpoint: out of memory");
+    s->names = p;
+    s->keys = p + (size_t)nnames * NAME_CAP;
+    s->vals = s->keys + (size_t)nkv * NAME_CAP;
+    return FC_OK;
+}
+static void scratch_free(scratch *s) {
+    if (s->names) fc__ctx_free(s->ctx, s->names, s->bytes ? s->bytes : 1);
+}
+
+static int opt_kind_states(const fc_optim *opt, const char **names) {
+    fc_optim_opts o;
+    fc_optim_group_opts(opt, 0, &o);
+    if (o.kind == FC_OPTIM_SGD) {
+        names[0] = sgd_state;
+        return 1;
+    }
+    for (int k = 0; k < 3; k++) names[k] = state_names[k];
+    return 3;
+}
+
+static bool reserved(const char *k) {
+    return !strncmp(k, "fucina.", 7) || !strncmp(k, "optim.", 6) || !strncmp(k, "rng.", 4);
+}
+
+static fc_status check_names(fc_ctx *ctx, const char *fn, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!names[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: name %d is NULL", fn, i);
+        size_t len = strlen(names[i]);
+        if (len == 0 || len > MAX_NAME)
+            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: name %d has %zu bytes (1..%d)", fn, i,
+                            len, MAX_NAME);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(names[i], names[j]))
+                return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: name '%s' appears twice", fn,
+                                names[i]);
+    }
+    return FC_OK;
+}
+
+static void put_kv(scratch *s, int64_t *k, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void put_kv(scratch *s, int64_t *k, const char *key, const char *fmt, ...) {
+    snprintf(s->keys + (size_t)*k * NAME_CAP, NAME_CAP, "%s", key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->vals + (size_t)*k * VAL_CAP, VAL_CAP, fmt, ap);
+    va_end(ap);
+    (*k)++;
+}
+
+fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *const *names,
+                                     fc_tensor *const *params, int n, const fc_optim *opt,
+                                     const char *const *meta_keys, const char *const *meta_values,
+                                     int n_meta, const void *fault);
+
+fc_status fc_checkpoint_save(fc_ctx *ctx, const char *path, const char *const *names,
+                             fc_tensor *const *params, int n, const fc_optim *opt,
+                             const char *const *meta_keys, const char *const *meta_values,
+                             int n_meta) {
+    return fc__checkpoint_save_faulty(ctx, path, names, params, n, opt, meta_keys, meta_values,
+                                      n_meta, NULL);
+}
+
+fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *const *names,
+                                     fc_tensor *const *params, int n, const fc_optim *opt,
+                                     const char *const *meta_keys, const char *const *meta_values,
+                                     int n_meta, const void *fault) {
+    static const char *fn = "fc_checkpoint_save";
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!path || (n > 0 && (!names || !params)) || (n_meta > 0 && (!meta_keys || !meta_values)))
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: path, names, params or metadata is NULL", fn);
+    if (n < 0 || n_meta < 0)
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n %d / n_meta %d < 0", fn, n, n_meta);
+    fc_status st = check_names(ctx, fn, names, n);
+    if (st != FC_OK) return st;
+    for (int i = 0; i < n_meta; i++) {
+        if (!meta_keys[i] || !meta_values[i])
+            return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: metadata %d is NULL", fn, i);
+        if (reserved(meta_keys[i]))
+            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: metadata key '%s' is reserved", fn,
+                            meta_keys[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (fc_dtype_is_block(params[i]->raw.dtype))
+            return fc__fail(ctx, FC_ERR_DTYPE, "%s: param '%s' is %s (block-quantized)", fn,
+                            names[i], fc_dtype_name(params[i]->raw.dtype));
+    }
+    int nopt = opt ? fc_optim_num_params(opt) : 0;
+    int ngroups = opt ? fc_optim_num_groups(opt) : 0;
+    const char *sn[3];
+    int nstates = opt ? opt_kind_states(opt, sn) : 0;
+    int64_t max_t = n + (int64_t)nopt * nstates;
+    int64_t max_kv = 8 + (int64_t)ngroups * 10 + nopt + n_meta;
+    scratch s;
+    if ((st = scratch_new(&s, ctx, max_t, max_kv)) != FC_OK) return st;
+    fc_scope_begin(ctx);
+    fc_tensor **ts = fc__ctx_alloc(ctx, sizeof(fc_tensor *) * (size_t)(max_t ? max_t : 1));
+    const char **tn = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)(max_t ? max_t : 1));
+    const char **mk = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)max_kv);
+    const char **mv = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)max_kv);
+    int64_t nt = 0, nkv = 0;
+    if (!ts || !tn || !mk || !mv) {
+        st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(s.names + (size_t)nt * NAME_CAP, NAME_CAP, "param.%s", names[i]);
+        tn[nt] = s.names + (size_t)nt * NAME_CAP;
+        ts[nt++] = params[i];
+    }
+    uint64_t seed, offset;
+    fc_ctx_rng_get(ctx, &seed, &offset);
+    put_kv(&s, &nkv, "fucina.checkpoint", "1");
+    put_kv(&s, &nkv, "rng.seed", "%" PRIu64, seed);
+    put_kv(&s, &nkv, "rng.offset", "%" PRIu64, offset);
+    if (opt) {
+        fc_optim_opts g0;
+        fc_optim_group_opts(opt, 0, &g0);
+        put_kv(&s, &nkv, "optim.kind", "%d", (int)g0.kind);
+        put_kv(&s, &nkv, "optim.steps", "%" PRId64, fc_optim_step_count(opt));
+        put_kv(&s, &nkv, "optim.params", "%d", nopt);
+        put_kv(&s, &nkv, "optim.groups", "%d", ngroups);
+        for (int g = 0; g < ngroups; g++) {
+            fc_optim_opts o;
+            fc_optim_group_opts(opt, g, &o);
+            char key[64];
+#define FC__PUT(field, fmt, val)                                                                   \
+    snprintf(key, sizeof key, "optim.group.%d." field, g);                                         \
+    put_kv(&s, &nkv, key, fmt, val)
+            FC__PUT("lr", "%.17g", o.lr);
+            FC__PUT("weight_decay", "%.17g", o.weight_decay);
+            FC__PUT("momentum", "%.17g", o.momentum);
+            FC__PUT("dampening", "%.17g", o.dampening);
+            FC__PUT("nesterov", "%d", (int)o.nesterov);
+            FC__PUT("beta1", "%.17g", o.beta1);
+            FC__PUT("beta2", "%.17g", o.beta2);
+            FC__PUT("eps", "%.17g", o.eps);
+            FC__PUT("amsgrad", "%d", (int)o.amsgrad);
+#undef FC__PUT
+        }
+        for (int i = 0; i < nopt; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "optim.param.%d.group", i);
+            put_kv(&s, &nkv, key, "%d", fc_optim_param_group(opt, i));
+            for (int k = 0; k < nstates; k++) {
+                fc_tensor *t = fc_optim_state((fc_optim *)opt, i, sn[k], false);
+                if (!t) continue;
+                snprintf(s.names + (size_t)nt * NAME_CAP, NAME_CAP, "optim.%d.%s", i, sn[k]);
+                tn[nt] = s.names + (size_t)nt * NAME_CAP;
+                ts[nt++] = t;
+            }
+        }
+    }
+    for (int64_t k = 0; k < nkv; k++) {
+        mk[k] = s.keys + (size_t)k * NAME_CAP;
+        mv[k] = s.vals + (size_t)k * VAL_CAP;
+    }
+    for (int i = 0; i < n_meta; i++) {
+        mk[nkv] = meta_keys[i];
+        mv[nkv++] = meta_values[i];
+    }
+    /* descriptors over contiguous copies where needed */
+    fc_io_tensor *d = fc__ctx_alloc(ctx, sizeof *d * (size_t)(nt ? nt : 1));
+    if (!d) {
+        st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
+        goto out;
+    }
+    for (int64_t i = 0; i < nt && st == FC_OK; i++) {
+        fc_tensor *c = fc_contiguous(ctx, ts[i]);
+        if (!c) {
+            st = fc_ctx_status(ctx);
+            break;
+        }
+        memset(&d[i], 0, sizeof d[i]);
+        d[i].name = tn[i];
+        d[i].dtype = c->raw.dtype;
+        d[i].rank = c->raw.rank;
+        memcpy(d[i].shape, c->raw.shape, sizeof(int64_t) * (size_t)c->raw.rank);
+        d[i].data = fc__raw_base(&c->raw);
+        d[i].nbytes = fc_tensor_nbytes(c);
+    }
+    if (st == FC_OK) {
+        char msg[256] = "";
+        fc_io_opts o = {.allocator = &ctx->alloc, .errbuf = msg, .errcap = sizeof msg};
+        st = fc__safetensors_write_faulty(path, d, nt, mk, mv, nkv, &o, fault);
+        if (st != FC_OK) fc__fail(ctx, st, "%s: %s", fn, msg);
+    }
+    fc__ctx_free(ctx, d, sizeof *d * (size_t)(nt ? nt : 1));
+out:
+    fc__ctx_free(ctx, ts, sizeof(fc_tensor *) * (size_t)(max_t ? max_t : 1));
+    fc__ctx_free(ctx, tn, sizeof(char *) * (size_t)(max_t ? max_t : 1));
+    fc__ctx_free(ctx, mk, sizeof(char *) * (size_t)max_kv);
+    fc__ctx_free(ctx, mv, sizeof(char *) * (size_t)max_kv);
+    fc_scope_end(ctx);
+    scratch_free(&s);
+    return st;
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, double *out,
+                          const char *path) {
+    const char *v = fc_safetensors_meta_get(f, key);
+    char *end = NULL;
+    if (v) *out = strtod(v, &end);
+    if (!v || end == v || *end)
+        return fc__fail(ctx, FC_ERR_FORMAT, "fc_checkpoint_load: %s: metadata '%s' is %s", path,
+                        key, v ? "not a number" : "missing");
+    return FC_OK;
+}
+
+/* copies the file tensor `name` into dst (same dtype and shape) */
+static fc_status load_into(fc_ctx *ctx, const fc_st_file *f, const char *name, fc_tensor *dst,
+                           const char *path) {
+    int64_t idx = fc_safetensors_find(f, name);
+    if (idx < 0)
+        return fc__fail(ctx, FC_ERR_INDEX, "fc_checkpoint_load: %s has no tensor '%s'", path, name);
+    fc_io_tensor info;
+    fc_safetensors_tensor_info(f, idx, &info);
+    if (info.dtype != dst->raw.dtype)
+        return fc__fail(ctx, FC_ERR_DTYPE, "fc_checkpoint_load: '%s' is %s in %s, the tensor is %s",
+                        name, fc_dtype_name(info.dtype), path, fc_dtype_name(dst->raw.dtype));
+    int rank = info.rank == 0 ? 1 : info.rank;
+    int64_t one = 1;
+    const int64_t *shape = info.rank == 0 ? &one : info.shape;
+    if (!fc__shape_equal(shape, rank, dst->raw.shape, dst->raw.rank)) {
+        char a[160], b[160];
+        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                        "fc_checkpoint_load: '%s' has shape %s in %s, the tensor %s", name,
+                        fc__shape_str(shape, rank, a, (int)sizeof a),
+                        path, fc__shape_str(dst->raw.shape, dst->raw.rank, b, (int)sizeof b));
+    }
+    void *p;
+    fc_status st = fc__raw_data_mut(&dst->raw, &p);
+    if (st != FC_OK)
+        return fc__fail(ctx, st, "fc_checkpoint_load: cannot write '%s': %s", name,
+                        fc_strerror(st));
+    memcpy(p, info.data, (size_t)info.nbytes);
+    return FC_OK;
+}
+
+fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *names,
+                             fc_tensor *const *params, int n, fc_optim *opt) {
+    static const char *fn = "fc_checkpoint_load";
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!path || (n > 0 && (!names || !params)))
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: path, names or params is NULL", fn);
+    fc_status st = check_names(ctx, fn, names, n);
+    if (st != FC_OK) return st;
+    char msg[256] = "";
+    fc_io_opts o = {.allocator = &ctx->alloc, .errbuf = msg, .errcap = sizeof msg};
+    fc_st_file *f = NULL;
+    st = fc_safetensors_open(path, &o, &f);
+    if (st != FC_OK) return fc__fail(ctx, st, "%s: %s", fn, msg);
+    if (!fc_safetensors_meta_get(f, "fucina.checkpoint")) {
+        st = fc__fail(ctx, FC_ERR_FORMAT, "%s: %s is not a fucina checkpoint", fn, path);
+        goto done;
+    }
+    char name[NAME_CAP];
+    for (int i = 0; i < n && st == FC_OK; i++) {
+        if (!params[i]) {
+            st = fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+            break;
+        }
+        snprintf(name, sizeof name, "param.%s", names[i]);
+        st = load_into(ctx, f, name, params[i], path);
+    }
+    double seed = 0, offset = 0;
+    if (st == FC_OK) st = meta_num(ctx, f, "rng.seed", &seed, path);
+    if (st == FC_OK) st = meta_num(ctx, f, "rng.offset", &offset, path);
+    if (st == FC_OK) {
+        /* doubles hold these exactly only below 2^53: parse as integers */
+        uint64_t s64 = strtoull(fc_safetensors_meta_get(f, "rng.seed"), NULL, 10);
+        uint64_t o64 = strtoull(fc_safetensors_meta_get(f, "rng.offset"), NULL, 10);
+        fc_ctx_rng_set(ctx, s64, o64);
+    }
+    if (st == FC_OK && opt) {
+        double kind = 0, steps = 0, np = 0, ng = 0;
+        if ((st = meta_num(ctx, f, "optim.kind", &kind, path)) != FC_OK) goto done;
+        if ((st = meta_num(ctx, f, "optim.steps", &steps, path)) != FC_OK) goto done;
+        if ((st = meta_num(ctx, f, "optim.params", &np, path)) != FC_OK) goto done;
+        if ((st = meta_num(ctx, f, "optim.groups", &ng, path)) != FC_OK) goto done;
+        fc_optim_opts g0;
+        fc_optim_group_opts(opt, 0, &g0);
+        if ((int)kind != (int)g0.kind || (int)np != fc_optim_num_params(opt) ||
+            (int)ng != fc_optim_num_groups(opt)) {
+            st = fc__fail(ctx, FC_ERR_FORMAT,
+                          "%s: %s holds optimizer kind %d with %d params in %d groups; this "
+                          "optimizer is kind %d with %d params in %d groups",
+                          fn, path, (int)kind, (int)np, (int)ng, (int)g0.kind,
+                          fc_optim_num_params(opt), fc_optim_num_groups(opt));
+            goto done;
+        }
+        for (int g = 0; g < (int)ng && st == FC_OK; g++) {
+            fc_optim_opts go;
+            fc_optim_group_opts(opt, g, &go);
+            double v[9];
+            const char *fields[9] = {"lr", "weight_decay", "momentum", "dampening", "nesterov",
+                                     "beta1", "beta2", "eps", "amsgrad"};
+            for (int k = 0; k < 9 && st == FC_OK; k++) {
+                char key[64];
+                snprintf(key, sizeof key, "optim.group.%d.%s", g, fields[k]);
+                st = meta_num(ctx, f, key, &v[k], path);
+            }
+            if (st != FC_OK) break;
+            go.lr = v[0], go.weight_decay = v[1], go.momentum = v[2], go.dampening = v[3];
+            go.nesterov = v[4] != 0, go.beta1 = v[5], go.beta2 = v[6], go.eps = v[7];
+            go.amsgrad = v[8] != 0;
+            st = fc_optim_set_group_opts(opt, g, &go);
+        }
+        const char *sn[3];
+        int nstates = opt_kind_states(opt, sn);
+        for (int i = 0; i < (int)np && st == FC_OK; i++) {
+            for (int k = 0; k < nstates && st == FC_OK; k++) {
+                snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
+                if (fc_safetensors_find(f, name) < 0) continue; /* state not created yet */
+                fc_tensor *t = fc_optim_state(opt, i, sn[k], true);
+                st = t ? load_into(ctx, f, name, t, path) : fc_ctx_status(ctx);
+            }
+        }
+        if (st == FC_OK) st = fc_optim_set_step_count(opt, (int64_t)steps);
+    }
+done:
+    fc_safetensors_close(f);
+    return st;
+}
