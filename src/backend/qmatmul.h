@@ -95,26 +95,4 @@ const char *fc__qisa_name(fc__qisa isa);
  * nothing. */
 fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap);
 
-/* ---- quantized gather (embedding rows) ------------------------------------------------ */
-
-/* out[r, :] = the dequantized row idx[r] of a block-quantized table, for
- * r < nidx: an embedding lookup that decodes only the rows it returns.
- * table holds nrows rows of k values in wdt (any block dtype,
- * fc_dtype_supports_quantized_get_rows), row i at byte i * ldt (ldt 0:
- * packed rows of fc_quant_row_bytes(wdt, k)); out row r starts at
- * out + r * ldo. Values are exactly fc_dequantize's. Every index is checked
- * before anything is written. Rows are split over threads (OpenMP) when
- * there are enough of them.
- * Returns FC_OK (nidx == 0 is a no-op); FC_ERR_NULL_ARG for a NULL table,
- * out or idx (out and idx may be NULL when nidx == 0); FC_ERR_DTYPE for a
- * dtype that is not a block dtype; FC_ERR_INVALID_SHAPE for nrows < 1,
- * k < 1, k not a multiple of the block size, or nidx < 0; FC_ERR_INVALID_ARG
- * for ldo < k, a nonzero ldt below the row bytes, or threads < 1;
- * FC_ERR_INDEX for an index outside [0, nrows) (the message names its
- * position and value); FC_ERR_OVERFLOW when sizes do not fit. err as for
- * fc__qgemm_run. */
-fc_status fc__qget_rows(fc_dtype wdt, const void *table, size_t ldt, int64_t nrows, int64_t k,
-                        const int64_t *idx, int64_t nidx, float *out, int64_t ldo, int threads,
-                        char *err, size_t errcap);
-
 #endif /* FUCINA_BACKEND_QMATMUL_H */

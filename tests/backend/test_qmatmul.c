@@ -583,99 +583,6 @@ static void test_qmatmul_packing_identical_across_isas(void **state) {
 #endif
 }
 
-/* ---- quantized gather ------------------------------------------------------------------ */
-
-/* Every block dtype: gathered rows are bit for bit the rows of the whole
- * dequantized table, in any order, repeated, into a strided output. */
-static void test_qmatmul_get_rows_every_block_dtype(void **state) {
-    (void)state;
-    for (int d = 0; d < FC_DTYPE_COUNT; d++) {
-        const fc_dtype wdt = (fc_dtype)d;
-        if (!fc_dtype_is_block(wdt)) continue;
-        assert_true(fc_dtype_supports_quantized_get_rows(wdt));
-        const int64_t nrows = 6, k = 2 * fc_dtype_block_elems(wdt), ldo = k + 3;
-        problem p;
-        problem_make(&p, wdt, 1, nrows, k, 500u + (uint64_t)d);
-        const int64_t idx[5] = {5, 0, 3, 3, 1};
-        float *out = malloc(sizeof(float) * (size_t)(5 * ldo));
-        assert_non_null(out);
-        for (int64_t i = 0; i < 5 * ldo; i++)
-            out[i] = -1.0f;
-        assert_int_equal(fc__qget_rows(wdt, p.wq, 0, nrows, k, idx, 5, out, ldo, 2, NULL, 0),
-                         FC_OK);
-        for (int r = 0; r < 5; r++) {
-            assert_memory_equal(out + r * ldo, p.wd + idx[r] * k, sizeof(float) * (size_t)k);
-            for (int64_t c = k; c < ldo; c++)
-                assert_true(out[r * ldo + c] == -1.0f);
-        }
-        free(out);
-        problem_free(&p);
-    }
-}
-
-/* Enough rows for several threads, a row stride in the table, and the same
- * bits with any thread count. */
-static void test_qmatmul_get_rows_threads_and_table_stride(void **state) {
-    (void)state;
-    const int64_t nrows = 40, k = 2048, nidx = 96;
-    problem p;
-    problem_make(&p, FC_Q4_K, 1, nrows, k, 808);
-    const size_t ldt = p.row_bytes + 16;
-    uint8_t *table = calloc((size_t)nrows, ldt);
-    int64_t *idx = malloc(sizeof(int64_t) * (size_t)nidx);
-    float *a = malloc(sizeof(float) * (size_t)(nidx * k)),
-          *b = malloc(sizeof(float) * (size_t)(nidx * k));
-    assert_non_null(table), assert_non_null(idx), assert_non_null(a), assert_non_null(b);
-    for (int64_t j = 0; j < nrows; j++)
-        memcpy(table + (size_t)j * ldt, p.wq + (size_t)j * p.row_bytes, p.row_bytes);
-    for (int64_t r = 0; r < nidx; r++)
-        idx[r] = (r * 7 + 3) % nrows;
-    assert_int_equal(fc__qget_rows(FC_Q4_K, table, ldt, nrows, k, idx, nidx, a, k, 1, NULL, 0),
-                     FC_OK);
-    assert_int_equal(fc__qget_rows(FC_Q4_K, table, ldt, nrows, k, idx, nidx, b, k, 3, NULL, 0),
-                     FC_OK);
-    assert_memory_equal(a, b, sizeof(float) * (size_t)(nidx * k));
-    for (int64_t r = 0; r < nidx; r++)
-        assert_memory_equal(a + r * k, p.wd + idx[r] * k, sizeof(float) * (size_t)k);
-    free(table), free(idx), free(a), free(b);
-    problem_free(&p);
-}
-
-static void test_qmatmul_get_rows_errors(void **state) {
-    (void)state;
-    problem p;
-    problem_make(&p, FC_Q8_0, 1, 4, 64, 9);
-    float out[2 * 64];
-    for (int i = 0; i < 128; i++)
-        out[i] = 3.0f;
-    const int64_t good[2] = {3, 0}, neg[2] = {1, -1}, high[2] = {4, 0};
-    char err[256];
-#define QG(dt, tab, ldt, nrows, k, idx, n, o, ldo, th)                                             \
-    fc__qget_rows(dt, tab, ldt, nrows, k, idx, n, o, ldo, th, err, sizeof err)
-    assert_int_equal(QG(FC_Q8_0, NULL, 0, 4, 64, good, 2, out, 64, 1), FC_ERR_NULL_ARG);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, NULL, 2, out, 64, 1), FC_ERR_NULL_ARG);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, good, 2, NULL, 64, 1), FC_ERR_NULL_ARG);
-    assert_int_equal(QG(FC_F32, p.wq, 0, 4, 64, good, 2, out, 64, 1), FC_ERR_DTYPE);
-    assert_int_equal(QG((fc_dtype)FC_DTYPE_COUNT, p.wq, 0, 4, 64, good, 2, out, 64, 1),
-                     FC_ERR_DTYPE);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 0, 64, good, 2, out, 64, 1), FC_ERR_INVALID_SHAPE);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 48, good, 2, out, 64, 1), FC_ERR_INVALID_SHAPE);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, good, -1, out, 64, 1), FC_ERR_INVALID_SHAPE);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, good, 2, out, 63, 1), FC_ERR_INVALID_ARG);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 10, 4, 64, good, 2, out, 64, 1), FC_ERR_INVALID_ARG);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, good, 2, out, 64, 0), FC_ERR_INVALID_ARG);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, neg, 2, out, 64, 1), FC_ERR_INDEX);
-    assert_non_null(strstr(err, "index -1 at position 1"));
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, high, 2, out, 64, 1), FC_ERR_INDEX);
-    assert_non_null(strstr(err, "outside [0, 4)"));
-    for (int i = 0; i < 128; i++) /* nothing written by any refused call */
-        assert_true(out[i] == 3.0f);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, 4, 64, NULL, 0, NULL, 64, 1), FC_OK);
-    assert_int_equal(QG(FC_Q8_0, p.wq, 0, INT64_MAX, 64, good, 2, out, 64, 1), FC_ERR_OVERFLOW);
-#undef QG
-    problem_free(&p);
-}
-
 /* ---- ISA queries -------------------------------------------------------------------- */
 
 static void test_qmatmul_isa_queries(void **state) {
@@ -707,9 +614,6 @@ int main(void) {
         cmocka_unit_test(test_qmatmul_allocation_and_oom),
         cmocka_unit_test(test_qmatmul_packing_identical_across_isas),
         cmocka_unit_test(test_qmatmul_isa_queries),
-        cmocka_unit_test(test_qmatmul_get_rows_every_block_dtype),
-        cmocka_unit_test(test_qmatmul_get_rows_threads_and_table_stride),
-        cmocka_unit_test(test_qmatmul_get_rows_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
