@@ -8,6 +8,10 @@
  * each, the activation rows in tiles of FC__QDOT_MAX_ROWS, so one decoded
  * weight block serves up to four rows of x; activation rows go in panels of
  * X_PANEL so the packed panel stays in L2 while the weight rows stream.
+ * From TWO_ROW_MIN_M activation rows on, kernels that have a two-row form
+ * take two weight rows per pass over an activation tile, halving the
+ * activation traffic from L2 (below that the tile sits in L1 and one weight
+ * stream is faster); both forms give the same bits.
  *
  * The packed activations are the only allocation (one buffer, m rows); the
  * generic path (dtypes without their own kernel) reads x in place and
@@ -274,12 +278,19 @@ static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
     }
 }
 
+/* The start of part t of n split into nt nearly equal parts (no overflow
+ * for any n). */
+static int64_t split(int64_t n, int t, int nt) {
+    const int64_t q = n / nt, r = n % nt;
+    return q * t + (t < r ? t : r);
+}
+
 /* Thread t of nt: pack the activation rows (every row into its own set, or
  * its share of the shared set and wait for the others), then compute its
  * weight rows. */
 static void run_thread(const job *jb, int t, int nt) {
     const fc__qgemm *g = jb->g;
-    const int64_t j0 = g->n * t / nt, j1 = g->n * (t + 1) / nt;
+    const int64_t j0 = split(g->n, t, nt), j1 = split(g->n, t + 1, nt);
     if (jb->kind == FC__QK_GENERIC) {
         rows_generic(jb, j0, j1);
         return;
@@ -290,7 +301,7 @@ static void run_thread(const job *jb, int t, int nt) {
         rows_fast(jb, xq, j0, j1);
         return;
     }
-    pack_rows(jb, jb->xq, g->m * t / nt, g->m * (t + 1) / nt);
+    pack_rows(jb, jb->xq, split(g->m, t, nt), split(g->m, t + 1, nt));
 #ifdef FUCINA_HAVE_OPENMP
     if (nt > 1) {
 #pragma omp barrier
