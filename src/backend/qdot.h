@@ -34,6 +34,9 @@
  *         "low" codes matches the low nibbles of 4 blocks. d[4 i .. 4 i + 3]
  *         all hold the block's scale and c[4 i] = -8 * (sum of its codes),
  *         c[4 i + 1 .. 3] = 0: the SIMD lanes of block i are 4 i .. 4 i + 3.
+ *         (The code sum, which ggml's q8_1 carries as an f16, is kept as an
+ *         exact integer: with it the kernel multiplies the unsigned nibbles
+ *         as they are, sum (q - 8) x = sum q x - 8 sum x.)
  *   q8_0  one fc__xq_q8_0 per 2 blocks: codes in natural order, d[8 i ..
  *         8 i + 7] the scale of block i (8 lanes per block).
  *   q6_k  one fc__xq_k per 256 values: natural order, sums[s] = sum of the
