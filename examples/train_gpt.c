@@ -395,7 +395,7 @@ typedef struct options {
 static int parse_options(int argc, char **argv, options *o) {
     *o = (options){.data = "/usr/share/common-licenses/GPL-3", .out = "train_gpt_out",
                    .d_model = 128, .n_layer = 4, .n_head = 4, .block = 64, .d_ff = 0,
-                   .batch = 16, .steps = 3000, .warmup = 100, .eval_every = 250,
+                   .batch = 16, .steps = 3000, .warmup = 100, .eval_every = 100,
                    .sample_every = 1000, .sample_len = 240, .ckpt_every = 1000, .threads = 0,
                    .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
@@ -549,6 +549,7 @@ typedef struct run {
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
     uint64_t data_rng, sample_rng;
     int64_t step;         /* optimizer steps done */
+    int64_t planned;      /* where the schedule ends: --steps, or what the budget fits */
     FILE *csv;
     ex_progress bar;
     double train_last;                    /* the latest step's training loss */
@@ -617,16 +618,39 @@ static void csv_row(run *r, double lr, double loss, double val, double gnorm, do
     fprintf(r->csv, ",%.1f,%.2f\n", tps, ex_progress_elapsed(&r->bar));
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* With a time budget, once the first steps are timed: when the budget
+ * cannot hold --steps, end the cosine schedule at the step it can hold, so
+ * a bounded run still decays its learning rate (10% is kept for the
+ * evaluations and samples). */
+static void fit_schedule(run *r) {
+    enum { N = 20 };
+    double ms[N];
+    memcpy(ms, r->step_ms + r->nsteps_run - N, sizeof ms);
+    qsort(ms, N, sizeof *ms, cmp_double);
+    double left = r->o.minutes * 60 - ex_progress_elapsed(&r->bar);
+    int64_t fits = r->step + (int64_t)(0.9 * left / (ms[N / 2] * 1e-3));
+    if (fits >= r->planned) return;
+    if (fits < r->sched.warmup_steps + 1) fits = r->sched.warmup_steps + 1;
+    r->planned = r->sched.total_steps = r->bar.total_steps = fits;
+    ex_progress_note(&r->bar, "the %g min budget holds about %lld steps at %.0f ms/step: the "
+                     "schedule now ends there (--minutes 0 keeps --steps %lld)", r->o.minutes,
+                     (long long)fits, ms[N / 2], (long long)r->o.steps);
+}
+
 /* the main loop; false after an error (already printed) */
 static bool train(run *r) {
     const options *o = &r->o;
     double ema_ms = 0, tps = 0;
     double budget = o->minutes * 60;
-    int64_t last = o->stop_after > 0 && o->stop_after < o->steps ? o->stop_after : o->steps;
-    while (r->step < last && !g_stop) {
+    while (r->step < r->planned && !(o->stop_after > 0 && r->step >= o->stop_after) && !g_stop) {
         if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
-                             o->minutes, (long long)r->step, (long long)o->steps);
+                             o->minutes, (long long)r->step, (long long)r->planned);
             break;
         }
         double lr = fc_lr_at(&r->sched, r->step), gnorm;
@@ -642,11 +666,12 @@ static bool train(run *r) {
         r->step++;
         r->train_last = loss;
         r->step_ms[r->nsteps_run++] = ms;
+        if (budget > 0 && r->nsteps_run == 20) fit_schedule(r);
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
         tps = (double)(o->batch * o->block) / (ema_ms * 1e-3);
         ex_progress_update(&r->bar, r->step, loss, tps);
         double val = NAN;
-        if (r->step % o->eval_every == 0 || r->step == o->steps) {
+        if (r->step % o->eval_every == 0 || r->step == r->planned) {
             if (!evaluate(r)) break;
             val = r->val_last;
         }
@@ -665,18 +690,16 @@ static bool train(run *r) {
     return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* the last evaluation, sample, checkpoint, picture and summary; the exit code */
 static int finish(run *r) {
     const options *o = &r->o;
     ex_progress_finish(&r->bar);
-    if (r->val_step != r->step && !evaluate(r)) {
-        fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r->ctx));
-        return 1;
+    if (r->val_step != r->step) {
+        if (!evaluate(r)) {
+            fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r->ctx));
+            return 1;
+        }
+        csv_row(r, fc_lr_at(&r->sched, r->step), NAN, r->val_last, NAN, 0);
     }
     if (o->sample_len > 0 && !(o->sample_every > 0 && r->step % o->sample_every == 0) &&
         !print_sample(r)) {
@@ -688,7 +711,7 @@ static int finish(run *r) {
         return 1;
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
-    const ex_curve curves[] = {{3, "train loss"}, {4, "validation loss"}};
+    const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
     bool plotted = ex_plot_png(r->path[0], r->path[1], "train_gpt: cross-entropy per character",
                                "step", "loss (nats)", 1, curves, 2);
     double med = 0, best = 0;
@@ -699,7 +722,7 @@ static int finish(run *r) {
     }
     printf("done: step %lld of %lld; this run: %lld steps in %.1f s, step time median %.2f ms "
            "(min %.2f), %.0f tokens/s\n",
-           (long long)r->step, (long long)o->steps, (long long)r->nsteps_run,
+           (long long)r->step, (long long)r->planned, (long long)r->nsteps_run,
            ex_progress_elapsed(&r->bar), med, best,
            med > 0 ? (double)(o->batch * o->block) / (med * 1e-3) : 0.0);
     printf("val loss: %.4f -> %.4f at step %lld (best %.4f at step %lld)\n", r->val_first,
@@ -749,6 +772,7 @@ static bool setup(run *r) {
     r->sched = (fc_lr_schedule){.kind = FC_LR_COSINE, .base_lr = o->lr,
                                 .warmup_steps = o->warmup, .total_steps = o->steps,
                                 .min_lr = o->min_lr};
+    r->planned = o->steps;
     r->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
     r->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
     r->train_last = r->val_first = r->val_last = r->val_best = NAN;
