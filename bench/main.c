@@ -12,7 +12,10 @@ typedef struct cmd {
     const char *what;
 } cmd;
 
+int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
+
 static const cmd cmds[] = {
+    {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
     {"elementwise", bench_elementwise, "add (out= and fresh output) and copy of 2^24 f32"},
     {"reduce", bench_reduce, "sum of 2^24 f32 and bf16; accumulation-width checks"},
     {"norm_softmax", bench_norm_softmax, "softmax and layer_norm fwd+bwd on [4096,1024] f32"},

@@ -186,18 +186,36 @@ static void sgd_range(void *arg, int64_t b, int64_t e) {
 
 static void adam_range(void *arg, int64_t b, int64_t e) {
     const upd *u = arg;
+    /* torch computes 1 - beta in double and rounds once; rounding beta
+     * first (1 - 0.999f) would be 6e-6 off and drift from torch's steps */
     const float b1 = (float)u->o->beta1, b2 = (float)u->o->beta2, eps = (float)u->o->eps;
+    const float omb1 = (float)(1 - u->o->beta1), omb2 = (float)(1 - u->o->beta2);
     const float wd = (float)u->o->weight_decay, lr = (float)u->o->lr;
     const float step = (float)u->step_size, bc2s = (float)u->bc2_sqrt;
     const bool adamw = u->kind == FC_OPTIM_ADAMW;
+    if (u->pdt == FC_F32 && !u->vmax) {
+        /* the common case as one branch-free loop the compiler vectorizes */
+        float *restrict pp = (float *)u->p, *restrict mm = u->m, *restrict vv = u->v;
+        const float *restrict gg = u->g;
+        const float decay = adamw ? 1 - lr * wd : 1, l2 = adamw ? 0 : wd;
+        for (int64_t i = b; i < e; i++) {
+            float p = pp[i] * decay, g = gg[i] + l2 * pp[i];
+            float m = b1 * mm[i] + omb1 * g;
+            float v = b2 * vv[i] + omb2 * g * g;
+            mm[i] = m;
+            vv[i] = v;
+            pp[i] = p - step * m / (sqrtf(v) / bc2s + eps);
+        }
+        return;
+    }
     for (int64_t i = b; i < e; i++) {
         float p = load_p(u->pdt, u->p, i), g = u->g[i];
         if (adamw)
             p *= 1 - lr * wd;
         else if (wd != 0)
             g += wd * p;
-        float m = b1 * u->m[i] + (1 - b1) * g;
-        float v = b2 * u->v[i] + (1 - b2) * g * g;
+        float m = b1 * u->m[i] + omb1 * g;
+        float v = b2 * u->v[i] + omb2 * g * g;
         u->m[i] = m;
         u->v[i] = v;
         if (u->vmax) {

@@ -145,18 +145,15 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
 }
 
 static const fc__matmul_provider *automatic(fc_dtype dtype, int64_t m, int64_t n, int64_t k) {
-    /* A library call costs about a microsecond before any arithmetic; ref's
-     * loop is cheaper for products of a few thousand multiply-adds. The
-     * division form cannot overflow. */
-    if (m <= FC__GEMM_TINY / n / k) return &fc__provider_ref;
     const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
     const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
-    if (dtype == FC_F32 || dtype == FC_F64) {
-        if (blas && blas->supports(dtype)) return blas;
-        if (dnnl && dnnl->supports(dtype)) return dnnl;
-    } else if (dnnl && dnnl->supports(dtype)) {
-        return dnnl;
-    }
+    /* OpenBLAS has a small-matrix path (a 4x4 product costs it ~0.2 us), so
+     * it takes every f32/f64 size. oneDNN builds a JIT primitive per new
+     * shape (tens of microseconds, then cached): a tiny product is not worth
+     * one, so those stay in ref. The division form cannot overflow. */
+    bool tiny = m <= FC__GEMM_TINY / n / k;
+    if ((dtype == FC_F32 || dtype == FC_F64) && blas && blas->supports(dtype)) return blas;
+    if (!tiny && dnnl && dnnl->supports(dtype)) return dnnl;
     return &fc__provider_ref;
 }
 
