@@ -233,14 +233,23 @@ static fc_tensor *gpt_loss(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx, fc_t
 }
 
 // ----------------------------------------------------------------------------
-// the data: a text file as byte-level tokens, 90% train, 10% validation
+// the data: a text file as byte-level tokens. The text is cut into blocks of
+// `seg` characters and every 10th block is held out for validation, so the
+// validation set samples the whole document (its tail alone is often a
+// different kind of text, like a licence's "how to apply" appendix).
 
 typedef struct text_data {
     uint8_t *ids;             /* the whole text as token ids */
-    int64_t n, n_train;       /* ids[0, n_train) train; ids[n_train, n) validation */
+    int64_t n;                /* characters */
     int vocab;                /* distinct bytes */
     unsigned char chars[256]; /* id -> byte */
     uint64_t hash;            /* FNV-1a of the text, so --resume refuses another file */
+    int64_t seg;              /* block length of the split */
+    int64_t nruns;            /* training runs: maximal stretches of training blocks */
+    int64_t *run_lo, *run_cnt; /* first window offset of each run, and its window count */
+    int64_t ntrain;           /* training windows [off, off+T] (inputs plus the last target) */
+    int64_t *val_off, nval;   /* validation windows: stride T inside each held-out block */
+    int64_t train_chars, val_chars;
 } text_data;
 
 static bool text_load(const char *path, text_data *d) {
@@ -279,32 +288,75 @@ static bool text_load(const char *path, text_data *d) {
     for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)id_of[buf[i]];
     d->ids = buf;
     d->n = (int64_t)n;
-    d->n_train = d->n - d->n / 10;
     return true;
 }
 
-/* B random windows of the training split: idx (B,T) and their next
- * characters tgt (B*T), written into the step's persistent tensors */
+/* Builds the window tables for context T: blocks of 16T characters (fewer
+ * for short texts, never under 2(T+1)), block k held out when k % 10 == 9.
+ * False when either side would have no window. */
+static bool text_split(text_data *d, int64_t T) {
+    int64_t seg = d->n / 20 < 16 * T ? d->n / 20 : 16 * T;
+    if (seg < 2 * (T + 1)) seg = 2 * (T + 1);
+    int64_t nseg = (d->n + seg - 1) / seg;
+    d->seg = seg;
+    d->run_lo = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
+    d->run_cnt = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
+    d->val_off = malloc(sizeof(int64_t) * (size_t)(d->n / T + 1));
+    if (!d->run_lo || !d->run_cnt || !d->val_off) return false;
+    for (int64_t k = 0; k < nseg; k++) {
+        int64_t lo = k * seg, hi = lo + seg < d->n ? lo + seg : d->n;
+        if (k % 10 == 9) { /* held out: whole windows, stride T */
+            d->val_chars += hi - lo;
+            for (int64_t off = lo; off + T + 1 <= hi; off += T) d->val_off[d->nval++] = off;
+        } else if (k % 10 == 0) { /* a run of up to 9 training blocks starts */
+            int64_t end = (k + 9) * seg < d->n ? (k + 9) * seg : d->n;
+            d->train_chars += end - lo;
+            if (end - lo >= T + 1) {
+                d->run_lo[d->nruns] = lo;
+                d->run_cnt[d->nruns] = end - lo - T;
+                d->ntrain += d->run_cnt[d->nruns++];
+            }
+        }
+    }
+    return d->ntrain > 0 && d->nval > 0;
+}
+
+static void text_free(text_data *d) {
+    free(d->ids);
+    free(d->run_lo);
+    free(d->run_cnt);
+    free(d->val_off);
+}
+
+/* rows windows starting at off[] -> idx (rows,T) and next characters tgt (rows*T) */
+static void windows(const text_data *d, const int64_t *off, int64_t rows, int64_t T,
+                    int64_t *idx, int64_t *tgt) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t t = 0; t < T; t++) {
+            idx[r * T + t] = d->ids[off[r] + t];
+            tgt[r * T + t] = d->ids[off[r] + t + 1];
+        }
+}
+
+/* B windows drawn uniformly from every training window, written into the
+ * step's persistent tensors */
 static void train_batch(const text_data *d, int64_t B, int64_t T, uint64_t *rng, int64_t *idx,
                         int64_t *tgt) {
     for (int64_t b = 0; b < B; b++) {
-        int64_t off = (int64_t)ex_rand_below(rng, (uint64_t)(d->n_train - T));
-        for (int64_t t = 0; t < T; t++) {
-            idx[b * T + t] = d->ids[off + t];
-            tgt[b * T + t] = d->ids[off + t + 1];
-        }
+        int64_t u = (int64_t)ex_rand_below(rng, (uint64_t)d->ntrain), k = 0;
+        while (u >= d->run_cnt[k]) u -= d->run_cnt[k++];
+        int64_t off = d->run_lo[k] + u;
+        windows(d, &off, 1, T, idx + b * T, tgt + b * T);
     }
 }
-
-static int64_t val_windows(const text_data *d, int64_t T) { return (d->n - d->n_train - 1) / T; }
 
 // ----------------------------------------------------------------------------
 // evaluation and sampling (no graph is recorded for either)
 
-/* mean loss over every whole window of the validation split (stride T),
- * B windows at a time; NAN when an op failed (the error is in ctx) */
+/* mean loss over every validation window, B at a time; NAN when an op
+ * failed (the error is in ctx) */
 static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int64_t B) {
-    int64_t T = m->cfg.block, nw = val_windows(d, T);
+    int64_t T = m->cfg.block, nw = d->nval;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * B * T));
     if (!idx) return NAN;
     int64_t *tgt = idx + B * T;
@@ -312,12 +364,7 @@ static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int
     fc_no_grad_begin(ctx);
     for (int64_t w0 = 0; w0 < nw; w0 += B) {
         int64_t rows = nw - w0 < B ? nw - w0 : B;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t t = 0; t < T; t++) {
-                int64_t off = d->n_train + (w0 + r) * T + t;
-                idx[r * T + t] = d->ids[off];
-                tgt[r * T + t] = d->ids[off + 1];
-            }
+        windows(d, d->val_off + w0, rows, T, idx, tgt);
         fc_scope_begin(ctx);
         fc_tensor *ti = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows, T}, 2, idx);
         fc_tensor *tt = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows * T}, 1, tgt);
@@ -745,9 +792,9 @@ static bool setup(run *r) {
     const options *o = &r->o;
     if (!text_load(o->data, &r->data)) return false;
     int64_t B = o->batch, T = o->block;
-    if (r->data.n_train <= T + 1 || val_windows(&r->data, T) < 1) {
+    if (!text_split(&r->data, T)) {
         fprintf(stderr, "train_gpt: %s has %lld characters, too few for a context of %lld "
-                        "(the 10%% validation split needs a whole window)\n",
+                        "(both splits need whole windows)\n",
                 o->data, (long long)r->data.n, (long long)T);
         return false;
     }
@@ -795,9 +842,10 @@ static bool setup(run *r) {
     r->csv = ex_csv_open(r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s",
                          o->resume);
     if (!r->csv) return false;
-    printf("train_gpt: %s: %lld characters, vocabulary %d (train %lld, validation %lld)\n",
-           o->data, (long long)r->data.n, r->data.vocab, (long long)r->data.n_train,
-           (long long)(r->data.n - r->data.n_train));
+    printf("train_gpt: %s: %lld characters, vocabulary %d; train %lld, validation %lld "
+           "(every 10th block of %lld, %lld windows)\n",
+           o->data, (long long)r->data.n, r->data.vocab, (long long)r->data.train_chars,
+           (long long)r->data.val_chars, (long long)r->data.seg, (long long)r->data.nval);
     printf("model: %lld parameters (C=%lld, L=%lld, H=%lld, T=%lld, F=%lld); batch %lld; "
            "AdamW lr %g -> %g (warm-up %lld), %lld steps, budget %g min, %d threads\n",
            (long long)gpt_numel(&r->model), (long long)o->d_model, (long long)o->n_layer,
@@ -814,7 +862,7 @@ static void teardown(run *r) {
     fc_release(r->idx);
     fc_release(r->tgt);
     fc_ctx_free(r->ctx);
-    free(r->data.ids);
+    text_free(&r->data);
     free(r->step_ms);
 }
 
