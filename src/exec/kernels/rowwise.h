@@ -105,8 +105,10 @@ static inline fc_status fc__failed(const fc_ctx *ctx) {
 }
 
 /* fc_contiguous / fc_to for a kernel's own use: outside the graph (the op
- * records its own node for the original input). New references. */
+ * records its own node for the original input). New references (t itself,
+ * retained, when it already is contiguous: the caller releases either). */
 static inline fc_tensor *fc__rw_contiguous(fc_ctx *ctx, fc_tensor *t) {
+    if (fc__raw_is_contiguous(&t->raw)) return fc_retain(t);
     fc_no_grad_begin(ctx);
     fc_tensor *c = fc_contiguous(ctx, t);
     fc_no_grad_end(ctx);
