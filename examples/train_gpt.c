@@ -16,7 +16,11 @@
  * the context's pool and the steady state allocates nothing.
  *
  * Run: train_gpt [text file] (default /usr/share/common-licenses/GPL-3,
- * present on every Debian machine). --help lists the options. Output goes
+ * present on every Debian machine). --help lists the options. The default
+ * sizes are the gpt_train benchmark's (C=128, 4 layers, 4 heads, T=64,
+ * B=16); the default length, 800 steps (fewer when --minutes cannot hold
+ * them), suits the default text: it has only 35K characters, and past ~700
+ * steps this model starts to memorise it and the validation loss rises. Output goes
  * to --out (metrics.csv, loss.png when gnuplot is installed, and ckpt.safetensors,
  * the checkpoint --resume continues from).
  */
@@ -233,14 +237,23 @@ static fc_tensor *gpt_loss(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx, fc_t
 }
 
 // ----------------------------------------------------------------------------
-// the data: a text file as byte-level tokens, 90% train, 10% validation
+// the data: a text file as byte-level tokens. The text is cut into blocks of
+// `seg` characters and every 10th block is held out for validation, so the
+// validation set samples the whole document (its tail alone is often a
+// different kind of text, like a licence's "how to apply" appendix).
 
 typedef struct text_data {
     uint8_t *ids;             /* the whole text as token ids */
-    int64_t n, n_train;       /* ids[0, n_train) train; ids[n_train, n) validation */
+    int64_t n;                /* characters */
     int vocab;                /* distinct bytes */
     unsigned char chars[256]; /* id -> byte */
     uint64_t hash;            /* FNV-1a of the text, so --resume refuses another file */
+    int64_t seg;              /* block length of the split */
+    int64_t nruns;            /* training runs: maximal stretches of training blocks */
+    int64_t *run_lo, *run_cnt; /* first window offset of each run, and its window count */
+    int64_t ntrain;           /* training windows [off, off+T] (inputs plus the last target) */
+    int64_t *val_off, nval;   /* validation windows: stride T inside each held-out block */
+    int64_t train_chars, val_chars;
 } text_data;
 
 static bool text_load(const char *path, text_data *d) {
@@ -279,32 +292,75 @@ static bool text_load(const char *path, text_data *d) {
     for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)id_of[buf[i]];
     d->ids = buf;
     d->n = (int64_t)n;
-    d->n_train = d->n - d->n / 10;
     return true;
 }
 
-/* B random windows of the training split: idx (B,T) and their next
- * characters tgt (B*T), written into the step's persistent tensors */
+/* Builds the window tables for context T: blocks of 16T characters (fewer
+ * for short texts, never under 2(T+1)), block k held out when k % 10 == 9.
+ * False when either side would have no window. */
+static bool text_split(text_data *d, int64_t T) {
+    int64_t seg = d->n / 20 < 16 * T ? d->n / 20 : 16 * T;
+    if (seg < 2 * (T + 1)) seg = 2 * (T + 1);
+    int64_t nseg = (d->n + seg - 1) / seg;
+    d->seg = seg;
+    d->run_lo = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
+    d->run_cnt = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
+    d->val_off = malloc(sizeof(int64_t) * (size_t)(d->n / T + 1));
+    if (!d->run_lo || !d->run_cnt || !d->val_off) return false;
+    for (int64_t k = 0; k < nseg; k++) {
+        int64_t lo = k * seg, hi = lo + seg < d->n ? lo + seg : d->n;
+        if (k % 10 == 9) { /* held out: whole windows, stride T */
+            d->val_chars += hi - lo;
+            for (int64_t off = lo; off + T + 1 <= hi; off += T) d->val_off[d->nval++] = off;
+        } else if (k % 10 == 0) { /* a run of up to 9 training blocks starts */
+            int64_t end = (k + 9) * seg < d->n ? (k + 9) * seg : d->n;
+            d->train_chars += end - lo;
+            if (end - lo >= T + 1) {
+                d->run_lo[d->nruns] = lo;
+                d->run_cnt[d->nruns] = end - lo - T;
+                d->ntrain += d->run_cnt[d->nruns++];
+            }
+        }
+    }
+    return d->ntrain > 0 && d->nval > 0;
+}
+
+static void text_free(text_data *d) {
+    free(d->ids);
+    free(d->run_lo);
+    free(d->run_cnt);
+    free(d->val_off);
+}
+
+/* rows windows starting at off[] -> idx (rows,T) and next characters tgt (rows*T) */
+static void windows(const text_data *d, const int64_t *off, int64_t rows, int64_t T,
+                    int64_t *idx, int64_t *tgt) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t t = 0; t < T; t++) {
+            idx[r * T + t] = d->ids[off[r] + t];
+            tgt[r * T + t] = d->ids[off[r] + t + 1];
+        }
+}
+
+/* B windows drawn uniformly from every training window, written into the
+ * step's persistent tensors */
 static void train_batch(const text_data *d, int64_t B, int64_t T, uint64_t *rng, int64_t *idx,
                         int64_t *tgt) {
     for (int64_t b = 0; b < B; b++) {
-        int64_t off = (int64_t)ex_rand_below(rng, (uint64_t)(d->n_train - T));
-        for (int64_t t = 0; t < T; t++) {
-            idx[b * T + t] = d->ids[off + t];
-            tgt[b * T + t] = d->ids[off + t + 1];
-        }
+        int64_t u = (int64_t)ex_rand_below(rng, (uint64_t)d->ntrain), k = 0;
+        while (u >= d->run_cnt[k]) u -= d->run_cnt[k++];
+        int64_t off = d->run_lo[k] + u;
+        windows(d, &off, 1, T, idx + b * T, tgt + b * T);
     }
 }
-
-static int64_t val_windows(const text_data *d, int64_t T) { return (d->n - d->n_train - 1) / T; }
 
 // ----------------------------------------------------------------------------
 // evaluation and sampling (no graph is recorded for either)
 
-/* mean loss over every whole window of the validation split (stride T),
- * B windows at a time; NAN when an op failed (the error is in ctx) */
+/* mean loss over every validation window, B at a time; NAN when an op
+ * failed (the error is in ctx) */
 static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int64_t B) {
-    int64_t T = m->cfg.block, nw = val_windows(d, T);
+    int64_t T = m->cfg.block, nw = d->nval;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * B * T));
     if (!idx) return NAN;
     int64_t *tgt = idx + B * T;
@@ -312,12 +368,7 @@ static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int
     fc_no_grad_begin(ctx);
     for (int64_t w0 = 0; w0 < nw; w0 += B) {
         int64_t rows = nw - w0 < B ? nw - w0 : B;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t t = 0; t < T; t++) {
-                int64_t off = d->n_train + (w0 + r) * T + t;
-                idx[r * T + t] = d->ids[off];
-                tgt[r * T + t] = d->ids[off + 1];
-            }
+        windows(d, d->val_off + w0, rows, T, idx, tgt);
         fc_scope_begin(ctx);
         fc_tensor *ti = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows, T}, 2, idx);
         fc_tensor *tt = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows * T}, 1, tgt);
@@ -395,9 +446,9 @@ typedef struct options {
 static int parse_options(int argc, char **argv, options *o) {
     *o = (options){.data = "/usr/share/common-licenses/GPL-3", .out = "train_gpt_out",
                    .d_model = 128, .n_layer = 4, .n_head = 4, .block = 64, .d_ff = 0,
-                   .batch = 16, .steps = 3000, .warmup = 100, .eval_every = 250,
-                   .sample_every = 1000, .sample_len = 240, .ckpt_every = 1000, .threads = 0,
-                   .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
+                   .batch = 16, .steps = 800, .warmup = 50, .eval_every = 100,
+                   .sample_every = 400, .sample_len = 240, .ckpt_every = 200, .threads = 0,
+                   .seed = 1337, .minutes = 3, .lr = 2e-3, .min_lr = 1e-4,
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
     const ex_arg args[] = {
         {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
@@ -549,6 +600,7 @@ typedef struct run {
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
     uint64_t data_rng, sample_rng;
     int64_t step;         /* optimizer steps done */
+    int64_t planned;      /* where the schedule ends: --steps, or what the budget fits */
     FILE *csv;
     ex_progress bar;
     double train_last;                    /* the latest step's training loss */
@@ -617,16 +669,39 @@ static void csv_row(run *r, double lr, double loss, double val, double gnorm, do
     fprintf(r->csv, ",%.1f,%.2f\n", tps, ex_progress_elapsed(&r->bar));
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* With a time budget, once the first steps are timed: when the budget
+ * cannot hold --steps, end the cosine schedule at the step it can hold, so
+ * a bounded run still decays its learning rate (10% is kept for the
+ * evaluations and samples). */
+static void fit_schedule(run *r) {
+    enum { N = 20 };
+    double ms[N];
+    memcpy(ms, r->step_ms + r->nsteps_run - N, sizeof ms);
+    qsort(ms, N, sizeof *ms, cmp_double);
+    double left = r->o.minutes * 60 - ex_progress_elapsed(&r->bar);
+    int64_t fits = r->step + (int64_t)(0.9 * left / (ms[N / 2] * 1e-3));
+    if (fits >= r->planned) return;
+    if (fits < r->sched.warmup_steps + 1) fits = r->sched.warmup_steps + 1;
+    r->planned = r->sched.total_steps = r->bar.total_steps = fits;
+    ex_progress_note(&r->bar, "the %g min budget holds about %lld steps at %.0f ms/step: the "
+                     "schedule now ends there (--minutes 0 keeps --steps %lld)", r->o.minutes,
+                     (long long)fits, ms[N / 2], (long long)r->o.steps);
+}
+
 /* the main loop; false after an error (already printed) */
 static bool train(run *r) {
     const options *o = &r->o;
     double ema_ms = 0, tps = 0;
     double budget = o->minutes * 60;
-    int64_t last = o->stop_after > 0 && o->stop_after < o->steps ? o->stop_after : o->steps;
-    while (r->step < last && !g_stop) {
+    while (r->step < r->planned && !(o->stop_after > 0 && r->step >= o->stop_after) && !g_stop) {
         if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
-                             o->minutes, (long long)r->step, (long long)o->steps);
+                             o->minutes, (long long)r->step, (long long)r->planned);
             break;
         }
         double lr = fc_lr_at(&r->sched, r->step), gnorm;
@@ -642,11 +717,12 @@ static bool train(run *r) {
         r->step++;
         r->train_last = loss;
         r->step_ms[r->nsteps_run++] = ms;
+        if (budget > 0 && r->nsteps_run == 20) fit_schedule(r);
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
         tps = (double)(o->batch * o->block) / (ema_ms * 1e-3);
         ex_progress_update(&r->bar, r->step, loss, tps);
         double val = NAN;
-        if (r->step % o->eval_every == 0 || r->step == o->steps) {
+        if (r->step % o->eval_every == 0 || r->step == r->planned) {
             if (!evaluate(r)) break;
             val = r->val_last;
         }
@@ -665,18 +741,16 @@ static bool train(run *r) {
     return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* the last evaluation, sample, checkpoint, picture and summary; the exit code */
 static int finish(run *r) {
     const options *o = &r->o;
     ex_progress_finish(&r->bar);
-    if (r->val_step != r->step && !evaluate(r)) {
-        fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r->ctx));
-        return 1;
+    if (r->val_step != r->step) {
+        if (!evaluate(r)) {
+            fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r->ctx));
+            return 1;
+        }
+        csv_row(r, fc_lr_at(&r->sched, r->step), NAN, r->val_last, NAN, 0);
     }
     if (o->sample_len > 0 && !(o->sample_every > 0 && r->step % o->sample_every == 0) &&
         !print_sample(r)) {
@@ -688,7 +762,7 @@ static int finish(run *r) {
         return 1;
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
-    const ex_curve curves[] = {{3, "train loss"}, {4, "validation loss"}};
+    const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
     bool plotted = ex_plot_png(r->path[0], r->path[1], "train_gpt: cross-entropy per character",
                                "step", "loss (nats)", 1, curves, 2);
     double med = 0, best = 0;
@@ -699,7 +773,7 @@ static int finish(run *r) {
     }
     printf("done: step %lld of %lld; this run: %lld steps in %.1f s, step time median %.2f ms "
            "(min %.2f), %.0f tokens/s\n",
-           (long long)r->step, (long long)o->steps, (long long)r->nsteps_run,
+           (long long)r->step, (long long)r->planned, (long long)r->nsteps_run,
            ex_progress_elapsed(&r->bar), med, best,
            med > 0 ? (double)(o->batch * o->block) / (med * 1e-3) : 0.0);
     printf("val loss: %.4f -> %.4f at step %lld (best %.4f at step %lld)\n", r->val_first,
@@ -722,9 +796,9 @@ static bool setup(run *r) {
     const options *o = &r->o;
     if (!text_load(o->data, &r->data)) return false;
     int64_t B = o->batch, T = o->block;
-    if (r->data.n_train <= T + 1 || val_windows(&r->data, T) < 1) {
+    if (!text_split(&r->data, T)) {
         fprintf(stderr, "train_gpt: %s has %lld characters, too few for a context of %lld "
-                        "(the 10%% validation split needs a whole window)\n",
+                        "(both splits need whole windows)\n",
                 o->data, (long long)r->data.n, (long long)T);
         return false;
     }
@@ -749,6 +823,7 @@ static bool setup(run *r) {
     r->sched = (fc_lr_schedule){.kind = FC_LR_COSINE, .base_lr = o->lr,
                                 .warmup_steps = o->warmup, .total_steps = o->steps,
                                 .min_lr = o->min_lr};
+    r->planned = o->steps;
     r->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
     r->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
     r->train_last = r->val_first = r->val_last = r->val_best = NAN;
@@ -771,9 +846,10 @@ static bool setup(run *r) {
     r->csv = ex_csv_open(r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s",
                          o->resume);
     if (!r->csv) return false;
-    printf("train_gpt: %s: %lld characters, vocabulary %d (train %lld, validation %lld)\n",
-           o->data, (long long)r->data.n, r->data.vocab, (long long)r->data.n_train,
-           (long long)(r->data.n - r->data.n_train));
+    printf("train_gpt: %s: %lld characters, vocabulary %d; train %lld, validation %lld "
+           "(every 10th block of %lld, %lld windows)\n",
+           o->data, (long long)r->data.n, r->data.vocab, (long long)r->data.train_chars,
+           (long long)r->data.val_chars, (long long)r->data.seg, (long long)r->data.nval);
     printf("model: %lld parameters (C=%lld, L=%lld, H=%lld, T=%lld, F=%lld); batch %lld; "
            "AdamW lr %g -> %g (warm-up %lld), %lld steps, budget %g min, %d threads\n",
            (long long)gpt_numel(&r->model), (long long)o->d_model, (long long)o->n_layer,
@@ -790,7 +866,7 @@ static void teardown(run *r) {
     fc_release(r->idx);
     fc_release(r->tgt);
     fc_ctx_free(r->ctx);
-    free(r->data.ids);
+    text_free(&r->data);
     free(r->step_ms);
 }
 

@@ -383,10 +383,11 @@ static bool evaluate(run *r) {
 }
 
 static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
-    fprintf(r->csv, "%lld,%.4f,%.6g,%.6f,", (long long)r->step,
-            (double)r->step / (double)r->per_epoch, lr, loss);
-    if (evaluated) fprintf(r->csv, "%.6f,%.4f", r->last.loss, r->last.accuracy);
-    else fputc(',', r->csv);
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step,
+            (double)r->step / (double)r->per_epoch, lr);
+    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
+    if (evaluated) fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+    else fprintf(r->csv, ",,");
     fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
 }
 
@@ -432,14 +433,19 @@ static int cmp_double(const void *a, const void *b) {
 
 static int finish(run *r) {
     ex_progress_finish(&r->bar);
-    if (r->last_step != r->step && !evaluate(r)) {
-        fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r->ctx));
-        return 1;
+    if (r->last_step != r->step) {
+        if (!evaluate(r)) {
+            fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r->ctx));
+            return 1;
+        }
+        csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
     fclose(r->csv);
     r->csv = NULL;
-    const ex_curve curves[] = {{4, "train loss"}, {5, "test loss"}, {6, "test accuracy"}};
+    const ex_curve curves[] = {{4, "train loss", false},
+                               {5, "test loss", true},
+                               {6, "test accuracy", true}};
     bool plotted = ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST", "step",
                                "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
@@ -551,7 +557,12 @@ int main(int argc, char **argv) {
         rc = 1;
         int64_t every = r.per_epoch / 4 > 0 ? r.per_epoch / 4 : 1;
         ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
-        if (train(&r)) rc = finish(&r);
+        if (!evaluate(&r)) {
+            fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r.ctx));
+        } else {
+            csv_row(&r, r.o.lr, NAN, true, 0);
+            if (train(&r)) rc = finish(&r);
+        }
     }
     teardown(&r);
     return rc;

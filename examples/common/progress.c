@@ -206,7 +206,7 @@ bool ex_plot_png(const char *csv, const char *png, const char *title, const char
         perror("note: cannot run gnuplot");
         return false;
     }
-    fprintf(g, "set terminal png size 1000,600\n");
+    fprintf(g, "set terminal png noenhanced size 1000,600\n");
     fprintf(g, "set output '%s'\n", png);
     fprintf(g, "set datafile separator ','\n");
     fprintf(g, "set key top right\nset grid\n");
@@ -216,8 +216,9 @@ bool ex_plot_png(const char *csv, const char *png, const char *title, const char
         /* gnuplot skips empty fields, so a sparse column (validation) draws as
          * points joined across the steps that have none; `every ::1` skips
          * the header line */
-        fprintf(g, "%s'%s' every ::1 using %d:%d with linespoints pt 7 ps 0.4 title '%s'",
-                i ? ", " : "", csv, xcol, curves[i].ycol, curves[i].title);
+        fprintf(g, "%s'%s' every ::1 using %d:%d with %s title '%s'", i ? ", " : "", csv, xcol,
+                curves[i].ycol, curves[i].sparse ? "linespoints pt 7 ps 1 lw 2" : "lines",
+                curves[i].title);
     }
     fprintf(g, "\n");
     int rc = pclose(g);

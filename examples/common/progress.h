@@ -70,10 +70,12 @@ FILE *ex_csv_open(const char *path, const char *header, bool append);
 
 /* ---- plot ----------------------------------------------------------------------------- */
 
-/* One curve: a CSV column (1-based) against column xcol, with a title. */
+/* One curve: a CSV column (1-based) against column xcol, with a title;
+ * sparse columns (a value every few hundred rows) are drawn with points. */
 typedef struct ex_curve {
     int ycol;
     const char *title;
+    bool sparse;
 } ex_curve;
 
 /* Writes png from csv (comma separated, one header line) with gnuplot:

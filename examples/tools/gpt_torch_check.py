@@ -4,7 +4,9 @@ Reads the checkpoint train_gpt wrote (a safetensors file made by
 fc_checkpoint_save, with the trainer's sizes in its metadata), rebuilds the same model in PyTorch with those
 weights (the layer definitions of /work/shared/peers/gpt_train.py), and
 computes the validation loss over the same windows of the same text:
-every whole window of length T in the last 10% of the file, stride T.
+the text is cut into blocks of 16T characters (fewer for short texts,
+never under 2(T+1)), every 10th block is held out, and each held-out
+block gives its whole windows of length T at stride T.
 train_gpt prints that number at the end of its run ("val loss: ... ->
 X"); the two should agree to about 1e-4.
 
@@ -68,9 +70,12 @@ def main():
     assert len(chars) == values["vocab"], "another text than the checkpoint's"
     ids = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
     n = len(ids)
-    n_train = n - n // 10
-    nw = (n - n_train - 1) // T
-    starts = torch.arange(nw) * T + n_train
+    seg = max(min(n // 20, 16 * T), 2 * (T + 1))
+    starts = []
+    for k in range(9, (n + seg - 1) // seg, 10):
+        lo, hi = k * seg, min(k * seg + seg, n)
+        starts += range(lo, hi - T, T)
+    nw = len(starts)
     idx = torch.stack([ids[s:s + T] for s in starts])
     tgt = torch.stack([ids[s + 1:s + T + 1] for s in starts])
     with torch.no_grad():

@@ -390,11 +390,14 @@ fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
 }
 
 static fc_tensor *linear_dense(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
+/* qlinear.c: block-quantized weights decoded inside the kernel */
+fc_tensor *fc__linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
 
 fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "linear", x);
     FC__CHECK_INPUT(ctx, "linear", w);
+    if (fc_dtype_is_block(w->raw.dtype)) return fc__linear_quantized(ctx, x, w, bias);
     fc_tensor *wd = dense_rhs(ctx, "linear", x, w);
     if (!wd) return NULL;
     fc_tensor *out = linear_dense(ctx, x, wd, bias);
