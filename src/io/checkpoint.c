@@ -141,7 +141,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     const char **tn = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)(max_t ? max_t : 1));
     const char **mk = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)max_kv);
     const char **mv = fc__ctx_alloc(ctx, sizeof(char *) * (size_t)max_kv);
-    int64_t nt = 0, nkv = 0;
+    int64_t nt = 0, nkv = 0, ncontig = 0;
     if (!ts || !tn || !mk || !mv) {
         st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
         goto out;
@@ -209,11 +209,15 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
         goto out;
     }
     for (int64_t i = 0; i < nt && st == FC_OK; i++) {
+        /* a new reference (ts[i] itself, retained, when already contiguous:
+         * no scope records that one), released at `out` */
         fc_tensor *c = fc_contiguous(ctx, ts[i]);
         if (!c) {
             st = fc_ctx_status(ctx);
             break;
         }
+        ts[i] = c;
+        ncontig = i + 1;
         memset(&d[i], 0, sizeof d[i]);
         d[i].name = tn[i];
         d[i].dtype = c->raw.dtype;
@@ -230,6 +234,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     }
     fc__ctx_free(ctx, d, sizeof *d * (size_t)(nt ? nt : 1));
 out:
+    for (int64_t i = 0; i < ncontig; i++) fc_release(ts[i]);
     fc__ctx_free(ctx, ts, sizeof(fc_tensor *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, tn, sizeof(char *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, mk, sizeof(char *) * (size_t)max_kv);

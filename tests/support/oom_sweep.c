@@ -9,6 +9,10 @@
 #include "counting_alloc.h"
 #include "oom_sweep.h"
 
+static _Thread_local const fc_allocator *current;
+
+const fc_allocator *oom_sweep_allocator(void) { return current; }
+
 oom_result oom_sweep(const oom_scenario *s) {
     oom_result r = {-1, 0};
     for (long n = 0; n < 100000; n++) {
@@ -24,6 +28,7 @@ oom_result oom_sweep(const oom_scenario *s) {
             r.failures++;
             continue;
         }
+        current = &c.alloc;
         fc_status st = s->fn(ctx);
         bool hit = c.failed > 0;
         fc_ctx_stats stats;
@@ -49,6 +54,7 @@ oom_result oom_sweep(const oom_scenario *s) {
                      fc_ctx_error(ctx));
         }
         fc_ctx_free(ctx);
+        current = NULL;
         if (!fct_counting_clean(&c)) {
             fct_counting_report(&c, s->name);
             fail_msg("%s: allocator not clean after fc_ctx_free at N=%ld", s->name, n);

@@ -29,4 +29,10 @@ typedef struct oom_result {
 /* Runs the sweep; fails the current cmocka test on any violation. */
 oom_result oom_sweep(const oom_scenario *s);
 
+/* The failing allocator of the sweep now running on this thread (NULL
+ * outside a sweep). Scenarios that call functions taking an allocator
+ * directly (fc_io_opts.allocator) pass it, so those allocations are
+ * counted and failed like the context's. */
+const fc_allocator *oom_sweep_allocator(void);
+
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "exec/internal.h"
+#include "fucina/autograd.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FC__RW_X86 1
@@ -101,6 +102,23 @@ fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job);
 static inline fc_status fc__failed(const fc_ctx *ctx) {
     fc_status st = fc_ctx_status(ctx);
     return st != FC_OK ? st : FC_ERR_STATE;
+}
+
+/* fc_contiguous / fc_to for a kernel's own use: outside the graph (the op
+ * records its own node for the original input). New references (t itself,
+ * retained, when it already is contiguous: the caller releases either). */
+static inline fc_tensor *fc__rw_contiguous(fc_ctx *ctx, fc_tensor *t) {
+    if (fc__raw_is_contiguous(&t->raw)) return fc_retain(t);
+    fc_no_grad_begin(ctx);
+    fc_tensor *c = fc_contiguous(ctx, t);
+    fc_no_grad_end(ctx);
+    return c;
+}
+static inline fc_tensor *fc__rw_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
+    fc_no_grad_begin(ctx);
+    fc_tensor *c = fc_to(ctx, t, dtype);
+    fc_no_grad_end(ctx);
+    return c;
 }
 
 /* Compute dtype of the row kernels for a float storage dtype. */

@@ -49,7 +49,7 @@ static void scan_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
 fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse) {
     fc_dtype dt = x->raw.dtype;
     fc_dtype ct = fc_dtype_is_float(dt) ? fc__rw_float_ct(dt) : FC_I64;
-    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *xc = fc__rw_contiguous(ctx, x);
     if (!xc) return NULL;
     fc_tensor *out = fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank);
     if (!out) {

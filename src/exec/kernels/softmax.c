@@ -229,7 +229,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
                  fc__desc(x, d, (int)sizeof d));
         return NULL;
     }
-    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *xc = fc__rw_contiguous(ctx, x);
     if (!xc) return NULL;
     fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
     if (!y) {
