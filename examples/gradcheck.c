@@ -55,8 +55,7 @@ static fc_tensor *layer_norm_buggy(fc_ctx *ctx, fc_tensor *const *in, int n, voi
 // running a check and explaining the result
 
 /* runs fc_gradcheck and prints the report; true when it passed */
-static bool check(fc_ctx *ctx, const char *what, fc_gradcheck_fn fn, fc_tensor *const *in,
-                  int n) {
+static bool check(fc_ctx *ctx, const char *what, fc_gradcheck_fn fn, fc_tensor *const *in, int n) {
     fc_gradcheck_opts opts = {.check_all_f64 = true, .seed = 7}; /* default eps/atol/rtol */
     fc_gradcheck_report rep;
     fc_status st = fc_gradcheck(ctx, fn, NULL, in, n, &opts, &rep);
@@ -99,7 +98,7 @@ int main(void) {
         printf("as expected, gradcheck caught the detached mean: its gradient "
                "-mean(dy)/sigma is missing from the analytic result\n");
     if (a && b && !c) return 0;
-    fprintf(stderr, "gradcheck_example: unexpected outcome (%s, %s, %s)\n",
-            a ? "pass" : "fail", b ? "pass" : "fail", c ? "pass" : "fail");
+    fprintf(stderr, "gradcheck_example: unexpected outcome (%s, %s, %s)\n", a ? "pass" : "fail",
+            b ? "pass" : "fail", c ? "pass" : "fail");
     return 1;
 }

@@ -26,18 +26,17 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <fucina.h>
 
 #include "common/args.h"
 #include "common/progress.h"
+#include "common/text_data.h"
 
 // ----------------------------------------------------------------------------
 // the layers (forward only: autograd records each op for the backward)
@@ -45,11 +44,13 @@
 // V the vocabulary.
 
 /* one transformer block's parameters, in this order in the model's table */
+// clang-format off
 enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC1_W, FC1_B, FC2_W, FC2_B,
        NBLOCK };
 static const char *const BLOCK_NAMES[NBLOCK] = {
     "ln1.w", "ln1.b", "qkv.w", "qkv.b", "proj.w", "proj.b",
     "ln2.w", "ln2.b", "fc1.w", "fc1.b", "fc2.w", "fc2.b"};
+// clang-format on
 
 /* idx (B,T) token ids -> (B,T,C): token embedding plus learned position */
 static fc_tensor *embed(fc_ctx *ctx, fc_tensor *wte, fc_tensor *wpe, fc_tensor *idx) {
@@ -68,17 +69,17 @@ static fc_tensor *attention(fc_ctx *ctx, fc_tensor *const *p, int64_t H, fc_tens
                             fc_tensor *x) {
     int64_t B = fc_tensor_dim(x, 0), T = fc_tensor_dim(x, 1), C = fc_tensor_dim(x, 2);
     int64_t hd = C / H;
-    fc_tensor *qkv = fc_linear(ctx, x, p[QKV_W], p[QKV_B]);                     /* (B,T,3C) */
-    qkv = fc_view(ctx, qkv, (const int64_t[]){B, T, 3, H, hd}, 5);              /* (B,T,3,H,hd) */
-    fc_tensor *q = head_view(ctx, qkv, 0, (const int[]){0, 2, 1, 3});           /* (B,H,T,hd) */
-    fc_tensor *kt = head_view(ctx, qkv, 1, (const int[]){0, 2, 3, 1});          /* (B,H,hd,T) */
-    fc_tensor *v = head_view(ctx, qkv, 2, (const int[]){0, 2, 1, 3});           /* (B,H,T,hd) */
+    fc_tensor *qkv = fc_linear(ctx, x, p[QKV_W], p[QKV_B]);            /* (B,T,3C) */
+    qkv = fc_view(ctx, qkv, (const int64_t[]){B, T, 3, H, hd}, 5);     /* (B,T,3,H,hd) */
+    fc_tensor *q = head_view(ctx, qkv, 0, (const int[]){0, 2, 1, 3});  /* (B,H,T,hd) */
+    fc_tensor *kt = head_view(ctx, qkv, 1, (const int[]){0, 2, 3, 1}); /* (B,H,hd,T) */
+    fc_tensor *v = head_view(ctx, qkv, 2, (const int[]){0, 2, 1, 3});  /* (B,H,T,hd) */
     /* scaling q (T*hd per head) is cheaper than scaling the scores (T*T) */
     fc_tensor *att = fc_matmul(ctx, fc_mul_scalar(ctx, q, 1.0 / sqrt((double)hd)), kt);
-    att = fc_softmax(ctx, fc_masked_fill(ctx, att, mask, -INFINITY), -1);      /* (B,H,T,T) */
-    fc_tensor *y = fc_matmul(ctx, att, v);                                      /* (B,H,T,hd) */
-    y = fc_reshape(ctx, fc_permute(ctx, y, (const int[]){0, 2, 1, 3}),
-                   (const int64_t[]){B, T, C}, 3);                              /* (B,T,C) */
+    att = fc_softmax(ctx, fc_masked_fill(ctx, att, mask, -INFINITY), -1); /* (B,H,T,T) */
+    fc_tensor *y = fc_matmul(ctx, att, v);                                /* (B,H,T,hd) */
+    y = fc_permute(ctx, y, (const int[]){0, 2, 1, 3});                    /* (B,T,H,hd) */
+    y = fc_reshape(ctx, y, (const int64_t[]){B, T, C}, 3);                /* (B,T,C) */
     return fc_linear(ctx, y, p[PROJ_W], p[PROJ_B]);
 }
 
@@ -111,9 +112,9 @@ typedef struct gpt_config {
 typedef struct gpt_model {
     gpt_config cfg;
     int nparams;
-    fc_tensor **params;  /* wte, wpe, L * NBLOCK block params, lnf.w, lnf.b, head.w */
-    char **names;        /* one per parameter, for checkpoints */
-    fc_tensor *mask;     /* (T,T) bool, true above the diagonal */
+    fc_tensor **params; /* wte, wpe, L * NBLOCK block params, lnf.w, lnf.b, head.w */
+    char **names;       /* one per parameter, for checkpoints */
+    fc_tensor *mask;    /* (T,T) bool, true above the diagonal */
 } gpt_model;
 
 enum { P_WTE, P_WPE, P_BLOCKS };
@@ -195,15 +196,18 @@ static fc_status gpt_init(fc_ctx *ctx, gpt_model *m, const gpt_config *cfg) {
     unsigned char *mk = malloc((size_t)(T * T));
     if (!mk) return FC_ERR_OOM;
     for (int64_t i = 0; i < T; i++)
-        for (int64_t j = 0; j < T; j++) mk[i * T + j] = j > i;
+        for (int64_t j = 0; j < T; j++)
+            mk[i * T + j] = j > i;
     m->mask = fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){T, T}, 2, mk);
     free(mk);
     return fc_ctx_status(ctx);
 }
 
 static void gpt_free(gpt_model *m) {
-    for (int i = 0; m->params && i < m->nparams; i++) fc_release(m->params[i]);
-    for (int i = 0; m->names && i < m->nparams; i++) free(m->names[i]);
+    for (int i = 0; m->params && i < m->nparams; i++)
+        fc_release(m->params[i]);
+    for (int i = 0; m->names && i < m->nparams; i++)
+        free(m->names[i]);
     free(m->params);
     free(m->names);
     fc_release(m->mask);
@@ -212,7 +216,8 @@ static void gpt_free(gpt_model *m) {
 
 static int64_t gpt_numel(const gpt_model *m) {
     int64_t n = 0;
-    for (int i = 0; i < m->nparams; i++) n += fc_tensor_numel(m->params[i]);
+    for (int i = 0; i < m->nparams; i++)
+        n += fc_tensor_numel(m->params[i]);
     return n;
 }
 
@@ -225,7 +230,7 @@ static fc_tensor *gpt_forward(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx) {
         x = block(ctx, block_params(m, l), m->cfg.n_head, mask, x);
     int f = p_lnf(m);
     x = fc_layer_norm(ctx, x, m->params[f], m->params[f + 1], 1e-5);
-    return fc_linear(ctx, x, m->params[f + 2], NULL);                             /* (B,T,V) */
+    return fc_linear(ctx, x, m->params[f + 2], NULL); /* (B,T,V) */
 }
 
 /* idx (B,T), targets (B*T) -> mean cross-entropy over all B*T positions */
@@ -237,129 +242,15 @@ static fc_tensor *gpt_loss(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx, fc_t
 }
 
 // ----------------------------------------------------------------------------
-// the data: a text file as byte-level tokens. The text is cut into blocks of
-// `seg` characters and every 10th block is held out for validation, so the
-// validation set samples the whole document (its tail alone is often a
-// different kind of text, like a licence's "how to apply" appendix).
-
-typedef struct text_data {
-    uint8_t *ids;             /* the whole text as token ids */
-    int64_t n;                /* characters */
-    int vocab;                /* distinct bytes */
-    unsigned char chars[256]; /* id -> byte */
-    uint64_t hash;            /* FNV-1a of the text, so --resume refuses another file */
-    int64_t seg;              /* block length of the split */
-    int64_t nruns;            /* training runs: maximal stretches of training blocks */
-    int64_t *run_lo, *run_cnt; /* first window offset of each run, and its window count */
-    int64_t ntrain;           /* training windows [off, off+T] (inputs plus the last target) */
-    int64_t *val_off, nval;   /* validation windows: stride T inside each held-out block */
-    int64_t train_chars, val_chars;
-} text_data;
-
-static bool text_load(const char *path, text_data *d) {
-    memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "train_gpt: cannot open %s: %s\n", path, strerror(errno));
-        return false;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "train_gpt: out of memory reading %s\n", path);
-        return false;
-    }
-    int id_of[256];
-    bool seen[256] = {false};
-    d->hash = 0xCBF29CE484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        seen[buf[i]] = true;
-        d->hash = (d->hash ^ buf[i]) * 0x100000001B3ull;
-    }
-    for (int c = 0; c < 256; c++) {
-        id_of[c] = seen[c] ? d->vocab : -1;
-        if (seen[c]) d->chars[d->vocab++] = (unsigned char)c;
-    }
-    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)id_of[buf[i]];
-    d->ids = buf;
-    d->n = (int64_t)n;
-    return true;
-}
-
-/* Builds the window tables for context T: blocks of 16T characters (fewer
- * for short texts, never under 2(T+1)), block k held out when k % 10 == 9.
- * False when either side would have no window. */
-static bool text_split(text_data *d, int64_t T) {
-    int64_t seg = d->n / 20 < 16 * T ? d->n / 20 : 16 * T;
-    if (seg < 2 * (T + 1)) seg = 2 * (T + 1);
-    int64_t nseg = (d->n + seg - 1) / seg;
-    d->seg = seg;
-    d->run_lo = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
-    d->run_cnt = malloc(sizeof(int64_t) * (size_t)(nseg / 10 + 1));
-    d->val_off = malloc(sizeof(int64_t) * (size_t)(d->n / T + 1));
-    if (!d->run_lo || !d->run_cnt || !d->val_off) return false;
-    for (int64_t k = 0; k < nseg; k++) {
-        int64_t lo = k * seg, hi = lo + seg < d->n ? lo + seg : d->n;
-        if (k % 10 == 9) { /* held out: whole windows, stride T */
-            d->val_chars += hi - lo;
-            for (int64_t off = lo; off + T + 1 <= hi; off += T) d->val_off[d->nval++] = off;
-        } else if (k % 10 == 0) { /* a run of up to 9 training blocks starts */
-            int64_t end = (k + 9) * seg < d->n ? (k + 9) * seg : d->n;
-            d->train_chars += end - lo;
-            if (end - lo >= T + 1) {
-                d->run_lo[d->nruns] = lo;
-                d->run_cnt[d->nruns] = end - lo - T;
-                d->ntrain += d->run_cnt[d->nruns++];
-            }
-        }
-    }
-    return d->ntrain > 0 && d->nval > 0;
-}
-
-static void text_free(text_data *d) {
-    free(d->ids);
-    free(d->run_lo);
-    free(d->run_cnt);
-    free(d->val_off);
-}
-
-/* rows windows starting at off[] -> idx (rows,T) and next characters tgt (rows*T) */
-static void windows(const text_data *d, const int64_t *off, int64_t rows, int64_t T,
-                    int64_t *idx, int64_t *tgt) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t t = 0; t < T; t++) {
-            idx[r * T + t] = d->ids[off[r] + t];
-            tgt[r * T + t] = d->ids[off[r] + t + 1];
-        }
-}
-
-/* B windows drawn uniformly from every training window, written into the
- * step's persistent tensors */
-static void train_batch(const text_data *d, int64_t B, int64_t T, uint64_t *rng, int64_t *idx,
-                        int64_t *tgt) {
-    for (int64_t b = 0; b < B; b++) {
-        int64_t u = (int64_t)ex_rand_below(rng, (uint64_t)d->ntrain), k = 0;
-        while (u >= d->run_cnt[k]) u -= d->run_cnt[k++];
-        int64_t off = d->run_lo[k] + u;
-        windows(d, &off, 1, T, idx + b * T, tgt + b * T);
-    }
-}
+// the data (common/text_data.h): the text as byte-level tokens, every 10th
+// block held out for validation, random training windows per step
 
 // ----------------------------------------------------------------------------
 // evaluation and sampling (no graph is recorded for either)
 
 /* mean loss over every validation window, B at a time; NAN when an op
  * failed (the error is in ctx) */
-static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int64_t B) {
+static double eval_loss(fc_ctx *ctx, const gpt_model *m, const ex_text *d, int64_t B) {
     int64_t T = m->cfg.block, nw = d->nval;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * B * T));
     if (!idx) return NAN;
@@ -368,7 +259,7 @@ static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int
     fc_no_grad_begin(ctx);
     for (int64_t w0 = 0; w0 < nw; w0 += B) {
         int64_t rows = nw - w0 < B ? nw - w0 : B;
-        windows(d, d->val_off + w0, rows, T, idx, tgt);
+        ex_text_windows(d, d->val_off + w0, rows, T, idx, tgt);
         fc_scope_begin(ctx);
         fc_tensor *ti = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows, T}, 2, idx);
         fc_tensor *tt = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows * T}, 1, tgt);
@@ -384,7 +275,7 @@ static double eval_loss(fc_ctx *ctx, const gpt_model *m, const text_data *d, int
 
 /* n characters sampled from the model into out (n+1 bytes), starting after
  * a newline; temperature <= 0 picks the most likely character */
-static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const text_data *d, int64_t n,
+static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const ex_text *d, int64_t n,
                              double temperature, uint64_t *rng, char *out) {
     int64_t T = m->cfg.block, V = m->cfg.vocab;
     int64_t *ctxt = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -400,8 +291,8 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const text_data *d
     for (int64_t i = 0; i < n && fc_ctx_status(ctx) == FC_OK; i++) {
         int64_t len = i + 1, t = len < T ? len : T;
         fc_scope_begin(ctx);
-        fc_tensor *in = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){1, t}, 2,
-                                            ctxt + len - t);
+        fc_tensor *in =
+            fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){1, t}, 2, ctxt + len - t);
         fc_tensor *last = fc_narrow(ctx, gpt_forward(ctx, m, in), 1, t - 1, 1); /* (1,1,V) */
         if (last) fc_tensor_copy_to(last, logits, sizeof(float) * (size_t)V);
         fc_scope_end(ctx);
@@ -411,7 +302,8 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const text_data *d
             if (logits[k] > logits[pick]) pick = k;
         if (temperature > 0) {
             double z = 0, u;
-            for (int64_t k = 0; k < V; k++) z += exp((logits[k] - logits[pick]) / temperature);
+            for (int64_t k = 0; k < V; k++)
+                z += exp((logits[k] - logits[pick]) / temperature);
             u = ex_rand_unit(rng) * z;
             for (int64_t k = 0; k < V; k++) {
                 u -= exp((logits[k] - logits[pick]) / temperature);
@@ -444,12 +336,14 @@ typedef struct options {
 } options;
 
 static int parse_options(int argc, char **argv, options *o) {
+    // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/GPL-3", .out = "train_gpt_out",
                    .d_model = 128, .n_layer = 4, .n_head = 4, .block = 64, .d_ff = 0,
                    .batch = 16, .steps = 800, .warmup = 50, .eval_every = 100,
                    .sample_every = 400, .sample_len = 240, .ckpt_every = 200, .threads = 0,
                    .seed = 1337, .minutes = 3, .lr = 2e-3, .min_lr = 1e-4,
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
+    // clang-format on
     const ex_arg args[] = {
         {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
         {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
@@ -479,8 +373,8 @@ static int parse_options(int argc, char **argv, options *o) {
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
          "exit 1 unless the validation loss fell by this much (for tests)"},
     };
-    ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args),
-                                     &o->data, "[options] [text file]");
+    ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
+                                     "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     if (o->d_ff == 0) o->d_ff = 4 * o->d_model;
     const char *bad = o->d_model < 1 || o->n_head < 1 || o->d_model % o->n_head
@@ -490,8 +384,7 @@ static int parse_options(int argc, char **argv, options *o) {
                       : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
                           ? "--steps and --eval-every must be positive, --warmup not negative"
                       : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
-                                o->stop_after < 0 ||
-                                o->threads < 0 || o->minutes < 0
+                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
                           ? "periods, --threads and --minutes must not be negative"
                       : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
                           ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
@@ -512,21 +405,26 @@ static int parse_options(int argc, char **argv, options *o) {
 
 enum { V_STEP, V_DATA_RNG, V_TEXT, V_VOCAB, V_BLOCK, V_C, V_L, V_H, V_F, NVALUES };
 static const char *const META_KEYS[NVALUES] = {
-    "train_gpt.step",  "train_gpt.data_rng", "train_gpt.text_hash",
-    "train_gpt.vocab", "train_gpt.block",    "train_gpt.d_model",
-    "train_gpt.n_layer", "train_gpt.n_head", "train_gpt.d_ff"};
+    "train_gpt.step",    "train_gpt.data_rng", "train_gpt.text_hash",
+    "train_gpt.vocab",   "train_gpt.block",    "train_gpt.d_model",
+    "train_gpt.n_layer", "train_gpt.n_head",   "train_gpt.d_ff"};
 
-static void meta_values(uint64_t *v, int64_t step, uint64_t data_rng, const text_data *d,
+static void meta_values(uint64_t *v, int64_t step, uint64_t data_rng, const ex_text *d,
                         const gpt_config *c) {
-    const uint64_t x[NVALUES] = {(uint64_t)step, data_rng, d->hash,
-                                 (uint64_t)c->vocab, (uint64_t)c->block, (uint64_t)c->d_model,
-                                 (uint64_t)c->n_layer, (uint64_t)c->n_head, (uint64_t)c->d_ff};
+    const uint64_t x[NVALUES] = {(uint64_t)step,
+                                 data_rng,
+                                 d->hash,
+                                 (uint64_t)c->vocab,
+                                 (uint64_t)c->block,
+                                 (uint64_t)c->d_model,
+                                 (uint64_t)c->n_layer,
+                                 (uint64_t)c->n_head,
+                                 (uint64_t)c->d_ff};
     memcpy(v, x, sizeof x);
 }
 
-static fc_status save_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt,
-                                 const gpt_model *m, const text_data *d, int64_t step,
-                                 uint64_t data_rng) {
+static fc_status save_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, const gpt_model *m,
+                                 const ex_text *d, int64_t step, uint64_t data_rng) {
     uint64_t v[NVALUES];
     char text[NVALUES][24];
     const char *vals[NVALUES];
@@ -542,13 +440,12 @@ static fc_status save_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt,
 }
 
 /* Restores the run; *step and *data_rng get the saved position. */
-static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt,
-                                 const gpt_model *m, const text_data *d, int64_t *step,
-                                 uint64_t *data_rng) {
+static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, const gpt_model *m,
+                                 const ex_text *d, int64_t *step, uint64_t *data_rng) {
     char msg[256] = "";
     fc_st_file *f = NULL;
-    fc_status st = fc_safetensors_open(path, &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg},
-                                       &f);
+    fc_status st =
+        fc_safetensors_open(path, &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg}, &f);
     if (st != FC_OK) {
         fprintf(stderr, "train_gpt: cannot resume: %s\n", msg);
         return st;
@@ -592,23 +489,23 @@ static void on_sigint(int sig) {
 
 typedef struct run {
     options o;
-    text_data data;
+    ex_text data;
     gpt_model model;
     fc_ctx *ctx;
     fc_optim *opt;
     fc_lr_schedule sched;
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
     uint64_t data_rng, sample_rng;
-    int64_t step;         /* optimizer steps done */
-    int64_t planned;      /* where the schedule ends: --steps, or what the budget fits */
+    int64_t step;    /* optimizer steps done */
+    int64_t planned; /* where the schedule ends: --steps, or what the budget fits */
     FILE *csv;
     ex_progress bar;
     double train_last;                    /* the latest step's training loss */
     double val_first, val_last, val_best; /* this run's first, latest and best val loss */
     int64_t val_step, best_step;          /* when val_last and val_best were measured */
-    double *step_ms;      /* wall time of each step of this run */
+    double *step_ms;                      /* wall time of each step of this run */
     int64_t nsteps_run;
-    char path[3][4096];   /* csv, png, ckpt */
+    char path[3][4096]; /* csv, png, ckpt */
 } run;
 
 /* one optimizer step on a fresh training batch; the loss, or NAN on error */
@@ -619,7 +516,7 @@ static double train_step(run *r, double *grad_norm) {
     *grad_norm = NAN;
     fc_scope_begin(ctx);
     int64_t *idx = fc_tensor_data_mut(r->idx), *tgt = fc_tensor_data_mut(r->tgt);
-    if (idx && tgt) train_batch(&r->data, B, T, &r->data_rng, idx, tgt);
+    if (idx && tgt) ex_text_batch(&r->data, B, T, &r->data_rng, idx, tgt);
     fc_tensor *l = gpt_loss(ctx, &r->model, r->idx, r->tgt);
     if (l && fc_backward(ctx, l) == FC_OK &&
         (r->o.clip == 0 || fc_clip_grad_norm(ctx, r->model.params, r->model.nparams, r->o.clip,
@@ -688,9 +585,10 @@ static void fit_schedule(run *r) {
     if (fits >= r->planned) return;
     if (fits < r->sched.warmup_steps + 1) fits = r->sched.warmup_steps + 1;
     r->planned = r->sched.total_steps = r->bar.total_steps = fits;
-    ex_progress_note(&r->bar, "the %g min budget holds about %lld steps at %.0f ms/step: the "
-                     "schedule now ends there (--minutes 0 keeps --steps %lld)", r->o.minutes,
-                     (long long)fits, ms[N / 2], (long long)r->o.steps);
+    ex_progress_note(&r->bar,
+                     "the %g min budget holds about %lld steps at %.0f ms/step: the "
+                     "schedule now ends there (--minutes 0 keeps --steps %lld)",
+                     r->o.minutes, (long long)fits, ms[N / 2], (long long)r->o.steps);
 }
 
 /* the main loop; false after an error (already printed) */
@@ -757,8 +655,8 @@ static int finish(run *r) {
         fprintf(stderr, "train_gpt: sampling failed: %s\n", fc_ctx_error(r->ctx));
         return 1;
     }
-    if (save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step,
-                        r->data_rng) != FC_OK)
+    if (save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step, r->data_rng) !=
+        FC_OK)
         return 1;
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
@@ -784,8 +682,10 @@ static int finish(run *r) {
     printf("wrote %s, %s%s%s\n", r->path[0], r->path[2], plotted ? ", " : "",
            plotted ? r->path[1] : "");
     if (o->expect_drop >= 0 && !(r->val_last <= r->val_first - o->expect_drop)) {
-        fprintf(stderr, "train_gpt: expected the validation loss to fall by %g, it went from "
-                        "%.4f to %.4f\n", o->expect_drop, r->val_first, r->val_last);
+        fprintf(stderr,
+                "train_gpt: expected the validation loss to fall by %g, it went from "
+                "%.4f to %.4f\n",
+                o->expect_drop, r->val_first, r->val_last);
         return 1;
     }
     return 0;
@@ -794,11 +694,12 @@ static int finish(run *r) {
 /* builds everything train() needs; false after printing why */
 static bool setup(run *r) {
     const options *o = &r->o;
-    if (!text_load(o->data, &r->data)) return false;
+    if (!ex_text_load("train_gpt", o->data, &r->data)) return false;
     int64_t B = o->batch, T = o->block;
-    if (!text_split(&r->data, T)) {
-        fprintf(stderr, "train_gpt: %s has %lld characters, too few for a context of %lld "
-                        "(both splits need whole windows)\n",
+    if (!ex_text_split(&r->data, T)) {
+        fprintf(stderr,
+                "train_gpt: %s has %lld characters, too few for a context of %lld "
+                "(both splits need whole windows)\n",
                 o->data, (long long)r->data.n, (long long)T);
         return false;
     }
@@ -807,8 +708,12 @@ static bool setup(run *r) {
         fprintf(stderr, "train_gpt: cannot create a context\n");
         return false;
     }
-    gpt_config cfg = {.vocab = r->data.vocab, .block = T, .d_model = o->d_model,
-                      .n_layer = o->n_layer, .n_head = o->n_head, .d_ff = o->d_ff};
+    gpt_config cfg = {.vocab = r->data.vocab,
+                      .block = T,
+                      .d_model = o->d_model,
+                      .n_layer = o->n_layer,
+                      .n_head = o->n_head,
+                      .d_ff = o->d_ff};
     fc_optim_opts oo = {.kind = FC_OPTIM_ADAMW, .lr = o->lr, .weight_decay = o->weight_decay};
     if (gpt_init(r->ctx, &r->model, &cfg) == FC_OK)
         r->opt = fc_optim_new(r->ctx, &oo, r->model.params, r->model.nparams);
@@ -820,8 +725,10 @@ static bool setup(run *r) {
                 fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "out of memory");
         return false;
     }
-    r->sched = (fc_lr_schedule){.kind = FC_LR_COSINE, .base_lr = o->lr,
-                                .warmup_steps = o->warmup, .total_steps = o->steps,
+    r->sched = (fc_lr_schedule){.kind = FC_LR_COSINE,
+                                .base_lr = o->lr,
+                                .warmup_steps = o->warmup,
+                                .total_steps = o->steps,
                                 .min_lr = o->min_lr};
     r->planned = o->steps;
     r->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
@@ -853,9 +760,8 @@ static bool setup(run *r) {
     printf("model: %lld parameters (C=%lld, L=%lld, H=%lld, T=%lld, F=%lld); batch %lld; "
            "AdamW lr %g -> %g (warm-up %lld), %lld steps, budget %g min, %d threads\n",
            (long long)gpt_numel(&r->model), (long long)o->d_model, (long long)o->n_layer,
-           (long long)o->n_head, (long long)T, (long long)o->d_ff, (long long)B, o->lr,
-           o->min_lr, (long long)o->warmup, (long long)o->steps, o->minutes,
-           fc_ctx_threads(r->ctx));
+           (long long)o->n_head, (long long)T, (long long)o->d_ff, (long long)B, o->lr, o->min_lr,
+           (long long)o->warmup, (long long)o->steps, o->minutes, fc_ctx_threads(r->ctx));
     return true;
 }
 
@@ -866,7 +772,7 @@ static void teardown(run *r) {
     fc_release(r->idx);
     fc_release(r->tgt);
     fc_ctx_free(r->ctx);
-    text_free(&r->data);
+    ex_text_free(&r->data);
     free(r->step_ms);
 }
 

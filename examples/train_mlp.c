@@ -177,15 +177,17 @@ static void pixel_table(const split *train, float *lut) {
         sq += v * v;
     }
     double mean = sum / (double)n, sd = sqrt(sq / (double)n - mean * mean);
-    for (int p = 0; p < 256; p++) lut[p] = (float)((p / 255.0 - mean) / sd);
+    for (int p = 0; p < 256; p++)
+        lut[p] = (float)((p / 255.0 - mean) / sd);
 }
 
 /* rows order[0..B) of s -> x (B,784) f32 and y (B) i64 */
-static void fill_batch(const split *s, const int64_t *order, int64_t B, const float *lut,
-                       float *x, int64_t *y) {
+static void fill_batch(const split *s, const int64_t *order, int64_t B, const float *lut, float *x,
+                       int64_t *y) {
     for (int64_t b = 0; b < B; b++) {
         const uint8_t *img = s->images + order[b] * PIXELS;
-        for (int k = 0; k < PIXELS; k++) x[b * PIXELS + k] = lut[img[k]];
+        for (int k = 0; k < PIXELS; k++)
+            x[b * PIXELS + k] = lut[img[k]];
         y[b] = s->labels[order[b]];
     }
 }
@@ -198,8 +200,8 @@ enum { W1, B1, W2, B2, W3, B3, NPARAMS };
 /* x (B,784) -> logits (B,10) */
 static fc_tensor *mlp_forward(fc_ctx *ctx, fc_tensor *const *p, fc_tensor *x) {
     fc_tensor *h = fc_relu(ctx, fc_linear(ctx, x, p[W1], p[B1])); /* (B,H) */
-    h = fc_relu(ctx, fc_linear(ctx, h, p[W2], p[B2]));              /* (B,H) */
-    return fc_linear(ctx, h, p[W3], p[B3]);                         /* (B,10) */
+    h = fc_relu(ctx, fc_linear(ctx, h, p[W2], p[B2]));            /* (B,H) */
+    return fc_linear(ctx, h, p[W3], p[B3]);                       /* (B,10) */
 }
 
 /* a leaf of shape with U(-bound, bound) entries from the context RNG */
@@ -233,8 +235,8 @@ typedef struct eval_result {
     double loss, accuracy;
 } eval_result;
 
-static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *test,
-                                 int64_t limit, const float *lut) {
+static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *test, int64_t limit,
+                                 const float *lut) {
     enum { EB = 1000 };
     eval_result r = {NAN, NAN};
     int64_t n = limit > 0 && limit < test->n ? limit : test->n;
@@ -246,7 +248,8 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *
     fc_no_grad_begin(ctx);
     for (int64_t s = 0; s < n && fc_ctx_status(ctx) == FC_OK; s += EB) {
         int64_t rows = n - s < EB ? n - s : EB;
-        for (int64_t i = 0; i < rows; i++) order[i] = s + i;
+        for (int64_t i = 0; i < rows; i++)
+            order[i] = s + i;
         fill_batch(test, order, rows, lut, x, y);
         fc_scope_begin(ctx);
         fc_tensor *tx = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){rows, PIXELS}, 2, x);
@@ -257,12 +260,14 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *
         if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
             fc_tensor_copy_to(pred, y + EB, sizeof(int64_t) * (size_t)rows) == FC_OK) {
             loss += l * (double)rows;
-            for (int64_t i = 0; i < rows; i++) correct += y[EB + i] == y[i];
+            for (int64_t i = 0; i < rows; i++)
+                correct += y[EB + i] == y[i];
         }
         fc_scope_end(ctx);
     }
     fc_no_grad_end(ctx);
-    if (fc_ctx_status(ctx) == FC_OK) r = (eval_result){loss / (double)n, (double)correct / (double)n};
+    if (fc_ctx_status(ctx) == FC_OK)
+        r = (eval_result){loss / (double)n, (double)correct / (double)n};
 out:
     free(x);
     free(y);
@@ -280,10 +285,12 @@ typedef struct options {
 } options;
 
 static int parse_options(int argc, char **argv, options *o) {
+    // clang-format off
     *o = (options){.data = "/usr/share/datasets/fashion-mnist", .out = "train_mlp_out",
                    .hidden = 512, .batch = 128, .epochs = 12, .steps = 0, .eval_every = 0,
                    .test_limit = 0, .threads = 0, .seed = 42, .minutes = 3, .lr = 1e-3,
                    .min_lr = 1e-5, .expect_accuracy = -1};
+    // clang-format on
     const ex_arg args[] = {
         {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
         {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png"},
@@ -301,12 +308,11 @@ static int parse_options(int argc, char **argv, options *o) {
         {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
          "exit 1 unless the final test accuracy reaches this (for tests)"},
     };
-    ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL,
-                                     "[options]");
+    ex_args_result r =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     if (o->hidden < 1 || o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->eval_every < 0 ||
-        o->test_limit < 0 || o->threads < 0 || o->minutes < 0 || !(o->lr > 0) ||
-        o->min_lr < 0) {
+        o->test_limit < 0 || o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
         fprintf(stderr, "train_mlp: sizes and periods must be positive (or 0 where --help "
                         "says so), --lr positive\n");
         return 2;
@@ -383,11 +389,13 @@ static bool evaluate(run *r) {
 }
 
 static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
-    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step,
-            (double)r->step / (double)r->per_epoch, lr);
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
+            lr);
     if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
-    if (evaluated) fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
-    else fprintf(r->csv, ",,");
+    if (evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+    else
+        fprintf(r->csv, ",,");
     fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
 }
 
@@ -443,9 +451,8 @@ static int finish(run *r) {
     double wall = ex_progress_elapsed(&r->bar);
     fclose(r->csv);
     r->csv = NULL;
-    const ex_curve curves[] = {{4, "train loss", false},
-                               {5, "test loss", true},
-                               {6, "test accuracy", true}};
+    const ex_curve curves[] = {
+        {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
     bool plotted = ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST", "step",
                                "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
@@ -456,8 +463,7 @@ static int finish(run *r) {
     printf("done: %lld steps (%.2f epochs) in %.1f s, step time median %.2f ms (min %.2f)\n",
            (long long)r->step, (double)r->step / (double)r->per_epoch, wall, med,
            r->step > 0 ? r->step_ms[0] : 0.0);
-    printf("test accuracy %.4f, test loss %.4f (%lld images)\n", r->last.accuracy,
-           r->last.loss,
+    printf("test accuracy %.4f, test loss %.4f (%lld images)\n", r->last.accuracy, r->last.loss,
            (long long)(r->o.test_limit > 0 && r->o.test_limit < r->test.n ? r->o.test_limit
                                                                           : r->test.n));
     printf("wrote %s%s%s\n", r->path[0], plotted ? ", " : "", plotted ? r->path[1] : "");
@@ -473,9 +479,11 @@ static int finish(run *r) {
 static int setup(run *r) {
     const options *o = &r->o;
     if (!dataset_present(o->data)) {
-        fprintf(stderr, "train_mlp: no Fashion-MNIST in %s. Install Debian's package "
-                        "dataset-fashion-mnist (apt-get install dataset-fashion-mnist, or "
-                        "scripts/deps.sh), or pass --data DIR with the IDX files.\n", o->data);
+        fprintf(stderr,
+                "train_mlp: no Fashion-MNIST in %s. Install Debian's package "
+                "dataset-fashion-mnist (apt-get install dataset-fashion-mnist, or "
+                "scripts/deps.sh), or pass --data DIR with the IDX files.\n",
+                o->data);
         return EXIT_SKIP;
     }
 #ifndef EX_HAVE_ZLIB
@@ -509,9 +517,10 @@ static int setup(run *r) {
                 fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "out of memory");
         return 1;
     }
-    for (int64_t i = 0; i < r->train.n; i++) r->order[i] = i;
-    r->sched = (fc_lr_schedule){.kind = FC_LR_COSINE, .base_lr = o->lr,
-                                .total_steps = r->total, .min_lr = o->min_lr};
+    for (int64_t i = 0; i < r->train.n; i++)
+        r->order[i] = i;
+    r->sched = (fc_lr_schedule){
+        .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
     if (!ex_mkdir_p(o->out)) return 1;
@@ -522,7 +531,8 @@ static int setup(run *r) {
                          false);
     if (!r->csv) return 1;
     int64_t H = o->hidden, np = 0;
-    for (int i = 0; i < NPARAMS; i++) np += fc_tensor_numel(r->p[i]);
+    for (int i = 0; i < NPARAMS; i++)
+        np += fc_tensor_numel(r->p[i]);
     printf("train_mlp: %lld training and %lld test images from %s\n", (long long)r->train.n,
            (long long)r->test.n, o->data);
     printf("model: 784-%lld-%lld-10, %lld parameters; batch %lld; Adam lr %g -> %g (cosine); "
@@ -535,7 +545,8 @@ static int setup(run *r) {
 static void teardown(run *r) {
     if (r->csv) fclose(r->csv);
     fc_optim_free(r->opt);
-    for (int i = 0; i < NPARAMS; i++) fc_release(r->p[i]);
+    for (int i = 0; i < NPARAMS; i++)
+        fc_release(r->p[i]);
     fc_release(r->x);
     fc_release(r->y);
     fc_ctx_free(r->ctx);

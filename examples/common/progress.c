@@ -89,7 +89,8 @@ void ex_progress_update(ex_progress *p, int64_t step, double loss, double items_
     char bar[WIDTH + 1];
     int fill = (int)((double)WIDTH * (double)step / (double)p->total_steps);
     if (fill > WIDTH) fill = WIDTH;
-    for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+    for (int i = 0; i < WIDTH; i++)
+        bar[i] = i < fill ? '#' : '.';
     bar[WIDTH] = '\0';
     printf("\r[%s] %lld/%lld  loss %.4f  %s %s/s  %s < %s\033[K", bar, (long long)step,
            (long long)p->total_steps, loss, fmt_rate(items_per_s, r, sizeof r), p->unit,
@@ -182,8 +183,10 @@ static bool on_path(const char *name) {
 bool ex_plot_png(const char *csv, const char *png, const char *title, const char *xlabel,
                  const char *ylabel, int xcol, const ex_curve *curves, int ncurves) {
     if (!on_path("gnuplot")) {
-        fprintf(stderr, "note: gnuplot is not on PATH, so no %s (install gnuplot-nox to get "
-                        "the picture; the numbers are in %s)\n", png, csv);
+        fprintf(stderr,
+                "note: gnuplot is not on PATH, so no %s (install gnuplot-nox to get "
+                "the picture; the numbers are in %s)\n",
+                png, csv);
         return false;
     }
     /* gnuplot strings are single-quoted here; refuse names that would break them */
@@ -246,7 +249,8 @@ uint64_t ex_rand_below(uint64_t *state, uint64_t n) {
     /* reject the top sliver so every residue is equally likely */
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = ex_rand_u64(state);
+    do
+        x = ex_rand_u64(state);
     while (x >= limit);
     return x % n;
 }

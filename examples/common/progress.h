@@ -32,10 +32,10 @@ typedef struct ex_progress {
     const char *unit;    /* what items/s counts: "tok", "img" */
     int every;           /* plain-line period when stdout is not a terminal */
     bool tty;
-    int64_t first_step;  /* last step finished before this run (for the ETA) */
-    double t_start;      /* when ex_progress_start ran */
-    double t_last;       /* when the bar was last drawn */
-    bool bar_visible;    /* a partial line is on screen */
+    int64_t first_step; /* last step finished before this run (for the ETA) */
+    double t_start;     /* when ex_progress_start ran */
+    double t_last;      /* when the bar was last drawn */
+    bool bar_visible;   /* a partial line is on screen */
 } ex_progress;
 
 /* Starts the clock. every < 1 is taken as 1. */

@@ -1,6 +1,6 @@
 /* test_common.c - checks of the trainers' shared helpers: the PRNG's range,
- * uniformity and determinism, and the option parser's strictness. Run by ctest as examples/common; prints each
- * failed check and exits 1 when any failed. */
+ * uniformity and determinism, and the option parser's strictness. Run by ctest as examples/common;
+ * prints each failed check and exits 1 when any failed. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -28,7 +28,8 @@ static void test_prng(void) {
         if (x < 7) counts[x]++;
         CHECK(ex_rand_below(&s2, 7) == x); /* same seed, same stream */
     }
-    for (int k = 0; k < 7; k++) CHECK(counts[k] > 800 && counts[k] < 1200);
+    for (int k = 0; k < 7; k++)
+        CHECK(counts[k] > 800 && counts[k] < 1200);
     for (int i = 0; i < 1000; i++) {
         double u = ex_rand_unit(&s1);
         CHECK(u >= 0 && u < 1);
@@ -48,7 +49,8 @@ static void test_args(void) {
                            {"f", EX_ARG_FLAG, &flag, "a flag"}};
     char *ok[] = {"prog", "--n", "12", "--x=2.5", "file.txt", "--s", "b", "--f"};
     CHECK(ex_args_parse(8, ok, args, 4, &pos, "") == EX_ARGS_OK);
-    CHECK(n == 12 && x == 2.5 && strcmp(s, "b") == 0 && flag && pos && strcmp(pos, "file.txt") == 0);
+    CHECK(n == 12 && x == 2.5 && strcmp(s, "b") == 0 && flag && pos &&
+          strcmp(pos, "file.txt") == 0);
     char *bad_int[] = {"prog", "--n", "12x"};
     char *unknown[] = {"prog", "--nope"};
     char *no_value[] = {"prog", "--x"};
@@ -65,7 +67,9 @@ static void test_args(void) {
 int main(void) {
     test_prng();
     test_args();
-    if (failures) fprintf(stderr, "test_common: %d checks failed\n", failures);
-    else printf("test_common: all checks passed\n");
+    if (failures)
+        fprintf(stderr, "test_common: %d checks failed\n", failures);
+    else
+        printf("test_common: all checks passed\n");
     return failures ? 1 : 0;
 }
