@@ -37,7 +37,11 @@ FC_API fc_status fc_checkpoint_save(fc_ctx *ctx, const char *path, const char *c
  * FC_ERR_INDEX for a missing name, FC_ERR_DTYPE / FC_ERR_SHAPE_MISMATCH
  * naming the parameter), the optimizer (NULL allowed: its kind and
  * parameter count must match the file's, FC_ERR_FORMAT otherwise) and
- * ctx's RNG. Parameter writes bump their generations. */
+ * ctx's RNG. Parameter writes bump their generations. Everything is
+ * checked before anything is written: a failed load (FC_ERR_READ_ONLY or
+ * FC_ERR_UNSUPPORTED_VIEW for a destination that cannot be written in
+ * place, FC_ERR_IO, FC_ERR_OOM, ...) leaves the parameters, the optimizer
+ * and the RNG as they were. */
 FC_API fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *names,
                                     fc_tensor *const *params, int n, fc_optim *opt);
 

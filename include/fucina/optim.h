@@ -48,11 +48,13 @@ typedef struct fc_optim fc_optim;
 
 /* Creates an optimizer over n parameters (retained; one parameter group
  * with opts). NULL on error (recorded in ctx): FC_ERR_INVALID_ARG for bad
- * hyper-parameters (named in the message), FC_ERR_DTYPE for a parameter
- * that cannot carry a gradient. */
+ * hyper-parameters (named in the message) or a parameter given twice,
+ * FC_ERR_DTYPE for a parameter that cannot carry a gradient. */
 FC_API fc_optim *fc_optim_new(fc_ctx *ctx, const fc_optim_opts *opts, fc_tensor *const *params,
                               int n);
-/* Adds a parameter group with its own options (same kind as the first). */
+/* Adds a parameter group with its own options (same kind as the first).
+ * Errors as fc_optim_new; a parameter already in any group is
+ * FC_ERR_INVALID_ARG (it would be updated twice per step). */
 FC_API fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts,
                                     fc_tensor *const *params, int n);
 /* Releases the parameters and the state. NULL is a no-op. */
@@ -82,7 +84,10 @@ FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
  * (Adam/AdamW) or "momentum_buffer" (SGD), f32, the parameter's shape.
  * Borrowed; created (zeros) on demand with create = true, else NULL when
- * it does not exist yet. Write it with fc_copy_ to restore a checkpoint. */
+ * it does not exist yet. Write it with fc_copy_ to restore a checkpoint.
+ * NULL plus an error in the context for a NULL name (FC_ERR_NULL_ARG), a
+ * name this kind has no state for (FC_ERR_INVALID_ARG), or i out of range
+ * (FC_ERR_INDEX). */
 FC_API fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool create);
 
 /* ---- clipping -------------------------------------------------------------------- */

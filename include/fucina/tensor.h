@@ -13,10 +13,34 @@
  * by the scope; fc_scope_end releases the ones still alive unless fc_keep
  * was called on them, so a training step needs no manual release.
  *
- * Threads. An fc_ctx and its tensors belong to one thread at a time. The
- * context runs its kernels on its own OpenMP team. Several contexts may run
- * concurrently on different threads. A tensor's data may be read from
- * several threads at once when nobody writes it; buffer refcounts are atomic.
+ * Threads. The contract, each claim tested in tests/reliability/
+ * test_threads.c and run under ThreadSanitizer (scripts/tsan.sh):
+ *  - An fc_ctx and everything made from it (tensor handles, scopes, the
+ *    autograd tape, optimizers) belong to one thread at a time: two threads
+ *    must never call into one context, or on its handles, at once. Handle
+ *    refcounts are atomic, but the last fc_release returns the handle to its
+ *    context. A context may move to another thread when the handover is
+ *    synchronised (a join, a mutex).
+ *  - Several contexts run concurrently on different threads, each with its
+ *    own OpenMP team of fc_ctx_threads threads and its own matmul provider
+ *    state; they may share one fc_allocator (whose functions must then be
+ *    thread-safe, see fucina/alloc.h). Results do not depend on what other
+ *    contexts do: same inputs, seed, thread count and provider give the
+ *    same bits.
+ *  - Data may be shared read-only: caller memory wrapped by several
+ *    contexts with fc_tensor_from_borrowed(..., read_only = true) (in-place
+ *    ops on it fail with FC_ERR_READ_ONLY), or a tensor's storage read by
+ *    several threads while nobody writes it.
+ *  - Storage refcounts are atomic, so the last reference to a buffer may go
+ *    on any thread. Through this API storage crosses contexts only as
+ *    borrowed caller memory (above) or a file mapping (below); where the
+ *    library itself shares a pooled buffer with another context, its last
+ *    release parks it in the owning context's pool under that pool's lock,
+ *    and the owning context must outlive it.
+ *  - A model-file handle (fucina/io.h) may be read by several threads at
+ *    once, and the mappings behind zero-copy loads are refcounted
+ *    atomically, so the handle may be closed while other threads still hold
+ *    tensors loaded from it.
  */
 #ifndef FUCINA_TENSOR_H
 #define FUCINA_TENSOR_H

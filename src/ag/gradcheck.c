@@ -47,7 +47,7 @@ fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *c
                        int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!fn || !inputs || n < 1)
-        return fc__fail(ctx, fn ? FC_ERR_INVALID_ARG : FC_ERR_NULL_ARG,
+        return fc__fail(ctx, fn && inputs ? FC_ERR_INVALID_ARG : FC_ERR_NULL_ARG,
                         "fc_gradcheck: need fn and at least one input");
     fc_gradcheck_opts o = {0};
     if (opts) o = *opts;

@@ -27,21 +27,22 @@ struct fc_optim {
     int ngroups, gcap;
 };
 
-static fc_status check_opts(fc_ctx *ctx, const fc_optim_opts *o) {
+/* fn names the public function the caller called, for the message */
+static fc_status check_opts(fc_ctx *ctx, const char *fn, const fc_optim_opts *o) {
     if ((int)o->kind < 0 || o->kind >= FC_OPTIM_KIND_COUNT)
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_new: unknown kind %d", (int)o->kind);
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: unknown kind %d", fn, (int)o->kind);
     if (!(o->lr > 0) || !isfinite(o->lr))
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_new: lr %g must be > 0", o->lr);
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: lr %g must be > 0", fn, o->lr);
     if (o->weight_decay < 0 || o->momentum < 0 || o->dampening < 0)
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                        "fc_optim_new: weight_decay %g, momentum %g, dampening %g must be >= 0",
+                        "%s: weight_decay %g, momentum %g, dampening %g must be >= 0", fn,
                         o->weight_decay, o->momentum, o->dampening);
     if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                        "fc_optim_new: nesterov needs momentum > 0 and dampening 0");
+                        "%s: nesterov needs momentum > 0 and dampening 0", fn);
     if (o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1 || o->eps < 0)
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                        "fc_optim_new: betas (%g, %g) must be in [0, 1) and eps %g >= 0", o->beta1,
+                        "%s: betas (%g, %g) must be in [0, 1) and eps %g >= 0", fn, o->beta1,
                         o->beta2, o->eps);
     return FC_OK;
 }
@@ -54,29 +55,33 @@ static fc_optim_opts with_defaults(const fc_optim_opts *o) {
     return r;
 }
 
-fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts, fc_tensor *const *params,
-                             int n) {
-    if (!opt) return FC_ERR_NULL_ARG;
+static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *opts,
+                           fc_tensor *const *params, int n) {
     fc_ctx *ctx = opt->ctx;
     if (!opts || (!params && n > 0))
-        return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_optim_add_group: opts or params is NULL");
-    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_add_group: n = %d < 0", n);
-    fc_status st = check_opts(ctx, opts);
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: opts or params is NULL", fn);
+    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n = %d < 0", fn, n);
+    fc_status st = check_opts(ctx, fn, opts);
     if (st != FC_OK) return st;
     if (opt->ngroups > 0 && opts->kind != opt->kind)
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_optim_add_group: kind differs from the first group");
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: kind differs from the first group", fn);
     for (int i = 0; i < n; i++) {
-        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_optim_add_group: param %d is NULL", i);
+        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param %d is NULL", fn, i);
         if (!fc_dtype_supports_grad(params[i]->raw.dtype))
-            return fc__fail(ctx, FC_ERR_DTYPE, "fc_optim_add_group: param %d has dtype %s (f32, f16, bf16 only)",
+            return fc__fail(ctx, FC_ERR_DTYPE, "%s: param %d has dtype %s (f32, f16, bf16 only)", fn,
                             i, fc_dtype_name(params[i]->raw.dtype));
         if (!fc__raw_is_contiguous(&params[i]->raw))
-            return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "fc_optim_add_group: param %d is not contiguous", i);
+            return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: param %d is not contiguous", fn, i);
+        /* a parameter listed twice would be updated twice per step */
+        for (int j = 0; j < opt->n + i; j++)
+            if ((j < opt->n ? opt->p[j].param : params[j - opt->n]) == params[i])
+                return fc__fail(ctx, FC_ERR_INVALID_ARG,
+                                "%s: param %d is already in this optimizer", fn, i);
     }
     if (opt->ngroups == opt->gcap) {
         int cap = opt->gcap ? opt->gcap * 2 : 4;
         fc_optim_opts *g = fc__ctx_alloc(ctx, sizeof *g * (size_t)cap);
-        if (!g) return fc__fail(ctx, FC_ERR_OOM, "fc_optim_add_group: out of memory");
+        if (!g) return fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
         if (opt->groups) {
             memcpy(g, opt->groups, sizeof *g * (size_t)opt->gcap);
             fc__ctx_free(ctx, opt->groups, sizeof *g * (size_t)opt->gcap);
@@ -88,7 +93,7 @@ fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts, fc_tensor
         int cap = opt->cap ? opt->cap : 8;
         while (cap < opt->n + n) cap *= 2;
         pstate *p = fc__ctx_alloc(ctx, sizeof *p * (size_t)cap);
-        if (!p) return fc__fail(ctx, FC_ERR_OOM, "fc_optim_add_group: out of memory");
+        if (!p) return fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
         if (opt->p) {
             memcpy(p, opt->p, sizeof *p * (size_t)opt->cap);
             fc__ctx_free(ctx, opt->p, sizeof *p * (size_t)opt->cap);
@@ -105,6 +110,12 @@ fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts, fc_tensor
     return FC_OK;
 }
 
+fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts, fc_tensor *const *params,
+                             int n) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    return add_group(opt, "fc_optim_add_group", opts, params, n);
+}
+
 fc_optim *fc_optim_new(fc_ctx *ctx, const fc_optim_opts *opts, fc_tensor *const *params, int n) {
     FC__CHECK_CTX(ctx);
     fc_optim *opt = fc__ctx_alloc(ctx, sizeof *opt);
@@ -114,7 +125,7 @@ fc_optim *fc_optim_new(fc_ctx *ctx, const fc_optim_opts *opts, fc_tensor *const 
     }
     memset(opt, 0, sizeof *opt);
     opt->ctx = ctx;
-    if (fc_optim_add_group(opt, opts, params, n) != FC_OK) {
+    if (add_group(opt, "fc_optim_new", opts, params, n) != FC_OK) {
         fc_optim_free(opt);
         return NULL;
     }
@@ -318,7 +329,7 @@ fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_optim_opts 
                         opt->ngroups);
     if (opts->kind != opt->kind)
         return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_group_opts: kind differs");
-    fc_status st = check_opts(opt->ctx, opts);
+    fc_status st = check_opts(opt->ctx, "fc_optim_set_group_opts", opts);
     if (st != FC_OK) return st;
     opt->groups[group] = with_defaults(opts);
     return FC_OK;
@@ -337,7 +348,15 @@ fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps) {
 }
 
 fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool create) {
-    if (!opt || !name || i < 0 || i >= opt->n) return NULL;
+    if (!opt) return NULL;
+    if (!name) {
+        fc__fail(opt->ctx, FC_ERR_NULL_ARG, "fc_optim_state: name is NULL");
+        return NULL;
+    }
+    if (i < 0 || i >= opt->n) {
+        fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_state: parameter %d of %d", i, opt->n);
+        return NULL;
+    }
     pstate *s = &opt->p[i];
     fc_tensor **slot = NULL;
     bool sgd = opt->kind == FC_OPTIM_SGD;
@@ -365,6 +384,7 @@ fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double
                             double *total_norm) {
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!params && n > 0) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_clip_grad_norm: params is NULL");
+    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: n = %d < 0", n);
     if (!(max_norm > 0))
         return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: max_norm %g must be > 0",
                         max_norm);

@@ -61,8 +61,18 @@ typedef struct ref_job {
 #endif
 
 /* Run-time ISA choice for the micro-kernel (GCC >= 6, Clang >= 14, x86-64
- * ELF). No -march flag is ever needed: the loader picks the copy. */
-#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+ * ELF). No -march flag is ever needed: the loader picks the copy.
+ * Not under ThreadSanitizer: it instruments the ifunc resolver that
+ * target_clones generates, and the loader runs resolvers before the TSan
+ * runtime is up, so the process would die at startup. */
+#if defined(__SANITIZE_THREAD__)
+#define REF_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define REF_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(REF_NO_CLONES)
 #if __has_attribute(target_clones)
 #define REF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

@@ -177,7 +177,8 @@ void *fc_tensor_data_mut(fc_tensor *t) {
 }
 
 fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes) {
-    if (!t || !dst) return FC_ERR_NULL_ARG;
+    if (!t) return FC_ERR_NULL_ARG;
+    if (!dst) return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_copy_to: dst is NULL");
     fc_status st = fc__raw_copy_to(&t->raw, dst, nbytes);
     if (st != FC_OK) {
         char d[160];
@@ -188,7 +189,9 @@ fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes) {
 }
 
 fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out) {
-    if (!t || !index || !out) return FC_ERR_NULL_ARG;
+    if (!t) return FC_ERR_NULL_ARG;
+    if (!index || !out)
+        return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_get: %s is NULL", index ? "out" : "index");
     if (fc_dtype_is_block(t->raw.dtype))
         return fc__fail(t->ctx, FC_ERR_DTYPE, "fc_tensor_get: %s is block-quantized",
                         fc_dtype_name(t->raw.dtype));
@@ -206,7 +209,8 @@ fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out) {
 }
 
 fc_status fc_tensor_item(const fc_tensor *t, double *out) {
-    if (!t || !out) return FC_ERR_NULL_ARG;
+    if (!t) return FC_ERR_NULL_ARG;
+    if (!out) return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_item: out is NULL");
     if (fc__raw_numel(&t->raw) != 1) {
         char d[160];
         return fc__fail(t->ctx, FC_ERR_INVALID_SHAPE,
@@ -277,7 +281,11 @@ fc_tensor *fc_contiguous(fc_ctx *ctx, fc_tensor *t) {
 }
 
 fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src) {
-    if (!dst || !src) return FC_ERR_NULL_ARG;
+    if (!dst || !src) {
+        /* record where a context is reachable */
+        fc_ctx *ctx = dst ? dst->ctx : src ? src->ctx : NULL;
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_copy_: %s is NULL", dst ? "src" : "dst");
+    }
     if ((dst->flags & FC__T_REQUIRES_GRAD) && dst->ctx->no_grad_depth == 0) {
         char b[160];
         return fc__fail(dst->ctx, FC_ERR_INVALID_ARG,

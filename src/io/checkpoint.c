@@ -257,35 +257,106 @@ static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, dou
     return FC_OK;
 }
 
-/* copies the file tensor `name` into dst (same dtype and shape) */
-static fc_status load_into(fc_ctx *ctx, const fc_st_file *f, const char *name, fc_tensor *dst,
-                           const char *path) {
+/* Loading validates everything before it writes anything, so a failed load
+ * leaves the parameters, the optimizer and the RNG as they were:
+ *   1. check: every tensor is in the file with the destination's dtype and
+ *      shape, the destination is writable and contiguous; every metadata
+ *      number parses; the optimizer matches;
+ *   2. apply the group options (undone if one is refused) and create the
+ *      state tensors the file has (an allocation can fail here; the group
+ *      options are then restored, and a state created zero is what the next
+ *      step would have created anyway);
+ *   3. copy the bytes, set the step count and the RNG: nothing fails. */
+
+/* Finds tensor `name` in f and checks it fits a destination of dtype and
+ * shape (dst NULL: a state tensor still to be created, f32 of the
+ * parameter's shape); fills *info. Writes nothing. */
+static fc_status check_into(fc_ctx *ctx, const fc_st_file *f, const char *name,
+                            const fc_tensor *dst, const fc_tensor *like, const char *path,
+                            fc_io_tensor *info) {
     int64_t idx = fc_safetensors_find(f, name);
     if (idx < 0)
         return fc__fail(ctx, FC_ERR_INDEX, "fc_checkpoint_load: %s has no tensor '%s'", path, name);
-    fc_io_tensor info;
-    fc_safetensors_tensor_info(f, idx, &info);
-    if (info.dtype != dst->raw.dtype)
+    fc_safetensors_tensor_info(f, idx, info);
+    fc_dtype want = dst ? dst->raw.dtype : FC_F32;
+    const fc_raw *geo = dst ? &dst->raw : &like->raw;
+    if (info->dtype != want)
         return fc__fail(ctx, FC_ERR_DTYPE, "fc_checkpoint_load: '%s' is %s in %s, the tensor is %s",
-                        name, fc_dtype_name(info.dtype), path, fc_dtype_name(dst->raw.dtype));
-    int rank = info.rank == 0 ? 1 : info.rank;
+                        name, fc_dtype_name(info->dtype), path, fc_dtype_name(want));
+    int rank = info->rank == 0 ? 1 : info->rank;
     int64_t one = 1;
-    const int64_t *shape = info.rank == 0 ? &one : info.shape;
-    if (!fc__shape_equal(shape, rank, dst->raw.shape, dst->raw.rank)) {
+    const int64_t *shape = info->rank == 0 ? &one : info->shape;
+    if (!fc__shape_equal(shape, rank, geo->shape, geo->rank)) {
         char a[160], b[160];
         return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
                         "fc_checkpoint_load: '%s' has shape %s in %s, the tensor %s", name,
-                        fc__shape_str(shape, rank, a, (int)sizeof a),
-                        path, fc__shape_str(dst->raw.shape, dst->raw.rank, b, (int)sizeof b));
+                        fc__shape_str(shape, rank, a, (int)sizeof a), path,
+                        fc__shape_str(geo->shape, geo->rank, b, (int)sizeof b));
     }
-    void *p;
-    fc_status st = fc__raw_data_mut(&dst->raw, &p);
-    if (st != FC_OK)
-        return fc__fail(ctx, st, "fc_checkpoint_load: cannot write '%s': %s", name,
-                        fc_strerror(st));
-    memcpy(p, info.data, (size_t)info.nbytes);
+    if (dst && fc__buffer_is_read_only(dst->raw.buf))
+        return fc__fail(ctx, FC_ERR_READ_ONLY, "fc_checkpoint_load: cannot write '%s': %s", name,
+                        fc_strerror(FC_ERR_READ_ONLY));
+    if (dst && !fc__raw_is_contiguous(&dst->raw))
+        return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW,
+                        "fc_checkpoint_load: cannot write '%s': the tensor is not contiguous",
+                        name);
     return FC_OK;
 }
+
+/* Copies checked bytes (a mutation: bumps the generation). */
+static void copy_into(fc_tensor *dst, const fc_io_tensor *info) {
+    void *p = NULL;
+    if (fc__raw_data_mut(&dst->raw, &p) == FC_OK) memcpy(p, info->data, (size_t)info->nbytes);
+}
+
+static const char *group_fields[9] = {"lr",    "weight_decay", "momentum", "dampening", "nesterov",
+                                      "beta1", "beta2",        "eps",      "amsgrad"};
+
+/* Step 1 for the optimizer: its metadata, parsed into groups[ng] (which
+ * starts as the current options) and *steps. */
+static fc_status check_optim(fc_ctx *ctx, const fc_st_file *f, const fc_optim *opt,
+                             const char *path, fc_optim_opts *groups, int64_t *steps) {
+    static const char *fn = "fc_checkpoint_load";
+    double kind = 0, st_d = 0, np = 0, ng = 0;
+    fc_status st;
+    if ((st = meta_num(ctx, f, "optim.kind", &kind, path)) != FC_OK) return st;
+    if ((st = meta_num(ctx, f, "optim.steps", &st_d, path)) != FC_OK) return st;
+    if ((st = meta_num(ctx, f, "optim.params", &np, path)) != FC_OK) return st;
+    if ((st = meta_num(ctx, f, "optim.groups", &ng, path)) != FC_OK) return st;
+    fc_optim_opts g0;
+    fc_optim_group_opts(opt, 0, &g0);
+    if ((int)kind != (int)g0.kind || (int)np != fc_optim_num_params(opt) ||
+        (int)ng != fc_optim_num_groups(opt))
+        return fc__fail(ctx, FC_ERR_FORMAT,
+                        "%s: %s holds optimizer kind %d with %d params in %d groups; this "
+                        "optimizer is kind %d with %d params in %d groups",
+                        fn, path, (int)kind, (int)np, (int)ng, (int)g0.kind,
+                        fc_optim_num_params(opt), fc_optim_num_groups(opt));
+    if (!(st_d >= 0 && st_d < 9.2e18))
+        return fc__fail(ctx, FC_ERR_FORMAT, "%s: %s: optim.steps %g is out of range", fn, path,
+                        st_d);
+    *steps = (int64_t)st_d;
+    for (int g = 0; g < (int)ng; g++) {
+        double v[9];
+        for (int k = 0; k < 9; k++) {
+            char key[64];
+            snprintf(key, sizeof key, "optim.group.%d.%s", g, group_fields[k]);
+            if ((st = meta_num(ctx, f, key, &v[k], path)) != FC_OK) return st;
+        }
+        fc_optim_opts *go = &groups[g];
+        go->lr = v[0], go->weight_decay = v[1], go->momentum = v[2], go->dampening = v[3];
+        go->nesterov = v[4] != 0, go->beta1 = v[5], go->beta2 = v[6], go->eps = v[7];
+        go->amsgrad = v[8] != 0;
+    }
+    return FC_OK;
+}
+
+/* The state tensors of the file, in (param, state) order. */
+typedef struct state_slot {
+    int param;
+    const char *name;
+    fc_io_tensor info;
+} state_slot;
 
 fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *names,
                              fc_tensor *const *params, int n, fc_optim *opt) {
@@ -293,82 +364,84 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!path || (n > 0 && (!names || !params)))
         return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: path, names or params is NULL", fn);
+    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n %d < 0", fn, n);
     fc_status st = check_names(ctx, fn, names, n);
     if (st != FC_OK) return st;
+    for (int i = 0; i < n; i++)
+        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
     char msg[256] = "";
     fc_io_opts o = {.allocator = &ctx->alloc, .errbuf = msg, .errcap = sizeof msg};
     fc_st_file *f = NULL;
     st = fc_safetensors_open(path, &o, &f);
     if (st != FC_OK) return fc__fail(ctx, st, "%s: %s", fn, msg);
-    if (!fc_safetensors_meta_get(f, "fucina.checkpoint")) {
-        st = fc__fail(ctx, FC_ERR_FORMAT, "%s: %s is not a fucina checkpoint", fn, path);
-        goto done;
+    int ng = opt ? fc_optim_num_groups(opt) : 0, np = opt ? fc_optim_num_params(opt) : 0;
+    const char *sn[3];
+    int nstates = opt ? opt_kind_states(opt, sn) : 0;
+    size_t nslots = (size_t)np * (size_t)nstates;
+    /* work: the params' descriptors, the state slots, new and old group options */
+    size_t bytes = sizeof(fc_io_tensor) * (size_t)n + sizeof(state_slot) * nslots +
+                   2 * sizeof(fc_optim_opts) * (size_t)ng;
+    char *work = fc__ctx_alloc(ctx, bytes ? bytes : 1);
+    if (!work) {
+        fc_safetensors_close(f);
+        return fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
     }
+    fc_io_tensor *pinfo = (fc_io_tensor *)(void *)work;
+    state_slot *slots = (state_slot *)(void *)(pinfo + n);
+    fc_optim_opts *gnew = (fc_optim_opts *)(void *)(slots + nslots), *gold = gnew + ng;
+    int nfound = 0, applied = 0;
+    int64_t steps = 0;
+    uint64_t seed = 0, offset = 0;
+    double d;
     char name[NAME_CAP];
+
+    /* 1. check */
+    if (!fc_safetensors_meta_get(f, "fucina.checkpoint"))
+        st = fc__fail(ctx, FC_ERR_FORMAT, "%s: %s is not a fucina checkpoint", fn, path);
     for (int i = 0; i < n && st == FC_OK; i++) {
-        if (!params[i]) {
-            st = fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
-            break;
-        }
         snprintf(name, sizeof name, "param.%s", names[i]);
-        st = load_into(ctx, f, name, params[i], path);
+        st = check_into(ctx, f, name, params[i], NULL, path, &pinfo[i]);
     }
-    double seed = 0, offset = 0;
-    if (st == FC_OK) st = meta_num(ctx, f, "rng.seed", &seed, path);
-    if (st == FC_OK) st = meta_num(ctx, f, "rng.offset", &offset, path);
+    if (st == FC_OK) st = meta_num(ctx, f, "rng.seed", &d, path);
+    if (st == FC_OK) st = meta_num(ctx, f, "rng.offset", &d, path);
     if (st == FC_OK) {
         /* doubles hold these exactly only below 2^53: parse as integers */
-        uint64_t s64 = strtoull(fc_safetensors_meta_get(f, "rng.seed"), NULL, 10);
-        uint64_t o64 = strtoull(fc_safetensors_meta_get(f, "rng.offset"), NULL, 10);
-        fc_ctx_rng_set(ctx, s64, o64);
+        seed = strtoull(fc_safetensors_meta_get(f, "rng.seed"), NULL, 10);
+        offset = strtoull(fc_safetensors_meta_get(f, "rng.offset"), NULL, 10);
     }
-    if (st == FC_OK && opt) {
-        double kind = 0, steps = 0, np = 0, ng = 0;
-        if ((st = meta_num(ctx, f, "optim.kind", &kind, path)) != FC_OK) goto done;
-        if ((st = meta_num(ctx, f, "optim.steps", &steps, path)) != FC_OK) goto done;
-        if ((st = meta_num(ctx, f, "optim.params", &np, path)) != FC_OK) goto done;
-        if ((st = meta_num(ctx, f, "optim.groups", &ng, path)) != FC_OK) goto done;
-        fc_optim_opts g0;
-        fc_optim_group_opts(opt, 0, &g0);
-        if ((int)kind != (int)g0.kind || (int)np != fc_optim_num_params(opt) ||
-            (int)ng != fc_optim_num_groups(opt)) {
-            st = fc__fail(ctx, FC_ERR_FORMAT,
-                          "%s: %s holds optimizer kind %d with %d params in %d groups; this "
-                          "optimizer is kind %d with %d params in %d groups",
-                          fn, path, (int)kind, (int)np, (int)ng, (int)g0.kind,
-                          fc_optim_num_params(opt), fc_optim_num_groups(opt));
-            goto done;
-        }
-        for (int g = 0; g < (int)ng && st == FC_OK; g++) {
-            fc_optim_opts go;
-            fc_optim_group_opts(opt, g, &go);
-            double v[9];
-            const char *fields[9] = {"lr", "weight_decay", "momentum", "dampening", "nesterov",
-                                     "beta1", "beta2", "eps", "amsgrad"};
-            for (int k = 0; k < 9 && st == FC_OK; k++) {
-                char key[64];
-                snprintf(key, sizeof key, "optim.group.%d.%s", g, fields[k]);
-                st = meta_num(ctx, f, key, &v[k], path);
-            }
-            if (st != FC_OK) break;
-            go.lr = v[0], go.weight_decay = v[1], go.momentum = v[2], go.dampening = v[3];
-            go.nesterov = v[4] != 0, go.beta1 = v[5], go.beta2 = v[6], go.eps = v[7];
-            go.amsgrad = v[8] != 0;
-            st = fc_optim_set_group_opts(opt, g, &go);
-        }
-        const char *sn[3];
-        int nstates = opt_kind_states(opt, sn);
-        for (int i = 0; i < (int)np && st == FC_OK; i++) {
-            for (int k = 0; k < nstates && st == FC_OK; k++) {
-                snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
-                if (fc_safetensors_find(f, name) < 0) continue; /* state not created yet */
-                fc_tensor *t = fc_optim_state(opt, i, sn[k], true);
-                st = t ? load_into(ctx, f, name, t, path) : fc_ctx_status(ctx);
-            }
-        }
-        if (st == FC_OK) st = fc_optim_set_step_count(opt, (int64_t)steps);
+    for (int g = 0; g < ng; g++) {
+        fc_optim_group_opts(opt, g, &gold[g]);
+        gnew[g] = gold[g];
     }
-done:
+    if (st == FC_OK && opt) st = check_optim(ctx, f, opt, path, gnew, &steps);
+    for (int i = 0; i < np && st == FC_OK; i++) {
+        for (int k = 0; k < nstates && st == FC_OK; k++) {
+            snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
+            if (fc_safetensors_find(f, name) < 0) continue; /* state not created yet */
+            state_slot *sl = &slots[nfound];
+            sl->param = i;
+            sl->name = sn[k];
+            fc_tensor *t = fc_optim_state(opt, i, sn[k], false);
+            st = check_into(ctx, f, name, t, fc_optim_param(opt, i), path, &sl->info);
+            if (st == FC_OK) nfound++;
+        }
+    }
+    /* 2. options and states */
+    for (; applied < ng && st == FC_OK; applied++)
+        st = fc_optim_set_group_opts(opt, applied, &gnew[applied]);
+    for (int k = 0; k < nfound && st == FC_OK; k++)
+        if (!fc_optim_state(opt, slots[k].param, slots[k].name, true)) st = fc_ctx_status(ctx);
+    if (st != FC_OK) {
+        for (int g = 0; g < applied; g++) fc_optim_set_group_opts(opt, g, &gold[g]);
+    } else {
+        /* 3. write */
+        for (int i = 0; i < n; i++) copy_into(params[i], &pinfo[i]);
+        for (int k = 0; k < nfound; k++)
+            copy_into(fc_optim_state(opt, slots[k].param, slots[k].name, false), &slots[k].info);
+        if (opt) fc_optim_set_step_count(opt, steps);
+        fc_ctx_rng_set(ctx, seed, offset);
+    }
+    fc__ctx_free(ctx, work, bytes ? bytes : 1);
     fc_safetensors_close(f);
     return st;
 }
