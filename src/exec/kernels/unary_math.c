@@ -129,8 +129,10 @@
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = -g[i];                               \
             break;                                                                                 \
         case FC__UN_ABS: /* v = x; abs'(0) = 0 */                                                  \
-            for (int64_t i = 0; i < n; i++)                                                        \
-                gin[i] = v[i] > 0 ? g[i] : v[i] < 0 ? -g[i] : zero;                                \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i], vi = v[i];                                                            \
+                gin[i] = vi > 0 ? gi : vi < 0 ? -gi : zero;                                        \
+            }                                                                                      \
             break;                                                                                 \
         case FC__UN_SIGN:                                                                          \
             for (int64_t i = 0; i < n; i++)                                                        \
@@ -175,11 +177,17 @@
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = g[i] * v[i] * (one - v[i]);          \
             break;                                                                                 \
         case FC__UN_RELU: /* v = y; relu'(0) = 0 */                                                \
-            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = v[i] > 0 ? g[i] : zero;              \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i]; /* unconditional load: a blend, not a branch per element */           \
+                gin[i] = v[i] > 0 ? gi : zero;                                                     \
+            }                                                                                      \
             break;                                                                                 \
         case FC__UN_LEAKY_RELU: { /* v = x */                                                      \
             const T slope = (T)p[0];                                                               \
-            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = v[i] > 0 ? g[i] : g[i] * slope;      \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i];                                                                       \
+                gin[i] = v[i] > 0 ? gi : gi * slope;                                               \
+            }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
         case FC__UN_GELU: /* v = x: Phi(x) + x phi(x) */                                           \
@@ -209,8 +217,10 @@
             break;                                                                                 \
         case FC__UN_CLAMP: { /* v = x: 1 where lo <= x <= hi */                                    \
             const T lo = (T)p[0], hi = (T)p[1];                                                    \
-            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] =                                      \
-                (v[i] >= lo && v[i] <= hi) ? g[i] : zero;                                          \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i];                                                                       \
+                gin[i] = (v[i] >= lo && v[i] <= hi) ? gi : zero;                                   \
+            }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
         case FC__UN_COUNT:                                                                         \
