@@ -12,12 +12,17 @@ typedef struct cmd {
     const char *what;
 } cmd;
 
+int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
+int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
+
 static const cmd cmds[] = {
+    {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
     {"elementwise", bench_elementwise, "add (out= and fresh output) and copy of 2^24 f32"},
     {"reduce", bench_reduce, "sum of 2^24 f32 and bf16; accumulation-width checks"},
     {"norm_softmax", bench_norm_softmax, "softmax and layer_norm fwd+bwd on [4096,1024] f32"},
     {"tiny_ops", bench_tiny_ops, "(a*b + c).sum() fwd+bwd on 16 elements"},
     {"mlp_train", bench_mlp_train, "784-512-512-10 MLP, B=128, Adam, ms/step"},
+    {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
 };
 
 int main(int argc, char **argv) {

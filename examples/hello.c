@@ -5,7 +5,7 @@
 int main(void) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.seed = 1});
     fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){3, 1}, 2, 0.1);
-    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0.1}, &w, 1);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0.02}, &w, 1);
     float xs[] = {1, 2, 3, 4, 5, 6}, ys[] = {1, 2};
     for (int step = 0; step < 100; step++) {
         fc_scope_begin(ctx);                      /* everything below is released at the end */

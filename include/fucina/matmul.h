@@ -16,16 +16,36 @@ extern "C" {
 #endif
 
 /* NumPy matmul semantics: 1-D x 2-D, 2-D x 1-D, 2-D x 2-D, and N-D batched
- * with broadcast batch axes. Operands share one float dtype (FC_ERR_DTYPE);
- * b may also be block-quantized when a is f32 (quantized weights, see
- * fucina/quant.h). Inner dims must agree (FC_ERR_SHAPE_MISMATCH naming both
- * shapes). Strided operands are passed to the provider as transposes and
- * leading dimensions when the layout allows; otherwise copied. */
+ * with broadcast batch axes; a 1-D left operand is a row, a 1-D right one a
+ * column, and that axis is dropped from the result (1-D x 1-D gives shape
+ * [1]). Operands share one float dtype (FC_ERR_DTYPE naming both); the
+ * result has that dtype (f16/bf16 accumulate in f32 and round once, f64
+ * accumulates in f64). b may also be block-quantized when a is f32
+ * (quantized weights, see fucina/quant.h): it is dequantized to f32 for the
+ * product; q8_1/q8_k (activation formats) are FC_ERR_DTYPE. Inner dims must
+ * agree (FC_ERR_SHAPE_MISMATCH naming both shapes), as must batch axes up to
+ * broadcasting. Strided operands (transposed, narrowed views) are passed to
+ * the provider as transposes and leading dimensions; other layouts are
+ * copied once. Provider failures are FC_ERR_BACKEND (or FC_ERR_OOM).
+ * Records an autograd node when an input requires grad. Borrows a and b;
+ * returns a new reference, or NULL with the error recorded in ctx. */
 FC_API fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
-/* x [..., in] times w [out, in] transposed, plus bias [out] (NULL allowed). */
+/* x [..., in] times w [out, in] transposed, plus bias [out] (NULL allowed):
+ * [..., out]. w is read through a transposed view (never copied when its
+ * layout allows); the bias is added inside the product, so 16-bit outputs
+ * round once. w may be block-quantized when x is f32, like fc_matmul's b.
+ * FC_ERR_RANK when w is not 2-D, FC_ERR_SHAPE_MISMATCH when x's last dim is
+ * not in or bias is not [out], FC_ERR_DTYPE when dtypes differ. Borrows its
+ * inputs; returns a new reference, or NULL with the error recorded. */
 FC_API fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
 /* Selects the provider for later calls on ctx (FC_BACKEND_AUTO restores the
- * automatic choice). FC_ERR_BACKEND when that provider was not built. */
+ * automatic choice: FUCINA_BACKEND when set, else OpenBLAS for f32/f64,
+ * oneDNN for bf16/f16, ref for tiny products or when a library is absent).
+ * FC_ERR_BACKEND when that provider was not built (the message says how to
+ * build it), FC_ERR_INVALID_ARG for a value out of range, FC_ERR_NULL_ARG
+ * for a NULL ctx; errors are also recorded in ctx. An explicit provider that
+ * lacks an operand dtype (OpenBLAS has no bf16) makes that matmul fail with
+ * FC_ERR_BACKEND rather than silently use another provider. */
 FC_API fc_status fc_ctx_set_backend(fc_ctx *ctx, fc_backend backend);
 
 #ifdef __cplusplus

@@ -28,19 +28,35 @@
 extern "C" {
 #endif
 
-/* ---- binary arithmetic (broadcasting) ------------------------------------------ */
+/* ---- binary arithmetic (broadcasting) ------------------------------------------
+ * out has the broadcast shape of a and b and their common dtype: f16, bf16,
+ * f32, f64, or (all but pow) an integer dtype, where + - * wrap modulo 2^bits.
+ * Errors: FC_ERR_DTYPE when the dtypes differ ("add: dtypes f32 and f16
+ * differ; cast one with fc_to") or are not allowed (bool, f8, blocks);
+ * FC_ERR_SHAPE_MISMATCH when the shapes do not broadcast; FC_ERR_NULL_ARG
+ * for a NULL input (an earlier error is kept). Gradients of broadcast
+ * inputs are summed back to their shapes. */
 FC_API fc_tensor *fc_add(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_sub(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_mul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
-/* Integer division truncates toward zero; a zero divisor is FC_ERR_DIV_ZERO. */
+/* Integer division truncates toward zero and INT_MIN / -1 wraps to INT_MIN.
+ * A zero anywhere in an integer divisor is FC_ERR_DIV_ZERO, detected before
+ * anything is computed. Floats follow IEEE (x / 0 is +-inf or NaN). */
 FC_API fc_tensor *fc_div(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
-/* Float dtypes only. */
+/* Float dtypes only. Gradient for a is 0 where b == 0; for b it is 0 where
+ * a == 0 and b >= 0 (PyTorch's masks). */
 FC_API fc_tensor *fc_pow(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
-/* Elementwise max/min; NaN propagates. Gradient goes to a on ties (a >= b). */
+/* Elementwise max/min; a NaN in either operand propagates. Gradient: to the
+ * winning operand (to a NaN operand that propagated), split 0.5 / 0.5 on
+ * ties like torch.maximum/minimum (so it agrees with central differences). */
 FC_API fc_tensor *fc_maximum(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_minimum(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 
-/* Scalar forms: the scalar is converted to the tensor's dtype first. */
+/* Scalar forms: the scalar is first converted to the tensor's dtype with
+ * fc_cast_scalar's rules (an integer tensor truncates 2.7 to 2; an f16
+ * tensor rounds 0.1 to f16), then the binary op runs with it broadcast, with
+ * the same dtypes, errors and gradients as the tensor form (so
+ * fc_div_scalar(i32, 0.5) is FC_ERR_DIV_ZERO). */
 FC_API fc_tensor *fc_add_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_sub_scalar(fc_ctx *ctx, fc_tensor *a, double s);  /* a - s */
 FC_API fc_tensor *fc_rsub_scalar(fc_ctx *ctx, fc_tensor *a, double s); /* s - a */
@@ -50,40 +66,70 @@ FC_API fc_tensor *fc_pow_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_maximum_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_minimum_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 
-/* In place (a mutation: bumps the storage generation; FC_ERR_READ_ONLY on
- * read-only storage; b broadcasts to dst's shape). Not recorded by autograd:
- * in-place ops on tensors that require grad are FC_ERR_INVALID_ARG. */
+/* In place and into a destination. Each is a mutation of dst/out: it bumps
+ * the storage generation (so a value saved for backward that lives there
+ * makes that backward fail with FC_ERR_SAVED_MODIFIED). Dtypes as for the
+ * binary ops (fc_fill_ takes every scalar dtype). Not recorded by autograd,
+ * so while grad mode is on a destination or operand that requires grad is
+ * FC_ERR_INVALID_ARG; inside fc_no_grad_begin/end (optimizer-style updates)
+ * it is allowed. Also FC_ERR_READ_ONLY for read-only storage,
+ * FC_ERR_UNSUPPORTED_VIEW for a destination with stride-0 (broadcast) axes,
+ * FC_ERR_SHAPE_MISMATCH when the operands do not broadcast to exactly the
+ * destination's shape, and in check_finite mode FC_ERR_NON_FINITE after
+ * writing a NaN/inf. Nothing is written when a check fails (check_finite
+ * aside). dst may be any other view; an operand may be the destination
+ * itself, while other overlaps with it give unspecified values. Borrows
+ * every argument. */
 FC_API fc_status fc_add_(fc_tensor *dst, fc_tensor *b);
 /* out = a + b into an existing tensor of the broadcast shape and the
  * operands' dtype (out may not alias a or b unless identical to it). */
 FC_API fc_status fc_add_out(fc_tensor *out, fc_tensor *a, fc_tensor *b);
 FC_API fc_status fc_mul_scalar_(fc_tensor *dst, double s);
+/* value is converted with fc_cast_scalar's rules. */
 FC_API fc_status fc_fill_(fc_tensor *dst, double value);
 
-/* ---- comparison and logic (result dtype bool) ------------------------------------ */
+/* ---- comparison and logic (result dtype bool, never recorded by autograd) ------------
+ * Comparisons need one dtype on both sides: any scalar dtype but the f8
+ * storage formats (FC_ERR_DTYPE otherwise, as for mixed dtypes); shapes
+ * broadcast. IEEE semantics: every comparison with NaN is false except ne,
+ * and -0.0 == 0.0. */
 FC_API fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_ne(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_lt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_le(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_gt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_ge(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
+/* Unlike the arithmetic scalar forms these compare exact values: s is not
+ * rounded to a's dtype (i32 2 < 2.5 is true; an i64 above 2^53 compares
+ * exactly; a NaN s gives all false). */
 FC_API fc_tensor *fc_eq_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_lt_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_gt_scalar(fc_ctx *ctx, fc_tensor *a, double s);
-/* Operands of any non-block dtype, read with fc_is_truthy. */
+/* Operands of any non-block dtype (they may differ), read with fc_is_truthy
+ * (-0.0 false, NaN true); shapes broadcast. */
 FC_API fc_tensor *fc_logical_and(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_logical_or(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_logical_not(fc_ctx *ctx, fc_tensor *a);
-/* cond ? a : b, cond of any non-block dtype (truthiness), a and b one dtype;
- * all three broadcast. */
+/* cond ? a : b. cond of any non-block dtype (truthiness); a and b of one
+ * scalar dtype (any, f8 and bool included: elements are copied bit-exactly),
+ * which is the result's; all three broadcast ("where: shapes [2,3], [4] and
+ * [3] do not broadcast"). Gradient: g to a where cond holds, to b elsewhere,
+ * zero to cond. */
 FC_API fc_tensor *fc_where(fc_ctx *ctx, fc_tensor *cond, fc_tensor *a, fc_tensor *b);
-/* x with value wherever mask is true (mask broadcasts to x). */
+/* x (any scalar dtype) with value (converted to x's dtype) wherever mask
+ * (any non-block dtype, truthiness) holds; mask must broadcast to x's shape
+ * (FC_ERR_SHAPE_MISMATCH). Gradient: g where the mask is false, 0 where it
+ * filled, zero to the mask. */
 FC_API fc_tensor *fc_masked_fill(fc_ctx *ctx, fc_tensor *x, fc_tensor *mask, double value);
 
-/* ---- unary (float dtypes; neg/abs/sign/square also on signed integers) ------------ */
+/* ---- unary (float dtypes; neg/abs/sign/square also on signed integers) ------------
+ * Same shape and dtype as x; f16/bf16/f32 compute in f32 and f64 in f64.
+ * Integers wrap (neg and abs of INT_MIN give INT_MIN). Other dtypes are
+ * FC_ERR_DTYPE. NaN propagates through every op. */
 FC_API fc_tensor *fc_neg(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x);  /* abs'(0) = 0 */
-FC_API fc_tensor *fc_sign(fc_ctx *ctx, fc_tensor *x); /* gradient 0 */
+/* -1, 0 or 1 (a zero keeps its sign, NaN stays NaN); gradient 0. */
+FC_API fc_tensor *fc_sign(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_square(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_sqrt(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_rsqrt(fc_ctx *ctx, fc_tensor *x);
@@ -95,8 +141,10 @@ FC_API fc_tensor *fc_expm1(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_sin(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_cos(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_tanh(fc_ctx *ctx, fc_tensor *x);
+/* 1 / (1 + exp(-x)): exactly 0 and 1 in the saturated tails, never NaN. */
 FC_API fc_tensor *fc_sigmoid(fc_ctx *ctx, fc_tensor *x);
-FC_API fc_tensor *fc_relu(fc_ctx *ctx, fc_tensor *x); /* relu'(0) = 0 */
+FC_API fc_tensor *fc_relu(fc_ctx *ctx, fc_tensor *x); /* relu(-0.0) = +0; relu'(0) = 0 */
+/* x for x > 0, slope * x otherwise; the gradient at 0 is slope (PyTorch). */
 FC_API fc_tensor *fc_leaky_relu(fc_ctx *ctx, fc_tensor *x, double slope);
 /* GELU: exact erf form, or the tanh approximation when tanh_approx. */
 FC_API fc_tensor *fc_gelu(fc_ctx *ctx, fc_tensor *x, bool tanh_approx);
@@ -104,42 +152,76 @@ FC_API fc_tensor *fc_silu(fc_ctx *ctx, fc_tensor *x);
 /* log(1 + exp(x)), computed stably (linear above x > 20 like PyTorch). */
 FC_API fc_tensor *fc_softplus(fc_ctx *ctx, fc_tensor *x);
 /* Clamp to [lo, hi]; pass -INFINITY / INFINITY for no bound. Gradient 1
- * where lo <= x <= hi. */
+ * where lo <= x <= hi, else 0. lo > hi or a NaN bound is FC_ERR_INVALID_ARG. */
 FC_API fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi);
 
 /* ---- reductions ---------------------------------------------------------------------
  * axes: naxes axes (negative allowed, no repeats), or naxes == 0 for all
- * axes (the result then has shape [1], or rank ones with keepdim). */
+ * axes (the result then has shape [1], or rank ones with keepdim). Errors:
+ * FC_ERR_AXIS for an axis out of range, FC_ERR_INVALID_ARG for a repeated
+ * axis or naxes < 0, FC_ERR_RANK for more axes than dims, FC_ERR_NULL_ARG
+ * for NULL axes with naxes > 0, FC_ERR_DTYPE for a dtype the op does not
+ * take (f8 and block dtypes everywhere but fc_all/fc_any: cast first).
+ *
+ * Accumulation is wide and deterministic: f16/bf16/f32 sum in f32 partials
+ * of at most 512 elements added into a double (300 bf16 ones sum to 300),
+ * f64 in f64, integers and bool in wrapping 64-bit integers; long
+ * reductions are split into fixed chunks merged in order, so the bits never
+ * depend on the thread count. Result dtypes: sum/prod/max/min give f32 for
+ * f16, bf16 and f32, f64 for f64, i64 for integers and bool. NaN
+ * propagates through every float reduction. */
+/* Floats, integers, bool. Gradient: g broadcast back. */
 FC_API fc_tensor *fc_sum(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
+/* Float dtypes only (f32 or f64 result). Gradient: g / count. */
 FC_API fc_tensor *fc_mean(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
+/* Floats, integers (wrapping), bool. Gradient: g * prod / x when the
+ * reduced set has no zero; with exactly one zero that element gets
+ * g * (product of the others) and the rest 0; with two or more zeros 0. */
 FC_API fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* max/min values (float result dtype per the reduction policy; integers keep
- * i64). The gradient goes to the first extremal element. */
+/* max/min values (float result dtype per the reduction policy; integers and
+ * bool give i64). The gradient goes to the first extremal element in
+ * row-major order of the reduced elements (PyTorch's choice for
+ * max(dim); unlike its amax, ties are not shared). */
 FC_API fc_tensor *fc_max(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 FC_API fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* Index (i64) of the first max/min along one axis. */
+/* Index (i64) of the first max/min along one axis; the first NaN when the
+ * row has one (as PyTorch). Floats, integers, bool. Not differentiable. */
 FC_API fc_tensor *fc_argmax(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
 FC_API fc_tensor *fc_argmin(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
-/* Variance / standard deviation with Bessel-style correction (1 = unbiased). */
+/* Variance / standard deviation: sum((x - mean)^2) / max(0, n - correction)
+ * (1 = unbiased, 0 = population; n <= correction gives inf or NaN like
+ * PyTorch). Float dtypes only. The std gradient at std == 0 is NaN. */
 FC_API fc_tensor *fc_var(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                          bool keepdim);
 FC_API fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                          bool keepdim);
+/* log(sum(exp(x))) computed stably (max-shifted); -inf for all -inf, +inf
+ * when an element is +inf. Float dtypes only. Gradient: g * exp(x - out). */
 FC_API fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes,
                                bool keepdim);
-/* Truthiness reductions, result bool. */
+/* Truthiness reductions (fc_is_truthy: -0.0 false, NaN true), result bool;
+ * every scalar dtype, the f8 floats included. */
 FC_API fc_tensor *fc_all(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 FC_API fc_tensor *fc_any(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
-/* Inclusive prefix sum along axis (reduction dtype policy for the result). */
+/* Inclusive prefix sum along axis: f32 for f16/bf16/f32 (the running sum is
+ * a double, each prefix rounded once), f64 for f64, i64 (wrapping) for
+ * integers and bool. Gradient: the reverse cumulative sum of g. */
 FC_API fc_tensor *fc_cumsum(fc_ctx *ctx, fc_tensor *x, int axis);
 
-/* ---- softmax, normalisation, losses --------------------------------------------------- */
+/* ---- softmax, normalisation, losses ---------------------------------------------------
+ * Float dtypes only; the result has the input's dtype (f16/bf16 compute in
+ * f32). Backward rules are fused kernels. */
+/* softmax / log_softmax along any axis (negative allowed; FC_ERR_AXIS).
+ * A row containing NaN, or only -inf, gives NaN (as PyTorch). */
 FC_API fc_tensor *fc_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
 FC_API fc_tensor *fc_log_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
-/* Normalises over the last axis; weight and bias have the last axis's
- * length (NULL allowed). */
+/* Normalises over the last axis: (x - mean) / sqrt(var + eps) * weight +
+ * bias with the biased variance. weight and bias are [D], D the last axis's
+ * length, of x's dtype (NULL allowed: no scale / no shift); FC_ERR_SHAPE_MISMATCH
+ * / FC_ERR_DTYPE otherwise; eps must be finite and >= 0 (FC_ERR_INVALID_ARG). */
 FC_API fc_tensor *fc_layer_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
                                 double eps);
+/* x / sqrt(mean(x^2) + eps) * weight over the last axis; weight as above. */
 FC_API fc_tensor *fc_rms_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, double eps);
 
 typedef enum fc_reduction { FC_REDUCE_MEAN, FC_REDUCE_SUM, FC_REDUCE_NONE } fc_reduction;
@@ -150,10 +232,20 @@ typedef struct fc_ce_opts {
     double label_smoothing; /* 0 .. 1 */
 } fc_ce_opts;
 /* Fused log-softmax + NLL. logits [N, C] (or [C] with a one-element
- * target), targets integer [N] with values in [0, C) (FC_ERR_INDEX names
- * the bad target). opts NULL: mean, no ignore, no smoothing. */
+ * target), targets of any integer dtype, [N], with values in [0, C)
+ * (FC_ERR_INDEX names the first bad target and its position; FC_ERR_RANK
+ * for logits of rank > 2, FC_ERR_SHAPE_MISMATCH for a targets shape that
+ * does not match, FC_ERR_INVALID_ARG for an unknown reduction or a
+ * smoothing outside [0, 1]). With smoothing eps each row's loss is
+ * (1 - eps) * nll + eps * mean over classes of -log p (PyTorch's).
+ * Ignored rows contribute 0 and leave the mean's denominator; a mean over
+ * no row is NaN. Result: [1] for mean/sum, [N] for none, in the logits'
+ * dtype. opts NULL: mean, no ignore, no smoothing. */
 FC_API fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
                                    const fc_ce_opts *opts);
+/* (a - b)^2 over the broadcast shape, then mean/sum ([1]) or none; one
+ * float dtype for both (FC_ERR_DTYPE), shapes must broadcast
+ * (FC_ERR_SHAPE_MISMATCH). The result has the inputs' dtype. */
 FC_API fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction);
 
 /* ---- layout (views share storage; no copy unless stated) -------------------------------- */

@@ -211,16 +211,21 @@ FC_API fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double 
 
 /* ---- conversion and materialisation ------------------------------------------- */
 
-/* Cast to dtype (new tensor; a retained same tensor when dtype matches and
- * nothing would change). Every pair of non-block dtypes; block -> f32
- * dequantizes and f32 -> block quantizes. */
+/* Cast to dtype. Returns a new reference: a new tensor, or, when dtype is
+ * already t's, a new handle sharing t's storage. Every pair of non-block
+ * dtypes; block -> f32 dequantizes and f32 -> block quantizes. Float ->
+ * float casts are differentiable (the gradient is cast back); casts to
+ * integers cut the graph. */
 FC_API fc_tensor *fc_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype);
-/* t itself (retained) when contiguous, else a contiguous copy. */
+/* A new handle sharing t's storage when t is contiguous, else a contiguous
+ * copy. Differentiable (identity gradient), like fc_clone. */
 FC_API fc_tensor *fc_contiguous(fc_ctx *ctx, fc_tensor *t);
 /* A fresh contiguous copy, never sharing storage. */
 FC_API fc_tensor *fc_clone(fc_ctx *ctx, fc_tensor *t);
-/* Copies src into dst in place (same shape and dtype; dst may be a view).
- * A mutation of dst. */
+/* Copies src into dst in place (same shape and dtype; dst may be a view,
+ * but not a broadcast one: FC_ERR_UNSUPPORTED_VIEW). A mutation of dst;
+ * not recorded by autograd, so a dst that requires grad is refused with
+ * FC_ERR_INVALID_ARG unless grad mode is off (fc_no_grad_begin). */
 FC_API fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src);
 /* Writes "f32[2,3]" into buf; returns buf. */
 FC_API const char *fc_tensor_describe(const fc_tensor *t, char *buf, size_t cap);

@@ -32,32 +32,47 @@ static void acc_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     }
 }
 
-/* dst (contiguous, shape `shape`) += src summed/broadcast onto it. With
- * ctx == NULL the walk is single-threaded, so accumulating into broadcast
- * (stride-0) positions of dst is race-free and ordered. */
+/* dst += src over the broadcast of their shapes: axes dst has as 1 (or
+ * lacks) sum src, axes src has as 1 (or lacks) repeat it. With ctx == NULL
+ * the walk is single-threaded, so accumulating into broadcast (stride-0)
+ * positions of dst is race-free and ordered. The caller checked that the
+ * shapes broadcast. */
 static void accumulate(fc_tensor *dst, fc_tensor *src) {
+    if (dst->raw.dtype == FC_F32 && src->raw.dtype == FC_F32 &&
+        fc__shape_equal(dst->raw.shape, dst->raw.rank, src->raw.shape, src->raw.rank) &&
+        fc__raw_is_contiguous(&dst->raw) && fc__raw_is_contiguous(&src->raw)) {
+        /* the usual case (same shape, both dense): one flat loop, no iterator */
+        float *d = (float *)fc__raw_base(&dst->raw);
+        const float *s = (const float *)fc__raw_base(&src->raw);
+        int64_t n = fc__raw_numel(&dst->raw);
+        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+        return;
+    }
+    int64_t shape[FC_MAX_RANK];
+    int r;
+    fc__shape_broadcast(dst->raw.shape, dst->raw.rank, src->raw.shape, src->raw.rank, shape, &r);
     fc__iter it;
     fc_raw *ops[2] = {&dst->raw, &src->raw};
-    /* iterate over src's shape; dst is right-aligned with stride 0 on the
-     * axes it lacks or has as 1 */
-    int64_t dstr[FC_MAX_RANK];
-    fc_raw dv = dst->raw;
-    int r = src->raw.rank;
-    fc__bcast_strides(&dst->raw, src->raw.shape, r, dstr);
-    dv.rank = r;
-    int64_t es = (int64_t)fc_dtype_size(dst->raw.dtype);
-    for (int i = 0; i < r; i++) {
-        dv.shape[i] = src->raw.shape[i];
-        dv.strides[i] = dstr[i] / es;
-    }
-    ops[0] = &dv;
-    fc__iter_init(&it, src->raw.shape, r, 2, ops);
+    fc__iter_init(&it, shape, r, 2, ops);
     acc_arg a = {dst->raw.dtype};
     fc__iter_run(NULL, &it, acc_inner, &a);
 }
 
+/* g is read as broadcast to the common shape of g and the input, then
+ * summed down to the input's shape: a gradient at the op's (broadcast)
+ * output shape sums, a smaller one ([1] for a zero gradient) repeats. */
 fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank) {
     if (fc__shape_equal(g->raw.shape, g->raw.rank, shape, rank)) return g;
+    int64_t common[FC_MAX_RANK];
+    int cr;
+    if (fc__shape_broadcast(g->raw.shape, g->raw.rank, shape, rank, common, &cr) != FC_OK) {
+        char a[160], b[160];
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                 "backward: a gradient of shape %s does not fit an input of shape %s",
+                 fc__shape_str(g->raw.shape, g->raw.rank, a, (int)sizeof a),
+                 fc__shape_str(shape, rank, b, (int)sizeof b));
+        return NULL;
+    }
     fc_tensor *out = fc__tensor_new(ctx, "backward", g->raw.dtype, shape, rank);
     if (!out) return NULL;
     memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
@@ -139,6 +154,19 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
         if (!in->needs) continue;
         if (!gin[k]) {
             st = fc__fail(ctx, FC_ERR_STATE, "backward of %s: no gradient for input %d", n->op, k);
+            break;
+        }
+        int64_t common[FC_MAX_RANK];
+        int cr;
+        if (!fc__shape_equal(gin[k]->raw.shape, gin[k]->raw.rank, in->shape, in->rank) &&
+            fc__shape_broadcast(gin[k]->raw.shape, gin[k]->raw.rank, in->shape, in->rank, common,
+                                &cr) != FC_OK) {
+            char a[160], b[160];
+            st = fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                          "backward of %s (tape node %lld): the gradient %s of input %d does not "
+                          "broadcast with the input's shape %s",
+                          n->op, (long long)n->id, fc__desc(gin[k], a, (int)sizeof a), k,
+                          fc__shape_str(in->shape, in->rank, b, (int)sizeof b));
             break;
         }
         fc_dtype gdt = fc__grad_dtype(in->dtype);

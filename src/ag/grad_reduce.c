@@ -29,7 +29,8 @@ fc_status fc__grad_logsumexp(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_ten
 fc_status fc__grad_cumsum(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 static void node_mask(const fc_node *node, bool *mask) {
-    for (int i = 0; i < node->in[0].rank; i++) mask[i] = (node->i[0] >> i) & 1;
+    for (int i = 0; i < node->in[0].rank; i++)
+        mask[i] = (node->i[0] >> i) & 1;
 }
 
 /* The saved input as f32 or f64 (16-bit floats widened). */
@@ -146,7 +147,8 @@ static void scale_by_g(fc_tensor *v, const fc_tensor *g) {
     double *pv = (double *)fc__raw_base(&v->raw);
     const char *pg = fc__raw_base(&g->raw);
     size_t es = fc_dtype_size(g->raw.dtype);
-    for (int64_t i = 0; i < n; i++) pv[i] *= ld(g->raw.dtype, pg + (size_t)i * es);
+    for (int64_t i = 0; i < n; i++)
+        pv[i] *= ld(g->raw.dtype, pg + (size_t)i * es);
 }
 
 fc_status fc__grad_prod(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
@@ -224,9 +226,11 @@ fc_status fc__grad_var(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **
         if (!sd) return fc__failed(ctx);
         const char *ps = fc__raw_base(&sd->raw);
         size_t es = fc_dtype_size(sd->raw.dtype);
-        for (int64_t o = 0; o < nout; o++) pq[o] = 1.0 / (den * ld(sd->raw.dtype, ps + o * es));
+        for (int64_t o = 0; o < nout; o++)
+            pq[o] = 1.0 / (den * ld(sd->raw.dtype, ps + o * es));
     } else {
-        for (int64_t o = 0; o < nout; o++) pq[o] = 2.0 / den;
+        for (int64_t o = 0; o < nout; o++)
+            pq[o] = 2.0 / den;
     }
     scale_by_g(q, gout);
     gin[0] = broadcast_combine(ctx, node, BC_AFFINE, x, q, mean);

@@ -6,8 +6,11 @@
  * node->f. Its backward rule receives the gradient of the output (gout, in
  * the gradient dtype: f64 for f64 graphs, f32 otherwise, contiguous, output
  * shape) and sets gin[k] for every input k with node->in[k].needs: a new
- * tensor of the input's shape, or of any shape that broadcasts to it (the
- * engine sums broadcast axes away). Rules run with grad mode off inside a
+ * tensor of the input's shape, or of any shape that broadcasts with it: the
+ * engine reads it broadcast to the common shape and sums that down to the
+ * input's (so the op's broadcast output shape sums away, and a [1] zero
+ * serves any input); a shape that does not broadcast fails the backward
+ * with FC_ERR_SHAPE_MISMATCH naming the op. Rules run with grad mode off inside a
  * scope and may use every forward op: every tensor they create is released
  * when the node is done, so rules release nothing; gin[k] may be such a
  * temporary, gout itself or a saved tensor (the engine retains what it

@@ -94,11 +94,11 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
  * that supports dtype (FC_ERR_BACKEND, naming the dtypes it takes).
  * FC_BACKEND_AUTO reads FUCINA_BACKEND (once per process) and treats a
  * value there as an explicit request (an unknown value is FC_ERR_BACKEND);
- * without it: blas for f32/f64, onednn for bf16/f16, when built, else ref;
- * products too small to amortise a library call (m*n*k below
- * FC__GEMM_TINY) always go to ref. A dtype that is not f16/bf16/f32/f64
- * gives FC_ERR_DTYPE, a backend value out of range FC_ERR_INVALID_ARG.
- * Messages start with "matmul: ". */
+ * without it: blas for f32/f64 when built, else onednn (f32, bf16, f16) when
+ * built and the product is not tiny (m*n*k at most FC__GEMM_TINY: not worth
+ * a primitive), else ref. A dtype that is not f16/bf16/f32/f64 gives
+ * FC_ERR_DTYPE, a backend value out of range FC_ERR_INVALID_ARG, a size
+ * below 1 FC_ERR_INVALID_SHAPE. Messages start with "matmul: ". */
 #define FC__GEMM_TINY 4096
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
                               const fc__matmul_provider **out, char *err, size_t errcap);
@@ -129,6 +129,15 @@ void fc__backend_cache_free(fc__backend_cache *cache);
  * NULL). Providers create their state lazily and store it here. */
 void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id);
 const fc_allocator *fc__backend_cache_allocator(const fc__backend_cache *cache);
+/* Workspace for one provider call: the cache's grow-only scratch buffer
+ * when g->cache is set (so a steady stream of products allocates nothing;
+ * it lives until the cache is freed), else a private allocation from
+ * g->alloc. 64-byte aligned; NULL when out of memory. Release it with
+ * fc__gemm_workspace_done (a no-op for the scratch buffer). Providers take
+ * one workspace per call and never nest them. */
+void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes);
+void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes);
+
 /* Entries held for provider id (0 for NULL, a provider without state, or
  * one not built): lets tests see that a repeated call reuses its primitive. */
 int fc__backend_cache_entries(const fc__backend_cache *cache, fc_backend id);

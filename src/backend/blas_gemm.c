@@ -11,9 +11,11 @@
  * count when it differs from the context's and brackets the call with the
  * OpenMP setting; inside an OpenMP parallel region OpenBLAS runs serially by
  * itself. With the count fixed, OpenBLAS partitions M and N (never K) the
- * same way on every call, so the bits repeat. The count is process-wide in
- * OpenBLAS: contexts with different counts used concurrently on different
- * threads may see each other's setting (results stay correct). */
+ * same way on every call, so the bits repeat (a batch of small products is
+ * split over the team, one whole product per call, so that holds too). The
+ * count is process-wide in OpenBLAS: contexts with different counts used
+ * concurrently on different threads may see each other's setting (results
+ * stay correct). */
 #include <limits.h>
 #include <stdio.h>
 
@@ -36,6 +38,39 @@ static void set_threads(int threads) {
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
 
+/* Products below this many multiply-adds (m*n*k) are the ones OpenBLAS runs
+ * single-threaded (its SMP threshold is 65536 * 4): a batch of them is
+ * split over the team instead. */
+#define FC__BLAS_SMALL (65536 * 4)
+
+typedef struct blas_call {
+    const fc__gemm *g;
+    blasint m, n, k, lda, ldb, ldc;
+    enum CBLAS_TRANSPOSE ta, tb;
+} blas_call;
+
+/* Products [begin, end) of the batch. */
+static void run_products(const blas_call *c, int64_t begin, int64_t end) {
+    const fc__gemm *g = c->g;
+    if (g->dtype == FC_F32) {
+        const float *a = g->a, *b = g->b;
+        float *out = g->c;
+        float beta = g->accumulate ? 1.0f : 0.0f;
+        for (int64_t i = begin; i < end; i++) {
+            cblas_sgemm(CblasRowMajor, c->ta, c->tb, c->m, c->n, c->k, 1.0f, a + i * g->stride_a,
+                        c->lda, b + i * g->stride_b, c->ldb, beta, out + i * g->stride_c, c->ldc);
+        }
+    } else {
+        const double *a = g->a, *b = g->b;
+        double *out = g->c;
+        double beta = g->accumulate ? 1.0 : 0.0;
+        for (int64_t i = begin; i < end; i++) {
+            cblas_dgemm(CblasRowMajor, c->ta, c->tb, c->m, c->n, c->k, 1.0, a + i * g->stride_a,
+                        c->lda, b + i * g->stride_b, c->ldb, beta, out + i * g->stride_c, c->ldc);
+        }
+    }
+}
+
 static fc_status blas_gemm(const fc__gemm *g, char *err, size_t errcap) {
     int64_t max_ld = g->lda > g->ldb ? g->lda : g->ldb;
     if (g->ldc > max_ld) max_ld = g->ldc;
@@ -54,22 +89,29 @@ static fc_status blas_gemm(const fc__gemm *g, char *err, size_t errcap) {
 
     int prev = fc__omp_threads_push(g->threads);
     set_threads(g->threads);
-    if (g->dtype == FC_F32) {
-        const float *a = g->a, *b = g->b;
-        float *c = g->c;
-        float beta = g->accumulate ? 1.0f : 0.0f;
-        for (int64_t i = 0; i < g->batch; i++) {
-            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a + i * g->stride_a, lda,
-                        b + i * g->stride_b, ldb, beta, c + i * g->stride_c, ldc);
+    blas_call call = {g, m, n, k, lda, ldb, ldc, ta, tb};
+    bool small = g->m <= (FC__BLAS_SMALL - 1) / g->n / g->k; /* m*n*k < SMALL, no overflow */
+    bool split = g->batch > 1 && g->threads > 1 && small;
+#ifdef FUCINA_HAVE_OPENMP
+    split = split && !omp_in_parallel();
+#else
+    split = false;
+#endif
+    if (split) {
+#ifdef FUCINA_HAVE_OPENMP
+        /* OpenBLAS runs a product this small on one thread (its own
+         * threshold), so a serial batch would leave the team idle: give each
+         * thread a static share of the products instead. Inside the team
+         * OpenBLAS sees omp_in_parallel() and stays single-threaded. */
+        int64_t nt = g->threads < g->batch ? g->threads : g->batch;
+#pragma omp parallel num_threads((int)nt)
+        {
+            int64_t tid = omp_get_thread_num(), got = omp_get_num_threads();
+            run_products(&call, g->batch * tid / got, g->batch * (tid + 1) / got);
         }
+#endif
     } else {
-        const double *a = g->a, *b = g->b;
-        double *c = g->c;
-        double beta = g->accumulate ? 1.0 : 0.0;
-        for (int64_t i = 0; i < g->batch; i++) {
-            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a + i * g->stride_a, lda,
-                        b + i * g->stride_b, ldb, beta, c + i * g->stride_c, ldc);
-        }
+        run_products(&call, 0, g->batch);
     }
     fc__omp_threads_pop(prev);
     return FC_OK;

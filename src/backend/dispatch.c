@@ -145,18 +145,15 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
 }
 
 static const fc__matmul_provider *automatic(fc_dtype dtype, int64_t m, int64_t n, int64_t k) {
-    /* A library call costs about a microsecond before any arithmetic; ref's
-     * loop is cheaper for products of a few thousand multiply-adds. The
-     * division form cannot overflow. */
-    if (m <= FC__GEMM_TINY / n / k) return &fc__provider_ref;
     const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
     const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
-    if (dtype == FC_F32 || dtype == FC_F64) {
-        if (blas && blas->supports(dtype)) return blas;
-        if (dnnl && dnnl->supports(dtype)) return dnnl;
-    } else if (dnnl && dnnl->supports(dtype)) {
-        return dnnl;
-    }
+    /* OpenBLAS has a small-matrix path (a 4x4 product costs it ~0.2 us), so
+     * it takes every f32/f64 size. oneDNN builds a JIT primitive per new
+     * shape (tens of microseconds, then cached): a tiny product is not worth
+     * one, so those stay in ref. The division form cannot overflow. */
+    bool tiny = m <= FC__GEMM_TINY / n / k;
+    if ((dtype == FC_F32 || dtype == FC_F64) && blas && blas->supports(dtype)) return blas;
+    if (!tiny && dnnl && dnnl->supports(dtype)) return dnnl;
     return &fc__provider_ref;
 }
 
@@ -258,6 +255,8 @@ fc_status fc__gemm_run(const fc__matmul_provider *p, const fc__gemm *g, char *er
 struct fc__backend_cache {
     fc_allocator alloc;
     void *slots[FC_BACKEND_COUNT];
+    void *scratch; /* grow-only workspace, see fc__gemm_workspace */
+    size_t scratch_bytes;
 };
 
 fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
@@ -267,6 +266,8 @@ fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
     c->alloc = *alloc;
     for (int i = 0; i < FC_BACKEND_COUNT; i++)
         c->slots[i] = NULL;
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
     return c;
 }
 
@@ -277,7 +278,29 @@ void fc__backend_cache_free(fc__backend_cache *cache) {
         if (p && p->state_free && cache->slots[i]) p->state_free(cache->slots[i], &cache->alloc);
     }
     fc_allocator a = cache->alloc;
+    fc__free(&a, cache->scratch, cache->scratch_bytes);
     fc__free(&a, cache, sizeof *cache);
+}
+
+void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes) {
+    fc__backend_cache *c = g->cache;
+    if (!c) return fc__alloc(g->alloc, nbytes ? nbytes : 1, 64);
+    if (nbytes <= c->scratch_bytes) return c->scratch;
+    /* grow by half again, so a slowly growing size does not reallocate
+     * on every call */
+    size_t want = c->scratch_bytes + c->scratch_bytes / 2;
+    if (want < nbytes) want = nbytes;
+    void *p = fc__alloc(&c->alloc, want, 64);
+    if (!p && want > nbytes) p = fc__alloc(&c->alloc, want = nbytes, 64);
+    if (!p) return NULL;
+    fc__free(&c->alloc, c->scratch, c->scratch_bytes);
+    c->scratch = p;
+    c->scratch_bytes = want;
+    return p;
+}
+
+void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes) {
+    if (!g->cache) fc__free(g->alloc, p, nbytes ? nbytes : 1);
 }
 
 void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id) {

@@ -25,9 +25,11 @@
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "backend/backend.h"
 #include "core/buffer.h"
+#include "core/convert.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -100,8 +102,8 @@ typedef struct dnnl_state {
 
 static fc_status dnnl_error(dnnl_status_t s, const char *what, const fc__gemm *g, char *err,
                             size_t errcap) {
-    snprintf(err, errcap, "gemm(onednn): %s failed (dnnl status %d) for %s m=%lld n=%lld k=%lld",
-             what, (int)s, fc_dtype_name(g->dtype), (long long)g->m, (long long)g->n,
+    snprintf(err, errcap, "gemm(onednn): %s failed (%s) for %s m=%lld n=%lld k=%lld", what,
+             dnnl_status2str(s), fc_dtype_name(g->dtype), (long long)g->m, (long long)g->n,
              (long long)g->k);
     return s == dnnl_out_of_memory ? FC_ERR_OOM : FC_ERR_BACKEND;
 }
@@ -366,18 +368,39 @@ static bool probe_f16(dnnl_state *st) {
     return s == dnnl_success;
 }
 
-/* dst (rows x cols, dense) = f32 of an f16 matrix with element strides. */
+/* dst (rows x cols, dense) = f32 of an f16 matrix with element strides;
+ * rows with unit column stride go through the SIMD row converter. */
 static void widen(const uint16_t *src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
                   float *dst) {
     for (int64_t i = 0; i < rows; i++) {
+        if (cs == 1) {
+            fc__f16_to_f32_row(src + i * rs, dst + i * cols, (size_t)cols);
+            continue;
+        }
         for (int64_t j = 0; j < cols; j++)
             dst[i * cols + j] = fc_f16_to_f32(src[i * rs + j * cs]);
     }
 }
 
+/* c (one row of n f16) = round(src [+ c]); the sum is formed in f32 in
+ * place in src (a workspace row) and rounded once. */
+static void narrow_row(uint16_t *c, float *src, int64_t n, bool accumulate) {
+    if (accumulate) {
+        float tmp[256];
+        for (int64_t j0 = 0; j0 < n; j0 += 256) {
+            size_t len = (size_t)(n - j0 < 256 ? n - j0 : 256);
+            fc__f16_to_f32_row(c + j0, tmp, len);
+            for (size_t j = 0; j < len; j++)
+                src[j0 + (int64_t)j] += tmp[j];
+        }
+    }
+    fc__f32_to_f16_row(src, c, (size_t)n);
+}
+
 /* f16 where oneDNN lacks it: widen A and B to dense f32, multiply with the
  * f32 primitive into a dense f32 C, then round C (plus the old C) once.
- * Workspaces come from g->alloc; cache entries from the cache's `alloc`. */
+ * The workspace is fc__gemm_workspace's; cache entries come from the
+ * cache's `alloc`. */
 static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, const fc__gemm *g,
                                  char *err, size_t errcap) {
     int64_t na = g->batch > 1 && g->stride_a ? g->batch : 1;
@@ -385,9 +408,12 @@ static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, cons
     size_t bytes_a = (size_t)(na * g->m * g->k) * sizeof(float);
     size_t bytes_b = (size_t)(nb * g->k * g->n) * sizeof(float);
     size_t bytes_c = (size_t)(g->batch * g->m * g->n) * sizeof(float);
-    float *fa = fc__alloc(g->alloc, bytes_a, 64);
-    float *fb = fc__alloc(g->alloc, bytes_b, 64);
-    float *fcw = fc__alloc(g->alloc, bytes_c, 64);
+    /* one workspace: A, B and C in f32, each 64-byte aligned */
+    bytes_a = (bytes_a + 63) / 64 * 64, bytes_b = (bytes_b + 63) / 64 * 64;
+    char *ws = fc__gemm_workspace(g, bytes_a + bytes_b + bytes_c);
+    float *fa = (float *)(void *)ws;
+    float *fb = ws ? (float *)(void *)(ws + bytes_a) : NULL;
+    float *fcw = ws ? (float *)(void *)(ws + bytes_a + bytes_b) : NULL;
     fc_status rc = FC_OK;
     if (!fa || !fb || !fcw) {
         snprintf(err, errcap, "gemm(onednn): out of memory widening f16 operands (%zu bytes)",
@@ -413,19 +439,13 @@ static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, cons
     if (rc == FC_OK) {
         for (int64_t bi = 0; bi < g->batch; bi++) {
             uint16_t *c = (uint16_t *)g->c + bi * g->stride_c;
-            const float *src = fcw + bi * g->m * g->n;
+            float *src = fcw + bi * g->m * g->n;
             for (int64_t i = 0; i < g->m; i++) {
-                for (int64_t j = 0; j < g->n; j++) {
-                    uint16_t *d = c + i * g->ldc + j;
-                    float v = src[i * g->n + j] + (g->accumulate ? fc_f16_to_f32(*d) : 0.0f);
-                    *d = fc_f32_to_f16(v);
-                }
+                narrow_row(c + i * g->ldc, src + i * g->n, g->n, g->accumulate);
             }
         }
     }
-    fc__free(g->alloc, fcw, bytes_c);
-    fc__free(g->alloc, fb, bytes_b);
-    fc__free(g->alloc, fa, bytes_a);
+    if (ws) fc__gemm_workspace_done(g, ws, bytes_a + bytes_b + bytes_c);
     return rc;
 }
 

@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "core/buffer.h"
+#include "core/convert.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -42,6 +43,7 @@ typedef struct ref_job {
     ref_operand a, b;
     ref_out c;
     int64_t tiles_m, tiles_n;
+    int64_t ws_m, ws_n, ws_k; /* per-thread workspace geometry (see plan) */
 } ref_job;
 
 /* An OpenMP simd loop when OpenMP is on (a plain loop otherwise, which
@@ -81,7 +83,11 @@ typedef struct ref_job {
 
 /* Micro-tiles sized for AVX-512 (6 x 2 vectors of accumulators); the SSE2
  * and AVX2 copies keep part of acc in L1, which costs them little. */
+/* Elements per stack chunk when converting 16-bit runs. */
+#define REF_CHUNK 256
+
 #define REF_T float
+#define REF_WIDE 0
 #define REF_FN(x) x##_f32
 #define REF_MR 6
 #define REF_NR 32
@@ -90,6 +96,7 @@ typedef struct ref_job {
 #define REF_NC 256
 #include "backend/ref_gemm_kernel.h"
 #undef REF_T
+#undef REF_WIDE
 #undef REF_FN
 #undef REF_MR
 #undef REF_NR
@@ -98,6 +105,7 @@ typedef struct ref_job {
 #undef REF_NC
 
 #define REF_T double
+#define REF_WIDE 1
 #define REF_FN(x) x##_f64
 #define REF_MR 6
 #define REF_NR 16
@@ -106,6 +114,7 @@ typedef struct ref_job {
 #define REF_NC 128
 #include "backend/ref_gemm_kernel.h"
 #undef REF_T
+#undef REF_WIDE
 #undef REF_FN
 #undef REF_MR
 #undef REF_NR
@@ -126,9 +135,7 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
         .b = {g->b, g->trans_b ? 1 : g->ldb, g->trans_b ? g->ldb : 1, es, g->dtype},
         .c = {g->c, g->ldc, es, g->dtype, g->accumulate},
     };
-    int64_t mc = wide ? tile_m_f64 : tile_m_f32, nc = wide ? tile_n_f64 : tile_n_f32;
-    job.tiles_m = (g->m + mc - 1) / mc;
-    job.tiles_n = (g->n + nc - 1) / nc;
+    int64_t ws_elems = wide ? plan_f64(&job) : plan_f32(&job);
     int64_t tiles = g->batch * job.tiles_m * job.tiles_n;
 
     int64_t nt = g->threads < tiles ? g->threads : tiles;
@@ -137,8 +144,9 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
 #else
     nt = 1;
 #endif
-    size_t ws_bytes = wide ? ws_elems_f64 * sizeof(double) : ws_elems_f32 * sizeof(float);
-    char *ws = fc__alloc(g->alloc, (size_t)nt * ws_bytes, 64);
+    size_t ws_bytes = (size_t)ws_elems * (wide ? sizeof(double) : sizeof(float));
+    ws_bytes = (ws_bytes + 63) / 64 * 64; /* each thread's slice 64-byte aligned */
+    char *ws = fc__gemm_workspace(g, (size_t)nt * ws_bytes);
     if (!ws) {
         snprintf(err, errcap, "gemm(ref): out of memory for %lld bytes of workspace",
                  (long long)nt * (long long)ws_bytes);
@@ -163,7 +171,7 @@ static fc_status ref_gemm(const fc__gemm *g, char *err, size_t errcap) {
         }
 #endif
     }
-    fc__free(g->alloc, ws, (size_t)nt * ws_bytes);
+    fc__gemm_workspace_done(g, ws, (size_t)nt * ws_bytes);
     return FC_OK;
 }
 

@@ -8,6 +8,8 @@
  *   REF_MR/NR    micro-tile rows/columns (NR a multiple of the vector width)
  *   REF_MC/KC/NC cache blocks: an MC x NC tile of C stays in a per-thread
  *                accumulator across all of K, in KC-deep slices
+ *   REF_WIDE     1 for the f64 instantiation (f64 data only), 0 for the f32
+ *                one (f16, bf16 and f32 data)
  * and, once for both, REF_SIMD and REF_CLONES (see the micro-kernel).
  *
  * One tile of C is one unit of parallel work: its thread packs the slices of
@@ -17,13 +19,35 @@
  * whatever the thread count or schedule, and 16-bit outputs round once. */
 
 /* dst[i*dst_stride] = (REF_T)src[i*stride] for i < n; src in dtype dt. */
+#if REF_WIDE
+static void REF_FN(load_run)(fc_dtype dt, const void *src, int64_t stride, int64_t n, REF_T *dst,
+                             int64_t dst_stride) {
+    (void)dt; /* f64 is this instantiation's only dtype */
+    const double *s = src;
+    for (int64_t i = 0; i < n; i++)
+        dst[i * dst_stride] = s[i * stride];
+}
+#else
 static void REF_FN(load_run)(fc_dtype dt, const void *src, int64_t stride, int64_t n, REF_T *dst,
                              int64_t dst_stride) {
     switch (dt) {
     case FC_F16: {
         const uint16_t *s = src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i * dst_stride] = (REF_T)fc_f16_to_f32(s[i * stride]);
+        if (stride == 1 && dst_stride == 1) {
+            fc__f16_to_f32_row(s, dst, (size_t)n);
+        } else if (stride == 1) {
+            /* a contiguous run: the SIMD row converter into a stack chunk */
+            float tmp[REF_CHUNK];
+            for (int64_t i0 = 0; i0 < n; i0 += REF_CHUNK) {
+                int64_t len = n - i0 < REF_CHUNK ? n - i0 : REF_CHUNK;
+                fc__f16_to_f32_row(s + i0, tmp, (size_t)len);
+                for (int64_t i = 0; i < len; i++)
+                    dst[(i0 + i) * dst_stride] = tmp[i];
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                dst[i * dst_stride] = fc_f16_to_f32(s[i * stride]);
+        }
         break;
     }
     case FC_BF16: {
@@ -36,24 +60,19 @@ static void REF_FN(load_run)(fc_dtype dt, const void *src, int64_t stride, int64
             uint32_t bits = (uint32_t)s[i * stride] << 16;
             float f;
             memcpy(&f, &bits, sizeof f);
-            dst[i * dst_stride] = (REF_T)f;
+            dst[i * dst_stride] = f;
         }
         break;
     }
-    case FC_F32: {
+    default: { /* FC_F32 */
         const float *s = src;
         for (int64_t i = 0; i < n; i++)
-            dst[i * dst_stride] = (REF_T)s[i * stride];
-        break;
-    }
-    default: { /* FC_F64 (validated upstream) */
-        const double *s = src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i * dst_stride] = (REF_T)s[i * stride];
+            dst[i * dst_stride] = s[i * stride];
         break;
     }
     }
 }
+#endif
 
 /* Packs rows [i0, i0+mc) x depth [p0, p0+kc) of one A into MR-row panels:
  * ap[panel*MR*kc + p*MR + r]. Rows past m are zero. (rs, cs) are A's element
@@ -141,61 +160,85 @@ REF_CLONES static void REF_FN(micro)(int64_t kc, const REF_T *restrict ap, const
 }
 
 /* C[i0.., j0..] (mc x nc) = [C +] ct, converted to the output dtype. */
+#if REF_WIDE
 static void REF_FN(store)(const ref_out *C, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
                           const REF_T *ct, int64_t ldt) {
     for (int64_t i = 0; i < mc; i++) {
-        const REF_T *t = ct + i * ldt;
-        char *row = C->base + ((i0 + i) * C->ld + j0) * C->esize;
-        switch (C->dtype) {
-        case FC_F16: {
-            uint16_t *c = (uint16_t *)row;
-            for (int64_t j = 0; j < nc; j++) {
-                float v = (float)t[j] + (C->accumulate ? fc_f16_to_f32(c[j]) : 0.0f);
-                c[j] = fc_f32_to_f16(v);
-            }
-            break;
-        }
-        case FC_BF16: {
-            uint16_t *c = (uint16_t *)row;
-            for (int64_t j = 0; j < nc; j++) {
-                float v = (float)t[j] + (C->accumulate ? fc_bf16_to_f32(c[j]) : 0.0f);
-                c[j] = fc_f32_to_bf16(v);
-            }
-            break;
-        }
-        case FC_F32: {
-            float *c = (float *)row;
-            if (C->accumulate) {
-                for (int64_t j = 0; j < nc; j++)
-                    c[j] += (float)t[j];
-            } else {
-                for (int64_t j = 0; j < nc; j++)
-                    c[j] = (float)t[j];
-            }
-            break;
-        }
-        default: {
-            double *c = (double *)row;
-            if (C->accumulate) {
-                for (int64_t j = 0; j < nc; j++)
-                    c[j] += (double)t[j];
-            } else {
-                for (int64_t j = 0; j < nc; j++)
-                    c[j] = (double)t[j];
-            }
-            break;
-        }
+        const double *t = ct + i * ldt;
+        double *c = (double *)(void *)(C->base + ((i0 + i) * C->ld + j0) * C->esize);
+        if (C->accumulate) {
+            for (int64_t j = 0; j < nc; j++)
+                c[j] += t[j];
+        } else {
+            for (int64_t j = 0; j < nc; j++)
+                c[j] = t[j];
         }
     }
 }
+#else
+/* One 16-bit row: c = round(t [+ c]) through the SIMD row converters; the
+ * sum is formed in f32 and rounded once. */
+static void REF_FN(store_half)(bool bf16, bool accumulate, uint16_t *c, const float *t,
+                               int64_t nc) {
+    if (!accumulate) {
+        if (bf16)
+            fc__f32_to_bf16_row(t, c, (size_t)nc);
+        else
+            fc__f32_to_f16_row(t, c, (size_t)nc);
+        return;
+    }
+    float tmp[REF_CHUNK];
+    for (int64_t j0 = 0; j0 < nc; j0 += REF_CHUNK) {
+        size_t len = (size_t)(nc - j0 < REF_CHUNK ? nc - j0 : REF_CHUNK);
+        if (bf16)
+            fc__bf16_to_f32_row(c + j0, tmp, len);
+        else
+            fc__f16_to_f32_row(c + j0, tmp, len);
+        for (size_t j = 0; j < len; j++)
+            tmp[j] += t[j0 + (int64_t)j];
+        if (bf16)
+            fc__f32_to_bf16_row(tmp, c + j0, len);
+        else
+            fc__f32_to_f16_row(tmp, c + j0, len);
+    }
+}
 
-/* Workspace of one thread, in REF_T elements: A slice, B slice, C tile;
- * and the tile size, for the caller's job geometry. */
-enum {
-    REF_FN(ws_elems) = REF_MC * REF_KC + REF_KC * REF_NC + REF_MC * REF_NC,
-    REF_FN(tile_m) = REF_MC,
-    REF_FN(tile_n) = REF_NC
-};
+static void REF_FN(store)(const ref_out *C, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
+                          const REF_T *ct, int64_t ldt) {
+    for (int64_t i = 0; i < mc; i++) {
+        const float *t = ct + i * ldt;
+        char *row = C->base + ((i0 + i) * C->ld + j0) * C->esize;
+        if (C->dtype == FC_F16 || C->dtype == FC_BF16) {
+            REF_FN(store_half)(C->dtype == FC_BF16, C->accumulate, (uint16_t *)(void *)row, t, nc);
+            continue;
+        }
+        float *c = (float *)(void *)row;
+        if (C->accumulate) {
+            for (int64_t j = 0; j < nc; j++)
+                c[j] += t[j];
+        } else {
+            for (int64_t j = 0; j < nc; j++)
+                c[j] = t[j];
+        }
+    }
+}
+#endif
+
+/* Tiles of the job and the workspace one thread needs, in REF_T elements:
+ * an A slice (ws_m x ws_k), a B slice (ws_k x ws_n) and a C tile (ws_m x
+ * ws_n), each no larger than the product needs (a 4 x 4 product must not
+ * allocate the half-megabyte a full tile takes). */
+static int64_t REF_FN(plan)(ref_job *job) {
+    const fc__gemm *g = job->g;
+    job->tiles_m = (g->m + REF_MC - 1) / REF_MC;
+    job->tiles_n = (g->n + REF_NC - 1) / REF_NC;
+    int64_t m_pad = (g->m + REF_MR - 1) / REF_MR * REF_MR;
+    int64_t n_pad = (g->n + REF_NR - 1) / REF_NR * REF_NR;
+    job->ws_m = m_pad < REF_MC ? m_pad : REF_MC;
+    job->ws_n = n_pad < REF_NC ? n_pad : REF_NC;
+    job->ws_k = g->k < REF_KC ? g->k : REF_KC;
+    return job->ws_m * job->ws_k + job->ws_k * job->ws_n + job->ws_m * job->ws_n;
+}
 
 /* One MC x NC tile of one product of the batch. */
 static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
@@ -212,10 +255,11 @@ static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
     B.base += bi * g->stride_b * B.esize;
     C.base += bi * g->stride_c * C.esize;
 
-    REF_T *ap = ws, *bp = ws + REF_MC * REF_KC, *ct = bp + REF_KC * REF_NC;
+    int64_t ldt = job->ws_n;
+    REF_T *ap = ws, *bp = ws + job->ws_m * job->ws_k, *ct = bp + job->ws_k * job->ws_n;
     int64_t mc_pad = (mc + REF_MR - 1) / REF_MR * REF_MR;
     int64_t nc_pad = (nc + REF_NR - 1) / REF_NR * REF_NR;
-    for (int64_t i = 0; i < mc_pad * REF_NC; i++)
+    for (int64_t i = 0; i < mc_pad * ldt; i++)
         ct[i] = 0;
     for (int64_t p0 = 0; p0 < g->k; p0 += REF_KC) {
         int64_t kc = g->k - p0 < REF_KC ? g->k - p0 : REF_KC;
@@ -223,11 +267,11 @@ static void REF_FN(tile)(const ref_job *job, int64_t tile, REF_T *ws) {
         REF_FN(pack_b)(&B, g->n, p0, kc, j0, nc, bp);
         for (int64_t ir = 0; ir < mc_pad; ir += REF_MR) {
             for (int64_t jr = 0; jr < nc_pad; jr += REF_NR) {
-                REF_FN(micro)(kc, ap + ir * kc, bp + jr * kc, ct + ir * REF_NC + jr, REF_NC);
+                REF_FN(micro)(kc, ap + ir * kc, bp + jr * kc, ct + ir * ldt + jr, ldt);
             }
         }
     }
-    REF_FN(store)(&C, i0, mc, j0, nc, ct, REF_NC);
+    REF_FN(store)(&C, i0, mc, j0, nc, ct, ldt);
 }
 
 static void REF_FN(run)(const ref_job *job, int64_t begin, int64_t end, void *ws) {

@@ -6,6 +6,7 @@
  * live handle sits on the context's live list so fc_ctx_free can reclaim
  * what a caller forgot. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,13 +143,25 @@ fc_buffer *fc__ctx_buffer(fc_ctx *ctx, size_t nbytes) { return fc__pool_get(ctx,
 
 fc_tensor *fc__tensor_new(fc_ctx *ctx, const char *op, fc_dtype dtype, const int64_t *shape,
                           int rank) {
-    if (check_shape(ctx, op, dtype, shape, rank) != FC_OK) return NULL;
-    int64_t n;
-    fc__shape_storage_numel(dtype, shape, rank, &n);
-    fc_buffer *b = fc__pool_get(ctx, (size_t)n * fc_dtype_size(dtype));
+    /* Every op allocates through here: the common case (a scalar dtype, a
+     * valid shape) sizes the storage in one pass; anything else takes
+     * check_shape for its exact error. */
+    int64_t n = 1;
+    bool ok = shape && rank >= 1 && rank <= FC_MAX_RANK && fc_dtype_is_valid(dtype) &&
+              fc_dtype_block_elems(dtype) == 1;
+    for (int i = 0; ok && i < rank; i++)
+        if ((ok = shape[i] >= 1 && shape[i] <= FC__MAX_ELEMS / n)) n *= shape[i];
+    size_t es = ok ? fc_dtype_size(dtype) : 0;
+    if (ok) ok = (uint64_t)n <= (uint64_t)PTRDIFF_MAX / es; /* fc__shape_storage_numel's limits */
+    if (!ok) {
+        if (check_shape(ctx, op, dtype, shape, rank) != FC_OK) return NULL;
+        fc__shape_storage_numel(dtype, shape, rank, &n);
+        es = fc_dtype_size(dtype);
+    }
+    fc_buffer *b = fc__pool_get(ctx, (size_t)n * es);
     if (!b) {
         fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for %lld bytes", op,
-                 (long long)((size_t)n * fc_dtype_size(dtype)));
+                 (long long)((size_t)n * es));
         return NULL;
     }
     fc_raw raw;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ag/tape.h"
 #include "exec/internal.h"
 #include "fucina/quant.h"
 
@@ -222,6 +223,40 @@ fc_status fc_tensor_item(const fc_tensor *t, double *out) {
 
 /* ---- materialisation and casts --------------------------------------------------------- */
 
+/* Copies and casts pass the gradient straight through; the engine converts
+ * it to the input's gradient dtype. */
+static fc_status pass_through_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                       fc_tensor **gin) {
+    (void)ctx;
+    (void)node;
+    gin[0] = gout;
+    return FC_OK;
+}
+
+/* Records out = op(t) for a differentiable copy/cast; releases out and
+ * returns NULL when recording fails. */
+static fc_tensor *record_pass_through(fc_ctx *ctx, const char *op, fc_tensor *t, fc_tensor *out) {
+    if (!out || !fc__ag_wants(ctx, 1, &t)) return out;
+    if (!fc_dtype_is_float(out->raw.dtype)) return out; /* casts to integers cut the graph */
+    if (!fc__ag_record(ctx, op, pass_through_backward, out, 1, &t)) {
+        fc_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A new handle sharing t's storage (not t retained: inside a scope the
+ * caller's reference must be one the scope owns). */
+static fc_tensor *alias(fc_ctx *ctx, const char *op, fc_tensor *t) {
+    fc_raw v;
+    fc_status st = fc__raw_view(&t->raw, &v);
+    if (st != FC_OK) {
+        fc__fail(ctx, st, "%s: %s", op, fc_strerror(st));
+        return NULL;
+    }
+    return record_pass_through(ctx, op, t, fc__tensor_wrap(ctx, op, &v));
+}
+
 fc_tensor *fc_clone(fc_ctx *ctx, fc_tensor *t) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "fc_clone", t);
@@ -235,13 +270,13 @@ fc_tensor *fc_clone(fc_ctx *ctx, fc_tensor *t) {
         fc_release(out);
         return NULL;
     }
-    return out;
+    return record_pass_through(ctx, "fc_clone", t, out);
 }
 
 fc_tensor *fc_contiguous(fc_ctx *ctx, fc_tensor *t) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "fc_contiguous", t);
-    if (fc__raw_is_contiguous(&t->raw)) return fc_retain(t);
+    if (fc__raw_is_contiguous(&t->raw)) return alias(ctx, "fc_contiguous", t);
     return fc_clone(ctx, t);
 }
 
@@ -250,6 +285,13 @@ fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src) {
         /* record where a context is reachable */
         fc_ctx *ctx = dst ? dst->ctx : src ? src->ctx : NULL;
         return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_copy_: %s is NULL", dst ? "src" : "dst");
+    }
+    if ((dst->flags & FC__T_REQUIRES_GRAD) && dst->ctx->no_grad_depth == 0) {
+        char b[160];
+        return fc__fail(dst->ctx, FC_ERR_INVALID_ARG,
+                        "fc_copy_: %s requires grad; in-place writes to it are allowed only "
+                        "inside fc_no_grad_begin/end",
+                        fc__desc(dst, b, (int)sizeof b));
     }
     fc_status st = fc__raw_copy_into(&src->raw, &dst->raw);
     if (st != FC_OK) {
@@ -271,7 +313,7 @@ fc_tensor *fc_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
         fc__fail(ctx, FC_ERR_DTYPE, "fc_to: invalid target dtype %d", (int)dtype);
         return NULL;
     }
-    if (from == dtype) return fc_retain(t);
+    if (from == dtype) return alias(ctx, "fc_to", t);
     bool fb = fc_dtype_is_block(from), tb = fc_dtype_is_block(dtype);
     if ((fb && dtype != FC_F32) || (tb && from != FC_F32)) {
         fc__fail(ctx, FC_ERR_DTYPE,
@@ -305,5 +347,5 @@ fc_tensor *fc_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
         fc_release(out);
         return NULL;
     }
-    return fc__finish(ctx, "fc_to", out);
+    return record_pass_through(ctx, "fc_to", t, fc__finish(ctx, "fc_to", out));
 }

@@ -2,10 +2,10 @@
  *
  * f64: fc_gradcheck (central differences, PyTorch's default tolerances) on
  * every shape family (2-D, vectors, broadcast batches, the shared-weight
- * fold) and on fc_linear with and without a bias. The rules themselves run
- * their products on transposed views, so those layouts are exercised here;
- * gradcheck on transposed *inputs* needs a recording transpose op
- * (fc_transpose, layout family) and belongs with it.
+ * fold), on operands that are recorded views (fc_transpose, fc_narrow,
+ * fc_expand: the layouts the forward passes as transpose flags, leading
+ * dimensions and stride-0 batches) and on fc_linear with and without a
+ * bias.
  *
  * f32 and bf16: fc_backward_with against dA = G . B^T and dB = A^T . G
  * computed in double here. The gradient products run in f32 (the gradient
@@ -45,6 +45,26 @@ static fc_tensor *leaf(fc_ctx *ctx, fct_rng *r, fc_dtype dt, const int64_t *shap
 static fc_tensor *fn_matmul(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     (void)n, (void)user;
     return fc_matmul(ctx, in[0], in[1]);
+}
+
+/* in[0] [k, m] transposed, times in[1] [k, n+2] narrowed to n columns. */
+static fc_tensor *fn_matmul_views(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    fc_tensor *at = fc_transpose(ctx, in[0], 0, 1);
+    fc_tensor *bn = fc_narrow(ctx, in[1], 1, 1, fc_tensor_dim(in[1], 1) - 2);
+    fc_tensor *c = fc_matmul(ctx, at, bn);
+    fc_release(at), fc_release(bn);
+    return c;
+}
+
+/* in[0] [1, m, k] expanded to a batch of 3 (stride 0), times in[1] [3, k, n]. */
+static fc_tensor *fn_matmul_expand(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    const int64_t *s = fc_tensor_shape(in[0]);
+    fc_tensor *ae = fc_expand(ctx, in[0], (int64_t[]){3, s[1], s[2]}, 3);
+    fc_tensor *c = fc_matmul(ctx, ae, in[1]);
+    fc_release(ae);
+    return c;
 }
 
 static fc_tensor *fn_linear(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
@@ -93,6 +113,10 @@ static void test_grad_matmul_shapes(void **state) {
                    2);
     gradcheck_case(fn_matmul, (const int64_t *const[]){SH(2, 3, 4), SH(4, 5)}, (int[]){3, 2}, 2);
     gradcheck_case(fn_matmul, (const int64_t *const[]){SH(3, 4), SH(2, 4, 5)}, (int[]){2, 3}, 2);
+    /* recorded views as operands */
+    gradcheck_case(fn_matmul_views, (const int64_t *const[]){SH(4, 3), SH(4, 7)}, (int[]){2, 2}, 2);
+    gradcheck_case(fn_matmul_expand, (const int64_t *const[]){SH(1, 3, 4), SH(3, 4, 2)},
+                   (int[]){3, 3}, 2);
 }
 
 static void test_grad_linear(void **state) {

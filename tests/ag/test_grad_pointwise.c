@@ -14,11 +14,11 @@
  *    of rounding each intermediate to the 16-bit dtype.
  * 4. The engine: the saved-value check and its message, mutations that do
  *    not touch saved values, read-only access, freed graphs, accumulation,
- *    no-grad nesting, detach, and which leaves may require grad.
+ *    no-grad nesting, detach, which leaves may require grad, and rule
+ *    gradients that broadcast with their input in either direction.
  *
- * The layout ops are another family; the differentiable view used here
- * (tview: transpose or expand) is a small op written in this file over
- * fc__tensor_view and the tape API. */
+ * The strided inputs come from the layout ops (fc_transpose, fc_expand),
+ * whose own gradients are tested with their family. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,61 +51,90 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* ---- a differentiable view for the tests ---------------------------------------------- */
-
-enum { TV_TRANSPOSE, TV_EXPAND };
-
-static fc_status tview_backward(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) {
-    if (nd->i[0] == TV_EXPAND) { /* the engine sums the expanded axes */
-        gin[0] = g;
-        return FC_OK;
-    }
-    /* g is contiguous [c, r]; its transpose has the input's shape [r, c] */
-    const int64_t shape[2] = {nd->in[0].shape[0], nd->in[0].shape[1]};
-    const int64_t strides[2] = {1, shape[0]};
-    gin[0] = fc__tensor_view(ctx, "tview", g, shape, strides, 2, fc_tensor_offset(g));
-    return fc_ctx_status(ctx);
-}
-
-/* x [r, c] -> [c, r] (TV_TRANSPOSE), or x [c] -> [r, c] with stride 0 (TV_EXPAND, r = rows). */
-static fc_tensor *tview(fc_ctx *ctx, fc_tensor *x, int kind, int64_t rows) {
-    const int64_t *s = fc_tensor_shape(x);
-    fc_tensor *v;
-    if (kind == TV_TRANSPOSE)
-        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){s[1], s[0]},
-                            (const int64_t[]){1, s[1]}, 2, fc_tensor_offset(x));
-    else
-        v = fc__tensor_view(ctx, "tview", x, (const int64_t[]){rows, s[0]},
-                            (const int64_t[]){0, 1}, 2, fc_tensor_offset(x));
-    if (v && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, "tview", tview_backward, v, 1, &x);
-        if (!nd) {
-            fc_release(v);
-            return NULL;
-        }
-        nd->i[0] = kind;
-    }
-    return v;
-}
-
 /* ---- the ops under test ------------------------------------------------------------------ */
 
 typedef enum gop {
-    G_ADD, G_SUB, G_MUL, G_DIV, G_POW, G_MAX, G_MIN,                               /* binary */
-    G_ADDS, G_SUBS, G_RSUBS, G_MULS, G_DIVS, G_POWS, G_MAXS, G_MINS,               /* scalar */
-    G_NEG, G_ABS, G_SIGN, G_SQUARE, G_SQRT, G_RSQRT, G_RECIP, G_EXP, G_LOG, G_LOG1P, G_EXPM1,
-    G_SIN, G_COS, G_TANH, G_SIGMOID, G_RELU, G_LEAKY, G_GELU, G_GELU_TANH, G_SILU, G_SOFTPLUS,
-    G_CLAMP,                                                                       /* unary */
-    G_WHERE, G_MASKED_FILL,
+    G_ADD,
+    G_SUB,
+    G_MUL,
+    G_DIV,
+    G_POW,
+    G_MAX,
+    G_MIN, /* binary */
+    G_ADDS,
+    G_SUBS,
+    G_RSUBS,
+    G_MULS,
+    G_DIVS,
+    G_POWS,
+    G_MAXS,
+    G_MINS, /* scalar */
+    G_NEG,
+    G_ABS,
+    G_SIGN,
+    G_SQUARE,
+    G_SQRT,
+    G_RSQRT,
+    G_RECIP,
+    G_EXP,
+    G_LOG,
+    G_LOG1P,
+    G_EXPM1,
+    G_SIN,
+    G_COS,
+    G_TANH,
+    G_SIGMOID,
+    G_RELU,
+    G_LEAKY,
+    G_GELU,
+    G_GELU_TANH,
+    G_SILU,
+    G_SOFTPLUS,
+    G_CLAMP, /* unary */
+    G_WHERE,
+    G_MASKED_FILL,
     G_COUNT
 } gop;
 
-static const char *const gnames[G_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "add_scalar", "sub_scalar",
-    "rsub_scalar", "mul_scalar", "div_scalar", "pow_scalar", "maximum_scalar", "minimum_scalar",
-    "neg", "abs", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log", "log1p", "expm1",
-    "sin", "cos", "tanh", "sigmoid", "relu", "leaky_relu", "gelu", "gelu(tanh)", "silu",
-    "softplus", "clamp", "where", "masked_fill"};
+static const char *const gnames[G_COUNT] = {"add",
+                                            "sub",
+                                            "mul",
+                                            "div",
+                                            "pow",
+                                            "maximum",
+                                            "minimum",
+                                            "add_scalar",
+                                            "sub_scalar",
+                                            "rsub_scalar",
+                                            "mul_scalar",
+                                            "div_scalar",
+                                            "pow_scalar",
+                                            "maximum_scalar",
+                                            "minimum_scalar",
+                                            "neg",
+                                            "abs",
+                                            "sign",
+                                            "square",
+                                            "sqrt",
+                                            "rsqrt",
+                                            "reciprocal",
+                                            "exp",
+                                            "log",
+                                            "log1p",
+                                            "expm1",
+                                            "sin",
+                                            "cos",
+                                            "tanh",
+                                            "sigmoid",
+                                            "relu",
+                                            "leaky_relu",
+                                            "gelu",
+                                            "gelu(tanh)",
+                                            "silu",
+                                            "softplus",
+                                            "clamp",
+                                            "where",
+                                            "masked_fill"};
 
 static int arity(gop o) { return o <= G_MIN ? 2 : o == G_WHERE ? 2 : 1; }
 
@@ -121,45 +150,84 @@ typedef struct gcase {
 
 static fc_tensor *apply(fc_ctx *ctx, gop o, fc_tensor *a, fc_tensor *b, fc_tensor *cond) {
     switch (o) {
-    case G_ADD: return fc_add(ctx, a, b);
-    case G_SUB: return fc_sub(ctx, a, b);
-    case G_MUL: return fc_mul(ctx, a, b);
-    case G_DIV: return fc_div(ctx, a, b);
-    case G_POW: return fc_pow(ctx, a, b);
-    case G_MAX: return fc_maximum(ctx, a, b);
-    case G_MIN: return fc_minimum(ctx, a, b);
-    case G_ADDS: return fc_add_scalar(ctx, a, 1.25);
-    case G_SUBS: return fc_sub_scalar(ctx, a, 1.25);
-    case G_RSUBS: return fc_rsub_scalar(ctx, a, 1.25);
-    case G_MULS: return fc_mul_scalar(ctx, a, -1.75);
-    case G_DIVS: return fc_div_scalar(ctx, a, -1.75);
-    case G_POWS: return fc_pow_scalar(ctx, a, 2.5);
-    case G_MAXS: return fc_maximum_scalar(ctx, a, 0.5);
-    case G_MINS: return fc_minimum_scalar(ctx, a, 0.5);
-    case G_NEG: return fc_neg(ctx, a);
-    case G_ABS: return fc_abs(ctx, a);
-    case G_SIGN: return fc_sign(ctx, a);
-    case G_SQUARE: return fc_square(ctx, a);
-    case G_SQRT: return fc_sqrt(ctx, a);
-    case G_RSQRT: return fc_rsqrt(ctx, a);
-    case G_RECIP: return fc_reciprocal(ctx, a);
-    case G_EXP: return fc_exp(ctx, a);
-    case G_LOG: return fc_log(ctx, a);
-    case G_LOG1P: return fc_log1p(ctx, a);
-    case G_EXPM1: return fc_expm1(ctx, a);
-    case G_SIN: return fc_sin(ctx, a);
-    case G_COS: return fc_cos(ctx, a);
-    case G_TANH: return fc_tanh(ctx, a);
-    case G_SIGMOID: return fc_sigmoid(ctx, a);
-    case G_RELU: return fc_relu(ctx, a);
-    case G_LEAKY: return fc_leaky_relu(ctx, a, 0.1);
-    case G_GELU: return fc_gelu(ctx, a, false);
-    case G_GELU_TANH: return fc_gelu(ctx, a, true);
-    case G_SILU: return fc_silu(ctx, a);
-    case G_SOFTPLUS: return fc_softplus(ctx, a);
-    case G_CLAMP: return fc_clamp(ctx, a, -1, 1.5);
-    case G_WHERE: return fc_where(ctx, cond, a, b);
-    default: return fc_masked_fill(ctx, a, cond, -3);
+    case G_ADD:
+        return fc_add(ctx, a, b);
+    case G_SUB:
+        return fc_sub(ctx, a, b);
+    case G_MUL:
+        return fc_mul(ctx, a, b);
+    case G_DIV:
+        return fc_div(ctx, a, b);
+    case G_POW:
+        return fc_pow(ctx, a, b);
+    case G_MAX:
+        return fc_maximum(ctx, a, b);
+    case G_MIN:
+        return fc_minimum(ctx, a, b);
+    case G_ADDS:
+        return fc_add_scalar(ctx, a, 1.25);
+    case G_SUBS:
+        return fc_sub_scalar(ctx, a, 1.25);
+    case G_RSUBS:
+        return fc_rsub_scalar(ctx, a, 1.25);
+    case G_MULS:
+        return fc_mul_scalar(ctx, a, -1.75);
+    case G_DIVS:
+        return fc_div_scalar(ctx, a, -1.75);
+    case G_POWS:
+        return fc_pow_scalar(ctx, a, 2.5);
+    case G_MAXS:
+        return fc_maximum_scalar(ctx, a, 0.5);
+    case G_MINS:
+        return fc_minimum_scalar(ctx, a, 0.5);
+    case G_NEG:
+        return fc_neg(ctx, a);
+    case G_ABS:
+        return fc_abs(ctx, a);
+    case G_SIGN:
+        return fc_sign(ctx, a);
+    case G_SQUARE:
+        return fc_square(ctx, a);
+    case G_SQRT:
+        return fc_sqrt(ctx, a);
+    case G_RSQRT:
+        return fc_rsqrt(ctx, a);
+    case G_RECIP:
+        return fc_reciprocal(ctx, a);
+    case G_EXP:
+        return fc_exp(ctx, a);
+    case G_LOG:
+        return fc_log(ctx, a);
+    case G_LOG1P:
+        return fc_log1p(ctx, a);
+    case G_EXPM1:
+        return fc_expm1(ctx, a);
+    case G_SIN:
+        return fc_sin(ctx, a);
+    case G_COS:
+        return fc_cos(ctx, a);
+    case G_TANH:
+        return fc_tanh(ctx, a);
+    case G_SIGMOID:
+        return fc_sigmoid(ctx, a);
+    case G_RELU:
+        return fc_relu(ctx, a);
+    case G_LEAKY:
+        return fc_leaky_relu(ctx, a, 0.1);
+    case G_GELU:
+        return fc_gelu(ctx, a, false);
+    case G_GELU_TANH:
+        return fc_gelu(ctx, a, true);
+    case G_SILU:
+        return fc_silu(ctx, a);
+    case G_SOFTPLUS:
+        return fc_softplus(ctx, a);
+    case G_CLAMP:
+        return fc_clamp(ctx, a, -1, 1.5);
+    case G_WHERE:
+        return fc_where(ctx, cond, a, b);
+    default:
+        return fc_masked_fill(ctx, a, cond, -3);
     }
 }
 
@@ -170,8 +238,8 @@ static fc_tensor *gfn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gcase *c = user;
     fc_tensor *a = in[0], *b = n > 1 ? in[1] : NULL;
     if (c->layout == GL_STRIDED) {
-        a = tview(ctx, a, TV_TRANSPOSE, 0);
-        if (b) b = tview(ctx, b, TV_EXPAND, 4);
+        a = fc_transpose(ctx, a, 0, 1);
+        if (b) b = fc_expand(ctx, b, (const int64_t[]){4, 3}, 2);
     }
     return apply(ctx, c->op, a, b, c->cond);
 }
@@ -180,16 +248,29 @@ static fc_tensor *gfn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
 static double gen(gop o, int k, uint64_t *rng) {
     double x;
     switch (o) {
-    case G_POW: x = k == 0 ? fct_uniform(rng, 0.3, 2.5) : fct_uniform(rng, -2, 2); break;
+    case G_POW:
+        x = k == 0 ? fct_uniform(rng, 0.3, 2.5) : fct_uniform(rng, -2, 2);
+        break;
     case G_POWS:
     case G_SQRT:
     case G_RSQRT:
-    case G_LOG: x = fct_uniform(rng, 0.3, 3); break;
-    case G_LOG1P: x = fct_uniform(rng, -0.7, 3); break;
-    case G_DIV: x = k == 1 ? fct_uniform(rng, 0.5, 2) : fct_uniform(rng, -3, 3); break;
-    case G_RECIP: x = fct_uniform(rng, 0.4, 2); break;
-    case G_SOFTPLUS: x = fct_uniform(rng, -25, 25); break;
-    default: x = fct_uniform(rng, -2.5, 2.5);
+    case G_LOG:
+        x = fct_uniform(rng, 0.3, 3);
+        break;
+    case G_LOG1P:
+        x = fct_uniform(rng, -0.7, 3);
+        break;
+    case G_DIV:
+        x = k == 1 ? fct_uniform(rng, 0.5, 2) : fct_uniform(rng, -3, 3);
+        break;
+    case G_RECIP:
+        x = fct_uniform(rng, 0.4, 2);
+        break;
+    case G_SOFTPLUS:
+        x = fct_uniform(rng, -25, 25);
+        break;
+    default:
+        x = fct_uniform(rng, -2.5, 2.5);
     }
     /* kinks at 0 (abs, relu, leaky_relu, sign), at clamp's bounds, at 0.5
      * (the scalar max/min), at 20 (softplus) */
@@ -204,8 +285,10 @@ static fc_tensor *leaf(fc_ctx *ctx, const int64_t *shape, int rank, gop o, int k
                        const fc_tensor *partner) {
     double v[12];
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    for (int64_t i = 0; i < n; i++) v[i] = gen(o, k, rng);
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = gen(o, k, rng);
     if ((o == G_MAX || o == G_MIN) && partner) { /* keep |a - b| >= 0.2 wherever they meet */
         double p[12];
         fct_read(partner, p, 12);
@@ -251,11 +334,12 @@ static void run_gradcheck(fc_ctx *ctx, gop o, glayout l, uint64_t *rng) {
     fc_release(c.cond);
 }
 
-static void test_gradcheck_all_ops(void **state) {
+static void test_grad_pointwise_gradcheck_all_ops(void **state) {
     fc_ctx *ctx = *state;
     uint64_t rng = 1;
     for (int o = 0; o < G_COUNT; o++)
-        for (int l = 0; l < GL_COUNT; l++) run_gradcheck(ctx, o, l, &rng);
+        for (int l = 0; l < GL_COUNT; l++)
+            run_gradcheck(ctx, o, l, &rng);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
 
@@ -266,7 +350,7 @@ static fc_tensor *wrong_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user)
     return fc_mul(ctx, in[0], fc_detach(ctx, in[0])); /* d/dx x*x with one path cut: x, not 2x */
 }
 
-static void test_gradcheck_detects_errors(void **state) {
+static void test_grad_pointwise_gradcheck_detects_errors(void **state) {
     fc_ctx *ctx = *state;
     double v[3] = {1, -2, 3};
     fc_tensor *x = fct_make(ctx, FC_F64, (const int64_t[]){3}, 1, v, FCT_CONTIG);
@@ -280,7 +364,7 @@ static void test_gradcheck_detects_errors(void **state) {
 
 /* ---- ties ---------------------------------------------------------------------------------- */
 
-static void test_minmax_ties_split(void **state) {
+static void test_grad_pointwise_minmax_ties_split(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double av[4] = {1, 2, 3, NAN}, bv[4] = {1, 5, -1, 0};
@@ -290,9 +374,8 @@ static void test_minmax_ties_split(void **state) {
         assert_int_equal(fc_requires_grad(a, true), FC_OK);
         assert_int_equal(fc_requires_grad(b, true), FC_OK);
         fc_tensor *y = m ? fc_minimum(ctx, a, b) : fc_maximum(ctx, a, b);
-        assert_int_equal(fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1),
-                                          false),
-                         FC_OK);
+        assert_int_equal(
+            fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1), false), FC_OK);
         double ga[4], gb[4];
         fct_read(fc_grad(a), ga, 4);
         fct_read(fc_grad(b), gb, 4);
@@ -304,7 +387,8 @@ static void test_minmax_ties_split(void **state) {
     fc_scope_end(ctx);
 }
 
-/* ---- 16-bit leaves ------------------------------------------------------------------------------ */
+/* ---- 16-bit leaves ------------------------------------------------------------------------------
+ */
 
 /* z = (tanh(x * w) + sigmoid(x)) / (square(w) + 1) - maximum(x, w) * relu(w) + gelu(x) */
 static fc_tensor *graph(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
@@ -314,7 +398,7 @@ static fc_tensor *graph(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
     return fc_add(ctx, z, fc_gelu(ctx, x, false));
 }
 
-static void test_half_leaves_match_f32(void **state) {
+static void test_grad_pointwise_half_leaves_match_f32(void **state) {
     fc_ctx *ctx = *state;
     const int64_t shape[2] = {5, 6}, wshape = 6;
     double xv[30], wv[6];
@@ -323,8 +407,10 @@ static void test_half_leaves_match_f32(void **state) {
     const double tol[3] = {0, 5e-3, 4e-2};
     for (int d = 0; d < 3; d++) {
         fc_scope_begin(ctx);
-        for (int i = 0; i < 30; i++) xv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
-        for (int i = 0; i < 6; i++) wv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
+        for (int i = 0; i < 30; i++)
+            xv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
+        for (int i = 0; i < 6; i++)
+            wv[i] = fct_round(dts[d], fct_uniform(&rng, -2, 2));
         double gx[2][30], gw[2][6];
         for (int pass = 0; pass < 2; pass++) { /* pass 0: leaves in dts[d]; pass 1: f32 */
             fc_dtype dt = pass ? FC_F32 : dts[d];
@@ -353,9 +439,10 @@ static void test_half_leaves_match_f32(void **state) {
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
 
-/* ---- the engine ------------------------------------------------------------------------------------ */
+/* ---- the engine
+ * ------------------------------------------------------------------------------------ */
 
-static void test_saved_value_check(void **state) {
+static void test_grad_pointwise_saved_value_check(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t shape[2] = {4, 8};
@@ -402,7 +489,7 @@ static void test_saved_value_check(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_freed_graph_and_accumulation(void **state) {
+static void test_grad_pointwise_freed_graph_and_accumulation(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t one = 1;
@@ -431,7 +518,7 @@ static void test_freed_graph_and_accumulation(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_no_grad_and_detach(void **state) {
+static void test_grad_pointwise_no_grad_and_detach(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 3;
@@ -469,7 +556,7 @@ static void test_no_grad_and_detach(void **state) {
 }
 
 /* A condition that itself requires grad gets a zero gradient. */
-static void test_condition_gradients(void **state) {
+static void test_grad_pointwise_condition_gradients(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 4;
@@ -480,26 +567,30 @@ static void test_condition_gradients(void **state) {
     assert_int_equal(fc_requires_grad(c, true), FC_OK);
     assert_int_equal(fc_requires_grad(a, true), FC_OK);
     fc_tensor *ones = fc_ones(ctx, FC_F32, &s, 1);
-    assert_int_equal(fc_backward_with(ctx, fc_where(ctx, c, a, fc_neg(ctx, a)), ones, false), FC_OK);
+    assert_int_equal(fc_backward_with(ctx, fc_where(ctx, c, a, fc_neg(ctx, a)), ones, false),
+                     FC_OK);
     double gc[4], ga[4];
     fct_read(fc_grad(c), gc, 4);
     fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++) assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 1 : -1));
+    for (int i = 0; i < 4; i++)
+        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 1 : -1));
     fc_zero_grad((fc_tensor *[]){a, c}, 2);
     assert_int_equal(fc_backward_with(ctx, fc_masked_fill(ctx, a, c, 9), ones, false), FC_OK);
     fct_read(fc_grad(c), gc, 4);
     fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++) assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 0 : 1));
+    for (int i = 0; i < 4; i++)
+        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 0 : 1));
     fc_scope_end(ctx);
 }
 
-static void test_requires_grad_dtypes(void **state) {
+static void test_grad_pointwise_requires_grad_dtypes(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 2;
     fc_tensor *i32 = fc_zeros(ctx, FC_I32, &s, 1);
     assert_int_equal(fc_requires_grad(i32, true), FC_ERR_DTYPE);
-    assert_non_null(strstr(fc_ctx_error(ctx), "fc_requires_grad: dtype i32 cannot carry a gradient"));
+    assert_non_null(
+        strstr(fc_ctx_error(ctx), "fc_requires_grad: dtype i32 cannot carry a gradient"));
     fc_ctx_clear_error(ctx);
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_F64, &s, 1), true), FC_ERR_DTYPE);
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_BOOL, &s, 1), true), FC_ERR_DTYPE);
@@ -516,17 +607,70 @@ static void test_requires_grad_dtypes(void **state) {
     fc_scope_end(ctx);
 }
 
+/* A rule may return a gradient of any shape that broadcasts with the
+ * input's: the engine sums the axes the input lacks and expands the ones
+ * the gradient lacks; a gradient that fits neither way is an error. */
+static fc_status const_rule(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) {
+    (void)g;
+    const int64_t shape[2] = {nd->i[0], nd->i[1]};
+    gin[0] = fc_full(ctx, FC_F32, shape, nd->i[1] ? 2 : 1, 2.0);
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *const_grad_op(fc_ctx *ctx, fc_tensor *x, int64_t d0, int64_t d1) {
+    fc_tensor *y = fc_mul_scalar(ctx, x, 1);
+    fc_node *nd = fc__ag_record(ctx, "const_grad", const_rule, y, 1, &x);
+    nd->i[0] = d0, nd->i[1] = d1;
+    return y;
+}
+
+static void test_grad_pointwise_engine_broadcast_gradients(void **state) {
+    fc_ctx *ctx = *state;
+    fc_scope_begin(ctx);
+    const int64_t s23[2] = {2, 3};
+    fc_tensor *x = fc_param_zeros(ctx, FC_F32, s23, 2), *ones = fc_ones(ctx, FC_F32, s23, 2);
+    double g[6];
+    const int64_t fits[4][2] = {{1, 0}, {3, 0}, {1, 3}, {2, 1}}; /* [1], [3], [1,3], [2,1] */
+    for (int k = 0; k < 4; k++) {
+        fc_zero_grad(&x, 1);
+        fc_tensor *y = const_grad_op(ctx, x, fits[k][0], fits[k][1]);
+        assert_int_equal(fc_backward_with(ctx, y, ones, false), FC_OK);
+        assert_int_equal(fct_read(fc_grad(x), g, 6), 6);
+        for (int i = 0; i < 6; i++)
+            assert_true(g[i] == 2);
+    }
+    /* a [2,2,3] gradient sums its leading axis into x [2,3] */
+    fc_zero_grad(&x, 1);
+    fc_tensor *big = fc_ones(ctx, FC_F32, (const int64_t[]){2, 2, 3}, 3);
+    assert_int_equal(fc_backward_with(ctx, fc_add(ctx, x, big), big, false), FC_OK);
+    assert_int_equal(fct_read(fc_grad(x), g, 6), 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(g[i] == 2);
+    /* [4] against [2,3] fits neither way */
+    fc_zero_grad(&x, 1);
+    fc_tensor *y = const_grad_op(ctx, x, 4, 0);
+    assert_int_equal(fc_backward_with(ctx, y, ones, false), FC_ERR_SHAPE_MISMATCH);
+    assert_non_null(strstr(fc_ctx_error(ctx), "backward of const_grad (tape node"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "[4]"));
+    fc_ctx_clear_error(ctx);
+    fc_scope_end(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gradcheck_all_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gradcheck_detects_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_minmax_ties_split, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_half_leaves_match_f32, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_saved_value_check, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_freed_graph_and_accumulation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_grad_and_detach, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_condition_gradients, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_requires_grad_dtypes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_all_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_detects_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_minmax_ties_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_half_leaves_match_f32, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_saved_value_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_freed_graph_and_accumulation, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_no_grad_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_condition_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_requires_grad_dtypes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grad_pointwise_engine_broadcast_gradients, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * differentiable op of the reduction family: the reductions, cumsum,
  * softmax, log_softmax, layer_norm, rms_norm, cross_entropy and mse_loss,
  * each on contiguous inputs and on strided ones (a transposed view, a
- * narrowed view, a broadcast view built inside the checked function), plus
+ * narrowed view, a broadcast view made inside the checked function by the
+ * layout ops; the ops under test see non-contiguous inputs), plus
  * the composite layer_norm -> softmax -> cross_entropy chain. */
 #include <math.h>
 #include <setjmp.h>
@@ -14,15 +15,29 @@
 
 #include <cmocka.h>
 
-#include "ag/tape.h"
+#include "exec/internal.h"
 #include "fc_test_data.h"
 #include "fucina/autograd.h"
 #include "fucina/ops.h"
 
 enum op {
-    OP_SUM, OP_MEAN, OP_PROD, OP_MAX, OP_MIN, OP_VAR, OP_STD, OP_LSE, OP_CUMSUM,
-    OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYER_NORM, OP_LAYER_NORM_BARE, OP_RMS_NORM,
-    OP_CROSS_ENTROPY, OP_MSE, OP_CHAIN
+    OP_SUM,
+    OP_MEAN,
+    OP_PROD,
+    OP_MAX,
+    OP_MIN,
+    OP_VAR,
+    OP_STD,
+    OP_LSE,
+    OP_CUMSUM,
+    OP_SOFTMAX,
+    OP_LOG_SOFTMAX,
+    OP_LAYER_NORM,
+    OP_LAYER_NORM_BARE,
+    OP_RMS_NORM,
+    OP_CROSS_ENTROPY,
+    OP_MSE,
+    OP_CHAIN
 };
 
 enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
@@ -38,97 +53,84 @@ typedef struct gc_case {
     fc_tensor *targets; /* cross_entropy */
 } gc_case;
 
-/* ---- a differentiable strided view (the layout ops are not used here) ----------------
- * The view of a contiguous leaf records a node whose backward scatters
- * (adds) each gradient element back to the leaf position it was read from.
- * node->i: rank, offset, then shape and strides (rank <= 3). */
-static fc_status view_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
-    int r = (int)node->i[0];
-    fc_tensor *dx = fc_zeros(ctx, gout->raw.dtype, node->in[0].shape, node->in[0].rank);
-    if (!dx) return fc_ctx_status(ctx);
-    double *d = (double *)fc_tensor_data_mut(dx);
-    const double *g = (const double *)fc_tensor_data(gout);
-    int64_t n = fc_tensor_numel(gout);
-    for (int64_t e = 0; e < n; e++) {
-        int64_t q = e, off = node->i[1];
-        for (int k = r - 1; k >= 0; k--) {
-            off += (q % node->i[2 + k]) * node->i[5 + k];
-            q /= node->i[2 + k];
-        }
-        d[off] += g[e];
-    }
-    gin[0] = dx;
-    return FC_OK;
-}
-
-static fc_tensor *diff_view(fc_ctx *ctx, fc_tensor *x, const int64_t *shape,
-                            const int64_t *strides, int rank, int64_t off) {
-    fc_tensor *v = fc__tensor_view(ctx, "test_view", x, shape, strides, rank, off);
-    if (!v || !fc__ag_wants(ctx, 1, &x)) return v;
-    fc_node *nd = fc__ag_record(ctx, "test_view", view_backward, v, 1, &x);
-    assert_non_null(nd);
-    nd->i[0] = rank;
-    nd->i[1] = off;
-    for (int k = 0; k < rank; k++) {
-        nd->i[2 + k] = shape[k];
-        nd->i[5 + k] = strides[k];
-    }
-    return v;
-}
-
 /* The op's input as the checked function sees it: in[0] itself or a view
- * of it. Transpose swaps the first two axes; narrow drops the first and
- * last element of the last axis; broadcast repeats a leading axis of 1
- * three times. */
+ * of it made by the (differentiable) layout ops. Transpose swaps the first
+ * two axes; narrow drops the first and last element of the last axis;
+ * broadcast expands a leading axis of 1 to 3. */
 static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
     int r = fc_tensor_rank(x);
-    const int64_t *sh = fc_tensor_shape(x), *st = fc_tensor_strides(x);
-    int64_t shape[FC_MAX_RANK], strides[FC_MAX_RANK], off = fc_tensor_offset(x);
-    memcpy(shape, sh, sizeof(int64_t) * (size_t)r);
-    memcpy(strides, st, sizeof(int64_t) * (size_t)r);
+    int64_t shape[FC_MAX_RANK];
+    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
     switch (v) {
-    case V_CONTIG: return fc_retain(x);
     case V_TRANSPOSE:
-        shape[0] = sh[1], shape[1] = sh[0];
-        strides[0] = st[1], strides[1] = st[0];
-        break;
+        return fc_transpose(ctx, x, 0, 1);
     case V_NARROW:
-        shape[r - 1] -= 2;
-        off += st[r - 1];
-        break;
+        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
     case V_BROADCAST:
         shape[0] = 3;
-        strides[0] = 0;
-        break;
+        return fc_expand(ctx, x, shape, r);
+    default:
+        return fc_retain(x);
     }
-    return diff_view(ctx, x, shape, strides, r, off);
 }
 
 static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gc_case *c = user;
     fc_tensor *x = viewed(ctx, in[0], c->view), *y = NULL;
+    assert_non_null(x);
+    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
     switch (c->op) {
-    case OP_SUM: y = fc_sum(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_MEAN: y = fc_mean(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_PROD: y = fc_prod(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_MAX: y = fc_max(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_MIN: y = fc_min(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_VAR: y = fc_var(ctx, x, c->axes, c->naxes, c->correction, c->keepdim); break;
-    case OP_STD: y = fc_std(ctx, x, c->axes, c->naxes, c->correction, c->keepdim); break;
-    case OP_LSE: y = fc_logsumexp(ctx, x, c->axes, c->naxes, c->keepdim); break;
-    case OP_CUMSUM: y = fc_cumsum(ctx, x, c->correction); break;
-    case OP_SOFTMAX: y = fc_softmax(ctx, x, c->correction); break;
-    case OP_LOG_SOFTMAX: y = fc_log_softmax(ctx, x, c->correction); break;
-    case OP_LAYER_NORM: y = fc_layer_norm(ctx, x, in[1], in[2], 1e-5); break;
-    case OP_LAYER_NORM_BARE: y = fc_layer_norm(ctx, x, NULL, NULL, 1e-3); break;
-    case OP_RMS_NORM: y = fc_rms_norm(ctx, x, in[1], 1e-5); break;
+    case OP_SUM:
+        y = fc_sum(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_MEAN:
+        y = fc_mean(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_PROD:
+        y = fc_prod(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_MAX:
+        y = fc_max(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_MIN:
+        y = fc_min(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_VAR:
+        y = fc_var(ctx, x, c->axes, c->naxes, c->correction, c->keepdim);
+        break;
+    case OP_STD:
+        y = fc_std(ctx, x, c->axes, c->naxes, c->correction, c->keepdim);
+        break;
+    case OP_LSE:
+        y = fc_logsumexp(ctx, x, c->axes, c->naxes, c->keepdim);
+        break;
+    case OP_CUMSUM:
+        y = fc_cumsum(ctx, x, c->correction);
+        break;
+    case OP_SOFTMAX:
+        y = fc_softmax(ctx, x, c->correction);
+        break;
+    case OP_LOG_SOFTMAX:
+        y = fc_log_softmax(ctx, x, c->correction);
+        break;
+    case OP_LAYER_NORM:
+        y = fc_layer_norm(ctx, x, in[1], in[2], 1e-5);
+        break;
+    case OP_LAYER_NORM_BARE:
+        y = fc_layer_norm(ctx, x, NULL, NULL, 1e-3);
+        break;
+    case OP_RMS_NORM:
+        y = fc_rms_norm(ctx, x, in[1], 1e-5);
+        break;
     case OP_CROSS_ENTROPY: {
-        fc_ce_opts o = {.reduction = c->red, .use_ignore = true, .ignore_index = 2,
-                        .label_smoothing = 0.1};
+        fc_ce_opts o = {
+            .reduction = c->red, .use_ignore = true, .ignore_index = 2, .label_smoothing = 0.1};
         y = fc_cross_entropy(ctx, x, c->targets, &o);
         break;
     }
-    case OP_MSE: y = fc_mse_loss(ctx, x, in[1], c->red); break;
+    case OP_MSE:
+        y = fc_mse_loss(ctx, x, in[1], c->red);
+        break;
     case OP_CHAIN: {
         fc_tensor *h = fc_layer_norm(ctx, x, in[1], in[2], 1e-5);
         fc_tensor *p = fc_softmax(ctx, h, 1);
@@ -144,10 +146,11 @@ static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     return y;
 }
 
-static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed,
-                             double lo, double hi) {
+static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
+                             double hi) {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     double *v = malloc(sizeof *v * (size_t)n);
     for (int64_t i = 0; i < n; i++) {
         double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
@@ -163,8 +166,7 @@ static void check(fc_ctx *ctx, gc_case *c, fc_tensor *const *in, int n) {
     fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
     fc_gradcheck_report rep;
     fc_status st = fc_gradcheck(ctx, apply, c, in, n, &o, &rep);
-    if (st != FC_OK)
-        fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
+    if (st != FC_OK) fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
     assert_true(rep.passed);
     assert_true(rep.checked > 0);
 }
@@ -224,8 +226,8 @@ static void test_grad_reductions(void **state) {
 static void test_grad_prod_with_zeros(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
-    double v[12] = {0.5, 0, 2, -1.5,  /* one zero */
-                    0, 1.2, 0, 3,     /* two zeros */
+    double v[12] = {0.5, 0,    2,   -1.5, /* one zero */
+                    0,   1.2,  0,   3,    /* two zeros */
                     0.7, -0.9, 1.1, 2};
     fc_tensor *x = fc_tensor_from_data(ctx, FC_F64, (const int64_t[]){3, 4}, 2, v);
     gc_case c = {"prod zeros", OP_PROD, V_CONTIG, {1}, 1, false, 0, 0, NULL};
@@ -267,8 +269,8 @@ static void test_grad_norms(void **state) {
         check(ctx, &ln, in, 3);
         gc_case rms = {"rms_norm", OP_RMS_NORM, (enum view)v, {0}, 0, false, 0, 0, NULL};
         check(ctx, &rms, in, 2);
-        gc_case bare = {"layer_norm bare", OP_LAYER_NORM_BARE, (enum view)v, {0}, 0, false, 0, 0,
-                        NULL};
+        gc_case bare = {
+            "layer_norm bare", OP_LAYER_NORM_BARE, (enum view)v, {0}, 0, false, 0, 0, NULL};
         check(ctx, &bare, in, 1);
         fc_scope_end(ctx);
     }
@@ -288,16 +290,22 @@ static void test_grad_losses(void **state) {
                            : fc_tensor_from_data(ctx, FC_I64, &n4, 1, tv);
         fc_tensor *x = random_f64(ctx, leaf2[v], 2, 400, -2, 2);
         for (int r = 0; r < 3; r++) {
-            gc_case c = {"cross_entropy", OP_CROSS_ENTROPY, (enum view)v, {0}, 0, false, 0,
-                         (fc_reduction)r, t};
+            gc_case c = {"cross_entropy",
+                         OP_CROSS_ENTROPY,
+                         (enum view)v,
+                         {0},
+                         0,
+                         false,
+                         0,
+                         (fc_reduction)r,
+                         t};
             check(ctx, &c, &x, 1);
         }
         int64_t bshape[1] = {leaf2[v][1] - (v == V_NARROW ? 2 : 0)};
         if (v == V_TRANSPOSE) bshape[0] = leaf2[v][0];
         fc_tensor *in[2] = {x, random_f64(ctx, bshape, 1, 401, -1, 1)};
         for (int r = 0; r < 3; r++) {
-            gc_case c = {"mse_loss", OP_MSE, (enum view)v, {0}, 0, false, 0, (fc_reduction)r,
-                         NULL};
+            gc_case c = {"mse_loss", OP_MSE, (enum view)v, {0}, 0, false, 0, (fc_reduction)r, NULL};
             check(ctx, &c, in, 2);
         }
         fc_scope_end(ctx);
@@ -316,8 +324,15 @@ static void test_grad_chain_layer_norm_softmax_cross_entropy(void **state) {
                             random_f64(ctx, &d6, 1, 501, 0.5, 1.5),
                             random_f64(ctx, &d6, 1, 502, -1, 1)};
         fc_tensor *t = fc_tensor_from_data(ctx, FC_I64, &n4, 1, tv);
-        gc_case c = {"layer_norm -> softmax -> cross_entropy", OP_CHAIN, (enum view)v, {0}, 0,
-                     false, 0, 0, t};
+        gc_case c = {"layer_norm -> softmax -> cross_entropy",
+                     OP_CHAIN,
+                     (enum view)v,
+                     {0},
+                     0,
+                     false,
+                     0,
+                     0,
+                     t};
         check(ctx, &c, in, 3);
         fc_scope_end(ctx);
     }

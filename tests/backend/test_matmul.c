@@ -559,6 +559,43 @@ static void test_matmul_allocations_return(void **state) {
     }
 }
 
+/* Steady state: once the first product of a shape has run, repeating it
+ * calls the allocator zero times (pooled outputs, the providers' workspace
+ * and oneDNN primitives cached in the context). */
+static void test_matmul_steady_state_allocates_nothing(void **state) {
+    (void)state;
+    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
+        fc_ctx *ctx = ctx_for(provider_ids[pi]);
+        if (!ctx) continue;
+        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+        for (int di = 0; di < COUNT(float_dtypes); di++) {
+            fc_dtype dt = float_dtypes[di];
+            if (!p->supports(dt)) continue;
+            fct_rng rng = {17};
+            fc_tensor *a = make_operand(ctx, &rng, dt, (int64_t[]){4, 33, 40}, 3, L_CONTIG);
+            fc_tensor *b = make_operand(ctx, &rng, dt, (int64_t[]){4, 40, 20}, 3, L_TRANS);
+            fc_tensor *c = fc_matmul(ctx, a, b);
+            assert_non_null(c);
+            fc_release(c);
+            fc_ctx_stats before, after;
+            fc_ctx_get_stats(ctx, &before);
+            for (int r = 0; r < 5; r++) {
+                c = fc_matmul(ctx, a, b);
+                assert_non_null(c);
+                fc_release(c);
+            }
+            fc_ctx_get_stats(ctx, &after);
+            if (after.alloc_calls != before.alloc_calls) {
+                fail_msg("%s %s: %llu allocations in steady state", p->name, fc_dtype_name(dt),
+                         (unsigned long long)(after.alloc_calls - before.alloc_calls));
+            }
+            fc_release(a), fc_release(b);
+        }
+        expect_no_leaks(ctx);
+        fc_ctx_free(ctx);
+    }
+}
+
 /* An f32 a times a q8_0 b ({f16 d; i8 q[32]} per 32 elements of a row):
  * a . (d * q) in double. The dequantization is fc_to's; when this build's
  * fc_to cannot dequantize q8_0 yet, fc_matmul must report fc_to's code. */
@@ -632,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_backend_selection),
         cmocka_unit_test(test_matmul_deterministic),
         cmocka_unit_test(test_matmul_allocations_return),
+        cmocka_unit_test(test_matmul_steady_state_allocates_nothing),
         cmocka_unit_test(test_matmul_quantized_rhs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

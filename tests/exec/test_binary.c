@@ -24,11 +24,11 @@
 #include "fucina.h"
 
 typedef enum op { ADD, SUB, MUL, DIV, POW, MAX, MIN, OP_COUNT } op;
-static const char *const op_names[OP_COUNT] = {"add", "sub", "mul", "div",
+static const char *const op_names[OP_COUNT] = {"add", "sub",     "mul",    "div",
                                                "pow", "maximum", "minimum"};
 typedef fc_tensor *(*bin_fn)(fc_ctx *, fc_tensor *, fc_tensor *);
-static const bin_fn op_fns[OP_COUNT] = {fc_add, fc_sub, fc_mul, fc_div, fc_pow, fc_maximum,
-                                        fc_minimum};
+static const bin_fn op_fns[OP_COUNT] = {fc_add, fc_sub,     fc_mul,    fc_div,
+                                        fc_pow, fc_maximum, fc_minimum};
 
 static int setup(void **state) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 7});
@@ -49,13 +49,20 @@ static int teardown(void **state) {
 
 static double ref_float(op o, double x, double y) {
     switch (o) {
-    case ADD: return x + y;
-    case SUB: return x - y;
-    case MUL: return x * y;
-    case DIV: return x / y;
-    case POW: return pow(x, y);
-    case MAX: return (x >= y || isnan(x)) ? x : y;
-    default: return (x <= y || isnan(x)) ? x : y;
+    case ADD:
+        return x + y;
+    case SUB:
+        return x - y;
+    case MUL:
+        return x * y;
+    case DIV:
+        return x / y;
+    case POW:
+        return pow(x, y);
+    case MAX:
+        return (x >= y || isnan(x)) ? x : y;
+    default:
+        return (x <= y || isnan(x)) ? x : y;
     }
 }
 
@@ -91,8 +98,8 @@ static void gen_inputs(op o, fc_dtype dt, uint64_t *rng, double *a, double *b, i
     }
 }
 
-static void check_float_result(fc_tensor *out, op o, fc_dtype dt, const double *a,
-                               const double *b, int64_t n, const char *what) {
+static void check_float_result(fc_tensor *out, op o, fc_dtype dt, const double *a, const double *b,
+                               int64_t n, const char *what) {
     double got[512];
     assert_non_null(out);
     assert_int_equal(fc_tensor_dtype(out), dt);
@@ -101,8 +108,8 @@ static void check_float_result(fc_tensor *out, op o, fc_dtype dt, const double *
         double want = fct_round(dt, ref_float(o, a[i], b[i]));
         bool ok = o == POW ? fabs(got[i] - want) <= 2 * fct_ulp(dt, want) : same(got[i], want);
         if (!ok) {
-            fprintf(stderr, "%s %s %s [%lld]: %.17g (op) %.17g = %.17g, want %.17g\n",
-                    op_names[o], fc_dtype_name(dt), what, (long long)i, a[i], b[i], got[i], want);
+            fprintf(stderr, "%s %s %s [%lld]: %.17g (op) %.17g = %.17g, want %.17g\n", op_names[o],
+                    fc_dtype_name(dt), what, (long long)i, a[i], b[i], got[i], want);
             fail();
         }
     }
@@ -144,8 +151,10 @@ static void test_binary_broadcast(void **state) {
     const int64_t sa[3] = {4, 1, 3}, sb[2] = {5, 1}, so[3] = {4, 5, 3};
     double a[12], b[5], got[60];
     for (int o = 0; o < OP_COUNT; o++) {
-        for (int i = 0; i < 12; i++) a[i] = fct_round(FC_F32, fct_uniform(&rng, 0.5, 2));
-        for (int i = 0; i < 5; i++) b[i] = fct_round(FC_F32, fct_uniform(&rng, 0.5, 2));
+        for (int i = 0; i < 12; i++)
+            a[i] = fct_round(FC_F32, fct_uniform(&rng, 0.5, 2));
+        for (int i = 0; i < 5; i++)
+            b[i] = fct_round(FC_F32, fct_uniform(&rng, 0.5, 2));
         for (int la = 0; la < FCT_LAYOUT_COUNT; la++) {
             fc_tensor *out = op_fns[o](ctx, fct_make(ctx, FC_F32, sa, 3, a, la),
                                        fct_make(ctx, FC_F32, sb, 2, b, FCT_STRIDED));
@@ -155,8 +164,8 @@ static void test_binary_broadcast(void **state) {
             assert_int_equal(fct_read(out, got, 60), 60);
             int64_t idx[3] = {0};
             for (int k = 0; k < 60; k++, next_index(idx, so, 3)) {
-                double want = fct_round(FC_F32, ref_float(o, a[bidx(idx, 3, sa, 3)],
-                                                          b[bidx(idx, 3, sb, 2)]));
+                double want =
+                    fct_round(FC_F32, ref_float(o, a[bidx(idx, 3, sa, 3)], b[bidx(idx, 3, sb, 2)]));
                 if (o == POW)
                     assert_true(fabs(got[k] - want) <= 2 * fct_ulp(FC_F32, want));
                 else
@@ -169,16 +178,19 @@ static void test_binary_broadcast(void **state) {
     fc_tensor *m = fct_make(ctx, FC_F64, (const int64_t[]){2, 3}, 2, six, FCT_TRANSPOSED);
     fc_tensor *s = fct_make(ctx, FC_F64, (const int64_t[]){1}, 1, &ten, FCT_CONTIG);
     assert_int_equal(fct_read(fc_sub(ctx, s, m), got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == 10 - six[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == 10 - six[i]);
     assert_int_equal(fct_read(fc_div(ctx, m, s), got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == six[i] / 10);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == six[i] / 10);
     /* an explicit broadcast view: row [3] expanded to [4,3] with stride 0 */
     fc_tensor *row = fct_make(ctx, FC_F64, (const int64_t[]){3}, 1, six, FCT_CONTIG);
     fc_tensor *ex = fct_view(ctx, row, (const int64_t[]){4, 3}, (const int64_t[]){0, 1}, 2, 0);
     fc_tensor *col = fct_make(ctx, FC_F64, (const int64_t[]){4, 1}, 2, six, FCT_STRIDED);
     assert_int_equal(fct_read(fc_mul(ctx, ex, col), got, 12), 12);
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) assert_true(got[i * 3 + j] == six[j] * six[i]);
+        for (int j = 0; j < 3; j++)
+            assert_true(got[i * 3 + j] == six[j] * six[i]);
     fc_scope_end(ctx);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
@@ -202,17 +214,21 @@ static void test_binary_large(void **state) {
         fc_tensor *fa = fct_make(ctx, dt, &flat, 1, a, FCT_CONTIG);
         fc_tensor *fb = fct_make(ctx, dt, &flat, 1, b, FCT_CONTIG);
         assert_int_equal(fct_read(fc_add(ctx, fa, fb), got, N), N);
-        for (int i = 0; i < N; i++) assert_true(got[i] == fct_round(dt, a[i] + b[i]));
+        for (int i = 0; i < N; i++)
+            assert_true(got[i] == fct_round(dt, a[i] + b[i]));
         assert_int_equal(fct_read(fc_mul(ctx, fa, fb), got, N), N);
-        for (int i = 0; i < N; i++) assert_true(got[i] == fct_round(dt, a[i] * b[i]));
+        for (int i = 0; i < N; i++)
+            assert_true(got[i] == fct_round(dt, a[i] * b[i]));
         fc_tensor *ma = fct_make(ctx, dt, mat, 2, a, FCT_CONTIG);
         fc_tensor *rb = fct_make(ctx, dt, &row, 1, b, FCT_CONTIG);
         assert_int_equal(fct_read(fc_sub(ctx, ma, rb), got, N), N);
-        for (int i = 0; i < N; i++) assert_true(got[i] == fct_round(dt, a[i] - b[i % C]));
+        for (int i = 0; i < N; i++)
+            assert_true(got[i] == fct_round(dt, a[i] - b[i % C]));
         fc_tensor *ta = fct_make(ctx, dt, mat, 2, a, FCT_TRANSPOSED);
         fc_tensor *tb = fct_make(ctx, dt, mat, 2, b, FCT_STRIDED);
         assert_int_equal(fct_read(fc_maximum(ctx, ta, tb), got, N), N);
-        for (int i = 0; i < N; i++) assert_true(got[i] == (a[i] >= b[i] ? a[i] : b[i]));
+        for (int i = 0; i < N; i++)
+            assert_true(got[i] == (a[i] >= b[i] ? a[i] : b[i]));
     }
     fc_scope_end(ctx);
 }
@@ -223,24 +239,36 @@ static const fc_dtype int_dts[] = {FC_U8, FC_U16, FC_I8, FC_I16, FC_I32, FC_I64}
 
 static int64_t wrap(fc_dtype dt, uint64_t v) {
     switch (dt) {
-    case FC_U8: return (uint8_t)v;
-    case FC_U16: return (uint16_t)v;
-    case FC_I8: return (int8_t)(uint8_t)v;
-    case FC_I16: return (int16_t)(uint16_t)v;
-    case FC_I32: return (int32_t)(uint32_t)v;
-    default: return (int64_t)v;
+    case FC_U8:
+        return (uint8_t)v;
+    case FC_U16:
+        return (uint16_t)v;
+    case FC_I8:
+        return (int8_t)(uint8_t)v;
+    case FC_I16:
+        return (int16_t)(uint16_t)v;
+    case FC_I32:
+        return (int32_t)(uint32_t)v;
+    default:
+        return (int64_t)v;
     }
 }
 
 static int64_t int_at(const fc_tensor *t, int64_t i) {
     const char *p = fc_tensor_data(t);
     switch (fc_tensor_dtype(t)) {
-    case FC_U8: return ((const uint8_t *)p)[i];
-    case FC_U16: return ((const uint16_t *)p)[i];
-    case FC_I8: return ((const int8_t *)p)[i];
-    case FC_I16: return ((const int16_t *)p)[i];
-    case FC_I32: return ((const int32_t *)p)[i];
-    default: return ((const int64_t *)p)[i];
+    case FC_U8:
+        return ((const uint8_t *)p)[i];
+    case FC_U16:
+        return ((const uint16_t *)p)[i];
+    case FC_I8:
+        return ((const int8_t *)p)[i];
+    case FC_I16:
+        return ((const int16_t *)p)[i];
+    case FC_I32:
+        return ((const int32_t *)p)[i];
+    default:
+        return ((const int64_t *)p)[i];
     }
 }
 
@@ -258,14 +286,19 @@ static fc_tensor *int_tensor(fc_ctx *ctx, fc_dtype dt, const int64_t *v, int64_t
 static int64_t ref_int(op o, fc_dtype dt, int64_t x, int64_t y) {
     bool is_signed = fc_dtype_is_signed_int(dt);
     switch (o) {
-    case ADD: return wrap(dt, (uint64_t)x + (uint64_t)y);
-    case SUB: return wrap(dt, (uint64_t)x - (uint64_t)y);
-    case MUL: return wrap(dt, (uint64_t)x * (uint64_t)y);
+    case ADD:
+        return wrap(dt, (uint64_t)x + (uint64_t)y);
+    case SUB:
+        return wrap(dt, (uint64_t)x - (uint64_t)y);
+    case MUL:
+        return wrap(dt, (uint64_t)x * (uint64_t)y);
     case DIV:
         if (is_signed && y == -1) return wrap(dt, 0 - (uint64_t)x);
         return wrap(dt, (uint64_t)(x / y));
-    case MAX: return x > y ? x : y;
-    default: return x < y ? x : y;
+    case MAX:
+        return x > y ? x : y;
+    default:
+        return x < y ? x : y;
     }
 }
 
@@ -301,8 +334,8 @@ static void test_binary_int(void **state) {
                 int64_t want = ref_int(o, dt, a[i], b[i]), got = int_at(out, i);
                 if (got != want) {
                     fprintf(stderr, "%s %s [%d]: %lld, %lld -> %lld, want %lld\n", op_names[o],
-                            fc_dtype_name(dt), i, (long long)a[i], (long long)b[i],
-                            (long long)got, (long long)want);
+                            fc_dtype_name(dt), i, (long long)a[i], (long long)b[i], (long long)got,
+                            (long long)want);
                     fail();
                 }
             }
@@ -310,7 +343,8 @@ static void test_binary_int(void **state) {
         /* a broadcast divisor: [N] / [1] */
         int64_t three = 3;
         fc_tensor *q = fc_div(ctx, ta, int_tensor(ctx, dt, &three, 1));
-        for (int i = 0; i < N; i++) assert_true(int_at(q, i) == ref_int(DIV, dt, a[i], 3));
+        for (int i = 0; i < N; i++)
+            assert_true(int_at(q, i) == ref_int(DIV, dt, a[i], 3));
     }
     fc_scope_end(ctx);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
@@ -379,7 +413,8 @@ static void test_binary_scalar_forms(void **state) {
     fc_scope_begin(ctx);
     for (size_t d = 0; d < sizeof float_dts / sizeof float_dts[0]; d++) {
         fc_dtype dt = float_dts[d];
-        for (int i = 0; i < 12; i++) x[i] = fct_round(dt, fct_uniform(&rng, 0.25, 3));
+        for (int i = 0; i < 12; i++)
+            x[i] = fct_round(dt, fct_uniform(&rng, 0.25, 3));
         fc_tensor *t = fct_make(ctx, dt, (const int64_t[]){3, 4}, 2, x, FCT_TRANSPOSED);
         for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
             double s = 1.3; /* converted to dt first */
@@ -399,9 +434,11 @@ static void test_binary_scalar_forms(void **state) {
     int64_t iv[3] = {-7, 0, 9};
     fc_tensor *ti = int_tensor(ctx, FC_I32, iv, 3);
     fc_tensor *r = fc_add_scalar(ctx, ti, 2.7);
-    for (int i = 0; i < 3; i++) assert_true(int_at(r, i) == iv[i] + 2);
+    for (int i = 0; i < 3; i++)
+        assert_true(int_at(r, i) == iv[i] + 2);
     r = fc_rsub_scalar(ctx, ti, 1);
-    for (int i = 0; i < 3; i++) assert_true(int_at(r, i) == 1 - iv[i]);
+    for (int i = 0; i < 3; i++)
+        assert_true(int_at(r, i) == 1 - iv[i]);
     r = fc_div_scalar(ctx, ti, -2);
     assert_true(int_at(r, 0) == 3 && int_at(r, 1) == 0 && int_at(r, 2) == -4);
     assert_null(fc_pow_scalar(ctx, ti, 2));
@@ -488,7 +525,7 @@ static void test_binary_check_finite(void **state) {
 
 /* ---- in place and add_out ----------------------------------------------------------------- */
 
-static void test_inplace_ops(void **state) {
+static void test_binary_inplace_ops(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double x[6] = {1, 2, 3, 4, 5, 6}, row[3] = {10, 20, 30}, got[6];
@@ -499,24 +536,29 @@ static void test_inplace_ops(void **state) {
     assert_int_equal(fc_add_(d, fct_make(ctx, FC_F32, &s3, 1, row, FCT_STRIDED)), FC_OK);
     assert_true(fc_tensor_generation(d) != g0);
     assert_int_equal(fct_read(d, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == x[i] + row[i % 3]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == x[i] + row[i % 3]);
     /* dst + dst */
     fc_tensor *c = fct_make(ctx, FC_I16, s23, 2, x, FCT_CONTIG);
     assert_int_equal(fc_add_(c, c), FC_OK);
     assert_int_equal(fct_read(c, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == 2 * x[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == 2 * x[i]);
     uint32_t g1 = fc_tensor_generation(c);
     assert_int_equal(fc_mul_scalar_(c, -3), FC_OK);
     assert_true(fc_tensor_generation(c) != g1);
     assert_int_equal(fct_read(c, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == -6 * x[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == -6 * x[i]);
     fc_tensor *h = fct_make(ctx, FC_BF16, s23, 2, x, FCT_STRIDED);
     assert_int_equal(fc_mul_scalar_(h, 0.5), FC_OK);
     assert_int_equal(fct_read(h, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == 0.5 * x[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == 0.5 * x[i]);
     assert_int_equal(fc_fill_(h, 1.0 / 3), FC_OK);
     assert_int_equal(fct_read(h, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == fct_round(FC_BF16, 1.0 / 3));
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == fct_round(FC_BF16, 1.0 / 3));
     fc_tensor *b8 = fc_zeros(ctx, FC_BOOL, s23, 2);
     assert_int_equal(fc_fill_(b8, 2), FC_OK); /* any nonzero is true */
     assert_int_equal(fct_read(b8, got, 6), 6);
@@ -527,10 +569,12 @@ static void test_inplace_ops(void **state) {
     fc_tensor *r = fct_make(ctx, FC_F64, &s3, 1, row, FCT_CONTIG);
     assert_int_equal(fc_add_out(out, r, m), FC_OK);
     assert_int_equal(fct_read(out, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == x[i] + row[i % 3]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == x[i] + row[i % 3]);
     assert_int_equal(fc_add_out(out, m, m), FC_OK); /* out distinct from both */
     assert_int_equal(fct_read(out, got, 6), 6);
-    for (int i = 0; i < 6; i++) assert_true(got[i] == 2 * x[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(got[i] == 2 * x[i]);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
     fc_scope_end(ctx);
 }
@@ -545,7 +589,7 @@ static void expect_status(fc_ctx *ctx, fc_status got, fc_status want, const char
     fc_ctx_clear_error(ctx);
 }
 
-static void test_inplace_refusals(void **state) {
+static void test_binary_inplace_refusals(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s23[2] = {2, 3}, s3 = 3;
@@ -599,8 +643,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_binary_minmax_nan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_check_finite, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inplace_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inplace_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_inplace_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_inplace_refusals, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

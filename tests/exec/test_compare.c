@@ -43,16 +43,22 @@ static const char *const cmp_names[CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "
 
 static double ref_cmp(cmp c, double x, double y) {
     switch (c) {
-    case EQ: return x == y;
-    case NE: return x != y;
-    case LT: return x < y;
-    case LE: return x <= y;
-    case GT: return x > y;
-    default: return x >= y;
+    case EQ:
+        return x == y;
+    case NE:
+        return x != y;
+    case LT:
+        return x < y;
+    case LE:
+        return x <= y;
+    case GT:
+        return x > y;
+    default:
+        return x >= y;
     }
 }
 
-static const fc_dtype all_dts[] = {FC_BOOL, FC_U8,  FC_U16, FC_I8,  FC_I16, FC_I32,
+static const fc_dtype all_dts[] = {FC_BOOL, FC_U8,  FC_U16,  FC_I8,  FC_I16, FC_I32,
                                    FC_I64,  FC_F16, FC_BF16, FC_F32, FC_F64};
 
 /* A value from a small set, so ties are frequent; floats also get signed
@@ -74,7 +80,8 @@ static void test_compare_all(void **state) {
     uint64_t rng = 1;
     for (size_t d = 0; d < sizeof all_dts / sizeof all_dts[0]; d++) {
         fc_dtype dt = all_dts[d];
-        for (int i = 0; i < 20; i++) a[i] = pick(dt, &rng), b[i] = pick(dt, &rng);
+        for (int i = 0; i < 20; i++)
+            a[i] = pick(dt, &rng), b[i] = pick(dt, &rng);
         for (int la = 0; la < FCT_LAYOUT_COUNT; la++) {
             for (int lb = 0; lb < FCT_LAYOUT_COUNT; lb++) {
                 fc_scope_begin(ctx);
@@ -100,12 +107,14 @@ static void test_compare_all(void **state) {
     }
     /* broadcast [4,1] against [5] */
     fc_scope_begin(ctx);
-    for (int i = 0; i < 5; i++) a[i] = i, b[i] = 4 - i;
+    for (int i = 0; i < 5; i++)
+        a[i] = i, b[i] = 4 - i;
     fc_tensor *r = fc_le(ctx, fct_make(ctx, FC_BF16, (const int64_t[]){4, 1}, 2, a, FCT_STRIDED),
                          fct_make(ctx, FC_BF16, (const int64_t[]){5}, 1, b, FCT_CONTIG));
     assert_int_equal(fct_read(r, got, 20), 20);
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 5; j++) assert_true(got[i * 5 + j] == (a[i] <= b[j]));
+        for (int j = 0; j < 5; j++)
+            assert_true(got[i * 5 + j] == (a[i] <= b[j]));
     fc_scope_end(ctx);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
@@ -131,8 +140,7 @@ static void test_compare_scalar_exact(void **state) {
     fc_tensor *tb = i64_tensor(ctx, big, 5);
     expect_bools(fc_gt_scalar(ctx, tb, p53), (const uint8_t[]){1, 0, 1, 0, 0}, 5);
     expect_bools(fc_eq_scalar(ctx, tb, p53), (const uint8_t[]){0, 1, 0, 0, 0}, 5);
-    expect_bools(fc_lt_scalar(ctx, tb, 9223372036854775808.0), (const uint8_t[]){1, 1, 1, 1, 1},
-                 5);
+    expect_bools(fc_lt_scalar(ctx, tb, 9223372036854775808.0), (const uint8_t[]){1, 1, 1, 1, 1}, 5);
     expect_bools(fc_eq_scalar(ctx, tb, -9223372036854775808.0), (const uint8_t[]){0, 0, 0, 1, 0},
                  5);
     expect_bools(fc_gt_scalar(ctx, tb, -1e300), (const uint8_t[]){1, 1, 1, 1, 1}, 5);
@@ -161,15 +169,19 @@ static void test_compare_scalar_exact(void **state) {
     const double scal[] = {0, 0.5, 1, -1, -0.0, INFINITY, NAN};
     double v[12], got[12];
     for (size_t d = 0; d < sizeof all_dts / sizeof all_dts[0]; d++) {
-        for (int i = 0; i < 12; i++) v[i] = pick(all_dts[d], &rng);
+        for (int i = 0; i < 12; i++)
+            v[i] = pick(all_dts[d], &rng);
         fc_tensor *t = fct_make(ctx, all_dts[d], (const int64_t[]){3, 4}, 2, v, FCT_TRANSPOSED);
         for (size_t k = 0; k < sizeof scal / sizeof scal[0]; k++) {
             assert_int_equal(fct_read(fc_eq_scalar(ctx, t, scal[k]), got, 12), 12);
-            for (int i = 0; i < 12; i++) assert_true(got[i] == (v[i] == scal[k]));
+            for (int i = 0; i < 12; i++)
+                assert_true(got[i] == (v[i] == scal[k]));
             assert_int_equal(fct_read(fc_lt_scalar(ctx, t, scal[k]), got, 12), 12);
-            for (int i = 0; i < 12; i++) assert_true(got[i] == (v[i] < scal[k]));
+            for (int i = 0; i < 12; i++)
+                assert_true(got[i] == (v[i] < scal[k]));
             assert_int_equal(fct_read(fc_gt_scalar(ctx, t, scal[k]), got, 12), 12);
-            for (int i = 0; i < 12; i++) assert_true(got[i] == (v[i] > scal[k]));
+            for (int i = 0; i < 12; i++)
+                assert_true(got[i] == (v[i] > scal[k]));
         }
     }
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
@@ -178,7 +190,7 @@ static void test_compare_scalar_exact(void **state) {
 
 /* Truthiness: -0.0 is false, NaN is true, in every dtype; operands of the
  * logical ops may differ in dtype and broadcast. */
-static void test_logical(void **state) {
+static void test_compare_logical(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double fa[6] = {0, -0.0, NAN, 1, -2, 0.25};
@@ -188,8 +200,8 @@ static void test_logical(void **state) {
     const fc_dtype dts[] = {FC_F16, FC_BF16, FC_F64, FC_F8_E4M3, FC_F8_E5M2};
     for (int d = 0; d < 5; d++) {
         fc_tensor *t = fct_make(ctx, dts[d], (const int64_t[]){6}, 1, fa, FCT_CONTIG);
-        expect_bools(fc_logical_or(ctx, t, fc_zeros(ctx, FC_BOOL, (const int64_t[]){1}, 1)),
-                     truth, 6);
+        expect_bools(fc_logical_or(ctx, t, fc_zeros(ctx, FC_BOOL, (const int64_t[]){1}, 1)), truth,
+                     6);
     }
     /* raw f8 codes: 0x80 is -0.0 (false), 0x7f / 0xff are NaN (true) */
     const uint8_t codes[4] = {0x80, 0x7f, 0xff, 0x00};
@@ -207,7 +219,7 @@ static void test_logical(void **state) {
 }
 
 /* where over three broadcasting operands; any scalar dtype, bit-exact. */
-static void test_where(void **state) {
+static void test_compare_where(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double cv[4] = {1, 0, NAN, -0.0}; /* truthy: 1, 0, 1, 0 */
@@ -215,7 +227,8 @@ static void test_where(void **state) {
     int64_t av[5] = {INT64_MAX, INT64_MIN, ((int64_t)1 << 53) + 1, -1, 0};
     fc_tensor *a = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){5}, 1, av);
     double bv[20];
-    for (int i = 0; i < 20; i++) bv[i] = 100 + i;
+    for (int i = 0; i < 20; i++)
+        bv[i] = 100 + i;
     fc_tensor *b = fct_make(ctx, FC_I64, (const int64_t[]){4, 5}, 2, bv, FCT_TRANSPOSED);
     fc_tensor *w = fc_where(ctx, cond, a, b);
     assert_non_null(w);
@@ -228,8 +241,8 @@ static void test_where(void **state) {
     /* every scalar dtype moves bit-exactly (NaN payloads and -0.0 too) */
     for (int d = 0; d < FC_F8_E5M2 + 1; d++) {
         double x[3] = {-0.0, 1.5, NAN}, y[3] = {2, -3, 4}, got[3];
-        fc_tensor *c = fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){3}, 1,
-                                           (const uint8_t[]){1, 0, 1});
+        fc_tensor *c =
+            fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){3}, 1, (const uint8_t[]){1, 0, 1});
         fc_tensor *r = fc_where(ctx, c, fct_make(ctx, d, (const int64_t[]){3}, 1, x, FCT_CONTIG),
                                 fct_make(ctx, d, (const int64_t[]){1, 3}, 2, y, FCT_STRIDED));
         assert_int_equal(fct_read(r, got, 3), 3);
@@ -242,11 +255,12 @@ static void test_where(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_masked_fill(void **state) {
+static void test_compare_masked_fill(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     double x[12], got[12];
-    for (int i = 0; i < 12; i++) x[i] = i - 5.5;
+    for (int i = 0; i < 12; i++)
+        x[i] = i - 5.5;
     const uint8_t mv[4] = {1, 0, 0, 1};
     fc_tensor *mask = fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){4}, 1, mv);
     const fc_dtype dts[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I32, FC_U8};
@@ -263,9 +277,11 @@ static void test_masked_fill(void **state) {
     /* a float mask read by truthiness, broadcast along rows */
     double fm[3] = {0, NAN, -0.0};
     fc_tensor *m2 = fct_make(ctx, FC_F32, (const int64_t[]){3, 1}, 2, fm, FCT_STRIDED);
-    fc_tensor *r = fc_masked_fill(ctx, fct_make(ctx, FC_F64, (const int64_t[]){3, 4}, 2, x, 0), m2, 1);
+    fc_tensor *r =
+        fc_masked_fill(ctx, fct_make(ctx, FC_F64, (const int64_t[]){3, 4}, 2, x, 0), m2, 1);
     assert_int_equal(fct_read(r, got, 12), 12);
-    for (int i = 0; i < 12; i++) assert_true(got[i] == (i / 4 == 1 ? 1 : x[i]));
+    for (int i = 0; i < 12; i++)
+        assert_true(got[i] == (i / 4 == 1 ? 1 : x[i]));
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
     fc_scope_end(ctx);
 }
@@ -316,9 +332,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_compare_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compare_scalar_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_logical, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_where, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_masked_fill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_logical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_where, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_masked_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compare_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

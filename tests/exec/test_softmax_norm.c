@@ -65,7 +65,8 @@ static void fill_random(double *v, int64_t n, uint64_t seed, double lo, double h
 static fc_tensor *random_tensor(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank,
                                 uint64_t seed, double lo, double hi, double **vals) {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     double *v = malloc(sizeof *v * (size_t)n);
     fill_random(v, n, seed, lo, hi);
     fc_tensor *t = from_f64(ctx, dt, shape, rank, v);
@@ -81,10 +82,10 @@ static double dtype_tol(fc_dtype dt) {
 static void expect_close(const double *got, const double *want, int64_t n, double tol,
                          const char *what) {
     for (int64_t i = 0; i < n; i++) {
-        if (isnan(want[i]) && isnan(got[i])) continue;
+        if ((isnan(want[i]) && isnan(got[i])) || got[i] == want[i]) continue;
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
-            fail_msg("%s[%lld]: got %.10g want %.10g (tol %g)", what, (long long)i, got[i],
-                     want[i], tol);
+            fail_msg("%s[%lld]: got %.10g want %.10g (tol %g)", what, (long long)i, got[i], want[i],
+                     tol);
     }
 }
 
@@ -93,8 +94,10 @@ static void expect_close(const double *got, const double *want, int64_t n, doubl
 static void geometry(const int64_t *shape, int rank, int axis, int64_t *outer, int64_t *dim,
                      int64_t *inner) {
     *outer = *inner = 1;
-    for (int i = 0; i < axis; i++) *outer *= shape[i];
-    for (int i = axis + 1; i < rank; i++) *inner *= shape[i];
+    for (int i = 0; i < axis; i++)
+        *outer *= shape[i];
+    for (int i = axis + 1; i < rank; i++)
+        *inner *= shape[i];
     *dim = shape[axis];
 }
 
@@ -105,8 +108,10 @@ static void ref_softmax(const double *x, const int64_t *shape, int rank, int axi
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             double m = -INFINITY, s = 0;
-            for (int64_t d = 0; d < dim; d++) m = fmax(m, x[(o * dim + d) * inner + i]);
-            for (int64_t d = 0; d < dim; d++) s += exp(x[(o * dim + d) * inner + i] - m);
+            for (int64_t d = 0; d < dim; d++)
+                m = fmax(m, x[(o * dim + d) * inner + i]);
+            for (int64_t d = 0; d < dim; d++)
+                s += exp(x[(o * dim + d) * inner + i] - m);
             for (int64_t d = 0; d < dim; d++) {
                 double v = x[(o * dim + d) * inner + i] - m;
                 y[(o * dim + d) * inner + i] = lg ? v - log(s) : exp(v) / s;
@@ -134,16 +139,18 @@ static void ref_softmax_grad(const double *y, const double *g, const int64_t *sh
 }
 
 /* layer_norm (rms: rms_norm) over the last axis; w, b may be NULL */
-static void ref_norm(const double *x, int64_t rows, int64_t dim, const double *w,
-                     const double *b, double eps, bool rms, double *y) {
+static void ref_norm(const double *x, int64_t rows, int64_t dim, const double *w, const double *b,
+                     double eps, bool rms, double *y) {
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * dim;
         double mu = 0, var = 0;
         if (!rms) {
-            for (int64_t j = 0; j < dim; j++) mu += xr[j];
+            for (int64_t j = 0; j < dim; j++)
+                mu += xr[j];
             mu /= (double)dim;
         }
-        for (int64_t j = 0; j < dim; j++) var += (xr[j] - mu) * (xr[j] - mu);
+        for (int64_t j = 0; j < dim; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
         double rs = 1 / sqrt(var / (double)dim + eps);
         for (int64_t j = 0; j < dim; j++)
             y[r * dim + j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
@@ -151,18 +158,20 @@ static void ref_norm(const double *x, int64_t rows, int64_t dim, const double *w
 }
 
 /* gradients of sum(y * g) by the textbook formulas */
-static void ref_norm_grad(const double *x, int64_t rows, int64_t dim, const double *w,
-                          double eps, bool rms, const double *g, double *dx, double *dw,
-                          double *db) {
-    for (int64_t j = 0; j < dim; j++) dw[j] = db[j] = 0;
+static void ref_norm_grad(const double *x, int64_t rows, int64_t dim, const double *w, double eps,
+                          bool rms, const double *g, double *dx, double *dw, double *db) {
+    for (int64_t j = 0; j < dim; j++)
+        dw[j] = db[j] = 0;
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * dim, *gr = g + r * dim;
         double mu = 0, var = 0, sa = 0, sb = 0;
         if (!rms) {
-            for (int64_t j = 0; j < dim; j++) mu += xr[j];
+            for (int64_t j = 0; j < dim; j++)
+                mu += xr[j];
             mu /= (double)dim;
         }
-        for (int64_t j = 0; j < dim; j++) var += (xr[j] - mu) * (xr[j] - mu);
+        for (int64_t j = 0; j < dim; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
         double rs = 1 / sqrt(var / (double)dim + eps);
         for (int64_t j = 0; j < dim; j++) {
             double gy = gr[j] * (w ? w[j] : 1), xh = (xr[j] - mu) * rs;
@@ -178,7 +187,8 @@ static void ref_norm_grad(const double *x, int64_t rows, int64_t dim, const doub
     }
 }
 
-/* ---- softmax forward --------------------------------------------------------------------------- */
+/* ---- softmax forward ---------------------------------------------------------------------------
+ */
 
 static void softmax_case(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, int axis,
                          bool lg, uint64_t seed) {
@@ -210,6 +220,7 @@ static void test_softmax_forward(void **state) {
             softmax_case(ctx, dts[d], (const int64_t[]){3, 2000}, 2, 1, lg, 4);
             softmax_case(ctx, dts[d], (const int64_t[]){40, 3}, 2, 0, lg, 5);
             softmax_case(ctx, dts[d], (const int64_t[]){7}, 1, 0, lg, 6);
+            softmax_case(ctx, dts[d], (const int64_t[]){2, 40000}, 2, 1, lg, 7); /* online */
         }
     free_ctx(ctx);
 }
@@ -219,11 +230,12 @@ static void test_softmax_transposed_view(void **state) {
     fc_ctx *ctx = new_ctx(2);
     double *bv;
     fc_tensor *base = random_tensor(ctx, FC_F32, (const int64_t[]){6, 9}, 2, 8, -3, 3, &bv);
-    fc_tensor *xt = fc__tensor_view(ctx, "test", base, (const int64_t[]){9, 6},
-                                    (const int64_t[]){1, 9}, 2, 0);
+    fc_tensor *xt =
+        fc__tensor_view(ctx, "test", base, (const int64_t[]){9, 6}, (const int64_t[]){1, 9}, 2, 0);
     double tv[54], want[54];
     for (int i = 0; i < 9; i++)
-        for (int j = 0; j < 6; j++) tv[i * 6 + j] = bv[j * 9 + i];
+        for (int j = 0; j < 6; j++)
+            tv[i * 6 + j] = bv[j * 9 + i];
     for (int axis = 0; axis < 2; axis++)
         for (int lg = 0; lg < 2; lg++) {
             fc_tensor *y = lg ? fc_log_softmax(ctx, xt, axis) : fc_softmax(ctx, xt, axis);
@@ -244,24 +256,44 @@ static void test_softmax_transposed_view(void **state) {
 static void test_softmax_masked_and_nan_rows(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx(1);
-    double v[12] = {1, -INFINITY, 2, -INFINITY,                  /* masked row */
+    double v[12] = {1,         -INFINITY, 2,         -INFINITY, /* masked row */
                     -INFINITY, -INFINITY, -INFINITY, -INFINITY, /* all masked: NaN */
-                    1, NAN, 2, 3};                              /* NaN: NaN row */
+                    1,         NAN,       2,         3};        /* NaN: NaN row */
     fc_tensor *x = from_f64(ctx, FC_F32, (const int64_t[]){3, 4}, 2, v);
     fc_tensor *y = fc_softmax(ctx, x, 1);
     double *got = values(y);
     double e = exp(-1.0);
     assert_true(fabs(got[0] - e / (1 + e)) < 1e-6 && got[1] == 0 && got[3] == 0);
     assert_true(fabs(got[2] - 1 / (1 + e)) < 1e-6);
-    for (int i = 4; i < 12; i++) assert_true(isnan(got[i]));
+    for (int i = 4; i < 12; i++)
+        assert_true(isnan(got[i]));
     free(got);
     fc_release(y);
     y = fc_log_softmax(ctx, x, 1);
     got = values(y);
     assert_true(got[1] == -INFINITY && fabs(got[2] + log1p(e)) < 1e-6);
-    for (int i = 8; i < 12; i++) assert_true(isnan(got[i]));
+    for (int i = 8; i < 12; i++)
+        assert_true(isnan(got[i]));
     free(got);
     fc_release(y);
+    fc_release(x);
+    /* a long (online path) row whose first blocks are all masked */
+    int64_t long_shape[2] = {2, 40000};
+    double *lv = malloc(sizeof *lv * 80000), *lw = malloc(sizeof *lw * 80000);
+    for (int i = 0; i < 80000; i++)
+        lv[i] = (i % 40000) < 9000 ? -INFINITY : (i < 40000 ? 0.001 * (i % 97) : -INFINITY);
+    lv[79999] = 2.0; /* second row: all masked but its last element */
+    x = from_f64(ctx, FC_F32, long_shape, 2, lv);
+    for (int lg = 0; lg < 2; lg++) {
+        y = lg ? fc_log_softmax(ctx, x, 1) : fc_softmax(ctx, x, 1);
+        ref_softmax(lv, long_shape, 2, 1, lg, lw);
+        got = values(y);
+        expect_close(got, lw, 80000, 1e-5, "masked long row");
+        free(got);
+        fc_release(y);
+    }
+    free(lv);
+    free(lw);
     fc_release(x);
     /* huge logits do not overflow */
     double big[3] = {1000, 999, -1000};
@@ -323,7 +355,8 @@ static void test_softmax_backward(void **state) {
 static void norm_case(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, bool rms,
                       bool has_w, bool has_b, double offset) {
     int64_t dim = shape[rank - 1], n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     int64_t rows = n / dim;
     double *xv, *wv = NULL, *bv = NULL, *gv;
     fc_tensor *x = random_tensor(ctx, dt, shape, rank, 31, offset - 2, offset + 2, &xv);
@@ -384,6 +417,10 @@ static void test_norm_forward_backward(void **state) {
             norm_case(ctx, dts[d], (const int64_t[]){5, 16}, 2, rms, true, false, 0);
             norm_case(ctx, dts[d], (const int64_t[]){130, 9}, 2, rms, false, true, 0);
         }
+    /* rows past the one-pass threshold */
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, false, true, true, 0);
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, true, true, false, 0);
+    norm_case(ctx, FC_F32, (const int64_t[]){2, 40000}, 2, false, false, false, 1e3);
     /* a mean far from zero: the two-pass variance keeps its accuracy */
     norm_case(ctx, FC_F32, (const int64_t[]){6, 64}, 2, false, true, true, 1e3);
     norm_case(ctx, FC_F64, (const int64_t[]){6, 64}, 2, false, true, true, 1e6);
@@ -396,11 +433,12 @@ static void test_norm_strided_input(void **state) {
     fc_ctx *ctx = new_ctx(2);
     double *bv;
     fc_tensor *base = random_tensor(ctx, FC_F32, (const int64_t[]){8, 5}, 2, 41, -2, 2, &bv);
-    fc_tensor *xt = fc__tensor_view(ctx, "test", base, (const int64_t[]){5, 8},
-                                    (const int64_t[]){1, 5}, 2, 0);
+    fc_tensor *xt =
+        fc__tensor_view(ctx, "test", base, (const int64_t[]){5, 8}, (const int64_t[]){1, 5}, 2, 0);
     double tv[40], want[40];
     for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 8; j++) tv[i * 8 + j] = bv[j * 5 + i];
+        for (int j = 0; j < 8; j++)
+            tv[i * 8 + j] = bv[j * 5 + i];
     fc_tensor *y = fc_layer_norm(ctx, xt, NULL, NULL, 1e-5);
     ref_norm(tv, 5, 8, NULL, NULL, 1e-5, false, want);
     double *got = values(y);
@@ -457,7 +495,8 @@ static void test_softmax_norm_thread_independent(void **state) {
     }
 }
 
-/* ---- errors ---------------------------------------------------------------------------------------- */
+/* ---- errors
+ * ---------------------------------------------------------------------------------------- */
 
 static void expect_error(fc_ctx *ctx, fc_tensor *t, fc_status code, const char *needle) {
     assert_null(t);

@@ -40,21 +40,56 @@ static int teardown(void **state) {
 }
 
 typedef enum un {
-    NEG, ABS, SIGN, SQUARE, SQRT, RSQRT, RECIP, EXP, LOG, LOG1P, EXPM1, SIN, COS, TANH, SIGMOID,
-    RELU, LEAKY, GELU, GELU_TANH, SILU, SOFTPLUS, CLAMP, UN_COUNT
+    NEG,
+    ABS,
+    SIGN,
+    SQUARE,
+    SQRT,
+    RSQRT,
+    RECIP,
+    EXP,
+    LOG,
+    LOG1P,
+    EXPM1,
+    SIN,
+    COS,
+    TANH,
+    SIGMOID,
+    RELU,
+    LEAKY,
+    GELU,
+    GELU_TANH,
+    SILU,
+    SOFTPLUS,
+    CLAMP,
+    UN_COUNT
 } un;
 
 static const struct {
     const char *name;
     double lo, hi; /* input domain */
 } ops[UN_COUNT] = {
-    [NEG] = {"neg", -5, 5},          [ABS] = {"abs", -5, 5},         [SIGN] = {"sign", -5, 5},
-    [SQUARE] = {"square", -5, 5},    [SQRT] = {"sqrt", 0.05, 5},     [RSQRT] = {"rsqrt", 0.05, 5},
-    [RECIP] = {"reciprocal", 0.2, 4}, [EXP] = {"exp", -5, 5},        [LOG] = {"log", 0.05, 5},
-    [LOG1P] = {"log1p", -0.9, 5},    [EXPM1] = {"expm1", -5, 5},     [SIN] = {"sin", -5, 5},
-    [COS] = {"cos", -5, 5},          [TANH] = {"tanh", -5, 5},       [SIGMOID] = {"sigmoid", -9, 9},
-    [RELU] = {"relu", -5, 5},        [LEAKY] = {"leaky_relu", -5, 5}, [GELU] = {"gelu", -5, 5},
-    [GELU_TANH] = {"gelu", -5, 5},   [SILU] = {"silu", -9, 9},       [SOFTPLUS] = {"softplus", -30, 30},
+    [NEG] = {"neg", -5, 5},
+    [ABS] = {"abs", -5, 5},
+    [SIGN] = {"sign", -5, 5},
+    [SQUARE] = {"square", -5, 5},
+    [SQRT] = {"sqrt", 0.05, 5},
+    [RSQRT] = {"rsqrt", 0.05, 5},
+    [RECIP] = {"reciprocal", 0.2, 4},
+    [EXP] = {"exp", -5, 5},
+    [LOG] = {"log", 0.05, 5},
+    [LOG1P] = {"log1p", -0.9, 5},
+    [EXPM1] = {"expm1", -5, 5},
+    [SIN] = {"sin", -5, 5},
+    [COS] = {"cos", -5, 5},
+    [TANH] = {"tanh", -5, 5},
+    [SIGMOID] = {"sigmoid", -9, 9},
+    [RELU] = {"relu", -5, 5},
+    [LEAKY] = {"leaky_relu", -5, 5},
+    [GELU] = {"gelu", -5, 5},
+    [GELU_TANH] = {"gelu", -5, 5},
+    [SILU] = {"silu", -9, 9},
+    [SOFTPLUS] = {"softplus", -30, 30},
     [CLAMP] = {"clamp", -5, 5},
 };
 
@@ -64,56 +99,99 @@ static const struct {
 
 static fc_tensor *apply(un k, fc_ctx *ctx, fc_tensor *x) {
     switch (k) {
-    case NEG: return fc_neg(ctx, x);
-    case ABS: return fc_abs(ctx, x);
-    case SIGN: return fc_sign(ctx, x);
-    case SQUARE: return fc_square(ctx, x);
-    case SQRT: return fc_sqrt(ctx, x);
-    case RSQRT: return fc_rsqrt(ctx, x);
-    case RECIP: return fc_reciprocal(ctx, x);
-    case EXP: return fc_exp(ctx, x);
-    case LOG: return fc_log(ctx, x);
-    case LOG1P: return fc_log1p(ctx, x);
-    case EXPM1: return fc_expm1(ctx, x);
-    case SIN: return fc_sin(ctx, x);
-    case COS: return fc_cos(ctx, x);
-    case TANH: return fc_tanh(ctx, x);
-    case SIGMOID: return fc_sigmoid(ctx, x);
-    case RELU: return fc_relu(ctx, x);
-    case LEAKY: return fc_leaky_relu(ctx, x, SLOPE);
-    case GELU: return fc_gelu(ctx, x, false);
-    case GELU_TANH: return fc_gelu(ctx, x, true);
-    case SILU: return fc_silu(ctx, x);
-    case SOFTPLUS: return fc_softplus(ctx, x);
-    default: return fc_clamp(ctx, x, CLO, CHI);
+    case NEG:
+        return fc_neg(ctx, x);
+    case ABS:
+        return fc_abs(ctx, x);
+    case SIGN:
+        return fc_sign(ctx, x);
+    case SQUARE:
+        return fc_square(ctx, x);
+    case SQRT:
+        return fc_sqrt(ctx, x);
+    case RSQRT:
+        return fc_rsqrt(ctx, x);
+    case RECIP:
+        return fc_reciprocal(ctx, x);
+    case EXP:
+        return fc_exp(ctx, x);
+    case LOG:
+        return fc_log(ctx, x);
+    case LOG1P:
+        return fc_log1p(ctx, x);
+    case EXPM1:
+        return fc_expm1(ctx, x);
+    case SIN:
+        return fc_sin(ctx, x);
+    case COS:
+        return fc_cos(ctx, x);
+    case TANH:
+        return fc_tanh(ctx, x);
+    case SIGMOID:
+        return fc_sigmoid(ctx, x);
+    case RELU:
+        return fc_relu(ctx, x);
+    case LEAKY:
+        return fc_leaky_relu(ctx, x, SLOPE);
+    case GELU:
+        return fc_gelu(ctx, x, false);
+    case GELU_TANH:
+        return fc_gelu(ctx, x, true);
+    case SILU:
+        return fc_silu(ctx, x);
+    case SOFTPLUS:
+        return fc_softplus(ctx, x);
+    default:
+        return fc_clamp(ctx, x, CLO, CHI);
     }
 }
 
 static double ref(un k, double x) {
     switch (k) {
-    case NEG: return -x;
-    case ABS: return fabs(x);
-    case SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;
-    case SQUARE: return x * x;
-    case SQRT: return sqrt(x);
-    case RSQRT: return 1 / sqrt(x);
-    case RECIP: return 1 / x;
-    case EXP: return exp(x);
-    case LOG: return log(x);
-    case LOG1P: return log1p(x);
-    case EXPM1: return expm1(x);
-    case SIN: return sin(x);
-    case COS: return cos(x);
-    case TANH: return tanh(x);
-    case SIGMOID: return 1 / (1 + exp(-x));
-    case RELU: return x > 0 ? x : 0;
-    case LEAKY: return x > 0 ? x : SLOPE * x;
-    case GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case NEG:
+        return -x;
+    case ABS:
+        return fabs(x);
+    case SIGN:
+        return x > 0 ? 1 : x < 0 ? -1 : x;
+    case SQUARE:
+        return x * x;
+    case SQRT:
+        return sqrt(x);
+    case RSQRT:
+        return 1 / sqrt(x);
+    case RECIP:
+        return 1 / x;
+    case EXP:
+        return exp(x);
+    case LOG:
+        return log(x);
+    case LOG1P:
+        return log1p(x);
+    case EXPM1:
+        return expm1(x);
+    case SIN:
+        return sin(x);
+    case COS:
+        return cos(x);
+    case TANH:
+        return tanh(x);
+    case SIGMOID:
+        return 1 / (1 + exp(-x));
+    case RELU:
+        return x > 0 ? x : 0;
+    case LEAKY:
+        return x > 0 ? x : SLOPE * x;
+    case GELU:
+        return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case GELU_TANH:
         return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-    case SILU: return x / (1 + exp(-x));
-    case SOFTPLUS: return x > 20 ? x : log1p(exp(x));
-    default: return x < CLO ? CLO : x > CHI ? CHI : x;
+    case SILU:
+        return x / (1 + exp(-x));
+    case SOFTPLUS:
+        return x > 20 ? x : log1p(exp(x));
+    default:
+        return x < CLO ? CLO : x > CHI ? CHI : x;
     }
 }
 
@@ -155,7 +233,7 @@ static void test_unary_all_ops(void **state) {
                 if (k == RECIP && i % 2) x[i] = -x[i];
             }
             x[0] = 0 > ops[k].lo && 0 < ops[k].hi ? 0 : x[0]; /* kinks at zero */
-            x[1] = k == CLAMP ? fct_round(dt, CLO) : x[1];     /* clamp's bounds */
+            x[1] = k == CLAMP ? fct_round(dt, CLO) : x[1];    /* clamp's bounds */
             x[2] = k == CLAMP ? fct_round(dt, CHI) : x[2];
             for (int l = 0; l < FCT_LAYOUT_COUNT; l++) {
                 fc_scope_begin(ctx);
@@ -175,7 +253,8 @@ static void test_unary_large_threads(void **state) {
     static double x[N];
     static float a1[N];
     uint64_t rng = 2;
-    for (int i = 0; i < N; i++) x[i] = fct_round(FC_F32, fct_uniform(&rng, -6, 6));
+    for (int i = 0; i < N; i++)
+        x[i] = fct_round(FC_F32, fct_uniform(&rng, -6, 6));
     const int64_t n = N;
     fc_scope_begin(ctx);
     fc_tensor *t = fct_make(ctx, FC_F32, &n, 1, x, FCT_CONTIG);
@@ -188,7 +267,8 @@ static void test_unary_large_threads(void **state) {
         fc_tensor *y2 = apply(kinds[j], ctx, t);
         assert_memory_equal(a1, fc_tensor_data(y2), sizeof a1);
         for (int i = 0; i < N; i += 97)
-            assert_true(fabs(a1[i] - ref(kinds[j], x[i])) <= tolerance(FC_F32, ref(kinds[j], x[i])));
+            assert_true(fabs(a1[i] - ref(kinds[j], x[i])) <=
+                        tolerance(FC_F32, ref(kinds[j], x[i])));
     }
     fc_scope_end(ctx);
 }
@@ -252,7 +332,8 @@ static void test_unary_int(void **state) {
         const int64_t n = 6;
         fc_tensor *t = fc_empty(ctx, dt, &n, 1);
         char *p = fc_tensor_data_mut(t);
-        for (int i = 0; i < 6; i++) memcpy(p + i * (int)fc_dtype_size(dt), &v[i], fc_dtype_size(dt));
+        for (int i = 0; i < 6; i++)
+            memcpy(p + i * (int)fc_dtype_size(dt), &v[i], fc_dtype_size(dt));
         fc_tensor *r[4] = {fc_neg(ctx, t), fc_abs(ctx, t), fc_sign(ctx, t), fc_square(ctx, t)};
         for (int i = 0; i < 6; i++) {
             uint64_t m = bits == 64 ? ~0ull : ((1ull << bits) - 1), u = (uint64_t)v[i];

@@ -23,24 +23,28 @@ fc_tensor *fct_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, co
                     fct_layout layout) {
     if (layout == FCT_TRANSPOSED && rank < 2) layout = FCT_STRIDED;
     int64_t n = 1, st[FC_MAX_RANK], storage = 1, offset = 0;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     /* view strides (storage elements) and the storage size they need */
     int64_t s = 1;
     switch (layout) {
     case FCT_CONTIG:
-        for (int i = rank - 1; i >= 0; i--) st[i] = s, s *= shape[i];
+        for (int i = rank - 1; i >= 0; i--)
+            st[i] = s, s *= shape[i];
         storage = s;
         break;
     case FCT_TRANSPOSED: /* storage is [.., d(r-1), d(r-2)] row-major */
         st[rank - 2] = 1;
         st[rank - 1] = shape[rank - 2];
         s = shape[rank - 2] * shape[rank - 1];
-        for (int i = rank - 3; i >= 0; i--) st[i] = s, s *= shape[i];
+        for (int i = rank - 3; i >= 0; i--)
+            st[i] = s, s *= shape[i];
         storage = s;
         break;
     default: /* last axis doubled, offset 1 */
         s = 2;
-        for (int i = rank - 1; i >= 0; i--) st[i] = s, s *= shape[i];
+        for (int i = rank - 1; i >= 0; i--)
+            st[i] = s, s *= shape[i];
         storage = s + 1;
         offset = 1;
         break;
@@ -52,7 +56,8 @@ fc_tensor *fct_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, co
     int64_t idx[FC_MAX_RANK] = {0};
     for (int64_t k = 0; k < n; k++) {
         int64_t off = offset;
-        for (int i = 0; i < rank; i++) off += idx[i] * st[i];
+        for (int i = 0; i < rank; i++)
+            off += idx[i] * st[i];
         fc_cast_scalar(FC_F64, &vals[k], dt, p + (size_t)off * es);
         for (int i = rank - 1; i >= 0; i--) {
             if (++idx[i] < shape[i]) break;
@@ -94,10 +99,18 @@ double fct_uniform(uint64_t *state, double lo, double hi) {
 double fct_ulp(fc_dtype dt, double v) {
     int mant, emin; /* explicit mantissa bits, minimum normal exponent */
     switch (dt) {
-    case FC_F16: mant = 10, emin = -14; break;
-    case FC_BF16: mant = 7, emin = -126; break;
-    case FC_F32: mant = 23, emin = -126; break;
-    default: mant = 52, emin = -1022; break;
+    case FC_F16:
+        mant = 10, emin = -14;
+        break;
+    case FC_BF16:
+        mant = 7, emin = -126;
+        break;
+    case FC_F32:
+        mant = 23, emin = -126;
+        break;
+    default:
+        mant = 52, emin = -1022;
+        break;
     }
     int e;
     frexp(fabs(v), &e); /* |v| in [2^(e-1), 2^e) */

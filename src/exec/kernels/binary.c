@@ -1,7 +1,7 @@
 /* binary.c - broadcasting binary arithmetic: add, sub, mul, div, pow,
  * maximum, minimum; their scalar forms; the in-place add_, mul_scalar_ and
- * fill_ and the destination form add_out; and the two elementwise kernels the backward rules of pow and
- * maximum/minimum need (grad_binary.c holds the rules, in this order).
+ * fill_ and the destination form add_out; and the two elementwise kernels the backward rules of pow
+ * and maximum/minimum need (grad_binary.c holds the rules, in this order).
  *
  *   a [..A], b [..B] -> out [broadcast(A, B)], out[i] = a[i] (op) b[i]
  *
@@ -25,17 +25,27 @@ typedef enum bin_kind { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW, BIN_MAX, BI
 /* Float kernels. maximum/minimum pick x when it wins, ties, or is NaN, and
  * y otherwise, so a NaN in either operand propagates. */
 #define FLOAT_BINARY(NAME, T, POW)                                                                 \
-    static void NAME(bin_kind k, char **p, const int64_t *s, int64_t n) {                         \
+    static void NAME(bin_kind k, char **p, const int64_t *s, int64_t n) {                          \
         T *o = (T *)p[0];                                                                          \
         const T *a = (const T *)p[1], *b = (const T *)p[2];                                        \
-        int64_t so = s[0] / (int64_t)sizeof(T), sa = s[1] / (int64_t)sizeof(T),                   \
+        int64_t so = s[0] / (int64_t)sizeof(T), sa = s[1] / (int64_t)sizeof(T),                    \
                 sb = s[2] / (int64_t)sizeof(T);                                                    \
         switch (k) {                                                                               \
-        case BIN_ADD: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x + y); break;                 \
-        case BIN_SUB: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x - y); break;                 \
-        case BIN_MUL: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x * y); break;                 \
-        case BIN_DIV: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x / y); break;                 \
-        case BIN_POW: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, POW(x, y)); break;             \
+        case BIN_ADD:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x + y);                                  \
+            break;                                                                                 \
+        case BIN_SUB:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x - y);                                  \
+            break;                                                                                 \
+        case BIN_MUL:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x *y);                                   \
+            break;                                                                                 \
+        case BIN_DIV:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x / y);                                  \
+            break;                                                                                 \
+        case BIN_POW:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, POW(x, y));                              \
+            break;                                                                                 \
         case BIN_MAX:                                                                              \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (x >= y || x != x) ? x : y);             \
             break;                                                                                 \
@@ -52,22 +62,33 @@ FLOAT_BINARY(bin_f64, double, pow)
  * SIGNED is a constant, so unsigned types never take that branch. pow is
  * refused before a kernel runs. */
 #define INT_BINARY(NAME, T, U, SIGNED)                                                             \
-    static void NAME(bin_kind k, char **p, const int64_t *s, int64_t n) {                         \
+    static void NAME(bin_kind k, char **p, const int64_t *s, int64_t n) {                          \
         T *o = (T *)p[0];                                                                          \
         const T *a = (const T *)p[1], *b = (const T *)p[2];                                        \
-        int64_t so = s[0] / (int64_t)sizeof(T), sa = s[1] / (int64_t)sizeof(T),                   \
+        int64_t so = s[0] / (int64_t)sizeof(T), sa = s[1] / (int64_t)sizeof(T),                    \
                 sb = s[2] / (int64_t)sizeof(T);                                                    \
         switch (k) {                                                                               \
-        case BIN_ADD: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x + (U)y)); break;      \
-        case BIN_SUB: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x - (U)y)); break;      \
-        case BIN_MUL: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x * (U)y)); break;      \
+        case BIN_ADD:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x + (U)y));                       \
+            break;                                                                                 \
+        case BIN_SUB:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x - (U)y));                       \
+            break;                                                                                 \
+        case BIN_MUL:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, (T)((U)x * (U)y));                       \
+            break;                                                                                 \
         case BIN_DIV:                                                                              \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y,                                          \
                          (SIGNED && y == (T)-1) ? (T)((U)0 - (U)x) : (T)(x / y));                  \
             break;                                                                                 \
-        case BIN_MAX: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x > y ? x : y); break;         \
-        case BIN_MIN: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x < y ? x : y); break;         \
-        case BIN_POW: break;                                                                       \
+        case BIN_MAX:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x > y ? x : y);                          \
+            break;                                                                                 \
+        case BIN_MIN:                                                                              \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x < y ? x : y);                          \
+            break;                                                                                 \
+        case BIN_POW:                                                                              \
+            break;                                                                                 \
         }                                                                                          \
     }
 INT_BINARY(bin_u8, uint8_t, uint32_t, 0)
@@ -100,17 +121,36 @@ typedef struct bin_arg {
 static void bin_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     const bin_arg *ba = arg;
     switch (ba->dt) {
-    case FC_F32: bin_f32(ba->kind, p, s, n); break;
-    case FC_F64: bin_f64(ba->kind, p, s, n); break;
+    case FC_F32:
+        bin_f32(ba->kind, p, s, n);
+        break;
+    case FC_F64:
+        bin_f64(ba->kind, p, s, n);
+        break;
     case FC_F16:
-    case FC_BF16: bin_half(ba->kind, ba->dt, p, s, n); break;
-    case FC_U8: bin_u8(ba->kind, p, s, n); break;
-    case FC_U16: bin_u16(ba->kind, p, s, n); break;
-    case FC_I8: bin_i8(ba->kind, p, s, n); break;
-    case FC_I16: bin_i16(ba->kind, p, s, n); break;
-    case FC_I32: bin_i32(ba->kind, p, s, n); break;
-    case FC_I64: bin_i64(ba->kind, p, s, n); break;
-    default: break; /* refused by validation */
+    case FC_BF16:
+        bin_half(ba->kind, ba->dt, p, s, n);
+        break;
+    case FC_U8:
+        bin_u8(ba->kind, p, s, n);
+        break;
+    case FC_U16:
+        bin_u16(ba->kind, p, s, n);
+        break;
+    case FC_I8:
+        bin_i8(ba->kind, p, s, n);
+        break;
+    case FC_I16:
+        bin_i16(ba->kind, p, s, n);
+        break;
+    case FC_I32:
+        bin_i32(ba->kind, p, s, n);
+        break;
+    case FC_I64:
+        bin_i64(ba->kind, p, s, n);
+        break;
+    default:
+        break; /* refused by validation */
     }
 }
 
@@ -126,10 +166,21 @@ static void zero_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     bool any = false;
     const char *q = p[0];
     switch (z->es) {
-    case 1: for (int64_t i = 0; i < n; i++) any |= *(const uint8_t *)(q + i * s[0]) == 0; break;
-    case 2: for (int64_t i = 0; i < n; i++) any |= *(const uint16_t *)(q + i * s[0]) == 0; break;
-    case 4: for (int64_t i = 0; i < n; i++) any |= *(const uint32_t *)(q + i * s[0]) == 0; break;
-    default: for (int64_t i = 0; i < n; i++) any |= *(const uint64_t *)(q + i * s[0]) == 0;
+    case 1:
+        for (int64_t i = 0; i < n; i++)
+            any |= *(const uint8_t *)(q + i * s[0]) == 0;
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++)
+            any |= *(const uint16_t *)(q + i * s[0]) == 0;
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++)
+            any |= *(const uint32_t *)(q + i * s[0]) == 0;
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            any |= *(const uint64_t *)(q + i * s[0]) == 0;
     }
     if (any) atomic_store_explicit(&z->found, true, memory_order_relaxed);
 }
@@ -143,8 +194,8 @@ static bool has_zero(fc_ctx *ctx, fc_tensor *t) {
 
 /* ---- the ops ------------------------------------------------------------------------ */
 
-static const fc__backward_fn bin_rules[] = {fc__grad_add, fc__grad_sub,     fc__grad_mul,
-                                            fc__grad_div, fc__grad_pow,     fc__grad_maximum,
+static const fc__backward_fn bin_rules[] = {fc__grad_add,    fc__grad_sub, fc__grad_mul,
+                                            fc__grad_div,    fc__grad_pow, fc__grad_maximum,
                                             fc__grad_minimum};
 
 /* Records the node and saves what the rule of kind k reads (see
@@ -175,7 +226,8 @@ static fc_tensor *record(fc_ctx *ctx, const char *op, bin_kind k, fc_tensor *out
         st = fc__ag_save(ctx, nd, "input a", a);
         if (st == FC_OK) st = fc__ag_save(ctx, nd, "input b", b);
         break;
-    default: break;
+    default:
+        break;
     }
     if (st != FC_OK) {
         fc_release(out);
@@ -440,7 +492,8 @@ static fc_tensor *grad_kernel(fc_ctx *ctx, const char *op, int nin, fc_tensor *c
     fc_tensor *out = fc__tensor_new(ctx, op, arg->dt, shape, rank);
     if (!out) return NULL;
     fc_raw *ops[FC__ITER_MAX] = {&out->raw};
-    for (int k = 0; k < nin; k++) ops[k + 1] = &in[k]->raw;
+    for (int k = 0; k < nin; k++)
+        ops[k + 1] = &in[k]->raw;
     fc__pw_run(ctx, nin + 1, ops, fn, arg);
     return out;
 }

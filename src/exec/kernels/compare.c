@@ -26,17 +26,29 @@ typedef enum cmp_kind { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE } cmp_kin
 /* ---- tensor-tensor comparison ------------------------------------------------------ */
 
 #define CMP_FN(NAME, T)                                                                            \
-    static void NAME(cmp_kind k, char **p, const int64_t *s, int64_t n) {                         \
+    static void NAME(cmp_kind k, char **p, const int64_t *s, int64_t n) {                          \
         uint8_t *o = (uint8_t *)p[0];                                                              \
         const T *a = (const T *)p[1], *b = (const T *)p[2];                                        \
         int64_t so = s[0], sa = s[1] / (int64_t)sizeof(T), sb = s[2] / (int64_t)sizeof(T);         \
         switch (k) {                                                                               \
-        case CMP_EQ: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x == y); break;                 \
-        case CMP_NE: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x != y); break;                 \
-        case CMP_LT: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x < y); break;                  \
-        case CMP_LE: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x <= y); break;                 \
-        case CMP_GT: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x > y); break;                  \
-        case CMP_GE: FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x >= y); break;                 \
+        case CMP_EQ:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x == y);                                 \
+            break;                                                                                 \
+        case CMP_NE:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x != y);                                 \
+            break;                                                                                 \
+        case CMP_LT:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x < y);                                  \
+            break;                                                                                 \
+        case CMP_LE:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x <= y);                                 \
+            break;                                                                                 \
+        case CMP_GT:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x > y);                                  \
+            break;                                                                                 \
+        case CMP_GE:                                                                               \
+            FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x >= y);                                 \
+            break;                                                                                 \
         }                                                                                          \
     }
 CMP_FN(cmp_u8, uint8_t) /* also bool, whose bytes are 0/1 */
@@ -58,15 +70,32 @@ static void cmp_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     const cmp_arg *c = arg;
     switch (c->dt) {
     case FC_BOOL:
-    case FC_U8: cmp_u8(c->k, p, s, n); return;
-    case FC_U16: cmp_u16(c->k, p, s, n); return;
-    case FC_I8: cmp_i8(c->k, p, s, n); return;
-    case FC_I16: cmp_i16(c->k, p, s, n); return;
-    case FC_I32: cmp_i32(c->k, p, s, n); return;
-    case FC_I64: cmp_i64(c->k, p, s, n); return;
-    case FC_F32: cmp_f32(c->k, p, s, n); return;
-    case FC_F64: cmp_f64(c->k, p, s, n); return;
-    default: break; /* f16, bf16: widen chunks (exactly) and compare as f32 */
+    case FC_U8:
+        cmp_u8(c->k, p, s, n);
+        return;
+    case FC_U16:
+        cmp_u16(c->k, p, s, n);
+        return;
+    case FC_I8:
+        cmp_i8(c->k, p, s, n);
+        return;
+    case FC_I16:
+        cmp_i16(c->k, p, s, n);
+        return;
+    case FC_I32:
+        cmp_i32(c->k, p, s, n);
+        return;
+    case FC_I64:
+        cmp_i64(c->k, p, s, n);
+        return;
+    case FC_F32:
+        cmp_f32(c->k, p, s, n);
+        return;
+    case FC_F64:
+        cmp_f64(c->k, p, s, n);
+        return;
+    default:
+        break; /* f16, bf16: widen chunks (exactly) and compare as f32 */
     }
     float fa[FC__PW_CHUNK], fb[FC__PW_CHUNK];
     int64_t fs[3] = {s[0], s[1] ? 4 : 0, s[2] ? 4 : 0};
@@ -86,7 +115,8 @@ static fc_tensor *compare(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a,
     fc_dtype dt = a->raw.dtype;
     int64_t shape[FC_MAX_RANK];
     int rank;
-    if (fc__pw_same_dtype(ctx, op, a, b) != FC_OK || fc__pw_scalar_dtype(ctx, op, dt, false) != FC_OK ||
+    if (fc__pw_same_dtype(ctx, op, a, b) != FC_OK ||
+        fc__pw_scalar_dtype(ctx, op, dt, false) != FC_OK ||
         fc__pw_broadcast(ctx, op, a, b, shape, &rank) != FC_OK)
         return NULL;
     fc_tensor *out = fc__tensor_new(ctx, op, FC_BOOL, shape, rank);
@@ -94,15 +124,27 @@ static fc_tensor *compare(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a,
     cmp_arg c = {k, dt, 0};
     fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, cmp_inner, &c);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
-fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "eq", CMP_EQ, a, b); }
-fc_tensor *fc_ne(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "ne", CMP_NE, a, b); }
-fc_tensor *fc_lt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "lt", CMP_LT, a, b); }
-fc_tensor *fc_le(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "le", CMP_LE, a, b); }
-fc_tensor *fc_gt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "gt", CMP_GT, a, b); }
-fc_tensor *fc_ge(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) { return compare(ctx, "ge", CMP_GE, a, b); }
+fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "eq", CMP_EQ, a, b);
+}
+fc_tensor *fc_ne(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "ne", CMP_NE, a, b);
+}
+fc_tensor *fc_lt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "lt", CMP_LT, a, b);
+}
+fc_tensor *fc_le(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "le", CMP_LE, a, b);
+}
+fc_tensor *fc_gt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "gt", CMP_GT, a, b);
+}
+fc_tensor *fc_ge(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    return compare(ctx, "ge", CMP_GE, a, b);
+}
 
 /* ---- tensor-scalar comparison (exact) ----------------------------------------------------
  * Floats widen exactly to double. Integers compare as i64 against the
@@ -155,21 +197,30 @@ static void cmp_scalar_inner(void *arg, char **p, const int64_t *s, int64_t n) {
         if (ints) {
             int64_t x[FC__PW_CHUNK];
             fc__pw_load_i64(c->dt, p[1] + i * s[1], s[1], m, x);
-            for (int64_t j = 0; j < m; j++) o[j * s[0]] = int_vs(c->k, x[j], &cut);
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = int_vs(c->k, x[j], &cut);
             continue;
         }
         double x[FC__PW_CHUNK], v = c->s;
         fc__pw_load_f64(c->dt, p[1] + i * s[1], s[1], m, x);
         switch (c->k) {
-        case CMP_EQ: for (int64_t j = 0; j < m; j++) o[j * s[0]] = x[j] == v; break;
-        case CMP_LT: for (int64_t j = 0; j < m; j++) o[j * s[0]] = x[j] < v; break;
-        default: for (int64_t j = 0; j < m; j++) o[j * s[0]] = x[j] > v; break;
+        case CMP_EQ:
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = x[j] == v;
+            break;
+        case CMP_LT:
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = x[j] < v;
+            break;
+        default:
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = x[j] > v;
+            break;
         }
     }
 }
 
-static fc_tensor *compare_scalar(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a,
-                                 double v) {
+static fc_tensor *compare_scalar(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a, double v) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, op, a);
     if (fc__pw_scalar_dtype(ctx, op, a->raw.dtype, false) != FC_OK) return NULL;
@@ -178,7 +229,7 @@ static fc_tensor *compare_scalar(fc_ctx *ctx, const char *op, cmp_kind k, fc_ten
     cmp_arg c = {k, a->raw.dtype, v};
     fc_raw *ops[2] = {&out->raw, &a->raw};
     fc__pw_run(ctx, 2, ops, cmp_scalar_inner, &c);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
 fc_tensor *fc_eq_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
@@ -208,14 +259,17 @@ static void logic_inner(void *arg, char **p, const int64_t *s, int64_t n) {
         uint8_t *o = (uint8_t *)(p[0] + i * s[0]);
         fc__pw_truthy(l->da, p[1] + i * s[1], s[1], m, ta);
         if (l->k == LOGIC_NOT) {
-            for (int64_t j = 0; j < m; j++) o[j * s[0]] = !ta[j];
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = !ta[j];
             continue;
         }
         fc__pw_truthy(l->db, p[2] + i * s[2], s[2], m, tb);
         if (l->k == LOGIC_AND)
-            for (int64_t j = 0; j < m; j++) o[j * s[0]] = ta[j] & tb[j];
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = ta[j] & tb[j];
         else
-            for (int64_t j = 0; j < m; j++) o[j * s[0]] = ta[j] | tb[j];
+            for (int64_t j = 0; j < m; j++)
+                o[j * s[0]] = ta[j] | tb[j];
     }
 }
 
@@ -235,7 +289,7 @@ static fc_tensor *logic(fc_ctx *ctx, const char *op, logic_kind k, fc_tensor *a,
     logic_arg l = {k, a->raw.dtype, b ? b->raw.dtype : FC_BOOL};
     fc_raw *ops[3] = {&out->raw, &a->raw, b ? &b->raw : NULL};
     fc__pw_run(ctx, b ? 3 : 2, ops, logic_inner, &l);
-    return out;
+    return fc__finish(ctx, op, out);
 }
 
 fc_tensor *fc_logical_and(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
@@ -255,14 +309,22 @@ fc_tensor *fc_logical_not(fc_ctx *ctx, fc_tensor *a) {
  * selected bit-exactly. */
 #define SELECT(T)                                                                                  \
     for (int64_t j = 0; j < m; j++)                                                                \
-        *(T *)(o + j * so) = t[j] ? *(const T *)(a + j * sa) : *(const T *)(b + j * sb)
+    *(T *)(o + j * so) = t[j] ? *(const T *)(a + j * sa) : *(const T *)(b + j * sb)
 static void select_run(size_t es, char *o, int64_t so, const uint8_t *t, const char *a, int64_t sa,
                        const char *b, int64_t sb, int64_t m) {
     switch (es) {
-    case 1: SELECT(uint8_t); break;
-    case 2: SELECT(uint16_t); break;
-    case 4: SELECT(uint32_t); break;
-    default: SELECT(uint64_t); break;
+    case 1:
+        SELECT(uint8_t);
+        break;
+    case 2:
+        SELECT(uint16_t);
+        break;
+    case 4:
+        SELECT(uint32_t);
+        break;
+    default:
+        SELECT(uint64_t);
+        break;
     }
 }
 
@@ -291,8 +353,8 @@ static void masked_fill_inner(void *arg, char **p, const int64_t *s, int64_t n) 
     for (int64_t i = 0; i < n; i += FC__PW_CHUNK) {
         int64_t m = n - i < FC__PW_CHUNK ? n - i : FC__PW_CHUNK;
         fc__pw_truthy(f->dc, p[2] + i * s[2], s[2], m, t);
-        select_run(f->es, p[0] + i * s[0], s[0], t, (const char *)f->fill, 0, p[1] + i * s[1],
-                   s[1], m);
+        select_run(f->es, p[0] + i * s[0], s[0], t, (const char *)f->fill, 0, p[1] + i * s[1], s[1],
+                   m);
     }
 }
 

@@ -45,15 +45,15 @@ FC__RW_INLINE void ce_f32_body(const ce_arg *a, const float *x, int64_t row0, in
         const float *xr = x + t * dim;
         int64_t r = row0 + t, tg = a->target[r];
         bool nan;
-        float m = fc__rw_max_f32(xr, dim, &nan);
-        double lse = nan ? (double)NAN : (double)m + log(fc__rw_sumexp_f32(xr, dim, m));
+        float m = fc__rw_max(xr, dim, &nan);
+        double lse = nan ? (double)NAN : (double)m + log(fc__rw_exp(xr, NULL, dim, m));
         ((float *)a->lse)[r] = (float)lse;
         if (a->use_ignore && tg == a->ignore) {
             a->loss[r] = 0;
             continue;
         }
         double l = lse - (1.0 - a->eps) * xr[tg];
-        if (a->eps != 0) l -= a->eps / (double)dim * fc__rw_sum_f32(xr, dim);
+        if (a->eps != 0) l -= a->eps / (double)dim * fc__rw_sum(xr, dim);
         a->loss[r] = l;
     }
 }
@@ -64,8 +64,7 @@ FC__RW_AVX2 static void ce_f32_avx2(const ce_arg *a, const float *x, int64_t row
     ce_f32_body(a, x, row0, nrows, dim);
 }
 #endif
-static void ce_f32_base(const ce_arg *a, const float *x, int64_t row0, int64_t nrows,
-                        int64_t dim) {
+static void ce_f32_base(const ce_arg *a, const float *x, int64_t row0, int64_t nrows, int64_t dim) {
     ce_f32_body(a, x, row0, nrows, dim);
 }
 
@@ -74,7 +73,8 @@ static void ce_f64(const ce_arg *a, const double *x, int64_t row0, int64_t nrows
         const double *xr = x + t * dim;
         int64_t r = row0 + t, tg = a->target[r];
         double m = -INFINITY, s = 0, sx = 0;
-        for (int64_t j = 0; j < dim; j++) m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < dim; j++)
+            m = xr[j] > m ? xr[j] : m;
         for (int64_t j = 0; j < dim; j++) {
             s += exp(xr[j] - m);
             sx += xr[j];
@@ -117,8 +117,8 @@ static double ce_row_scale(const ce_arg *a, int64_t r) {
 FC__RW_INLINE void ceb_f32_body(const ce_arg *a, const float *x, float *dx, int64_t row0,
                                 int64_t nrows, int64_t dim) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *dr = dx + t * dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict dr = dx + t * dim;
         int64_t r = row0 + t;
         float sc = (float)ce_row_scale(a, r), lse = ((const float *)a->lse)[r];
         float off = (float)(a->eps / (double)dim) * sc;
@@ -126,7 +126,9 @@ FC__RW_INLINE void ceb_f32_body(const ce_arg *a, const float *x, float *dx, int6
             memset(dr, 0, sizeof *dr * (size_t)dim);
             continue;
         }
-        for (int64_t j = 0; j < dim; j++) dr[j] = fc__rw_expf(xr[j] - lse) * sc - off;
+        fc__rw_exp(xr, dr, dim, lse);
+        for (int64_t j = 0; j < dim; j++)
+            dr[j] = dr[j] * sc - off;
         dr[a->target[r]] -= (float)(1.0 - a->eps) * sc;
     }
 }
@@ -149,7 +151,8 @@ static void ceb_f64(const ce_arg *a, const double *x, double *dx, int64_t row0, 
         double *dr = dx + t * dim;
         int64_t r = row0 + t;
         double sc = ce_row_scale(a, r), lse = ((const double *)a->lse)[r];
-        for (int64_t j = 0; j < dim; j++) dr[j] = sc * (exp(xr[j] - lse) - a->eps / (double)dim);
+        for (int64_t j = 0; j < dim; j++)
+            dr[j] = sc * (exp(xr[j] - lse) - a->eps / (double)dim);
         if (sc != 0) dr[a->target[r]] -= (1.0 - a->eps) * sc;
     }
 }
@@ -189,17 +192,23 @@ fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor 
                 .g = fc__raw_base(&g->raw),
                 .per_row = reduction == FC_REDUCE_NONE,
                 .scale = reduction == FC_REDUCE_MEAN ? mean_scale : 1.0};
-    fc__rows_job job = {.outer = fc__raw_numel(&logits->raw) / dim, .dim = dim, .inner = 1,
-                        .nin = 1, .nout = 1, .ops = {&logits->raw, &dx->raw}, .ct = ct,
-                        .fn = ceb_rows, .arg = &a};
+    fc__rows_job job = {.outer = fc__raw_numel(&logits->raw) / dim,
+                        .dim = dim,
+                        .inner = 1,
+                        .nin = 1,
+                        .nout = 1,
+                        .ops = {&logits->raw, &dx->raw},
+                        .ct = ct,
+                        .fn = ceb_rows,
+                        .arg = &a};
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
 }
 
-/* ---- cross_entropy ------------------------------------------------------------------------------ */
+/* ---- cross_entropy ------------------------------------------------------------------------------
+ */
 
-static fc_status ce_check(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
-                          const fc_ce_opts *o) {
+static fc_status ce_check(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets, const fc_ce_opts *o) {
     char a[160], b[160];
     fc_dtype dt = logits->raw.dtype, tdt = targets->raw.dtype;
     if (!fc_dtype_is_float(dt))
@@ -234,7 +243,7 @@ static fc_status ce_check(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
 /* Targets as a new i64 tensor [n], each checked against [0, classes). */
 static fc_tensor *ce_targets(fc_ctx *ctx, fc_tensor *targets, int64_t n, int64_t classes,
                              const fc_ce_opts *o) {
-    fc_tensor *tc = fc_contiguous(ctx, targets);
+    fc_tensor *tc = fc__rw_contiguous(ctx, targets);
     fc_tensor *t = tc ? fc__tensor_new(ctx, "cross_entropy", FC_I64, &n, 1) : NULL;
     if (!t) {
         fc_release(tc);
@@ -269,7 +278,7 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
     fc_dtype dt = logits->raw.dtype, ct = fc__rw_float_ct(dt);
     int64_t dim = logits->raw.shape[logits->raw.rank - 1], n = fc__raw_numel(&logits->raw) / dim;
     fc_tensor *tg = ce_targets(ctx, targets, n, dim, &o);
-    fc_tensor *xc = tg ? fc_contiguous(ctx, logits) : NULL;
+    fc_tensor *xc = tg ? fc__rw_contiguous(ctx, logits) : NULL;
     fc_tensor *lse = xc ? fc__tensor_new(ctx, "cross_entropy", ct, &n, 1) : NULL;
     fc_buffer *lb = lse ? fc__ctx_buffer(ctx, (size_t)n * sizeof(double)) : NULL;
     fc_tensor *out = NULL;
@@ -282,8 +291,14 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
                     .eps = o.label_smoothing,
                     .loss = lb->data,
                     .lse = fc__raw_base(&lse->raw)};
-        fc__rows_job job = {.outer = n, .dim = dim, .inner = 1, .nin = 1, .ops = {&xc->raw},
-                            .ct = ct, .fn = ce_rows, .arg = &a};
+        fc__rows_job job = {.outer = n,
+                            .dim = dim,
+                            .inner = 1,
+                            .nin = 1,
+                            .ops = {&xc->raw},
+                            .ct = ct,
+                            .fn = ce_rows,
+                            .arg = &a};
         int64_t count = 0, one = 1;
         if (fc__rows_run(ctx, "cross_entropy", &job) == FC_OK)
             out = fc__tensor_new(ctx, "cross_entropy", dt,
@@ -301,8 +316,8 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
         }
         fc__buffer_release(lb);
         if (out && fc__ag_wants(ctx, 1, &logits)) {
-            fc_node *nd = fc__ag_record(ctx, "cross_entropy", fc__grad_cross_entropy, out, 1,
-                                        &logits);
+            fc_node *nd =
+                fc__ag_record(ctx, "cross_entropy", fc__grad_cross_entropy, out, 1, &logits);
             if (nd && fc__ag_save(ctx, nd, "logits", xc) == FC_OK &&
                 fc__ag_save(ctx, nd, "lse", lse) == FC_OK) {
                 nd->aux = fc_keep(fc_retain(tg));
@@ -323,7 +338,8 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
     return fc__finish(ctx, "cross_entropy", out);
 }
 
-/* ---- mse_loss ----------------------------------------------------------------------------------- */
+/* ---- mse_loss -----------------------------------------------------------------------------------
+ */
 
 typedef struct mse_arg {
     fc_dtype ct;
@@ -375,7 +391,7 @@ fc_tensor *fc__mse_backward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_tensor *
 }
 
 /* a, b as the compute dtype (new references). */
-static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) { return fc_to(ctx, t, ct); }
+static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) { return fc__rw_to(ctx, t, ct); }
 
 fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction) {
     FC__CHECK_CTX(ctx);
@@ -414,16 +430,17 @@ fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction red
         fc__iter_init(&it, shape, rank, 3, ops);
         fc__iter_run(ctx, &it, mse_inner, &arg);
         if (reduction == FC_REDUCE_NONE) {
-            out = fc_to(ctx, sq, dt);
+            out = fc__rw_to(ctx, sq, dt);
         } else {
             bool mask[FC_MAX_RANK];
-            for (int i = 0; i < rank; i++) mask[i] = true;
+            for (int i = 0; i < rank; i++)
+                mask[i] = true;
             int64_t one = 1;
             fc__red_params prm = {.scale = scale};
             fc_tensor *r = fc__tensor_new(ctx, "mse_loss", ct, &one, 1);
-            if (r && fc__red_run(ctx, "mse_loss", FC__RED_SUM, &sq->raw, mask, &prm, &r->raw) ==
-                         FC_OK)
-                out = fc_to(ctx, r, dt);
+            if (r &&
+                fc__red_run(ctx, "mse_loss", FC__RED_SUM, &sq->raw, mask, &prm, &r->raw) == FC_OK)
+                out = fc__rw_to(ctx, r, dt);
             fc_release(r);
         }
     }

@@ -166,11 +166,10 @@ static void plan_batches(const int64_t *bshape, int nb, int64_t st[3][FC_MAX_RAN
 /* ---- the shared forward ------------------------------------------------------------------------
  */
 
-/* The provider state cache of ctx, created on first use; NULL only when
- * allocation fails (the provider then runs uncached, which is still
- * correct). */
-static fc__backend_cache *ctx_cache(fc_ctx *ctx, const fc__matmul_provider *p) {
-    if (!p->state_free) return NULL;
+/* The provider state of ctx (oneDNN primitives, the shared workspace),
+ * created on first use; NULL only when that allocation fails, and the
+ * providers then run uncached, which is still correct. */
+static fc__backend_cache *ctx_cache(fc_ctx *ctx) {
     if (!ctx->backend_cache) ctx->backend_cache = fc__backend_cache_new(&ctx->alloc);
     return ctx->backend_cache;
 }
@@ -317,7 +316,7 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
         .stride_c = batch > 1 ? bp.inner_stride[2] : 0,
         .threads = ctx->threads > 0 ? ctx->threads : 1,
         .alloc = &ctx->alloc,
-        .cache = ctx_cache(ctx, p),
+        .cache = ctx_cache(ctx),
     };
     rc = run_plan(ctx, p, &g, &bp, err, sizeof err);
     if (rc != FC_OK) {
@@ -391,11 +390,14 @@ fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
 }
 
 static fc_tensor *linear_dense(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
+/* qlinear.c: block-quantized weights decoded inside the kernel */
+fc_tensor *fc__linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
 
 fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "linear", x);
     FC__CHECK_INPUT(ctx, "linear", w);
+    if (fc_dtype_is_block(w->raw.dtype)) return fc__linear_quantized(ctx, x, w, bias);
     fc_tensor *wd = dense_rhs(ctx, "linear", x, w);
     if (!wd) return NULL;
     fc_tensor *out = linear_dense(ctx, x, wd, bias);

@@ -6,7 +6,9 @@
  * var is the biased variance. A row (D elements) is read from memory once:
  * the mean pass brings it into L1, the centred sum of squares (two-pass,
  * so no cancellation when |mean| >> std) and the output pass run on the
- * cached row; the sums use f32 lanes flushed into doubles. The forward
+ * cached row; the sums use f32 lanes flushed into doubles. Rows too long
+ * to stay cached get their statistics in one pass (sum and sum of squares
+ * shifted by the first 4096 elements' mean). The forward
  * saves mean and rstd per row for the backward. A missing weight or bias
  * is a row of ones or zeros, so one loop serves every case.
  *
@@ -21,7 +23,8 @@
 
 fc_status fc__grad_norm(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
-#define NORM_GROUPS 64 /* row groups of the backward's dw/db partial sums */
+#define NORM_GROUPS 64    /* row groups of the backward's dw/db partial sums */
+#define ONEPASS_MIN 32768 /* longer rows leave L2 between passes: one-pass statistics */
 
 /* ---- forward rows -------------------------------------------------------------------------- */
 
@@ -35,16 +38,33 @@ typedef struct norm_arg {
 
 FC__RW_INLINE void norm_f32_body(const norm_arg *a, const float *x, float *y, int64_t row0,
                                  int64_t nrows, int64_t dim) {
-    const float *w = a->w, *b = a->b;
+    const float *restrict w = a->w, *restrict b = a->b;
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *yr = y + t * dim;
-        float mu = a->rms ? 0.0f : (float)(fc__rw_sum_f32(xr, dim) / (double)dim);
-        double var = fc__rw_sumsq_dev_f32(xr, dim, mu) / (double)dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
+        float mu;
+        double var;
+        if (a->rms) {
+            mu = 0.0f;
+            var = fc__rw_sumsq_dev(xr, dim, 0.0f) / (double)dim;
+        } else if (dim <= ONEPASS_MIN) { /* centred second pass over the cached row */
+            mu = (float)(fc__rw_sum(xr, dim) / (double)dim);
+            var = fc__rw_sumsq_dev(xr, dim, mu) / (double)dim;
+        } else { /* one pass, shifted by the first block's mean against cancellation */
+            int64_t k = dim < 4096 ? dim : 4096;
+            float c = (float)(fc__rw_sum(xr, k) / (double)k);
+            double s1, s2;
+            fc__rw_sum_sumsq(xr, dim, c, &s1, &s2);
+            double d = s1 / (double)dim;
+            mu = (float)(c + d);
+            var = s2 / (double)dim - d * d;
+            var = var > 0 ? var : 0;
+        }
         float rs = (float)(1.0 / sqrt(var + a->eps));
         if (a->mean) ((float *)a->mean)[row0 + t] = mu;
         if (a->rstd) ((float *)a->rstd)[row0 + t] = rs;
-        for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
     }
 }
 
@@ -54,8 +74,8 @@ FC__RW_AVX2 static void norm_f32_avx2(const norm_arg *a, const float *x, float *
     norm_f32_body(a, x, y, row0, nrows, dim);
 }
 #endif
-static void norm_f32_base(const norm_arg *a, const float *x, float *y, int64_t row0,
-                          int64_t nrows, int64_t dim) {
+static void norm_f32_base(const norm_arg *a, const float *x, float *y, int64_t row0, int64_t nrows,
+                          int64_t dim) {
     norm_f32_body(a, x, y, row0, nrows, dim);
 }
 
@@ -66,14 +86,17 @@ static void norm_f64(const norm_arg *a, const double *x, double *y, int64_t row0
         const double *xr = x + t * dim;
         double *yr = y + t * dim, mu = 0, var = 0;
         if (!a->rms) {
-            for (int64_t j = 0; j < dim; j++) mu += xr[j];
+            for (int64_t j = 0; j < dim; j++)
+                mu += xr[j];
             mu /= (double)dim;
         }
-        for (int64_t j = 0; j < dim; j++) var += (xr[j] - mu) * (xr[j] - mu);
+        for (int64_t j = 0; j < dim; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
         double rs = 1.0 / sqrt(var / (double)dim + a->eps);
         if (a->mean) ((double *)a->mean)[row0 + t] = mu;
         if (a->rstd) ((double *)a->rstd)[row0 + t] = rs;
-        for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
     }
 }
 
@@ -104,52 +127,44 @@ typedef struct normb_arg {
     void *pdw, *pdb; /* [groups][dim] partial sums */
 } normb_arg;
 
-FC__RW_INLINE void normb_f32_body(const normb_arg *a, int64_t group, const float *x,
-                                  const float *g, float *dx, int64_t row0, int64_t nrows,
-                                  int64_t dim) {
+/* The elementwise passes take restrict parameters: with six pointers the
+ * compiler would otherwise give up on run-time alias checks. */
+FC__RW_INLINE void normb_f32_row(const float *restrict xr, const float *restrict gr,
+                                 const float *restrict w, float *restrict dr, float *restrict pdw,
+                                 float *restrict pdb, int64_t dim, float mu, float rs, float ma,
+                                 float mb) {
+    for (int64_t j = 0; j < dim; j++) {
+        float xh = (xr[j] - mu) * rs;
+        dr[j] = rs * (gr[j] * w[j] - ma - xh * mb);
+        pdw[j] += gr[j] * xh;
+        pdb[j] += gr[j];
+    }
+}
+
+FC__RW_INLINE void normb_f32_params(const float *restrict xr, const float *restrict gr,
+                                    float *restrict pdw, float *restrict pdb, int64_t dim, float mu,
+                                    float rs) {
+    for (int64_t j = 0; j < dim; j++) {
+        pdw[j] += gr[j] * ((xr[j] - mu) * rs);
+        pdb[j] += gr[j];
+    }
+}
+
+FC__RW_INLINE void normb_f32_body(const normb_arg *a, int64_t group, const float *x, const float *g,
+                                  float *dx, int64_t row0, int64_t nrows, int64_t dim) {
     const float *w = a->w;
     float *pdw = (float *)a->pdw + group * dim, *pdb = (float *)a->pdb + group * dim;
     for (int64_t t = 0; t < nrows; t++) {
         const float *xr = x + t * dim, *gr = g + t * dim;
         float mu = a->mean ? ((const float *)a->mean)[row0 + t] : 0.0f;
         float rs = ((const float *)a->rstd)[row0 + t];
-        double sa = 0, sb = 0;
-        for (int64_t i = 0; i < dim; i += 512) {
-            int64_t m = dim - i < 512 ? dim - i : 512, j = 0;
-            float la[FC__RW_LANES] = {0}, lb[FC__RW_LANES] = {0};
-            for (; j + FC__RW_LANES <= m; j += FC__RW_LANES)
-                for (int l = 0; l < FC__RW_LANES; l++) {
-                    int64_t k = i + j + l;
-                    float gy = gr[k] * w[k], xh = (xr[k] - mu) * rs;
-                    la[l] += gy;
-                    lb[l] += gy * xh;
-                }
-            for (; j < m; j++) {
-                int64_t k = i + j;
-                float gy = gr[k] * w[k];
-                sa += gy;
-                sb += (double)gy * ((xr[k] - mu) * rs);
-            }
-            for (int l = 0; l < FC__RW_LANES; l++) {
-                sa += la[l];
-                sb += lb[l];
-            }
-        }
+        double sa, sb;
+        fc__rw_norm_sums(xr, gr, w, dim, mu, rs, &sa, &sb);
         float ma = a->rms ? 0.0f : (float)(sa / (double)dim), mb = (float)(sb / (double)dim);
-        if (dx) {
-            float *dr = dx + t * dim;
-            for (int64_t j = 0; j < dim; j++) {
-                float xh = (xr[j] - mu) * rs;
-                dr[j] = rs * (gr[j] * w[j] - ma - xh * mb);
-                pdw[j] += gr[j] * xh;
-                pdb[j] += gr[j];
-            }
-        } else {
-            for (int64_t j = 0; j < dim; j++) {
-                pdw[j] += gr[j] * ((xr[j] - mu) * rs);
-                pdb[j] += gr[j];
-            }
-        }
+        if (dx)
+            normb_f32_row(xr, gr, w, dx + t * dim, pdw, pdb, dim, mu, rs, ma, mb);
+        else
+            normb_f32_params(xr, gr, pdw, pdb, dim, mu, rs);
     }
 }
 
@@ -211,8 +226,8 @@ static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, in
 /* p as a contiguous tensor of compute values (a new reference; p itself,
  * retained, when it already is one). NULL with the error recorded. */
 static fc_tensor *param_ct(fc_ctx *ctx, fc_tensor *p, fc_dtype ct) {
-    fc_tensor *c = fc_contiguous(ctx, p);
-    fc_tensor *v = c ? fc_to(ctx, c, ct) : NULL;
+    fc_tensor *c = fc__rw_contiguous(ctx, p);
+    fc_tensor *v = c ? fc__rw_to(ctx, c, ct) : NULL;
     fc_release(c);
     return v;
 }
@@ -248,8 +263,8 @@ static fc_tensor *sum_groups(fc_ctx *ctx, const void *part, int64_t groups, int6
 }
 
 fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
-                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w,
-                            bool want_b, fc_tensor **dx, fc_tensor **dw, fc_tensor **db) {
+                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
+                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db) {
     const char *op = rms ? "rms_norm_backward" : "layer_norm_backward";
     fc_dtype ct = g->raw.dtype;
     int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
@@ -268,9 +283,16 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
     fc_tensor *d = want_x ? fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank) : NULL;
     fc_status st = (w && !wv) || (want_x && !d) ? fc__failed(ctx) : FC_OK;
     if (st == FC_OK) {
-        fc__rows_job job = {.outer = rows, .dim = dim, .inner = 1, .nin = 2, .nout = want_x,
-                            .ops = {&x->raw, &g->raw, d ? &d->raw : NULL}, .ct = ct,
-                            .groups = groups, .fn = normb_rows, .arg = &arg};
+        fc__rows_job job = {.outer = rows,
+                            .dim = dim,
+                            .inner = 1,
+                            .nin = 2,
+                            .nout = want_x,
+                            .ops = {&x->raw, &g->raw, d ? &d->raw : NULL},
+                            .ct = ct,
+                            .groups = groups,
+                            .fn = normb_rows,
+                            .arg = &arg};
         st = fc__rows_run(ctx, op, &job);
     }
     if (st == FC_OK && want_w && w) {
@@ -299,8 +321,8 @@ static fc_status check_param(fc_ctx *ctx, const char *name, const char *role, fc
     if (p->raw.rank != 1 || p->raw.shape[0] != x->raw.shape[x->raw.rank - 1])
         return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
                         "%s: %s %s must have shape [%lld], the last axis of x %s", name, role,
-                        fc__desc(p, a, (int)sizeof a),
-                        (long long)x->raw.shape[x->raw.rank - 1], fc__desc(x, b, (int)sizeof b));
+                        fc__desc(p, a, (int)sizeof a), (long long)x->raw.shape[x->raw.rank - 1],
+                        fc__desc(x, b, (int)sizeof b));
     return FC_OK;
 }
 
@@ -348,17 +370,17 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
     fc_dtype ct = fc__rw_float_ct(dt);
     int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
     bool rec = fc__ag_wants(ctx, 3, (fc_tensor *[]){x, w, b});
-    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *xc = fc__rw_contiguous(ctx, x);
     fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
     fc_tensor *mean = rec && !rms ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
     fc_tensor *rstd = rec ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
     fc_tensor *wv = w ? param_ct(ctx, w, ct) : NULL;
     fc_tensor *bv = b && !rms ? param_ct(ctx, b, ct) : NULL;
     fc_buffer *buf = fc__ctx_buffer(ctx, 2 * (size_t)dim * fc_dtype_size(ct));
-    fc_status st = !xc || !y || (rec && (!rstd || (!rms && !mean))) || (w && !wv) ||
-                           (b && !rms && !bv)
-                       ? fc__failed(ctx)
-                       : FC_OK;
+    fc_status st =
+        !xc || !y || (rec && (!rstd || (!rms && !mean))) || (w && !wv) || (b && !rms && !bv)
+            ? fc__failed(ctx)
+            : FC_OK;
     if (st == FC_OK && !buf)
         st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for parameter rows", name);
     if (st == FC_OK) {
@@ -369,8 +391,15 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
                    : const_row(ct, dim, 0.0, sc + (size_t)dim * fc_dtype_size(ct));
         arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
         arg.rstd = rstd ? fc__raw_base(&rstd->raw) : NULL;
-        fc__rows_job job = {.outer = rows, .dim = dim, .inner = 1, .nin = 1, .nout = 1,
-                            .ops = {&xc->raw, &y->raw}, .ct = ct, .fn = norm_rows, .arg = &arg};
+        fc__rows_job job = {.outer = rows,
+                            .dim = dim,
+                            .inner = 1,
+                            .nin = 1,
+                            .nout = 1,
+                            .ops = {&xc->raw, &y->raw},
+                            .ct = ct,
+                            .fn = norm_rows,
+                            .arg = &arg};
         st = fc__rows_run(ctx, name, &job);
     }
     if (buf) fc__buffer_release(buf);

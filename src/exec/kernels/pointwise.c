@@ -23,7 +23,8 @@ fc_status fc__pw_math_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool ints_
     if (fc_dtype_is_float(dt) || (ints_ok && fc_dtype_supports_int_math(dt))) return FC_OK;
     return fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s is not supported (%s; cast with fc_to)", op,
                     fc_dtype_name(dt),
-                    ints_ok ? "float or integer dtypes only" : "float dtypes f16, bf16, f32, f64 only");
+                    ints_ok ? "float or integer dtypes only"
+                            : "float dtypes f16, bf16, f32, f64 only");
 }
 
 fc_status fc__pw_scalar_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool f8_ok) {
@@ -58,7 +59,9 @@ fc_status fc__pw_broadcast_n(fc_ctx *ctx, const char *op, int n, fc_tensor *cons
     int len = 0;
     for (int k = 0; k < n && len < (int)sizeof msg; k++)
         len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s",
-                        k == 0 ? "" : k == n - 1 ? " and " : ", ",
+                        k == 0       ? ""
+                        : k == n - 1 ? " and "
+                                     : ", ",
                         FC__SHAPE_STR(t[k]->raw.shape, t[k]->raw.rank, s));
     return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: shapes %s do not broadcast", op, msg);
 }
@@ -76,7 +79,8 @@ typedef struct flat_job {
 static void flat_slice(void *p, int64_t begin, int64_t end) {
     flat_job *j = p;
     char *ptr[FC__ITER_MAX];
-    for (int k = 0; k < j->nops; k++) ptr[k] = j->base[k] + begin * j->st[k];
+    for (int k = 0; k < j->nops; k++)
+        ptr[k] = j->base[k] + begin * j->st[k];
     j->fn(j->arg, ptr, j->st, end - begin);
 }
 
@@ -111,7 +115,7 @@ void fc__pw_run(fc_ctx *ctx, int nops, fc_raw *const *ops, fc__inner_fn fn, void
 
 /* ---- widening helpers ---------------------------------------------------------------- */
 
-/* Reads one T at p + i*s whatever the alignment promises of the caller. */
+/* Element i of a strided run: p in bytes, s the byte stride. */
 #define LOAD(T, p, s, i) (*(const T *)((p) + (i) * (s)))
 
 void fc__pw_load_f32(fc_dtype dt, const char *p, int64_t s, int64_t n, float *out) {
@@ -120,26 +124,30 @@ void fc__pw_load_f32(fc_dtype dt, const char *p, int64_t s, int64_t n, float *ou
         if (s == 4)
             memcpy(out, p, (size_t)n * 4);
         else
-            for (int64_t i = 0; i < n; i++) out[i] = LOAD(float, p, s, i);
+            for (int64_t i = 0; i < n; i++)
+                out[i] = LOAD(float, p, s, i);
         break;
     case FC_F16:
         if (s == 2)
             fc__f16_to_f32_row((const uint16_t *)p, out, (size_t)n);
         else
-            for (int64_t i = 0; i < n; i++) out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
+            for (int64_t i = 0; i < n; i++)
+                out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     case FC_BF16:
         if (s == 2)
             fc__bf16_to_f32_row((const uint16_t *)p, out, (size_t)n);
         else
-            for (int64_t i = 0; i < n; i++) out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
+            for (int64_t i = 0; i < n; i++)
+                out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     default: { /* not reached by the math kernels; kept total for safety */
         double tmp[FC__PW_CHUNK];
         for (int64_t c = 0; c < n; c += FC__PW_CHUNK) {
             int64_t m = n - c < FC__PW_CHUNK ? n - c : FC__PW_CHUNK;
             fc__pw_load_f64(dt, p + c * s, s, m, tmp);
-            for (int64_t i = 0; i < m; i++) out[c + i] = (float)tmp[i];
+            for (int64_t i = 0; i < m; i++)
+                out[c + i] = (float)tmp[i];
         }
     }
     }
@@ -151,57 +159,113 @@ void fc__pw_store_f32(fc_dtype dt, char *p, int64_t s, int64_t n, const float *i
         if (s == 4)
             memcpy(p, in, (size_t)n * 4);
         else
-            for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = in[i];
+            for (int64_t i = 0; i < n; i++)
+                *(float *)(p + i * s) = in[i];
         break;
     case FC_F16:
         if (s == 2)
             fc__f32_to_f16_row(in, (uint16_t *)p, (size_t)n);
         else
-            for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_f16(in[i]);
+            for (int64_t i = 0; i < n; i++)
+                *(uint16_t *)(p + i * s) = fc_f32_to_f16(in[i]);
         break;
     case FC_BF16:
         if (s == 2)
             fc__f32_to_bf16_row(in, (uint16_t *)p, (size_t)n);
         else
-            for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = fc_f32_to_bf16(in[i]);
+            for (int64_t i = 0; i < n; i++)
+                *(uint16_t *)(p + i * s) = fc_f32_to_bf16(in[i]);
         break;
     default:
-        for (int64_t i = 0; i < n; i++) fc__store_f64(dt, p + i * s, (double)in[i]);
+        for (int64_t i = 0; i < n; i++)
+            fc__store_f64(dt, p + i * s, (double)in[i]);
     }
 }
 
 void fc__pw_load_f64(fc_dtype dt, const char *p, int64_t s, int64_t n, double *out) {
     switch (dt) {
-    case FC_BOOL: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint8_t, p, s, i) != 0; break;
-    case FC_U8: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint8_t, p, s, i); break;
-    case FC_U16: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint16_t, p, s, i); break;
-    case FC_I8: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int8_t, p, s, i); break;
-    case FC_I16: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int16_t, p, s, i); break;
-    case FC_I32: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int32_t, p, s, i); break;
-    case FC_I64: for (int64_t i = 0; i < n; i++) out[i] = (double)LOAD(int64_t, p, s, i); break;
-    case FC_F64: for (int64_t i = 0; i < n; i++) out[i] = LOAD(double, p, s, i); break;
-    case FC_F32: for (int64_t i = 0; i < n; i++) out[i] = LOAD(float, p, s, i); break;
+    case FC_BOOL:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint8_t, p, s, i) != 0;
+        break;
+    case FC_U8:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint8_t, p, s, i);
+        break;
+    case FC_U16:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint16_t, p, s, i);
+        break;
+    case FC_I8:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int8_t, p, s, i);
+        break;
+    case FC_I16:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int16_t, p, s, i);
+        break;
+    case FC_I32:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int32_t, p, s, i);
+        break;
+    case FC_I64:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (double)LOAD(int64_t, p, s, i);
+        break;
+    case FC_F64:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(double, p, s, i);
+        break;
+    case FC_F32:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(float, p, s, i);
+        break;
     case FC_F16:
-        for (int64_t i = 0; i < n; i++) out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
+        for (int64_t i = 0; i < n; i++)
+            out[i] = fc_f16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     case FC_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
+        for (int64_t i = 0; i < n; i++)
+            out[i] = fc_bf16_to_f32(LOAD(uint16_t, p, s, i));
         break;
     default: /* the f8 formats */
-        for (int64_t i = 0; i < n; i++) out[i] = fc__load_f64(dt, p + i * s);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = fc__load_f64(dt, p + i * s);
     }
 }
 
 void fc__pw_load_i64(fc_dtype dt, const char *p, int64_t s, int64_t n, int64_t *out) {
     switch (dt) {
-    case FC_BOOL: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint8_t, p, s, i) != 0; break;
-    case FC_U8: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint8_t, p, s, i); break;
-    case FC_U16: for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint16_t, p, s, i); break;
-    case FC_I8: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int8_t, p, s, i); break;
-    case FC_I16: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int16_t, p, s, i); break;
-    case FC_I32: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int32_t, p, s, i); break;
-    case FC_I64: for (int64_t i = 0; i < n; i++) out[i] = LOAD(int64_t, p, s, i); break;
-    default: memset(out, 0, sizeof(int64_t) * (size_t)n); /* callers pass integers only */
+    case FC_BOOL:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint8_t, p, s, i) != 0;
+        break;
+    case FC_U8:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint8_t, p, s, i);
+        break;
+    case FC_U16:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(uint16_t, p, s, i);
+        break;
+    case FC_I8:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int8_t, p, s, i);
+        break;
+    case FC_I16:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int16_t, p, s, i);
+        break;
+    case FC_I32:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int32_t, p, s, i);
+        break;
+    case FC_I64:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = LOAD(int64_t, p, s, i);
+        break;
+    default:
+        memset(out, 0, sizeof(int64_t) * (size_t)n); /* callers pass integers only */
     }
 }
 
@@ -209,24 +273,30 @@ void fc__pw_truthy(fc_dtype dt, const char *p, int64_t s, int64_t n, uint8_t *ou
     switch (fc_dtype_size(dt)) {
     case 1: { /* the f8 formats: every code but +-0 is truthy (NaN codes too) */
         uint8_t mask = fc_dtype_is_f8(dt) ? 0x7f : 0xff;
-        for (int64_t i = 0; i < n; i++) out[i] = (LOAD(uint8_t, p, s, i) & mask) != 0;
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (LOAD(uint8_t, p, s, i) & mask) != 0;
         break;
     }
     case 2: { /* f16/bf16: the sign bit alone is -0.0 */
         uint16_t mask = (dt == FC_F16 || dt == FC_BF16) ? 0x7fff : 0xffff;
-        for (int64_t i = 0; i < n; i++) out[i] = (LOAD(uint16_t, p, s, i) & mask) != 0;
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (LOAD(uint16_t, p, s, i) & mask) != 0;
         break;
     }
     case 4:
         if (dt == FC_F32)
-            for (int64_t i = 0; i < n; i++) out[i] = LOAD(float, p, s, i) != 0.0f; /* NaN != 0 */
+            for (int64_t i = 0; i < n; i++)
+                out[i] = LOAD(float, p, s, i) != 0.0f; /* NaN != 0 */
         else
-            for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint32_t, p, s, i) != 0;
+            for (int64_t i = 0; i < n; i++)
+                out[i] = LOAD(uint32_t, p, s, i) != 0;
         break;
     default:
         if (dt == FC_F64)
-            for (int64_t i = 0; i < n; i++) out[i] = LOAD(double, p, s, i) != 0.0;
+            for (int64_t i = 0; i < n; i++)
+                out[i] = LOAD(double, p, s, i) != 0.0;
         else
-            for (int64_t i = 0; i < n; i++) out[i] = LOAD(uint64_t, p, s, i) != 0;
+            for (int64_t i = 0; i < n; i++)
+                out[i] = LOAD(uint64_t, p, s, i) != 0;
     }
 }

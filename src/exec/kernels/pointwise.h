@@ -37,7 +37,7 @@
  * (declared here with type TI). Strides are in elements. The three layouts
  * a hot run has (all contiguous, either input a broadcast scalar) get their
  * own vectorizable loop; anything else takes the plain strided loop. */
-#define FC__PW_LOOP2(TI, o, a, b, so, sa, sb, n, x, y, EXPR)                                        \
+#define FC__PW_LOOP2(TI, o, a, b, so, sa, sb, n, x, y, EXPR)                                       \
     do {                                                                                           \
         if ((so) == 1 && (sa) == 1 && (sb) == 1) {                                                 \
             FC__SIMD for (int64_t i_ = 0; i_ < (n); i_++) {                                        \

@@ -20,10 +20,12 @@
 #include "core/convert.h"
 #include "exec/kernels/rowwise.h"
 
-#define ROW_CHUNK 16384  /* reduced elements per item in row mode */
-#define COL_CHUNK 65536  /* elements per item in column mode */
-#define LANE_BLOCK 128   /* kept lanes per item in column mode */
-#define LOADN 512        /* elements converted per gather */
+#define ROW_CHUNK 16384    /* reduced elements per item in row mode */
+#define COL_CHUNK 65536    /* elements per item in column mode */
+#define LANE_BLOCK 128     /* kept lanes per item in column mode */
+#define DENSE_LANES 2048   /* ...for float sums (whole rows of most tensors) */
+#define DENSE_CHUNK 262144 /* elements per item for float sums in column mode */
+#define LOADN 512          /* elements converted per gather */
 
 typedef struct rstate {
     double a, b, c;
@@ -81,8 +83,12 @@ static inline bool beats_min(double v, const rstate *s) {
 
 static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
     switch (op) {
-    case FC__RED_SUM: s->a += v; break;
-    case FC__RED_PROD: s->a *= v; break;
+    case FC__RED_SUM:
+        s->a += v;
+        break;
+    case FC__RED_PROD:
+        s->a *= v;
+        break;
     case FC__RED_MAX:
     case FC__RED_ARGMAX:
         if (beats_max(v, s)) {
@@ -99,8 +105,12 @@ static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
             s->n = 1;
         }
         break;
-    case FC__RED_ALL: s->u &= (uint64_t)(v != 0); break;
-    case FC__RED_ANY: s->u |= (uint64_t)(v != 0); break;
+    case FC__RED_ALL:
+        s->u &= (uint64_t)(v != 0);
+        break;
+    case FC__RED_ANY:
+        s->u |= (uint64_t)(v != 0);
+        break;
     case FC__RED_VAR: {
         if (s->n == 0) s->a = v;
         double d = v - s->a;
@@ -109,22 +119,29 @@ static inline void upd_f(fc__red_op op, rstate *s, double v, int64_t r) {
         s->n++;
         break;
     }
-    case FC__RED_LSE: lse_add(s, v); break;
+    case FC__RED_LSE:
+        lse_add(s, v);
+        break;
     case FC__RED_NZPROD:
         if (v != 0) s->a *= v;
         break;
     case FC__RED_NZCOUNT:
         if (v == 0) s->a += 1;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 /* Integers wrap: sums and products run in uint64_t. */
 static inline void upd_i(fc__red_op op, rstate *s, int64_t v, int64_t r) {
     switch (op) {
-    case FC__RED_SUM: s->u += (uint64_t)v; break;
-    case FC__RED_PROD: s->u *= (uint64_t)v; break;
+    case FC__RED_SUM:
+        s->u += (uint64_t)v;
+        break;
+    case FC__RED_PROD:
+        s->u *= (uint64_t)v;
+        break;
     case FC__RED_MAX:
     case FC__RED_ARGMAX:
         if (s->n == 0 || v > s->i) {
@@ -141,9 +158,14 @@ static inline void upd_i(fc__red_op op, rstate *s, int64_t v, int64_t r) {
             s->n = 1;
         }
         break;
-    case FC__RED_ALL: s->u &= (uint64_t)(v != 0); break;
-    case FC__RED_ANY: s->u |= (uint64_t)(v != 0); break;
-    default: break;
+    case FC__RED_ALL:
+        s->u &= (uint64_t)(v != 0);
+        break;
+    case FC__RED_ANY:
+        s->u |= (uint64_t)(v != 0);
+        break;
+    default:
+        break;
     }
 }
 
@@ -176,8 +198,12 @@ static void st_merge(fc__red_op op, bool is_int, rstate *a, const rstate *b) {
     case FC__RED_ARGMIN:
         if (b->n && (is_int ? (a->n == 0 || b->i < a->i) : beats_min(b->a, a))) *a = *b;
         break;
-    case FC__RED_ALL: a->u &= b->u; break;
-    case FC__RED_ANY: a->u |= b->u; break;
+    case FC__RED_ALL:
+        a->u &= b->u;
+        break;
+    case FC__RED_ANY:
+        a->u |= b->u;
+        break;
     case FC__RED_VAR: {
         if (b->n == 0) break;
         if (a->n == 0) {
@@ -202,27 +228,45 @@ static void st_merge(fc__red_op op, bool is_int, rstate *a, const rstate *b) {
             a->a = m;
         }
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 /* ---- runs: n contiguous compute values ---------------------------------------------------- */
 
-FC__RW_INLINE void run_f32_body(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
+static void run_f32(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
     bool nan = false;
     float m;
     switch (op) {
-    case FC__RED_SUM: s->a += fc__rw_sum_f32(v, n); return;
+    case FC__RED_SUM:
+        s->a += fc__rw_sum(v, n);
+        return;
     case FC__RED_MAX:
-        m = fc__rw_max_f32(v, n, &nan);
+        m = fc__rw_max(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
         return;
     case FC__RED_MIN:
-        m = fc__rw_min_f32(v, n, &nan);
+        m = fc__rw_min(v, n, &nan);
         upd_f(op, s, nan ? (double)NAN : m, r0);
         return;
+    case FC__RED_ARGMAX:
+    case FC__RED_ARGMIN: {
+        /* the extremum first (vectorized), then its first position: the
+         * run is in cache, and the search usually stops early */
+        m = op == FC__RED_ARGMAX ? fc__rw_max(v, n, &nan) : fc__rw_min(v, n, &nan);
+        int64_t i = 0;
+        if (nan)
+            while (v[i] == v[i])
+                i++;
+        else
+            while (v[i] != m)
+                i++;
+        upd_f(op, s, v[i], r0 + i);
+        return;
+    }
     case FC__RED_LSE:
-        m = fc__rw_max_f32(v, n, &nan);
+        m = fc__rw_max(v, n, &nan);
         if (nan || m == INFINITY) {
             lse_add(s, nan ? (double)NAN : m);
             return;
@@ -231,24 +275,15 @@ FC__RW_INLINE void run_f32_body(fc__red_op op, rstate *s, const float *v, int64_
         {
             /* the shift is a float, so the exps below use exactly it */
             float nm = s->a > (double)m ? (float)s->a : m;
-            s->b = s->b * exp(s->a - (double)nm) + fc__rw_sumexp_f32(v, n, nm);
+            s->b = s->b * exp(s->a - (double)nm) + fc__rw_exp(v, NULL, n, nm);
             s->a = nm;
         }
         return;
     default:
-        for (int64_t i = 0; i < n; i++) upd_f(op, s, v[i], r0 + i);
+        for (int64_t i = 0; i < n; i++)
+            upd_f(op, s, v[i], r0 + i);
         return;
     }
-}
-
-#ifdef FC__RW_X86
-FC__RW_AVX2 static void run_f32_avx2(fc__red_op op, rstate *s, const float *v, int64_t n,
-                                     int64_t r0) {
-    run_f32_body(op, s, v, n, r0);
-}
-#endif
-static void run_f32_base(fc__red_op op, rstate *s, const float *v, int64_t n, int64_t r0) {
-    run_f32_body(op, s, v, n, r0);
 }
 
 static void run_f64(fc__red_op op, rstate *s, const double *v, int64_t n, int64_t r0) {
@@ -256,35 +291,35 @@ static void run_f64(fc__red_op op, rstate *s, const double *v, int64_t n, int64_
         double acc[8] = {0};
         int64_t i = 0;
         for (; i + 8 <= n; i += 8)
-            for (int l = 0; l < 8; l++) acc[l] += v[i + l];
+            for (int l = 0; l < 8; l++)
+                acc[l] += v[i + l];
         double t = 0;
-        for (; i < n; i++) t += v[i];
-        for (int l = 0; l < 8; l++) t += acc[l];
+        for (; i < n; i++)
+            t += v[i];
+        for (int l = 0; l < 8; l++)
+            t += acc[l];
         s->a += t;
         return;
     }
-    for (int64_t i = 0; i < n; i++) upd_f(op, s, v[i], r0 + i);
+    for (int64_t i = 0; i < n; i++)
+        upd_f(op, s, v[i], r0 + i);
 }
 
 static void run_i64(fc__red_op op, rstate *s, const int64_t *v, int64_t n, int64_t r0) {
     if (op == FC__RED_SUM) {
         uint64_t acc = 0;
-        for (int64_t i = 0; i < n; i++) acc += (uint64_t)v[i];
+        for (int64_t i = 0; i < n; i++)
+            acc += (uint64_t)v[i];
         s->u += acc;
         return;
     }
-    for (int64_t i = 0; i < n; i++) upd_i(op, s, v[i], r0 + i);
+    for (int64_t i = 0; i < n; i++)
+        upd_i(op, s, v[i], r0 + i);
 }
 
 static void run_ct(ctype ct, fc__red_op op, rstate *s, const void *v, int64_t n, int64_t r0) {
     if (ct == CT_F32) {
-#ifdef FC__RW_X86
-        if (fc__rw_avx2()) {
-            run_f32_avx2(op, s, v, n, r0);
-            return;
-        }
-#endif
-        run_f32_base(op, s, v, n, r0);
+        run_f32(op, s, v, n, r0);
     } else if (ct == CT_F64) {
         run_f64(op, s, v, n, r0);
     } else {
@@ -297,18 +332,23 @@ static void cols_ct(ctype ct, fc__red_op op, rstate *s, const void *v, int64_t w
     if (ct == CT_F32) {
         const float *p = v;
         if (op == FC__RED_SUM)
-            for (int64_t q = 0; q < w; q++) s[q].a += p[q];
+            for (int64_t q = 0; q < w; q++)
+                s[q].a += p[q];
         else
-            for (int64_t q = 0; q < w; q++) upd_f(op, &s[q], p[q], r);
+            for (int64_t q = 0; q < w; q++)
+                upd_f(op, &s[q], p[q], r);
     } else if (ct == CT_F64) {
         const double *p = v;
         if (op == FC__RED_SUM)
-            for (int64_t q = 0; q < w; q++) s[q].a += p[q];
+            for (int64_t q = 0; q < w; q++)
+                s[q].a += p[q];
         else
-            for (int64_t q = 0; q < w; q++) upd_f(op, &s[q], p[q], r);
+            for (int64_t q = 0; q < w; q++)
+                upd_f(op, &s[q], p[q], r);
     } else {
         const int64_t *p = v;
-        for (int64_t q = 0; q < w; q++) upd_i(op, &s[q], p[q], r);
+        for (int64_t q = 0; q < w; q++)
+            upd_i(op, &s[q], p[q], r);
     }
 }
 
@@ -376,9 +416,11 @@ typedef struct red_job {
     bool native; /* x's dtype is the compute dtype */
     const char *x;
     plan p;
-    int64_t chunk, nrc;                /* per item: reduced elements (rows) / indices (cols) */
+    int64_t chunk, nrc;                 /* per item: reduced elements (rows) / indices (cols) */
     int64_t lanes, lane_blocks, nouter; /* column mode */
-    rstate *partial;                   /* [nout][nrc] when nrc > 1 */
+    int64_t lane_block;                 /* lanes per item */
+    bool dense;                         /* float SUM: dense_col_item */
+    rstate *partial;                    /* [nout][nrc] when nrc > 1 */
     fc__red_params prm;
     fc_raw *out;
 } red_job;
@@ -401,16 +443,20 @@ static const void *gather(const red_job *j, const char *src, int64_t stride, int
         loadbuf *dst = j->native ? buf : tmp;
         switch (j->es) {
         case 1:
-            for (int64_t q = 0; q < n; q++) dst->b1[q] = *(const uint8_t *)(src + q * stride);
+            for (int64_t q = 0; q < n; q++)
+                dst->b1[q] = *(const uint8_t *)(src + q * stride);
             break;
         case 2:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 2 * q, src + q * stride, 2);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 2 * q, src + q * stride, 2);
             break;
         case 4:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 4 * q, src + q * stride, 4);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 4 * q, src + q * stride, 4);
             break;
         default:
-            for (int64_t q = 0; q < n; q++) memcpy(dst->b1 + 8 * q, src + q * stride, 8);
+            for (int64_t q = 0; q < n; q++)
+                memcpy(dst->b1 + 8 * q, src + q * stride, 8);
             break;
         }
         if (j->native) return buf;
@@ -471,14 +517,29 @@ static void row_item(const red_job *j, int64_t o, int64_t c, rstate *s) {
     if (j->op == FC__RED_VAR) var_close(s);
 }
 
+static void add_lanes_f32(float *restrict part, const float *restrict v, int64_t w) {
+    for (int64_t k = 0; k < w; k++)
+        part[k] += v[k];
+}
+static void add_lanes_f64(double *restrict acc, const double *restrict v, int64_t w) {
+    for (int64_t k = 0; k < w; k++)
+        acc[k] += v[k];
+}
+static void flush_lanes(double *restrict acc, float *restrict part, int64_t w) {
+    for (int64_t k = 0; k < w; k++) {
+        acc[k] += part[k];
+        part[k] = 0;
+    }
+}
+
 /* Outer kept position oo, lanes [l0, l0 + w), reduced indices [c * chunk, ...). */
 static void col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_t c, rstate *s) {
     const plan *p = &j->p;
     int last = p->nr - 1;
     int64_t lstride = p->kstr[p->nk - 1];
-    for (int64_t q = 0; q < w; q++) st_init(j->op, &s[q]);
-    const char *ptr =
-        j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
+    for (int64_t q = 0; q < w; q++)
+        st_init(j->op, &s[q]);
+    const char *ptr = j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
     int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < p->nred ? r0 + j->chunk : p->nred;
     int64_t idx[FC_MAX_RANK], q = r0;
     for (int d = last; d >= 0; d--) {
@@ -497,14 +558,16 @@ static void col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_
         }
     }
     if (j->op == FC__RED_VAR)
-        for (int64_t k = 0; k < w; k++) var_close(&s[k]);
+        for (int64_t k = 0; k < w; k++)
+            var_close(&s[k]);
 }
 
 /* ---- results ------------------------------------------------------------------------------- */
 
 static double float_result(const red_job *j, const rstate *s) {
     switch (j->op) {
-    case FC__RED_SUM: return j->prm.scale != 0 ? s->a * j->prm.scale : s->a;
+    case FC__RED_SUM:
+        return j->prm.scale != 0 ? s->a * j->prm.scale : s->a;
     case FC__RED_VAR: {
         double den = (double)s->n - j->prm.correction;
         double v = s->b / (den > 0 ? den : 0.0);
@@ -513,14 +576,17 @@ static double float_result(const red_job *j, const rstate *s) {
     case FC__RED_LSE:
         if (s->a != s->a || s->a == INFINITY || s->a == -INFINITY) return s->a;
         return s->a + log(s->b);
-    default: return s->a;
+    default:
+        return s->a;
     }
 }
 
 static void store_result(const red_job *j, int64_t o, const rstate *s) {
     char *dst = fc__raw_base(j->out) + o * (int64_t)fc_dtype_size(j->out->dtype);
     switch (j->out->dtype) {
-    case FC_BOOL: *(uint8_t *)dst = s->u != 0; break;
+    case FC_BOOL:
+        *(uint8_t *)dst = s->u != 0;
+        break;
     case FC_I64: {
         int64_t v;
         if (j->op == FC__RED_ARGMAX || j->op == FC__RED_ARGMIN)
@@ -532,9 +598,14 @@ static void store_result(const red_job *j, int64_t o, const rstate *s) {
         memcpy(dst, &v, sizeof v);
         break;
     }
-    case FC_F32: *(float *)dst = (float)float_result(j, s); break;
-    case FC_F64: *(double *)dst = float_result(j, s); break;
-    default: break;
+    case FC_F32:
+        *(float *)dst = (float)float_result(j, s);
+        break;
+    case FC_F64:
+        *(double *)dst = float_result(j, s);
+        break;
+    default:
+        break;
     }
 }
 
@@ -555,15 +626,71 @@ static void row_items(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* Column-mode float sums, the common case (a mean over the batch axis):
+ * wide dense lane arrays, f32 partials of at most 32 rows flushed into
+ * doubles (the accuracy of the row mode). */
+static void dense_col_item(const red_job *j, int64_t oo, int64_t l0, int64_t w, int64_t c) {
+    const plan *p = &j->p;
+    int last = p->nr - 1;
+    int64_t lstride = p->kstr[p->nk - 1];
+    const char *ptr = j->x + offset_of(oo, p->kshape, p->kstr, p->nk - 1) + l0 * lstride;
+    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < p->nred ? r0 + j->chunk : p->nred;
+    int64_t idx[FC_MAX_RANK], q = r0;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = q % p->rshape[d];
+        q /= p->rshape[d];
+        ptr += idx[d] * p->rstr[d];
+    }
+    float part[DENSE_LANES];
+    double acc[DENSE_LANES];
+    for (int64_t k = 0; k < w; k++)
+        part[k] = 0, acc[k] = 0;
+    loadbuf buf, tmp;
+    int rows = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        for (int64_t k0 = 0; k0 < w; k0 += LOADN) { /* gather holds LOADN at a time */
+            int64_t kw = w - k0 < LOADN ? w - k0 : LOADN;
+            const void *v = gather(j, ptr + k0 * lstride, lstride, kw, &buf, &tmp);
+            if (j->ct == CT_F64)
+                add_lanes_f64(acc + k0, v, kw);
+            else
+                add_lanes_f32(part + k0, v, kw);
+        }
+        if (++rows == 32) {
+            flush_lanes(acc, part, w);
+            rows = 0;
+        }
+        for (int d = last; d >= 0; d--) {
+            ptr += p->rstr[d];
+            if (++idx[d] < p->rshape[d]) break;
+            ptr -= p->rshape[d] * p->rstr[d];
+            idx[d] = 0;
+        }
+    }
+    flush_lanes(acc, part, w);
+    for (int64_t k = 0; k < w; k++) {
+        rstate s;
+        st_init(j->op, &s);
+        s.a = acc[k];
+        keep_state(j, oo * j->lanes + l0 + k, c, &s);
+    }
+}
+
 static void col_items(void *arg, int64_t b, int64_t e) {
     const red_job *j = arg;
     rstate s[LANE_BLOCK];
     for (int64_t it = b; it < e; it++) {
         int64_t c = it % j->nrc, t = it / j->nrc;
         int64_t lb = t % j->lane_blocks, oo = t / j->lane_blocks;
-        int64_t l0 = lb * LANE_BLOCK, w = j->lanes - l0 < LANE_BLOCK ? j->lanes - l0 : LANE_BLOCK;
+        int64_t l0 = lb * j->lane_block;
+        int64_t w = j->lanes - l0 < j->lane_block ? j->lanes - l0 : j->lane_block;
+        if (j->dense) {
+            dense_col_item(j, oo, l0, w, c);
+            continue;
+        }
         col_item(j, oo, l0, w, c, s);
-        for (int64_t q = 0; q < w; q++) keep_state(j, oo * j->lanes + l0 + q, c, &s[q]);
+        for (int64_t q = 0; q < w; q++)
+            keep_state(j, oo * j->lanes + l0 + q, c, &s[q]);
     }
 }
 
@@ -572,7 +699,8 @@ static void merge_outputs(void *arg, int64_t b, int64_t e) {
     bool is_int = j->ct == CT_I64;
     for (int64_t o = b; o < e; o++) {
         rstate s = j->partial[o * j->nrc];
-        for (int64_t c = 1; c < j->nrc; c++) st_merge(j->op, is_int, &s, &j->partial[o * j->nrc + c]);
+        for (int64_t c = 1; c < j->nrc; c++)
+            st_merge(j->op, is_int, &s, &j->partial[o * j->nrc + c]);
         store_result(j, o, &s);
     }
 }
@@ -588,11 +716,14 @@ fc_status fc__red_run(fc_ctx *ctx, const char *opname, fc__red_op op, const fc_r
     build_plan(x, mask, &j.p);
     int64_t items, per_item;
     if (j.p.cols) {
+        j.dense = op == FC__RED_SUM && j.ct != CT_I64;
+        j.lane_block = j.dense ? DENSE_LANES : LANE_BLOCK;
         j.lanes = j.p.kshape[j.p.nk - 1];
         j.nouter = j.p.nout / j.lanes;
-        j.lane_blocks = (j.lanes + LANE_BLOCK - 1) / LANE_BLOCK;
-        int64_t w = j.lanes < LANE_BLOCK ? j.lanes : LANE_BLOCK;
-        j.chunk = COL_CHUNK / w;
+        j.lane_blocks = (j.lanes + j.lane_block - 1) / j.lane_block;
+        int64_t w = j.lanes < j.lane_block ? j.lanes : j.lane_block;
+        j.chunk = (j.dense ? DENSE_CHUNK : COL_CHUNK) / w;
+        j.chunk = j.chunk < 1 ? 1 : j.chunk;
         j.nrc = (j.p.nred + j.chunk - 1) / j.chunk;
         items = j.nouter * j.lane_blocks * j.nrc;
         per_item = w * (j.p.nred < j.chunk ? j.p.nred : j.chunk);
@@ -618,55 +749,4 @@ fc_status fc__red_run(fc_ctx *ctx, const char *opname, fc__red_op op, const fc_r
         fc__buffer_release(pbuf);
     }
     return FC_OK;
-}
-
-/* ---- axes and gradient views ---------------------------------------------------------------- */
-
-fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes,
-                       int naxes, bool keepdim, bool *mask, int64_t *oshape, int *orank,
-                       int64_t *count) {
-    int rank = x->raw.rank;
-    char d[160];
-    if (naxes < 0)
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
-    if (naxes > rank)
-        return fc__fail(ctx, FC_ERR_RANK, "%s: %d axes given for %s of rank %d", op, naxes,
-                        fc__desc(x, d, (int)sizeof d), rank);
-    if (naxes > 0 && !axes)
-        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: axes is NULL with naxes %d", op, naxes);
-    for (int i = 0; i < rank; i++) mask[i] = naxes == 0;
-    for (int k = 0; k < naxes; k++) {
-        int a;
-        if (fc__shape_norm_axis(axes[k], rank, &a) != FC_OK)
-            return fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", op, axes[k],
-                            fc__desc(x, d, (int)sizeof d));
-        if (mask[a])
-            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: axis %d is repeated in the axes of %s",
-                            op, axes[k], fc__desc(x, d, (int)sizeof d));
-        mask[a] = true;
-    }
-    int r = 0;
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
-        if (mask[i]) n *= x->raw.shape[i];
-        if (!mask[i] || keepdim) oshape[r++] = mask[i] ? 1 : x->raw.shape[i];
-    }
-    if (r == 0) oshape[r++] = 1;
-    *orank = r;
-    if (count) *count = n;
-    return FC_OK;
-}
-
-fc_tensor *fc__red_expand(fc_ctx *ctx, const char *op, fc_tensor *g, const int64_t *xshape,
-                          int xrank, const bool *mask) {
-    int64_t st[FC_MAX_RANK], acc = 1;
-    for (int i = xrank - 1; i >= 0; i--) {
-        if (mask[i] || xshape[i] == 1) {
-            st[i] = 0;
-        } else {
-            st[i] = acc;
-            acc *= xshape[i];
-        }
-    }
-    return fc__tensor_view(ctx, op, g, xshape, st, xrank, g->raw.offset);
 }

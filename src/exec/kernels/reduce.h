@@ -44,9 +44,8 @@ typedef struct fc__red_params {
  * output shape (keepdim: ones at the reduced axes; otherwise without them,
  * or [1] when none is left) and *count, the number of elements reduced into
  * each output. Records the error and returns it. */
-fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes,
-                       int naxes, bool keepdim, bool *mask, int64_t *oshape, int *orank,
-                       int64_t *count);
+fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes, int naxes,
+                       bool keepdim, bool *mask, int64_t *oshape, int *orank, int64_t *count);
 
 /* Reduces x (any layout; integers/bool for SUM PROD MAX MIN ARG* ALL ANY,
  * floats for every op) over mask into out: contiguous, one element per

@@ -1,5 +1,5 @@
 /* reduce_ops.c - the public reductions of fucina/ops.h on top of the engine
- * in reduce.c: argument and dtype checks, the output dtype policy, and the
+ * in reduce.c: axes and dtype checks, the output dtype policy, and the
  * autograd records (the rules are in src/ag/grad_reduce.c, same order).
  *
  * Output dtypes: sum/prod/max/min give f32 for f16, bf16 and f32, f64 for
@@ -17,6 +17,58 @@ fc_status fc__grad_extremum(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
 fc_status fc__grad_var(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__grad_logsumexp(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
+/* ---- axes and gradient views ---------------------------------------------------------------- */
+
+fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes, int naxes,
+                       bool keepdim, bool *mask, int64_t *oshape, int *orank, int64_t *count) {
+    int rank = x->raw.rank;
+    char d[160];
+    if (naxes < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+    if (naxes > rank)
+        return fc__fail(ctx, FC_ERR_RANK, "%s: %d axes given for %s of rank %d", op, naxes,
+                        fc__desc(x, d, (int)sizeof d), rank);
+    if (naxes > 0 && !axes)
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: axes is NULL with naxes %d", op, naxes);
+    for (int i = 0; i < rank; i++)
+        mask[i] = naxes == 0;
+    for (int k = 0; k < naxes; k++) {
+        int a;
+        if (fc__shape_norm_axis(axes[k], rank, &a) != FC_OK)
+            return fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", op, axes[k],
+                            fc__desc(x, d, (int)sizeof d));
+        if (mask[a])
+            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: axis %d is repeated in the axes of %s",
+                            op, axes[k], fc__desc(x, d, (int)sizeof d));
+        mask[a] = true;
+    }
+    int r = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (mask[i]) n *= x->raw.shape[i];
+        if (!mask[i] || keepdim) oshape[r++] = mask[i] ? 1 : x->raw.shape[i];
+    }
+    if (r == 0) oshape[r++] = 1;
+    *orank = r;
+    if (count) *count = n;
+    return FC_OK;
+}
+
+fc_tensor *fc__red_expand(fc_ctx *ctx, const char *op, fc_tensor *g, const int64_t *xshape,
+                          int xrank, const bool *mask) {
+    int64_t st[FC_MAX_RANK], acc = 1;
+    for (int i = xrank - 1; i >= 0; i--) {
+        if (mask[i] || xshape[i] == 1) {
+            st[i] = 0;
+        } else {
+            st[i] = acc;
+            acc *= xshape[i];
+        }
+    }
+    return fc__tensor_view(ctx, op, g, xshape, st, xrank, g->raw.offset);
+}
+
+/* ---- the public reductions ------------------------------------------------------------------ */
+
 typedef enum dclass {
     D_NUMERIC, /* floats, integers, bool */
     D_FLOAT,   /* f16 bf16 f32 f64 */
@@ -26,9 +78,12 @@ typedef enum dclass {
 static bool dtype_ok(dclass c, fc_dtype dt) {
     if (!fc_dtype_is_scalar(dt)) return false;
     switch (c) {
-    case D_NUMERIC: return !fc_dtype_is_f8(dt);
-    case D_FLOAT: return fc_dtype_is_float(dt);
-    default: return true;
+    case D_NUMERIC:
+        return !fc_dtype_is_f8(dt);
+    case D_FLOAT:
+        return fc_dtype_is_float(dt);
+    default:
+        return true;
     }
 }
 
@@ -52,8 +107,8 @@ typedef struct red_spec {
     bool save_input, save_output;
 } red_spec;
 
-static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const int *axes,
-                         int naxes, bool keepdim) {
+static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const int *axes, int naxes,
+                         bool keepdim) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, sp->name, x);
     fc_dtype dt = x->raw.dtype;
@@ -69,8 +124,7 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
     bool mask[FC_MAX_RANK];
     int64_t oshape[FC_MAX_RANK], count;
     int orank;
-    if (fc__red_axes(ctx, sp->name, x, axes, naxes, keepdim, mask, oshape, &orank, &count) !=
-        FC_OK)
+    if (fc__red_axes(ctx, sp->name, x, axes, naxes, keepdim, mask, oshape, &orank, &count) != FC_OK)
         return NULL;
     fc__red_params prm = sp->prm;
     if (sp->mean) prm.scale = 1.0 / (double)count;
@@ -87,7 +141,8 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
             return NULL;
         }
         int64_t bits = 0;
-        for (int i = 0; i < x->raw.rank; i++) bits |= (int64_t)mask[i] << i;
+        for (int i = 0; i < x->raw.rank; i++)
+            bits |= (int64_t)mask[i] << i;
         nd->i[0] = bits;
         nd->i[1] = count;
         nd->i[2] = prm.take_sqrt;
@@ -103,30 +158,40 @@ static fc_tensor *reduce(fc_ctx *ctx, const red_spec *sp, fc_tensor *x, const in
 }
 
 fc_tensor *fc_sum(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "sum", .op = FC__RED_SUM, .dc = D_NUMERIC, .backward = fc__grad_sum};
+    static const red_spec sp = {
+        .name = "sum", .op = FC__RED_SUM, .dc = D_NUMERIC, .backward = fc__grad_sum};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_mean(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "mean", .op = FC__RED_SUM, .dc = D_FLOAT, .mean = true,
-                                .backward = fc__grad_mean};
+    static const red_spec sp = {
+        .name = "mean", .op = FC__RED_SUM, .dc = D_FLOAT, .mean = true, .backward = fc__grad_mean};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "prod", .op = FC__RED_PROD, .dc = D_NUMERIC, .backward = fc__grad_prod,
+    static const red_spec sp = {.name = "prod",
+                                .op = FC__RED_PROD,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_prod,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_max(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "max", .op = FC__RED_MAX, .dc = D_NUMERIC, .backward = fc__grad_extremum,
+    static const red_spec sp = {.name = "max",
+                                .op = FC__RED_MAX,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_extremum,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "min", .op = FC__RED_MIN, .dc = D_NUMERIC, .backward = fc__grad_extremum,
+    static const red_spec sp = {.name = "min",
+                                .op = FC__RED_MIN,
+                                .dc = D_NUMERIC,
+                                .backward = fc__grad_extremum,
                                 .save_input = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
@@ -143,14 +208,22 @@ fc_tensor *fc_argmin(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim) {
 
 fc_tensor *fc_var(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                   bool keepdim) {
-    red_spec sp = {.name = "var", .op = FC__RED_VAR, .dc = D_FLOAT, .backward = fc__grad_var, .save_input = true};
+    red_spec sp = {.name = "var",
+                   .op = FC__RED_VAR,
+                   .dc = D_FLOAT,
+                   .backward = fc__grad_var,
+                   .save_input = true};
     sp.prm.correction = correction;
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }
 
 fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int correction,
                   bool keepdim) {
-    red_spec sp = {.name = "std", .op = FC__RED_VAR, .dc = D_FLOAT, .backward = fc__grad_var, .save_input = true,
+    red_spec sp = {.name = "std",
+                   .op = FC__RED_VAR,
+                   .dc = D_FLOAT,
+                   .backward = fc__grad_var,
+                   .save_input = true,
                    .save_output = true};
     sp.prm.correction = correction;
     sp.prm.take_sqrt = true;
@@ -158,8 +231,11 @@ fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int cor
 }
 
 fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim) {
-    static const red_spec sp = {.name = "logsumexp", .op = FC__RED_LSE, .dc = D_FLOAT,
-                                .backward = fc__grad_logsumexp, .save_input = true,
+    static const red_spec sp = {.name = "logsumexp",
+                                .op = FC__RED_LSE,
+                                .dc = D_FLOAT,
+                                .backward = fc__grad_logsumexp,
+                                .save_input = true,
                                 .save_output = true};
     return reduce(ctx, &sp, x, axes, naxes, keepdim);
 }

@@ -13,9 +13,14 @@
 
 bool fc__rw_avx2(void) {
 #ifdef FC__RW_X86
-    static int cached = -1; /* benign race: every thread computes the same answer */
-    if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return cached == 1;
+    /* every thread that races here computes and stores the same answer */
+    static atomic_int cached = -1;
+    int c = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (c < 0) {
+        c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+        atomic_store_explicit(&cached, c, memory_order_relaxed);
+    }
+    return c == 1;
 #else
     return false;
 #endif
@@ -126,7 +131,8 @@ static void run_group(const rows_state *s, int64_t g, char *scratch) {
     int64_t rows = j->outer * j->inner;
     int64_t r0 = rows * g / j->groups, r1 = rows * (g + 1) / j->groups;
     bool all_direct = true;
-    for (int k = 0; k < j->nin + j->nout; k++) all_direct &= s->direct[k];
+    for (int k = 0; k < j->nin + j->nout; k++)
+        all_direct &= s->direct[k];
     if (all_direct) { /* rows are the tensors' own memory: one call per group */
         if (r1 > r0) run_tile(s, g, r0, r1 - r0, scratch);
         return;

@@ -1,7 +1,7 @@
 /* exec/kernels/rowwise.h - what the reduction, softmax, norm, loss and scan
- * kernels share: the row driver, vectorizable f32 helpers (sums with wide
- * partials, a branch-free exp), run-time AVX2 clones, and the internal
- * entry points the backward rules in src/ag call.
+ * kernels share: the row driver, the f32 row primitives (sums with wide
+ * partials, max/min, a vectorized exp; AVX2 picked at run time), and the
+ * internal entry points the backward rules in src/ag call.
  *
  * Row driver. Softmax, the norms, the losses and cumsum all work on rows:
  * an operand is viewed as a contiguous [outer, dim, inner] block and a row
@@ -14,9 +14,11 @@
  * shape, so a kernel that accumulates per group (layer_norm's weight
  * gradient) gives the same bits for any thread count.
  *
- * SIMD. The library is built for baseline x86-64; the hot loops are written
- * as plain always-inline bodies that the compiler vectorizes, instantiated
- * twice (default and target("avx2")) and picked at run time. */
+ * SIMD. The library is built for baseline x86-64. Reductions inside a row
+ * (max, sums, exp) are primitives with hand-written AVX2 versions, because
+ * C forbids the compiler to reorder float sums or max chains; the simple
+ * elementwise loops around them are always-inline bodies compiled twice
+ * (default and target("avx2")) and picked at run time. */
 #ifndef FUCINA_EXEC_KERNELS_ROWWISE_H
 #define FUCINA_EXEC_KERNELS_ROWWISE_H
 
@@ -24,179 +26,50 @@
 #include <string.h>
 
 #include "exec/internal.h"
+#include "fucina/autograd.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FC__RW_X86 1
-#define FC__RW_AVX2 __attribute__((target("avx2")))
+#define FC__RW_AVX2 __attribute__((target("avx2,fma")))
 #endif
 #define FC__RW_INLINE static inline __attribute__((always_inline))
 
-/* True when the CPU (and OS) run AVX2 code; false off x86-64. */
+/* True when the CPU (and OS) run AVX2 + FMA code; false off x86-64. */
 bool fc__rw_avx2(void);
 
-/* ---- vectorizable f32 helpers ------------------------------------------------------------
- * Written with explicit lanes because C forbids reassociating a float sum:
- * the compiler keeps 16 independent partials in vector registers. */
-#define FC__RW_LANES 16
+/* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
+ * The hot inner loops, written once with AVX2 intrinsics (picked at run
+ * time) and once in portable C (the reference the tests compare against).
+ * Sums keep f32 partials for at most 512 elements and add them into a
+ * double, so a long row is as accurate as a short one. */
 
-/* exp(x) for x <= 88 (larger x returns e^88), within 2 ulp of expf; -inf
- * and anything below -88 give 0; NaN stays NaN. Branch-free so loops over
- * it vectorize: x = k ln2 + r, e^r by its degree-7 Taylor polynomial on
- * |r| <= ln2/2, 2^k built in the exponent bits. */
-FC__RW_INLINE float fc__rw_expf(float x) {
-    union {
-        float f;
-        uint32_t u;
-    } kb, sc;
-    x = x < -88.0f ? -88.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    kb.f = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 rounds to an integer */
-    float k = kb.f - 12582912.0f;
-    uint32_t ki = kb.u - 0x4B400000u;
-    float r = x - k * 0.693145751953125f;
-    r = r - k * 1.428606765330187045e-06f;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    sc.u = (ki + 127u) << 23; /* k = -127 gives +0: the result underflows */
-    return p * sc.f;
-}
+/* Largest element ignoring NaN (-inf if none); *nan tells whether any is NaN. */
+float fc__rw_max(const float *x, int64_t n, bool *nan);
+float fc__rw_min(const float *x, int64_t n, bool *nan);
+double fc__rw_sum(const float *x, int64_t n);
+double fc__rw_dot(const float *a, const float *b, int64_t n);
+/* sum of (x - c)^2 */
+double fc__rw_sumsq_dev(const float *x, int64_t n, float c);
+/* *s1 = sum (x - c), *s2 = sum (x - c)^2 in one pass. */
+void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2);
+/* y = exp(x - m) (y may be x; NULL: not stored); returns sum of them. exp
+ * is within 2 ulp of expf for x - m <= 88 (above, e^88), exactly 0 below
+ * -88 and NaN for NaN. */
+double fc__rw_exp(const float *x, float *y, int64_t n, float m);
+/* *sa = sum g*w, *sb = sum g*w*(x - mu)*rs: the two row sums of the norms' backward. */
+void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
+                      double *sa, double *sb);
 
-/* Sum of n floats: f32 lanes over blocks of 512, each block added to a
- * double, so the error stays that of a 32-term f32 sum per lane. */
-FC__RW_INLINE double fc__rw_sum_f32(const float *x, int64_t n) {
-    double total = 0;
-    for (int64_t i = 0; i < n;) {
-        int64_t m = n - i < 512 ? n - i : 512;
-        const float *p = x + i;
-        float acc[FC__RW_LANES] = {0};
-        int64_t j = 0;
-        for (; j + FC__RW_LANES <= m; j += FC__RW_LANES)
-            for (int l = 0; l < FC__RW_LANES; l++) acc[l] += p[j + l];
-        double t = 0;
-        for (; j < m; j++) t += p[j];
-        for (int l = 0; l < FC__RW_LANES; l++) t += acc[l];
-        total += t;
-        i += m;
-    }
-    return total;
-}
-
-/* Sum of (x - c)^2, same scheme. */
-FC__RW_INLINE double fc__rw_sumsq_dev_f32(const float *x, int64_t n, float c) {
-    double total = 0;
-    for (int64_t i = 0; i < n;) {
-        int64_t m = n - i < 512 ? n - i : 512;
-        const float *p = x + i;
-        float acc[FC__RW_LANES] = {0};
-        int64_t j = 0;
-        for (; j + FC__RW_LANES <= m; j += FC__RW_LANES)
-            for (int l = 0; l < FC__RW_LANES; l++) {
-                float d = p[j + l] - c;
-                acc[l] += d * d;
-            }
-        double t = 0;
-        for (; j < m; j++) t += (double)(p[j] - c) * (p[j] - c);
-        for (int l = 0; l < FC__RW_LANES; l++) t += acc[l];
-        total += t;
-        i += m;
-    }
-    return total;
-}
-
-/* Sum of a[i] * b[i], same scheme. */
-FC__RW_INLINE double fc__rw_dot_f32(const float *a, const float *b, int64_t n) {
-    double total = 0;
-    for (int64_t i = 0; i < n;) {
-        int64_t m = n - i < 512 ? n - i : 512;
-        float acc[FC__RW_LANES] = {0};
-        int64_t j = 0;
-        for (; j + FC__RW_LANES <= m; j += FC__RW_LANES)
-            for (int l = 0; l < FC__RW_LANES; l++) acc[l] += a[i + j + l] * b[i + j + l];
-        double t = 0;
-        for (; j < m; j++) t += (double)a[i + j] * b[i + j];
-        for (int l = 0; l < FC__RW_LANES; l++) t += acc[l];
-        total += t;
-        i += m;
-    }
-    return total;
-}
-
-/* Largest element ignoring NaN (-inf for none); *nan set when any is NaN. */
-FC__RW_INLINE float fc__rw_max_f32(const float *x, int64_t n, bool *nan) {
-    float acc[FC__RW_LANES];
-    int bad[FC__RW_LANES];
-    for (int l = 0; l < FC__RW_LANES; l++) {
-        acc[l] = -INFINITY;
-        bad[l] = 0;
-    }
-    int64_t j = 0;
-    for (; j + FC__RW_LANES <= n; j += FC__RW_LANES)
-        for (int l = 0; l < FC__RW_LANES; l++) {
-            float v = x[j + l];
-            acc[l] = v > acc[l] ? v : acc[l];
-            bad[l] |= v != v;
-        }
-    float m = -INFINITY;
-    int b = 0;
-    for (; j < n; j++) {
-        m = x[j] > m ? x[j] : m;
-        b |= x[j] != x[j];
-    }
-    for (int l = 0; l < FC__RW_LANES; l++) {
-        m = acc[l] > m ? acc[l] : m;
-        b |= bad[l];
-    }
-    *nan = b != 0;
-    return m;
-}
-
-/* Smallest element ignoring NaN (+inf for none); *nan as above. */
-FC__RW_INLINE float fc__rw_min_f32(const float *x, int64_t n, bool *nan) {
-    float acc[FC__RW_LANES];
-    int bad[FC__RW_LANES];
-    for (int l = 0; l < FC__RW_LANES; l++) {
-        acc[l] = INFINITY;
-        bad[l] = 0;
-    }
-    int64_t j = 0;
-    for (; j + FC__RW_LANES <= n; j += FC__RW_LANES)
-        for (int l = 0; l < FC__RW_LANES; l++) {
-            float v = x[j + l];
-            acc[l] = v < acc[l] ? v : acc[l];
-            bad[l] |= v != v;
-        }
-    float m = INFINITY;
-    int b = 0;
-    for (; j < n; j++) {
-        m = x[j] < m ? x[j] : m;
-        b |= x[j] != x[j];
-    }
-    for (int l = 0; l < FC__RW_LANES; l++) {
-        m = acc[l] < m ? acc[l] : m;
-        b |= bad[l];
-    }
-    *nan = b != 0;
-    return m;
-}
-
-/* Sum of exp(x[i] - m): the map loop vectorizes on its own, the sum by
- * lanes (through a 512-float stack buffer). */
-FC__RW_INLINE double fc__rw_sumexp_f32(const float *x, int64_t n, float m) {
-    float tmp[512];
-    double total = 0;
-    for (int64_t i = 0; i < n; i += 512) {
-        int64_t k = n - i < 512 ? n - i : 512;
-        for (int64_t q = 0; q < k; q++) tmp[q] = fc__rw_expf(x[i + q] - m);
-        total += fc__rw_sum_f32(tmp, k);
-    }
-    return total;
-}
+/* The portable twins (always available; for tests and non-AVX2 CPUs). */
+float fc__rw_max_portable(const float *x, int64_t n, bool *nan);
+float fc__rw_min_portable(const float *x, int64_t n, bool *nan);
+double fc__rw_sum_portable(const float *x, int64_t n);
+double fc__rw_dot_portable(const float *a, const float *b, int64_t n);
+double fc__rw_sumsq_dev_portable(const float *x, int64_t n, float c);
+void fc__rw_sum_sumsq_portable(const float *x, int64_t n, float c, double *s1, double *s2);
+double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m);
+void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
+                               float rs, double *sa, double *sb);
 
 /* ---- the row driver ------------------------------------------------------------------- */
 #define FC__ROWS_MAX_OPS 4
@@ -210,10 +83,10 @@ typedef void (*fc__rows_fn)(void *arg, int64_t group, int64_t row0, int64_t nrow
 
 typedef struct fc__rows_job {
     int64_t outer, dim, inner;
-    int nin, nout;                   /* operands: nin inputs, then nout outputs */
-    fc_raw *ops[FC__ROWS_MAX_OPS];   /* contiguous [outer, dim, inner] tensors */
-    fc_dtype ct;                     /* compute dtype: FC_F32, FC_F64 or FC_I64 */
-    int64_t groups;                  /* 0: fc__rows_default_groups */
+    int nin, nout;                 /* operands: nin inputs, then nout outputs */
+    fc_raw *ops[FC__ROWS_MAX_OPS]; /* contiguous [outer, dim, inner] tensors */
+    fc_dtype ct;                   /* compute dtype: FC_F32, FC_F64 or FC_I64 */
+    int64_t groups;                /* 0: fc__rows_default_groups */
     fc__rows_fn fn;
     void *arg;
 } fc__rows_job;
@@ -229,6 +102,23 @@ fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job);
 static inline fc_status fc__failed(const fc_ctx *ctx) {
     fc_status st = fc_ctx_status(ctx);
     return st != FC_OK ? st : FC_ERR_STATE;
+}
+
+/* fc_contiguous / fc_to for a kernel's own use: outside the graph (the op
+ * records its own node for the original input). New references (t itself,
+ * retained, when it already is contiguous: the caller releases either). */
+static inline fc_tensor *fc__rw_contiguous(fc_ctx *ctx, fc_tensor *t) {
+    if (fc__raw_is_contiguous(&t->raw)) return fc_retain(t);
+    fc_no_grad_begin(ctx);
+    fc_tensor *c = fc_contiguous(ctx, t);
+    fc_no_grad_end(ctx);
+    return c;
+}
+static inline fc_tensor *fc__rw_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
+    fc_no_grad_begin(ctx);
+    fc_tensor *c = fc_to(ctx, t, dtype);
+    fc_no_grad_end(ctx);
+    return c;
 }
 
 /* Compute dtype of the row kernels for a float storage dtype. */
@@ -249,8 +139,8 @@ fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool 
  * mean (layer_norm only) and rstd the saved per-row statistics in the
  * gradient dtype. Sets *dx, *dw (when w and want_w), *db (when want_b). */
 fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
-                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w,
-                            bool want_b, fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
+                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
+                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
 /* cross_entropy backward: logits [N, C] (contiguous), per-row lse [N] and
  * targets i64 [N], g the loss gradient ([1] or [N] for reduction none). */
 fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *lse,

@@ -27,11 +27,13 @@ static void scan_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
             const float *x = (const float *)rows[0] + t * dim;
             float *y = (float *)rows[1] + t * dim;
             double acc = 0;
-            for (int64_t k = 0, j = b; k < dim; k++, j += step) y[j] = (float)(acc += x[j]);
+            for (int64_t k = 0, j = b; k < dim; k++, j += step)
+                y[j] = (float)(acc += x[j]);
         } else if (a->ct == FC_F64) {
             const double *x = (const double *)rows[0] + t * dim;
             double *y = (double *)rows[1] + t * dim, acc = 0;
-            for (int64_t k = 0, j = b; k < dim; k++, j += step) y[j] = acc += x[j];
+            for (int64_t k = 0, j = b; k < dim; k++, j += step)
+                y[j] = acc += x[j];
         } else {
             const int64_t *x = (const int64_t *)rows[0] + t * dim;
             int64_t *y = (int64_t *)rows[1] + t * dim;
@@ -47,7 +49,7 @@ static void scan_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
 fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse) {
     fc_dtype dt = x->raw.dtype;
     fc_dtype ct = fc_dtype_is_float(dt) ? fc__rw_float_ct(dt) : FC_I64;
-    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *xc = fc__rw_contiguous(ctx, x);
     if (!xc) return NULL;
     fc_tensor *out = fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank);
     if (!out) {
@@ -55,8 +57,8 @@ fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool 
         return NULL;
     }
     scan_arg arg = {ct, reverse};
-    fc__rows_job job = {.nin = 1, .nout = 1, .ops = {&xc->raw, &out->raw}, .ct = ct,
-                        .fn = scan_rows, .arg = &arg};
+    fc__rows_job job = {
+        .nin = 1, .nout = 1, .ops = {&xc->raw, &out->raw}, .ct = ct, .fn = scan_rows, .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, axis, &job.outer, &job.dim, &job.inner);
     fc_status st = fc__rows_run(ctx, op, &job);
     fc_release(xc);

@@ -4,8 +4,9 @@
  * A row is read from memory once: the max pass brings it into L1 and the
  * exp, sum and scale passes run on the cached row (for the [4096, 1024]
  * benchmark a row is 4 KB), so the traffic is one read of x and one write
- * of y. Rows along a non-last axis are gathered into tiles by the row
- * driver (rowwise.h). f16/bf16 compute in f32 and round once on store; f64
+ * of y. Rows too long to stay cached take an online pass (running max and
+ * rescaled running sum per block) and one writing pass. Rows along a non-last axis are gathered
+ * into tiles by the row driver (rowwise.h). f16/bf16 compute in f32 and round once on store; f64
  * computes in f64 with libm's exp.
  *
  *   softmax      y = exp(x - m) / sum exp(x - m),   m = max(x)
@@ -27,21 +28,62 @@ typedef struct sm_arg {
 
 /* ---- forward rows ------------------------------------------------------------------------- */
 
+/* Rows longer than this no longer stay in L2 with their output between
+ * passes: they take the online path (one read for max and sum together). */
+#define ONLINE_MIN 32768
+#define ONLINE_BLOCK 4096
+
+/* Online max + sum over blocks (the running sum is rescaled whenever the
+ * max grows), then one pass writing the result. */
+static void softmax_long_row(const float *xr, float *yr, int64_t dim, bool is_log) {
+    float m = -INFINITY;
+    double s = 0;
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        bool nan;
+        float bm = fc__rw_max(xr + b, len, &nan);
+        if (bm > m) {
+            s *= exp((double)m - (double)bm);
+            m = bm;
+        }
+        if (m == -INFINITY && !nan) continue; /* all -inf so far: adds exp(-inf) = 0 */
+        s += fc__rw_exp(xr + b, NULL, len, m);
+    }
+    if (m == -INFINITY) s = NAN; /* a row of -inf is NaN, as on the short path */
+    if (is_log) {
+        float ls = (float)log(s);
+        for (int64_t j = 0; j < dim; j++)
+            yr[j] = (xr[j] - m) - ls;
+        return;
+    }
+    float inv = (float)(1.0 / s);
+    for (int64_t b = 0; b < dim; b += ONLINE_BLOCK) {
+        int64_t len = dim - b < ONLINE_BLOCK ? dim - b : ONLINE_BLOCK;
+        fc__rw_exp(xr + b, yr + b, len, m);
+        for (int64_t j = b; j < b + len; j++)
+            yr[j] *= inv;
+    }
+}
+
 FC__RW_INLINE void softmax_f32_body(const float *x, float *y, int64_t nrows, int64_t dim,
                                     bool is_log) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *xr = x + t * dim;
-        float *yr = y + t * dim;
+        const float *restrict xr = x + t * dim;
+        float *restrict yr = y + t * dim;
+        if (dim > ONLINE_MIN) {
+            softmax_long_row(xr, yr, dim, is_log);
+            continue;
+        }
         bool nan;
-        float m = fc__rw_max_f32(xr, dim, &nan);
-        for (int64_t j = 0; j < dim; j++) yr[j] = fc__rw_expf(xr[j] - m);
-        double s = fc__rw_sum_f32(yr, dim);
+        float m = fc__rw_max(xr, dim, &nan);
         if (is_log) {
-            float ls = (float)log(s);
-            for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - m) - ls;
+            float ls = (float)log(fc__rw_exp(xr, NULL, dim, m));
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
         } else {
-            float inv = (float)(1.0 / s);
-            for (int64_t j = 0; j < dim; j++) yr[j] *= inv;
+            float inv = (float)(1.0 / fc__rw_exp(xr, yr, dim, m));
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] *= inv;
         }
     }
 }
@@ -60,16 +102,19 @@ static void softmax_f64(const double *x, double *y, int64_t nrows, int64_t dim, 
     for (int64_t t = 0; t < nrows; t++) {
         const double *xr = x + t * dim;
         double *yr = y + t * dim, m = -INFINITY, s = 0;
-        for (int64_t j = 0; j < dim; j++) m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < dim; j++)
+            m = xr[j] > m ? xr[j] : m;
         for (int64_t j = 0; j < dim; j++) {
             yr[j] = exp(xr[j] - m);
             s += yr[j];
         }
         if (is_log) {
             double ls = log(s);
-            for (int64_t j = 0; j < dim; j++) yr[j] = (xr[j] - m) - ls;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] = (xr[j] - m) - ls;
         } else {
-            for (int64_t j = 0; j < dim; j++) yr[j] /= s;
+            for (int64_t j = 0; j < dim; j++)
+                yr[j] /= s;
         }
     }
 }
@@ -95,14 +140,17 @@ static void softmax_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, 
 FC__RW_INLINE void softmax_bwd_f32_body(const float *y, const float *g, float *dx, int64_t nrows,
                                         int64_t dim, bool is_log) {
     for (int64_t t = 0; t < nrows; t++) {
-        const float *yr = y + t * dim, *gr = g + t * dim;
-        float *dr = dx + t * dim;
+        const float *restrict yr = y + t * dim, *restrict gr = g + t * dim;
+        float *restrict dr = dx + t * dim;
         if (is_log) {
-            float sg = (float)fc__rw_sum_f32(gr, dim);
-            for (int64_t j = 0; j < dim; j++) dr[j] = gr[j] - fc__rw_expf(yr[j]) * sg;
+            float sg = (float)fc__rw_sum(gr, dim);
+            fc__rw_exp(yr, dr, dim, 0.0f);
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = gr[j] - dr[j] * sg;
         } else {
-            float dot = (float)fc__rw_dot_f32(gr, yr, dim);
-            for (int64_t j = 0; j < dim; j++) dr[j] = yr[j] * (gr[j] - dot);
+            float dot = (float)fc__rw_dot(gr, yr, dim);
+            for (int64_t j = 0; j < dim; j++)
+                dr[j] = yr[j] * (gr[j] - dot);
         }
     }
 }
@@ -123,7 +171,8 @@ static void softmax_bwd_f64(const double *y, const double *g, double *dx, int64_
     for (int64_t t = 0; t < nrows; t++) {
         const double *yr = y + t * dim, *gr = g + t * dim;
         double *dr = dx + t * dim, s = 0;
-        for (int64_t j = 0; j < dim; j++) s += is_log ? gr[j] : gr[j] * yr[j];
+        for (int64_t j = 0; j < dim; j++)
+            s += is_log ? gr[j] : gr[j] * yr[j];
         for (int64_t j = 0; j < dim; j++)
             dr[j] = is_log ? gr[j] - exp(yr[j]) * s : yr[j] * (gr[j] - s);
     }
@@ -151,8 +200,12 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
     fc_tensor *dx = fc__tensor_new(ctx, op, g->raw.dtype, g->raw.shape, g->raw.rank);
     if (!dx) return NULL;
     sm_arg arg = {fc__rw_float_ct(g->raw.dtype), is_log};
-    fc__rows_job job = {.nin = 2, .nout = 1, .ops = {&y->raw, &g->raw, &dx->raw}, .ct = arg.ct,
-                        .fn = softmax_bwd_rows, .arg = &arg};
+    fc__rows_job job = {.nin = 2,
+                        .nout = 1,
+                        .ops = {&y->raw, &g->raw, &dx->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_bwd_rows,
+                        .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
@@ -176,7 +229,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
                  fc__desc(x, d, (int)sizeof d));
         return NULL;
     }
-    fc_tensor *xc = fc_contiguous(ctx, x);
+    fc_tensor *xc = fc__rw_contiguous(ctx, x);
     if (!xc) return NULL;
     fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
     if (!y) {
@@ -184,8 +237,12 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
         return NULL;
     }
     sm_arg arg = {fc__rw_float_ct(dt), is_log};
-    fc__rows_job job = {.nin = 1, .nout = 1, .ops = {&xc->raw, &y->raw}, .ct = arg.ct,
-                        .fn = softmax_rows, .arg = &arg};
+    fc__rows_job job = {.nin = 1,
+                        .nout = 1,
+                        .ops = {&xc->raw, &y->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_rows,
+                        .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
     fc_status st = fc__rows_run(ctx, name, &job);
     fc_release(xc);
@@ -194,8 +251,8 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
         return NULL;
     }
     if (fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y,
-                                    1, &x);
+        fc_node *nd =
+            fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y, 1, &x);
         if (!nd || fc__ag_save(ctx, nd, "output", y) != FC_OK) {
             fc_release(y);
             return NULL;

@@ -47,14 +47,22 @@ fc__unary_saves fc__unary_saves_of(fc__unary_kind k) { return info[k].saves; }
 /* ---- integer kernels (strided; integer unary math is never hot) ------------------------ */
 
 #define INT_UNARY(NAME, T, U)                                                                      \
-    static void NAME(fc__unary_kind k, char **p, const int64_t *s, int64_t n) {                   \
+    static void NAME(fc__unary_kind k, char **p, const int64_t *s, int64_t n) {                    \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T x = *(const T *)(p[1] + i * s[1]), r;                                                \
             switch (k) {                                                                           \
-            case FC__UN_NEG: r = (T)((U)0 - (U)x); break;                                          \
-            case FC__UN_ABS: r = x < 0 ? (T)((U)0 - (U)x) : x; break;                              \
-            case FC__UN_SIGN: r = (T)((x > 0) - (x < 0)); break;                                   \
-            default: r = (T)((U)x * (U)x); break; /* square: the only other integer kind */       \
+            case FC__UN_NEG:                                                                       \
+                r = (T)((U)0 - (U)x);                                                              \
+                break;                                                                             \
+            case FC__UN_ABS:                                                                       \
+                r = x < 0 ? (T)((U)0 - (U)x) : x;                                                  \
+                break;                                                                             \
+            case FC__UN_SIGN:                                                                      \
+                r = (T)((x > 0) - (x < 0));                                                        \
+                break;                                                                             \
+            default:                                                                               \
+                r = (T)((U)x * (U)x);                                                              \
+                break; /* square: the only other integer kind */                                   \
             }                                                                                      \
             *(T *)(p[0] + i * s[0]) = r;                                                           \
         }                                                                                          \
@@ -73,20 +81,30 @@ typedef struct un_arg {
 } un_arg;
 
 static void f64_gather(const char *p, int64_t s, int64_t n, double *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = *(const double *)(p + i * s);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = *(const double *)(p + i * s);
 }
 static void f64_scatter(char *p, int64_t s, int64_t n, const double *in) {
-    for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = in[i];
+    for (int64_t i = 0; i < n; i++)
+        *(double *)(p + i * s) = in[i];
 }
 
 /* p[0] = y, p[1] = x */
 static void un_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     const un_arg *u = arg;
     switch (u->dt) {
-    case FC_I8: un_i8(u->k, p, s, n); return;
-    case FC_I16: un_i16(u->k, p, s, n); return;
-    case FC_I32: un_i32(u->k, p, s, n); return;
-    case FC_I64: un_i64(u->k, p, s, n); return;
+    case FC_I8:
+        un_i8(u->k, p, s, n);
+        return;
+    case FC_I16:
+        un_i16(u->k, p, s, n);
+        return;
+    case FC_I32:
+        un_i32(u->k, p, s, n);
+        return;
+    case FC_I64:
+        un_i64(u->k, p, s, n);
+        return;
     case FC_F64:
         if (s[0] == 8 && s[1] == 8) {
             fc__unary_f64(u->k, u->prm, (const double *)p[1], (double *)p[0], n);
@@ -168,8 +186,9 @@ static fc_tensor *unary(fc_ctx *ctx, fc__unary_kind k, fc_tensor *x, double p0, 
     FC__CHECK_INPUT(ctx, op, x);
     fc_dtype dt = x->raw.dtype;
     if (!fc_dtype_is_float(dt) && !(info[k].ints && fc_dtype_is_signed_int(dt))) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s is not supported (float dtypes%s only; cast with "
-                 "fc_to)", op, fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
+        fc__fail(ctx, FC_ERR_DTYPE,
+                 "%s: dtype %s is not supported (float dtypes%s only; cast with fc_to)", op,
+                 fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
         return NULL;
     }
     fc_tensor *out = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
@@ -228,8 +247,10 @@ fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "clamp", x);
     if (lo != lo || hi != hi || lo > hi) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "clamp: bounds [%g, %g] are not an interval (need lo <= "
-                 "hi, neither NaN)", lo, hi);
+        fc__fail(ctx, FC_ERR_INVALID_ARG,
+                 "clamp: bounds [%g, %g] are not an interval (need lo <= "
+                 "hi, neither NaN)",
+                 lo, hi);
         return NULL;
     }
     return unary(ctx, FC__UN_CLAMP, x, lo, hi);

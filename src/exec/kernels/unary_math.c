@@ -24,27 +24,64 @@
 #define C_GELU_CUBIC 0.044715
 
 #define UNARY_FORWARD(NAME, T)                                                                     \
-    void NAME(fc__unary_kind k, const double *p, const T *x, T *y, int64_t n) {                   \
+    void NAME(fc__unary_kind k, const double *p, const T *x, T *y, int64_t n) {                    \
         const T one = 1, half = (T)0.5, zero = 0;                                                  \
         switch (k) {                                                                               \
-        case FC__UN_NEG: FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;            \
-        case FC__UN_ABS: FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = fabs(x[i]); break;       \
-        case FC__UN_SIGN: /* NaN stays NaN, a zero keeps its sign */                               \
-            for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? one : x[i] < 0 ? -one : x[i];        \
+        case FC__UN_NEG:                                                                           \
+            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = -x[i];                                 \
             break;                                                                                 \
-        case FC__UN_SQUARE: FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i]; break;   \
-        case FC__UN_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrt(x[i]); break;               \
-        case FC__UN_RSQRT: for (int64_t i = 0; i < n; i++) y[i] = one / sqrt(x[i]); break;        \
-        case FC__UN_RECIPROCAL: FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = one / x[i]; break; \
-        case FC__UN_EXP: for (int64_t i = 0; i < n; i++) y[i] = exp(x[i]); break;                 \
-        case FC__UN_LOG: for (int64_t i = 0; i < n; i++) y[i] = log(x[i]); break;                 \
-        case FC__UN_LOG1P: for (int64_t i = 0; i < n; i++) y[i] = log1p(x[i]); break;             \
-        case FC__UN_EXPM1: for (int64_t i = 0; i < n; i++) y[i] = expm1(x[i]); break;             \
-        case FC__UN_SIN: for (int64_t i = 0; i < n; i++) y[i] = sin(x[i]); break;                 \
-        case FC__UN_COS: for (int64_t i = 0; i < n; i++) y[i] = cos(x[i]); break;                 \
-        case FC__UN_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanh(x[i]); break;               \
-        case FC__UN_SIGMOID: /* exp(-x) overflows to inf for x << 0: 1/inf = 0, no NaN */         \
-            for (int64_t i = 0; i < n; i++) y[i] = one / (one + exp(-x[i]));                       \
+        case FC__UN_ABS:                                                                           \
+            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = fabs(x[i]);                            \
+            break;                                                                                 \
+        case FC__UN_SIGN: /* NaN stays NaN, a zero keeps its sign */                               \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = x[i] > 0 ? one : x[i] < 0 ? -one : x[i];                                    \
+            break;                                                                                 \
+        case FC__UN_SQUARE:                                                                        \
+            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i];                           \
+            break;                                                                                 \
+        case FC__UN_SQRT:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = sqrt(x[i]);                                                                 \
+            break;                                                                                 \
+        case FC__UN_RSQRT:                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = one / sqrt(x[i]);                                                           \
+            break;                                                                                 \
+        case FC__UN_RECIPROCAL:                                                                    \
+            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = one / x[i];                            \
+            break;                                                                                 \
+        case FC__UN_EXP:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = exp(x[i]);                                                                  \
+            break;                                                                                 \
+        case FC__UN_LOG:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = log(x[i]);                                                                  \
+            break;                                                                                 \
+        case FC__UN_LOG1P:                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = log1p(x[i]);                                                                \
+            break;                                                                                 \
+        case FC__UN_EXPM1:                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = expm1(x[i]);                                                                \
+            break;                                                                                 \
+        case FC__UN_SIN:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = sin(x[i]);                                                                  \
+            break;                                                                                 \
+        case FC__UN_COS:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = cos(x[i]);                                                                  \
+            break;                                                                                 \
+        case FC__UN_TANH:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = tanh(x[i]);                                                                 \
+            break;                                                                                 \
+        case FC__UN_SIGMOID: /* exp(-x) overflows to inf for x << 0: 1/inf = 0, no NaN */          \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = one / (one + exp(-x[i]));                                                   \
             break;                                                                                 \
         case FC__UN_RELU: /* NaN passes through (NaN <= 0 is false) */                             \
             FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0 ? zero : x[i];               \
@@ -64,28 +101,43 @@
                 y[i] = half * x[i] * (one + tanh(u));                                              \
             }                                                                                      \
             break;                                                                                 \
-        case FC__UN_SILU: for (int64_t i = 0; i < n; i++) y[i] = x[i] / (one + exp(-x[i])); break; \
+        case FC__UN_SILU:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = x[i] / (one + exp(-x[i]));                                                  \
+            break;                                                                                 \
         case FC__UN_SOFTPLUS:                                                                      \
-            for (int64_t i = 0; i < n; i++) y[i] = x[i] > 20 ? x[i] : log1p(exp(x[i]));           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = x[i] > 20 ? x[i] : log1p(exp(x[i]));                                        \
             break;                                                                                 \
         case FC__UN_CLAMP: { /* NaN passes through: both comparisons are false */                  \
             const T lo = (T)p[0], hi = (T)p[1];                                                    \
-            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i]; \
+            FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = x[i] < lo   ? lo                       \
+                                                            : x[i] > hi ? hi                       \
+                                                                        : x[i];                    \
             break;                                                                                 \
         }                                                                                          \
-        case FC__UN_COUNT: break;                                                                  \
+        case FC__UN_COUNT:                                                                         \
+            break;                                                                                 \
         }                                                                                          \
     }
 
 #define UNARY_GRAD(NAME, T)                                                                        \
-    void NAME(fc__unary_kind k, const double *p, const T *g, const T *v, T *gin, int64_t n) {     \
+    void NAME(fc__unary_kind k, const double *p, const T *g, const T *v, T *gin, int64_t n) {      \
         const T one = 1, half = (T)0.5, zero = 0, two = 2;                                         \
         switch (k) {                                                                               \
-        case FC__UN_NEG: FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = -g[i]; break;          \
-        case FC__UN_ABS: /* v = x; abs'(0) = 0 */                                                  \
-            for (int64_t i = 0; i < n; i++) gin[i] = v[i] > 0 ? g[i] : v[i] < 0 ? -g[i] : zero;    \
+        case FC__UN_NEG:                                                                           \
+            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = -g[i];                               \
             break;                                                                                 \
-        case FC__UN_SIGN: for (int64_t i = 0; i < n; i++) gin[i] = zero; break;                   \
+        case FC__UN_ABS: /* v = x; abs'(0) = 0 */                                                  \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i], vi = v[i];                                                            \
+                gin[i] = vi > 0 ? gi : vi < 0 ? -gi : zero;                                        \
+            }                                                                                      \
+            break;                                                                                 \
+        case FC__UN_SIGN:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                gin[i] = zero;                                                                     \
+            break;                                                                                 \
         case FC__UN_SQUARE: /* v = x */                                                            \
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = two * v[i] * g[i];                   \
             break;                                                                                 \
@@ -110,8 +162,14 @@
         case FC__UN_EXPM1: /* v = y = e^x - 1: e^x = y + 1 */                                      \
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = g[i] * (v[i] + one);                 \
             break;                                                                                 \
-        case FC__UN_SIN: for (int64_t i = 0; i < n; i++) gin[i] = g[i] * cos(v[i]); break;        \
-        case FC__UN_COS: for (int64_t i = 0; i < n; i++) gin[i] = -g[i] * sin(v[i]); break;       \
+        case FC__UN_SIN:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                gin[i] = g[i] * cos(v[i]);                                                         \
+            break;                                                                                 \
+        case FC__UN_COS:                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                gin[i] = -g[i] * sin(v[i]);                                                        \
+            break;                                                                                 \
         case FC__UN_TANH: /* v = y: 1 - y^2 */                                                     \
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = g[i] * (one - v[i] * v[i]);          \
             break;                                                                                 \
@@ -119,11 +177,17 @@
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = g[i] * v[i] * (one - v[i]);          \
             break;                                                                                 \
         case FC__UN_RELU: /* v = y; relu'(0) = 0 */                                                \
-            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = v[i] > 0 ? g[i] : zero;              \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i]; /* unconditional load: a blend, not a branch per element */           \
+                gin[i] = v[i] > 0 ? gi : zero;                                                     \
+            }                                                                                      \
             break;                                                                                 \
         case FC__UN_LEAKY_RELU: { /* v = x */                                                      \
             const T slope = (T)p[0];                                                               \
-            FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = v[i] > 0 ? g[i] : g[i] * slope;      \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i];                                                                       \
+                gin[i] = v[i] > 0 ? gi : gi * slope;                                               \
+            }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
         case FC__UN_GELU: /* v = x: Phi(x) + x phi(x) */                                           \
@@ -153,11 +217,14 @@
             break;                                                                                 \
         case FC__UN_CLAMP: { /* v = x: 1 where lo <= x <= hi */                                    \
             const T lo = (T)p[0], hi = (T)p[1];                                                    \
-            FC__SIMD for (int64_t i = 0; i < n; i++)                                               \
-                gin[i] = (v[i] >= lo && v[i] <= hi) ? g[i] : zero;                                 \
+            FC__SIMD for (int64_t i = 0; i < n; i++) {                                             \
+                T gi = g[i];                                                                       \
+                gin[i] = (v[i] >= lo && v[i] <= hi) ? gi : zero;                                   \
+            }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
-        case FC__UN_COUNT: break;                                                                  \
+        case FC__UN_COUNT:                                                                         \
+            break;                                                                                 \
         }                                                                                          \
     }
 

@@ -1,0 +1,580 @@
+/* train_mlp.c - a Fashion-MNIST classifier trained with fucina's public API.
+ *
+ * Goals: the smallest real training program: read the IDX files of
+ * Debian's dataset-fashion-mnist package (gzip, read with zlib), train the
+ * MLP of the benchmark peer (/work/shared/peers/mlp_train.py: 784-512-512-10,
+ * ReLU, PyTorch's default initialisation) with Adam and a cosine-decayed
+ * learning rate, and report the test accuracy. The forward pass is three
+ * fc_linear calls (bias fused) and two ReLUs; the loss is the fused
+ * fc_cross_entropy; autograd does the rest. Every step runs in a scope and
+ * refills one persistent batch tensor, so the steady state allocates nothing
+ * outside the context's pool.
+ *
+ * Run: train_mlp (default data /usr/share/datasets/fashion-mnist). --help
+ * lists the options. Output goes to --out (metrics.csv, loss.png when
+ * gnuplot is installed). Exit status 77 means the data set is missing.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifdef EX_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#include <fucina.h>
+
+#include "common/args.h"
+#include "common/progress.h"
+
+enum { EXIT_SKIP = 77, PIXELS = 28 * 28, CLASSES = 10 };
+
+// ----------------------------------------------------------------------------
+// the data: IDX files (big-endian header, then unsigned bytes)
+//   images: magic 0x00000803, count, rows, cols, count*rows*cols pixels
+//   labels: magic 0x00000801, count, count labels in 0..9
+
+typedef struct split {
+    uint8_t *images; /* n * PIXELS */
+    uint8_t *labels; /* n */
+    int64_t n;
+} split;
+
+/* A file handle over the .gz name with zlib (which also reads plain files),
+ * or over the plain name with stdio when zlib is not built in. */
+typedef struct idx_file {
+#ifdef EX_HAVE_ZLIB
+    gzFile gz;
+#else
+    FILE *f;
+#endif
+} idx_file;
+
+static bool idx_open(idx_file *h, const char *dir, const char *name, char *path, size_t cap) {
+#ifdef EX_HAVE_ZLIB
+    snprintf(path, cap, "%s/%s.gz", dir, name);
+    h->gz = gzopen(path, "rb");
+    if (!h->gz) {
+        snprintf(path, cap, "%s/%s", dir, name); /* an unpacked copy will do */
+        h->gz = gzopen(path, "rb");
+        if (!h->gz) snprintf(path, cap, "%s/%s.gz", dir, name);
+    }
+    return h->gz != NULL;
+#else
+    snprintf(path, cap, "%s/%s", dir, name);
+    h->f = fopen(path, "rb");
+    return h->f != NULL;
+#endif
+}
+
+static bool idx_read(idx_file *h, void *dst, size_t n) {
+#ifdef EX_HAVE_ZLIB
+    unsigned char *p = dst;
+    while (n > 0) { /* gzread takes an unsigned count: read in chunks */
+        unsigned chunk = n > (1u << 30) ? 1u << 30 : (unsigned)n;
+        int got = gzread(h->gz, p, chunk);
+        if (got <= 0) return false;
+        p += got;
+        n -= (size_t)got;
+    }
+    return true;
+#else
+    return fread(dst, 1, n, h->f) == n;
+#endif
+}
+
+static void idx_close(idx_file *h) {
+#ifdef EX_HAVE_ZLIB
+    gzclose(h->gz);
+#else
+    fclose(h->f);
+#endif
+}
+
+/* Reads one IDX file of the expected magic into a malloc'ed array; dims
+ * gets its dimensions. Returns NULL after printing why. */
+static uint8_t *idx_load(const char *dir, const char *name, uint32_t magic, uint32_t *dims,
+                         int ndims) {
+    char path[4096];
+    idx_file h;
+    if (!idx_open(&h, dir, name, path, sizeof path)) {
+        fprintf(stderr, "train_mlp: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char head[4 * 4];
+    uint8_t *data = NULL;
+    size_t n = 1;
+    bool ok = idx_read(&h, head, 4 * (size_t)(1 + ndims));
+    uint32_t m = ok ? (uint32_t)head[0] << 24 | head[1] << 16 | head[2] << 8 | head[3] : 0;
+    ok = ok && m == magic;
+    for (int i = 0; ok && i < ndims; i++) {
+        const unsigned char *b = head + 4 * (i + 1);
+        dims[i] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        ok = dims[i] > 0 && dims[i] < (1u << 24);
+        n *= dims[i];
+    }
+    if (ok) data = malloc(n);
+    if (data && !idx_read(&h, data, n)) {
+        free(data);
+        data = NULL;
+    }
+    idx_close(&h);
+    if (!data)
+        fprintf(stderr, "train_mlp: %s is not a complete IDX file with magic 0x%08x\n", path,
+                magic);
+    return data;
+}
+
+static bool split_load(const char *dir, const char *prefix, split *s) {
+    char iname[64], lname[64];
+    snprintf(iname, sizeof iname, "%s-images-idx3-ubyte", prefix);
+    snprintf(lname, sizeof lname, "%s-labels-idx1-ubyte", prefix);
+    uint32_t idims[3], ldims[1];
+    s->images = idx_load(dir, iname, 0x803, idims, 3);
+    s->labels = s->images ? idx_load(dir, lname, 0x801, ldims, 1) : NULL;
+    if (!s->labels) return false;
+    if (idims[0] != ldims[0] || idims[1] * idims[2] != PIXELS) {
+        fprintf(stderr, "train_mlp: %s: %u images of %ux%u but %u labels (want 28x28)\n", dir,
+                idims[0], idims[1], idims[2], ldims[0]);
+        return false;
+    }
+    s->n = idims[0];
+    for (int64_t i = 0; i < s->n; i++) {
+        if (s->labels[i] >= CLASSES) {
+            fprintf(stderr, "train_mlp: %s: label %d of image %lld is not a class\n", dir,
+                    s->labels[i], (long long)i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* true when the first file of the data set exists (to tell "missing" from
+ * "broken") */
+static bool dataset_present(const char *dir) {
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    if (stat(path, &sb) == 0) return true;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", dir);
+    return stat(path, &sb) == 0;
+}
+
+/* Pixel bytes -> standardized floats: (p/255 - mean) / std over the
+ * training images, as a 256-entry table. */
+static void pixel_table(const split *train, float *lut) {
+    double sum = 0, sq = 0;
+    int64_t n = train->n * PIXELS;
+    for (int64_t i = 0; i < n; i++) {
+        double v = train->images[i] / 255.0;
+        sum += v;
+        sq += v * v;
+    }
+    double mean = sum / (double)n, sd = sqrt(sq / (double)n - mean * mean);
+    for (int p = 0; p < 256; p++)
+        lut[p] = (float)((p / 255.0 - mean) / sd);
+}
+
+/* rows order[0..B) of s -> x (B,784) f32 and y (B) i64 */
+static void fill_batch(const split *s, const int64_t *order, int64_t B, const float *lut, float *x,
+                       int64_t *y) {
+    for (int64_t b = 0; b < B; b++) {
+        const uint8_t *img = s->images + order[b] * PIXELS;
+        for (int k = 0; k < PIXELS; k++)
+            x[b * PIXELS + k] = lut[img[k]];
+        y[b] = s->labels[order[b]];
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the model: 784 -> H -> H -> 10
+
+enum { W1, B1, W2, B2, W3, B3, NPARAMS };
+
+/* x (B,784) -> logits (B,10) */
+static fc_tensor *mlp_forward(fc_ctx *ctx, fc_tensor *const *p, fc_tensor *x) {
+    fc_tensor *h = fc_relu(ctx, fc_linear(ctx, x, p[W1], p[B1])); /* (B,H) */
+    h = fc_relu(ctx, fc_linear(ctx, h, p[W2], p[B2]));            /* (B,H) */
+    return fc_linear(ctx, h, p[W3], p[B3]);                       /* (B,10) */
+}
+
+/* a leaf of shape with U(-bound, bound) entries from the context RNG */
+static fc_tensor *param_uniform(fc_ctx *ctx, const int64_t *shape, int rank, double bound) {
+    fc_tensor *t = fc_rand(ctx, FC_F32, shape, rank);
+    fc_tensor *lo = fc_scalar(ctx, FC_F32, -bound);
+    bool ok = t && lo && fc_mul_scalar_(t, 2 * bound) == FC_OK && fc_add_(t, lo) == FC_OK &&
+              fc_requires_grad(t, true) == FC_OK;
+    fc_release(lo);
+    if (!ok) {
+        fc_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* PyTorch's Linear default: weight and bias U(-1/sqrt(in), 1/sqrt(in)) */
+static void mlp_init(fc_ctx *ctx, fc_tensor **p, int64_t H) {
+    const int64_t in[3] = {PIXELS, H, H}, out[3] = {H, H, CLASSES};
+    for (int l = 0; l < 3; l++) {
+        double bound = 1 / sqrt((double)in[l]);
+        p[2 * l] = param_uniform(ctx, (const int64_t[]){out[l], in[l]}, 2, bound);
+        p[2 * l + 1] = param_uniform(ctx, &out[l], 1, bound);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// evaluation: loss and accuracy on the first `limit` test images
+
+typedef struct eval_result {
+    double loss, accuracy;
+} eval_result;
+
+static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *test, int64_t limit,
+                                 const float *lut) {
+    enum { EB = 1000 };
+    eval_result r = {NAN, NAN};
+    int64_t n = limit > 0 && limit < test->n ? limit : test->n;
+    float *x = malloc(sizeof(float) * EB * PIXELS);
+    int64_t *y = malloc(sizeof(int64_t) * EB * 2), *order = malloc(sizeof(int64_t) * EB);
+    if (!x || !y || !order) goto out;
+    double loss = 0;
+    int64_t correct = 0;
+    fc_no_grad_begin(ctx);
+    for (int64_t s = 0; s < n && fc_ctx_status(ctx) == FC_OK; s += EB) {
+        int64_t rows = n - s < EB ? n - s : EB;
+        for (int64_t i = 0; i < rows; i++)
+            order[i] = s + i;
+        fill_batch(test, order, rows, lut, x, y);
+        fc_scope_begin(ctx);
+        fc_tensor *tx = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){rows, PIXELS}, 2, x);
+        fc_tensor *ty = fc_tensor_from_data(ctx, FC_I64, &rows, 1, y);
+        fc_tensor *logits = mlp_forward(ctx, p, tx);
+        fc_tensor *pred = fc_argmax(ctx, logits, 1, false);
+        double l = NAN;
+        if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
+            fc_tensor_copy_to(pred, y + EB, sizeof(int64_t) * (size_t)rows) == FC_OK) {
+            loss += l * (double)rows;
+            for (int64_t i = 0; i < rows; i++)
+                correct += y[EB + i] == y[i];
+        }
+        fc_scope_end(ctx);
+    }
+    fc_no_grad_end(ctx);
+    if (fc_ctx_status(ctx) == FC_OK)
+        r = (eval_result){loss / (double)n, (double)correct / (double)n};
+out:
+    free(x);
+    free(y);
+    free(order);
+    return r;
+}
+
+// ----------------------------------------------------------------------------
+// options
+
+typedef struct options {
+    const char *data, *out;
+    int64_t hidden, batch, epochs, steps, eval_every, test_limit, threads, seed;
+    double minutes, lr, min_lr, expect_accuracy;
+} options;
+
+static int parse_options(int argc, char **argv, options *o) {
+    // clang-format off
+    *o = (options){.data = "/usr/share/datasets/fashion-mnist", .out = "train_mlp_out",
+                   .hidden = 512, .batch = 128, .epochs = 12, .steps = 0, .eval_every = 0,
+                   .test_limit = 0, .threads = 0, .seed = 42, .minutes = 3, .lr = 1e-3,
+                   .min_lr = 1e-5, .expect_accuracy = -1};
+    // clang-format on
+    const ex_arg args[] = {
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png"},
+        {"hidden", EX_ARG_INT, &o->hidden, "width of the two hidden layers"},
+        {"batch", EX_ARG_INT, &o->batch, "images per step"},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+        {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
+         "exit 1 unless the final test accuracy reaches this (for tests)"},
+    };
+    ex_args_result r =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
+    if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
+    if (o->hidden < 1 || o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->eval_every < 0 ||
+        o->test_limit < 0 || o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
+        fprintf(stderr, "train_mlp: sizes and periods must be positive (or 0 where --help "
+                        "says so), --lr positive\n");
+        return 2;
+    }
+    return -1;
+}
+
+// ----------------------------------------------------------------------------
+// training
+
+static volatile sig_atomic_t g_stop;
+static void on_sigint(int sig) {
+    g_stop = 1;
+    signal(sig, SIG_DFL);
+}
+
+typedef struct run {
+    options o;
+    split train, test;
+    float lut[256];
+    fc_ctx *ctx;
+    fc_tensor *p[NPARAMS];
+    fc_optim *opt;
+    fc_lr_schedule sched;
+    fc_tensor *x, *y; /* the step's batch, (B,784) f32 and (B) i64 */
+    int64_t *order;   /* this epoch's permutation of the training images */
+    int64_t per_epoch, total, step;
+    uint64_t data_rng;
+    FILE *csv;
+    ex_progress bar;
+    eval_result last;
+    int64_t last_step;
+    double *step_ms;
+    char path[2][4096];
+} run;
+
+static void shuffle(int64_t *order, int64_t n, uint64_t *rng) {
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)ex_rand_below(rng, (uint64_t)i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* one Adam step on the next batch of the epoch; the loss, or NAN on error */
+static double train_step(run *r) {
+    fc_ctx *ctx = r->ctx;
+    int64_t B = r->o.batch, k = r->step % r->per_epoch;
+    if (k == 0) shuffle(r->order, r->train.n, &r->data_rng);
+    double loss = NAN;
+    fc_scope_begin(ctx);
+    float *x = fc_tensor_data_mut(r->x);
+    int64_t *y = fc_tensor_data_mut(r->y);
+    if (x && y) fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
+    fc_tensor *l = fc_cross_entropy(ctx, mlp_forward(ctx, r->p, r->x), r->y, NULL);
+    if (l && fc_backward(ctx, l) == FC_OK &&
+        fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
+        fc_optim_step(r->opt) == FC_OK)
+        fc_tensor_item(l, &loss);
+    fc_optim_zero_grad(r->opt);
+    fc_scope_end(ctx);
+    return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
+}
+
+static bool evaluate(run *r) {
+    eval_result e = evaluate_test(r->ctx, r->p, &r->test, r->o.test_limit, r->lut);
+    if (isnan(e.loss)) return false;
+    r->last = e;
+    r->last_step = r->step;
+    ex_progress_note(&r->bar, "step %lld (epoch %.2f): test loss %.4f, accuracy %.4f",
+                     (long long)r->step, (double)r->step / (double)r->per_epoch, e.loss,
+                     e.accuracy);
+    return true;
+}
+
+static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
+            lr);
+    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
+    if (evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+    else
+        fprintf(r->csv, ",,");
+    fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
+}
+
+static bool train(run *r) {
+    const options *o = &r->o;
+    double budget = o->minutes * 60, ema_ms = 0;
+    int64_t eval_every = o->eval_every > 0 ? o->eval_every : r->per_epoch;
+    while (r->step < r->total && !g_stop) {
+        if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
+            ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
+                             o->minutes, (long long)r->step, (long long)r->total);
+            break;
+        }
+        double lr = fc_lr_at(&r->sched, r->step), t0 = ex_now();
+        double loss = train_step(r);
+        double ms = 1e3 * (ex_now() - t0);
+        if (isnan(loss)) {
+            ex_progress_finish(&r->bar);
+            fprintf(stderr, "train_mlp: step %lld failed: %s\n", (long long)r->step + 1,
+                    fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "the loss is NaN");
+            return false;
+        }
+        r->step_ms[r->step++] = ms;
+        ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
+        double ips = (double)o->batch / (ema_ms * 1e-3);
+        ex_progress_update(&r->bar, r->step, loss, ips);
+        bool ev = r->step % eval_every == 0 || r->step == r->total;
+        if (ev && !evaluate(r)) break;
+        csv_row(r, lr, loss, ev, ips);
+    }
+    if (fc_ctx_status(r->ctx) != FC_OK) {
+        ex_progress_finish(&r->bar);
+        fprintf(stderr, "train_mlp: %s\n", fc_ctx_error(r->ctx));
+        return false;
+    }
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int finish(run *r) {
+    ex_progress_finish(&r->bar);
+    if (r->last_step != r->step) {
+        if (!evaluate(r)) {
+            fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r->ctx));
+            return 1;
+        }
+        csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
+    }
+    double wall = ex_progress_elapsed(&r->bar);
+    fclose(r->csv);
+    r->csv = NULL;
+    const ex_curve curves[] = {
+        {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
+    bool plotted = ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST", "step",
+                               "loss (nats) / accuracy", 1, curves, 3);
+    double med = 0;
+    if (r->step > 0) {
+        qsort(r->step_ms, (size_t)r->step, sizeof *r->step_ms, cmp_double);
+        med = r->step_ms[r->step / 2];
+    }
+    printf("done: %lld steps (%.2f epochs) in %.1f s, step time median %.2f ms (min %.2f)\n",
+           (long long)r->step, (double)r->step / (double)r->per_epoch, wall, med,
+           r->step > 0 ? r->step_ms[0] : 0.0);
+    printf("test accuracy %.4f, test loss %.4f (%lld images)\n", r->last.accuracy, r->last.loss,
+           (long long)(r->o.test_limit > 0 && r->o.test_limit < r->test.n ? r->o.test_limit
+                                                                          : r->test.n));
+    printf("wrote %s%s%s\n", r->path[0], plotted ? ", " : "", plotted ? r->path[1] : "");
+    if (r->o.expect_accuracy >= 0 && !(r->last.accuracy >= r->o.expect_accuracy)) {
+        fprintf(stderr, "train_mlp: expected a test accuracy of at least %g, got %.4f\n",
+                r->o.expect_accuracy, r->last.accuracy);
+        return 1;
+    }
+    return 0;
+}
+
+/* loads the data and builds the model; an exit code, or -1 to go on */
+static int setup(run *r) {
+    const options *o = &r->o;
+    if (!dataset_present(o->data)) {
+        fprintf(stderr,
+                "train_mlp: no Fashion-MNIST in %s. Install Debian's package "
+                "dataset-fashion-mnist (apt-get install dataset-fashion-mnist, or "
+                "scripts/deps.sh), or pass --data DIR with the IDX files.\n",
+                o->data);
+        return EXIT_SKIP;
+    }
+#ifndef EX_HAVE_ZLIB
+    printf("note: built without zlib: reading the unpacked IDX files (gunzip them first)\n");
+#endif
+    if (!split_load(o->data, "train", &r->train) || !split_load(o->data, "t10k", &r->test))
+        return 1;
+    if (r->train.n < o->batch) {
+        fprintf(stderr, "train_mlp: --batch %lld is larger than the training set\n",
+                (long long)o->batch);
+        return 2;
+    }
+    pixel_table(&r->train, r->lut);
+    r->per_epoch = r->train.n / o->batch; /* the last partial batch is dropped */
+    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
+    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
+    if (!r->ctx) {
+        fprintf(stderr, "train_mlp: cannot create a context\n");
+        return 1;
+    }
+    mlp_init(r->ctx, r->p, o->hidden);
+    if (fc_ctx_status(r->ctx) == FC_OK)
+        r->opt = fc_optim_new(r->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = o->lr}, r->p,
+                              NPARAMS);
+    r->x = fc_empty(r->ctx, FC_F32, (const int64_t[]){o->batch, PIXELS}, 2);
+    r->y = fc_empty(r->ctx, FC_I64, &o->batch, 1);
+    r->order = malloc(sizeof(int64_t) * (size_t)r->train.n);
+    r->step_ms = malloc(sizeof(double) * (size_t)r->total);
+    if (fc_ctx_status(r->ctx) != FC_OK || !r->opt || !r->order || !r->step_ms) {
+        fprintf(stderr, "train_mlp: building the model failed: %s\n",
+                fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "out of memory");
+        return 1;
+    }
+    for (int64_t i = 0; i < r->train.n; i++)
+        r->order[i] = i;
+    r->sched = (fc_lr_schedule){
+        .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
+    r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
+    r->last_step = -1;
+    if (!ex_mkdir_p(o->out)) return 1;
+    snprintf(r->path[0], sizeof r->path[0], "%s/metrics.csv", o->out);
+    snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
+    r->csv = ex_csv_open(r->path[0],
+                         "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,elapsed_s",
+                         false);
+    if (!r->csv) return 1;
+    int64_t H = o->hidden, np = 0;
+    for (int i = 0; i < NPARAMS; i++)
+        np += fc_tensor_numel(r->p[i]);
+    printf("train_mlp: %lld training and %lld test images from %s\n", (long long)r->train.n,
+           (long long)r->test.n, o->data);
+    printf("model: 784-%lld-%lld-10, %lld parameters; batch %lld; Adam lr %g -> %g (cosine); "
+           "%lld steps (%lld per epoch), budget %g min, %d threads\n",
+           (long long)H, (long long)H, (long long)np, (long long)o->batch, o->lr, o->min_lr,
+           (long long)r->total, (long long)r->per_epoch, o->minutes, fc_ctx_threads(r->ctx));
+    return -1;
+}
+
+static void teardown(run *r) {
+    if (r->csv) fclose(r->csv);
+    fc_optim_free(r->opt);
+    for (int i = 0; i < NPARAMS; i++)
+        fc_release(r->p[i]);
+    fc_release(r->x);
+    fc_release(r->y);
+    fc_ctx_free(r->ctx);
+    free(r->train.images);
+    free(r->train.labels);
+    free(r->test.images);
+    free(r->test.labels);
+    free(r->order);
+    free(r->step_ms);
+}
+
+int main(int argc, char **argv) {
+    static run r;
+    int rc = parse_options(argc, argv, &r.o);
+    if (rc >= 0) return rc;
+    signal(SIGINT, on_sigint);
+    rc = setup(&r);
+    if (rc < 0) {
+        rc = 1;
+        int64_t every = r.per_epoch / 4 > 0 ? r.per_epoch / 4 : 1;
+        ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
+        if (!evaluate(&r)) {
+            fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r.ctx));
+        } else {
+            csv_row(&r, r.o.lr, NAN, true, 0);
+            if (train(&r)) rc = finish(&r);
+        }
+    }
+    teardown(&r);
+    return rc;
+}

@@ -1,0 +1,460 @@
+/* qdot_avx512.c - the quantized dot kernels for x86-64 with AVX-512 F, BW,
+ * VL, DQ and VNNI (layouts and contracts in qdot.h).
+ *
+ * Same structure as qdot_avx2.c with 64-byte registers: q4_0 decodes a
+ * whole 4-block record per step and q8_0 a 2-block record, and VNNI's
+ * vpdpbusd (u8 x s8, four products summed into i32 in one instruction) or
+ * vpdpwssd (i16 x i16 -> i32, for the per-sub-block scales of the
+ * k-quants) replaces the maddubs/madd pairs. The signed q8_0 weights go in
+ * as |w| with the activation's sign flipped under a mask, which vpdpbusd's
+ * unsigned operand needs. Tails shorter than a record use the scalar block
+ * helpers of qdot_portable.c. nf4 looks up all 16 scaled levels with one
+ * vpermps per 16 values. */
+#include "backend/qdot.h"
+
+#ifdef FC__QDOT_X86
+
+#include <immintrin.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define TGT_INLINE                                                                                 \
+    static inline __attribute__((always_inline,                                                    \
+                                 target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,"  \
+                                        "f16c")))
+
+TGT_INLINE float f16_at(const uint8_t *p) {
+    unsigned short h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
+    return (const uint8_t *)xq + (size_t)r * stride;
+}
+
+/* 16 f32 from the f16 words at word offsets idx[0..15] of the 64 bytes at p
+ * (each block scale spread over the lanes of its block). */
+TGT_INLINE __m512 f16_spread(const uint8_t *p, __m512i idx) {
+    const __m512i h = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(p));
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+/* ---- q4_0: one 4-block record per step ---------------------------------------------- */
+
+/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r]. */
+TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+    const int64_t nb = k / 32, nrec = nb / 4;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    /* block scales sit at bytes 0, 18, 36, 54 of a record: words 0, 9, 18, 27 */
+    const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27,
+                                          27, 27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
+    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < nrec; g++) {
+        __m512i lo[2], hi[2];
+        __m512 dw[2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 72 * g;
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 20)), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 38)), 2);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 56)), 3);
+            lo[q] = _mm512_and_si512(v, m4);
+            hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            dw[q] = f16_spread(b0, didx);
+        }
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + g;
+            const __m512i c = _mm512_load_si512(rec->c);
+            const __m512i xa = _mm512_load_si512(rec->qs), xb = _mm512_load_si512(rec->qs + 64);
+            const __m512 dx = _mm512_load_ps(rec->d);
+            for (int q = 0; q < nw; q++) {
+                __m512i p = _mm512_dpbusd_epi32(c, lo[q], xa);
+                p = _mm512_dpbusd_epi32(p, hi[q], xb);
+                const __m512 s = _mm512_mul_ps(dw[q], dx);
+                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[q][r]);
+            }
+        }
+    }
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = _mm512_reduce_add_ps(acc[q][r]);
+            for (int64_t b = 4 * nrec; b < nb; b++) {
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
+                const int i = (int)(b % 4);
+                const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, rec, i);
+                t += f16_at(w[q] + 18 * b) * rec->d[4 * i] * (float)s;
+            }
+            out[q][r] = t;
+        }
+    }
+}
+
+/* ---- q8_0: one 2-block record per step ---------------------------------------------- */
+
+TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+    const int64_t nb = k / 32, nrec = nb / 2;
+    /* block scales at bytes 0 and 34: words 0 and 17 */
+    const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 17, 17,
+                                          17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < nrec; g++) {
+        __m512i av[2];
+        __mmask64 neg[2];
+        __m512 dw[2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 68 * g;
+            const __m512i v = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                _mm256_loadu_si256((const __m256i *)(b0 + 36)), 1);
+            av[q] = _mm512_abs_epi8(v);
+            neg[q] = _mm512_movepi8_mask(v);
+            dw[q] = f16_spread(b0, didx);
+        }
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + g;
+            const __m512i x = _mm512_load_si512(rec->qs);
+            const __m512 dx = _mm512_load_ps(rec->d);
+            for (int q = 0; q < nw; q++) {
+                /* |w| * (x with w's sign): vpdpbusd wants the unsigned operand first */
+                const __m512i sx = _mm512_mask_sub_epi8(x, neg[q], zero, x);
+                const __m512i p = _mm512_dpbusd_epi32(zero, av[q], sx);
+                acc[q][r] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[q], dx), acc[q][r]);
+            }
+        }
+    }
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = _mm512_reduce_add_ps(acc[q][r]);
+            if (nb % 2) {
+                const int64_t b = nb - 1;
+                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
+                const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, rec, 0);
+                t += f16_at(w[q] + 34 * b) * rec->d[0] * (float)s;
+            }
+            out[q][r] = t;
+        }
+    }
+}
+
+/* ---- q4_k --------------------------------------------------------------------------- */
+
+TGT_INLINE void k4_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, q, 4);
+    memcpy(&u1, q + 4, 4);
+    memcpy(&u2, q + 8, 4);
+    const uint32_t s03 = u0 & 0x3f3f3f3fu, m03 = u1 & 0x3f3f3f3fu;
+    const uint32_t s47 = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+    const uint32_t m47 = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    *sc = (uint64_t)s03 | (uint64_t)s47 << 32;
+    *m = (uint64_t)m03 | (uint64_t)m47 << 32;
+}
+
+/* Word index vector: lanes 0..15 take word a, lanes 16..31 word b. */
+TGT_INLINE __m512i pair_idx(short a, short b) {
+    return _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(a), _mm512_set1_epi16(b));
+}
+
+TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
+                          float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    /* the 64 codes of one register meet sub-blocks (0, 2), (1, 3), (4, 6), (5, 7) */
+    const __m512i i02 = pair_idx(0, 2), i13 = pair_idx(1, 3);
+    const __m512i i46 = pair_idx(4, 6), i57 = pair_idx(5, 7);
+    __m512 acc[FC__QDOT_MAX_ROWS];
+    __m128 accm[FC__QDOT_MAX_ROWS];
+    for (int r = 0; r < nx; r++) {
+        acc[r] = _mm512_setzero_ps();
+        accm[r] = _mm_setzero_ps();
+    }
+    for (int64_t sb = 0; sb < k / 256; sb++) {
+        const uint8_t *blk = w + 144 * sb, *qs = blk + 16;
+        const float d = f16_at(blk), dmin = f16_at(blk + 2);
+        uint64_t sc64, m64;
+        k4_unpack(blk + 4, &sc64, &m64);
+        const __m512i sc =
+            _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc64)));
+        const __m128i mv = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m64));
+        const __m512i s02 = _mm512_permutexvar_epi16(i02, sc),
+                      s13 = _mm512_permutexvar_epi16(i13, sc);
+        const __m512i s46 = _mm512_permutexvar_epi16(i46, sc),
+                      s57 = _mm512_permutexvar_epi16(i57, sc);
+        const __m512i v0 = _mm512_loadu_si512(qs), v1 = _mm512_loadu_si512(qs + 64);
+        const __m512i lo0 = _mm512_and_si512(v0, m4);
+        const __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+        const __m512i lo1 = _mm512_and_si512(v1, m4);
+        const __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
+            __m512i p = _mm512_setzero_si512();
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(lo0, _mm512_load_si512(x->qs)), s02);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(hi0, _mm512_load_si512(x->qs + 64)),
+                                    s13);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(lo1, _mm512_load_si512(x->qs + 128)),
+                                    s46);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(hi1, _mm512_load_si512(x->qs + 192)),
+                                    s57);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(d * x->d), acc[r]);
+            const __m128i pm = _mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums));
+            accm[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d), accm[r]);
+        }
+    }
+    for (int r = 0; r < nx; r++) {
+        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(m);
+    }
+}
+
+/* ---- q6_k --------------------------------------------------------------------------- */
+
+/* Word index vector for 64 values starting at sub-block s (4 sub-blocks of 16,
+ * 8 i16 pair lanes each). */
+TGT_INLINE __m512i quad_idx(short s) {
+    return _mm512_set_epi16(s + 3, s + 3, s + 3, s + 3, s + 3, s + 3, s + 3, s + 3, s + 2, s + 2,
+                            s + 2, s + 2, s + 2, s + 2, s + 2, s + 2, s + 1, s + 1, s + 1, s + 1,
+                            s + 1, s + 1, s + 1, s + 1, s, s, s, s, s, s, s, s);
+}
+
+TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
+                          float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    /* qh bits for values 0..31 sit at bits 0-1, for 32..63 at 2-3, 64..95 at
+     * 4-5, 96..127 at 6-7: shift each half of [qh | qh] to bits 4-5 */
+    const __m512i sh_a =
+        _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
+    const __m512i sh_b =
+        _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_setzero_si512(), _mm512_set1_epi16(2));
+    __m512i qidx[4];
+    for (int t = 0; t < 4; t++)
+        qidx[t] = quad_idx((short)(4 * t));
+    __m512 acc[FC__QDOT_MAX_ROWS];
+    for (int r = 0; r < nx; r++)
+        acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < k / 256; sb++) {
+        const uint8_t *blk = w + 210 * sb;
+        const float d = f16_at(blk + 208);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 192)));
+        const __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i q[4], sv[4];
+        for (int h = 0; h < 2; h++) {
+            const __m512i l = _mm512_loadu_si512(blk + 64 * h);
+            const __m512i hz =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
+            const __m512i ha = _mm512_and_si512(_mm512_sllv_epi16(hz, sh_a), m30);
+            const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(hz, sh_b), m30);
+            q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), ha);
+            q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), hb);
+        }
+        for (int t = 0; t < 4; t++)
+            sv[t] = _mm512_permutexvar_epi16(qidx[t], scz);
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
+            /* -32 * sum_s sc[s] * (sum of the codes of sub-block s) */
+            const __m256i c = _mm256_madd_epi16(sc16, _mm256_load_si256((const __m256i *)x->sums));
+            __m512i p = _mm512_inserti64x4(
+                _mm512_setzero_si512(),
+                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5)), 0);
+            for (int t = 0; t < 4; t++)
+                p = _mm512_dpwssd_epi32(
+                    p, _mm512_maddubs_epi16(q[t], _mm512_load_si512(x->qs + 64 * t)), sv[t]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(d * x->d), acc[r]);
+        }
+    }
+    for (int r = 0; r < nx; r++)
+        out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+/* ---- nf4 ---------------------------------------------------------------------------- */
+
+/* Accumulators per output: four for a single activation row (four
+ * independent FMA chains), two otherwise. It depends on nx only, never on
+ * nw, so one- and two-weight-row calls give the same bits. */
+TGT_INLINE void nf4_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                         size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+    const int na = nx == 1 ? 4 : 2;
+    float base[16];
+    fc__qdot_nf4_lut(1.0f, base);
+    const __m512 levels = _mm512_loadu_ps(base);
+    __m512 acc[2][FC__QDOT_MAX_ROWS][4];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            for (int a = 0; a < na; a++)
+                acc[q][r][a] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < k / 64; b++) {
+        __m512 lv[2][4];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *blk = w[q] + 34 * b;
+            const __m512 lut = _mm512_mul_ps(levels, _mm512_set1_ps(f16_at(blk)));
+            const __m512i i0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+            const __m512i i1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
+            /* vpermps reads the low 4 bits of each index: the low nibble as is */
+            lv[q][0] = _mm512_permutexvar_ps(i0, lut);
+            lv[q][1] = _mm512_permutexvar_ps(_mm512_srli_epi32(i0, 4), lut);
+            lv[q][2] = _mm512_permutexvar_ps(i1, lut);
+            lv[q][3] = _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), lut);
+        }
+        for (int r = 0; r < nx; r++) {
+            const float *x = (const float *)row_at(xq, stride, r) + 64 * b;
+            for (int t = 0; t < 4; t++) {
+                const __m512 xv = _mm512_load_ps(x + 16 * t);
+                for (int q = 0; q < nw; q++)
+                    acc[q][r][t % na] = _mm512_fmadd_ps(lv[q][t], xv, acc[q][r][t % na]);
+            }
+        }
+    }
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            __m512 s = _mm512_add_ps(acc[q][r][0], acc[q][r][1]);
+            if (na == 4) s = _mm512_add_ps(s, _mm512_add_ps(acc[q][r][2], acc[q][r][3]));
+            out[q][r] = _mm512_reduce_add_ps(s);
+        }
+    }
+}
+
+/* ---- generic path: f32 dot ---------------------------------------------------------- */
+
+TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx, const int nx,
+                         float *out) {
+    __m512 acc[FC__QDOT_MAX_ROWS][2];
+    for (int r = 0; r < nx; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + i + 16);
+        for (int r = 0; r < nx; r++) {
+            const float *xr = x + r * ldx + i;
+            acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xr), acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xr + 16), acc[r][1]);
+        }
+    }
+    for (; i < n; i += 16) {
+        const int64_t left = n - i;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __m512 w0 = _mm512_maskz_loadu_ps(m, w + i);
+        for (int r = 0; r < nx; r++)
+            acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + r * ldx + i), acc[r][0]);
+    }
+    for (int r = 0; r < nx; r++)
+        out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+/* ---- instantiation for 1..4 rows ---------------------------------------------------- */
+
+/* One weight row: fn##_rows(k, w, xq, stride, nx, out) for nx = 1..4. */
+#define FC__QDOT_INSTANCES(fn)                                                                     \
+    static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
+                       float *out) {                                                               \
+        switch (nx) {                                                                              \
+        case 1:                                                                                    \
+            fn##_rows(k, w, xq, stride, 1, out);                                                   \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            fn##_rows(k, w, xq, stride, 2, out);                                                   \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            fn##_rows(k, w, xq, stride, 3, out);                                                   \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, xq, stride, 4, out);                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+/* Bodies written for nw weight rows: the one-row and two-row entries. */
+#define FC__QDOT_INSTANCES_NW(fn)                                                                  \
+    static TGT void fn##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,            \
+                            size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {               \
+        switch (nw * 4 + nx) {                                                                     \
+        case 5:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 1, out);                                                \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 2, out);                                                \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 3, out);                                                \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 4, out);                                                \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            fn##_rows(k, w, 2, xq, stride, 1, out);                                                \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 2, out);                                                \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 3, out);                                                \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 4, out);                                                \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
+                       float *out) {                                                               \
+        const uint8_t *ws[1] = {w};                                                                \
+        float o[1][FC__QDOT_MAX_ROWS];                                                             \
+        fn##_nw(ws, 1, k, xq, stride, nx, o);                                                      \
+        memcpy(out, o[0], sizeof(float) * (size_t)nx);                                             \
+    }                                                                                              \
+    static TGT void fn##_2(int64_t k, const void *w0, const void *w1, const void *xq,              \
+                           size_t stride, int nx, float *out0, float *out1) {                      \
+        const uint8_t *ws[2] = {w0, w1};                                                           \
+        float o[2][FC__QDOT_MAX_ROWS];                                                             \
+        fn##_nw(ws, 2, k, xq, stride, nx, o);                                                      \
+        memcpy(out0, o[0], sizeof(float) * (size_t)nx);                                            \
+        memcpy(out1, o[1], sizeof(float) * (size_t)nx);                                            \
+    }
+
+FC__QDOT_INSTANCES_NW(q4_0)
+FC__QDOT_INSTANCES_NW(q8_0)
+FC__QDOT_INSTANCES(q4_k)
+FC__QDOT_INSTANCES(q6_k)
+FC__QDOT_INSTANCES_NW(nf4)
+
+static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
+    switch (nx) {
+    case 1:
+        f32_rows(n, w, x, ldx, 1, out);
+        break;
+    case 2:
+        f32_rows(n, w, x, ldx, 2, out);
+        break;
+    case 3:
+        f32_rows(n, w, x, ldx, 3, out);
+        break;
+    default:
+        f32_rows(n, w, x, ldx, 4, out);
+        break;
+    }
+}
+
+const fc__qdot_kernels fc__qdot_avx512 = {
+    .name = "avx512",
+    .dot = {[FC__QK_Q4_0] = q4_0,
+            [FC__QK_Q8_0] = q8_0,
+            [FC__QK_Q4_K] = q4_k,
+            [FC__QK_Q6_K] = q6_k,
+            [FC__QK_NF4] = nf4},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2, [FC__QK_NF4] = nf4_2},
+    .dot_f32 = f32,
+    .q8_32 = fc__q8_32_avx2, /* AVX2 suffices: packing is a small part of the work */
+    .q8_256 = fc__q8_256_avx2,
+};
+
+#else
+typedef int fc__qdot_avx512_unused; /* ISO C wants a declaration in every file */
+#endif

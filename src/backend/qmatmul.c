@@ -1,0 +1,360 @@
+/* qmatmul.c - fc__qgemm_run: argument checks, ISA choice, activation
+ * packing and the split of the work over threads (see qmatmul.h).
+ *
+ * Work split. Each thread owns a contiguous range of weight rows and
+ * computes every output column of that range, so no two threads write the
+ * same y element and the summation order of each element does not depend on
+ * the thread count. Inside its range a thread walks weight rows and, for
+ * each, the activation rows in tiles of FC__QDOT_MAX_ROWS, so one decoded
+ * weight block serves up to four rows of x; activation rows go in panels of
+ * X_PANEL so the packed panel stays in L2 while the weight rows stream.
+ * From TWO_ROW_MIN_M activation rows on, kernels that have a two-row form
+ * take two weight rows per pass over an activation tile, halving the
+ * activation traffic from L2 (below that the tile sits in L1 and one weight
+ * stream is faster); both forms give the same bits.
+ *
+ * The packed activations are the only allocation (one buffer, m rows); the
+ * generic path (dtypes without their own kernel) reads x in place and
+ * dequantizes its weight row GENERIC_CHUNK values at a time into a stack
+ * buffer. */
+#include "backend/qmatmul.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/qdot.h"
+#include "core/buffer.h"
+#include "fucina/quant.h"
+
+#ifdef FUCINA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* Values of one weight row dequantized per step on the generic path: a
+ * multiple of every block size (32, 64, 128, 256), 4 KiB of stack. */
+#define GENERIC_CHUNK 1024
+/* Activation rows per panel. */
+#define X_PANEL 16
+/* From this many activation rows on, kernels take two weight rows a pass. */
+#define TWO_ROW_MIN_M 4
+/* Up to this many activation rows, each thread packs all of them itself. */
+#define PRIVATE_PACK_ROWS 16
+
+bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
+
+const char *fc__qisa_name(fc__qisa isa) {
+    static const char *const names[FC__QISA_COUNT] = {"auto", "portable", "avx2", "avx512"};
+    return (unsigned)isa < FC__QISA_COUNT ? names[isa] : "invalid";
+}
+
+/* ---- ISA detection ------------------------------------------------------------------ */
+
+#ifdef FC__QDOT_X86
+#include <cpuid.h>
+
+/* F16C is not among the names every compiler's __builtin_cpu_supports
+ * accepts (clang 14 refuses it): CPUID leaf 1, ECX bit 29. The builtin
+ * itself checks that the OS saves the AVX and AVX-512 register state. */
+static bool cpu_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & (1u << 29)) != 0;
+}
+
+/* Bit i set: this CPU runs fc__qisa i. Probed once (CPUID may trap to a
+ * hypervisor, so it stays off the per-call path); 0 = not probed yet. */
+static atomic_uint isa_mask_cache;
+
+static unsigned isa_mask(void) {
+    unsigned m = atomic_load_explicit(&isa_mask_cache, memory_order_relaxed);
+    if (m == 0) {
+        __builtin_cpu_init();
+        m = 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE;
+        const bool avx2 =
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
+        if (avx2) m |= 1u << FC__QISA_AVX2;
+        if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vnni"))
+            m |= 1u << FC__QISA_AVX512;
+        atomic_store_explicit(&isa_mask_cache, m, memory_order_relaxed);
+    }
+    return m;
+}
+#else
+static unsigned isa_mask(void) { return 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE; }
+#endif
+
+static bool cpu_has(fc__qisa isa) { return (isa_mask() >> isa & 1u) != 0; }
+
+bool fc__qisa_available(fc__qisa isa) { return (unsigned)isa < FC__QISA_COUNT && cpu_has(isa); }
+
+/* The environment's cap, read once (0 = not read yet). */
+static atomic_int isa_cap_cache;
+
+static fc__qisa isa_cap(void) {
+    int c = atomic_load_explicit(&isa_cap_cache, memory_order_relaxed);
+    if (c == 0) {
+        const char *s = getenv("FUCINA_QMATMUL_ISA");
+        c = FC__QISA_AVX512;
+        for (int i = FC__QISA_PORTABLE; s && i < FC__QISA_COUNT; i++) {
+            if (!strcmp(s, fc__qisa_name((fc__qisa)i))) c = i;
+        }
+        atomic_store_explicit(&isa_cap_cache, c, memory_order_relaxed);
+    }
+    return (fc__qisa)c;
+}
+
+fc__qisa fc__qisa_best(void) {
+    for (int i = isa_cap(); i > FC__QISA_PORTABLE; i--) {
+        if (cpu_has((fc__qisa)i)) return (fc__qisa)i;
+    }
+    return FC__QISA_PORTABLE;
+}
+
+static const fc__qdot_kernels *kernels_of(fc__qisa isa) {
+    switch (isa) {
+#ifdef FC__QDOT_X86
+    case FC__QISA_AVX2:
+        return &fc__qdot_avx2;
+    case FC__QISA_AVX512:
+        return &fc__qdot_avx512;
+#endif
+    default:
+        return &fc__qdot_portable;
+    }
+}
+
+/* ---- validation --------------------------------------------------------------------- */
+
+static fc_status fail(char *err, size_t cap, fc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static fc_status fail(char *err, size_t cap, fc_status st, const char *fmt, ...) {
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* Checks g and fills the row bytes of W and of one packed activation row. */
+static fc_status validate(const fc__qgemm *g, size_t *w_row, size_t *xq_row, char *err,
+                          size_t cap) {
+    if (!g) return fail(err, cap, FC_ERR_NULL_ARG, "qmatmul: NULL arguments");
+    if (!g->w || !g->x || !g->y)
+        return fail(err, cap, FC_ERR_NULL_ARG, "qmatmul: NULL %s",
+                    !g->w   ? "weights"
+                    : !g->x ? "x"
+                            : "y");
+    if (!fc__qmatmul_supported(g->wdt))
+        return fail(err, cap, FC_ERR_DTYPE,
+                    "qmatmul: weight dtype %s (%d) is not a quantized matmul dtype (every block "
+                    "dtype but q8_1 and q8_k)",
+                    fc_dtype_name(g->wdt), (int)g->wdt);
+    const int64_t be = fc_dtype_block_elems(g->wdt);
+    if (g->m < 1 || g->n < 1 || g->k < 1 || g->k % be != 0)
+        return fail(err, cap, FC_ERR_INVALID_SHAPE,
+                    "qmatmul: m=%lld n=%lld k=%lld must be >= 1 with k a multiple of %s's block "
+                    "size %lld",
+                    (long long)g->m, (long long)g->n, (long long)g->k, fc_dtype_name(g->wdt),
+                    (long long)be);
+    *w_row = fc_quant_row_bytes(g->wdt, g->k);
+    if (*w_row == 0)
+        return fail(err, cap, FC_ERR_OVERFLOW, "qmatmul: a %s row of k=%lld does not fit in memory",
+                    fc_dtype_name(g->wdt), (long long)g->k);
+    if (g->ldx < g->k || g->ldy < g->n || (g->ldw != 0 && g->ldw < *w_row))
+        return fail(err, cap, FC_ERR_INVALID_ARG,
+                    "qmatmul: leading dimensions ldx=%lld (k=%lld), ldy=%lld (n=%lld), ldw=%zu "
+                    "(row bytes %zu) are too small",
+                    (long long)g->ldx, (long long)g->k, (long long)g->ldy, (long long)g->n, g->ldw,
+                    *w_row);
+    if (g->threads < 1)
+        return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: threads=%d must be >= 1", g->threads);
+    if ((unsigned)g->isa >= FC__QISA_COUNT)
+        return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: isa %d out of range", (int)g->isa);
+    if (!fc__qisa_available(g->isa))
+        return fail(err, cap, FC_ERR_BACKEND,
+                    "qmatmul: this CPU or build cannot run the %s kernels (best here: %s)",
+                    fc__qisa_name(g->isa), fc__qisa_name(fc__qisa_best()));
+    /* Every byte any pointer below reaches must be addressable. */
+    const size_t ldw = g->ldw ? g->ldw : *w_row;
+    const uint64_t n = (uint64_t)g->n, m = (uint64_t)g->m;
+    *xq_row = fc__qpack_row_bytes(fc__qkind_of(g->wdt), g->k);
+    if ((uint64_t)(n - 1) > (SIZE_MAX - *w_row) / ldw ||
+        (uint64_t)g->ldx > SIZE_MAX / sizeof(float) / m ||
+        (uint64_t)g->ldy > SIZE_MAX / sizeof(float) / m || (*xq_row && m > SIZE_MAX / *xq_row))
+        return fail(err, cap, FC_ERR_OVERFLOW,
+                    "qmatmul: m=%lld n=%lld k=%lld with ldx=%lld ldy=%lld overflow size_t",
+                    (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->ldx,
+                    (long long)g->ldy);
+    return FC_OK;
+}
+
+/* ---- the work of one thread --------------------------------------------------------- */
+
+typedef struct job {
+    const fc__qgemm *g;
+    const fc__qdot_kernels *kern;
+    fc__qkind kind;
+    size_t w_row; /* bytes between weight rows */
+    uint8_t *xq;  /* m packed rows (fast kinds), or one such set per thread */
+    size_t xq_row;
+    bool private_xq; /* each thread packs every row into its own set */
+} job;
+
+static void pack_rows(const job *jb, uint8_t *xq, int64_t i0, int64_t i1) {
+    const fc__qgemm *g = jb->g;
+    for (int64_t i = i0; i < i1; i++)
+        fc__qpack_row(jb->kern, jb->kind, g->x + i * g->ldx, g->k, xq + (size_t)i * jb->xq_row);
+}
+
+/* y[i .. i + nx, j] = v (+ bias). */
+static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float *v) {
+    const float b = g->bias ? g->bias[j] : 0.0f;
+    for (int r = 0; r < nx; r++)
+        g->y[(i + r) * g->ldy + j] = v[r] + b;
+}
+
+static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
+    const fc__qgemm *g = jb->g;
+    const fc__qdot_fn dot = jb->kern->dot[jb->kind];
+    /* Two weight rows per pass only once the activation tile no longer fits
+     * in L1 anyway (4 rows); with 1..3 rows the rows stay in L1 and a
+     * single weight stream is faster. */
+    const fc__qdot2_fn dot2 = g->m >= TWO_ROW_MIN_M ? jb->kern->dot2[jb->kind] : NULL;
+    const uint8_t *w = g->w;
+    for (int64_t p0 = 0; p0 < g->m; p0 += X_PANEL) {
+        const int64_t p1 = p0 + X_PANEL < g->m ? p0 + X_PANEL : g->m;
+        for (int64_t j = j0; j < j1;) {
+            const uint8_t *wr = w + (size_t)j * jb->w_row;
+            const bool two = dot2 && j + 1 < j1;
+            for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
+                const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
+                const uint8_t *xi = xq + (size_t)i * jb->xq_row;
+                float v[FC__QDOT_MAX_ROWS], v1[FC__QDOT_MAX_ROWS];
+                if (two) {
+                    dot2(g->k, wr, wr + jb->w_row, xi, jb->xq_row, nx, v, v1);
+                    store(g, i, j + 1, nx, v1);
+                } else {
+                    dot(g->k, wr, xi, jb->xq_row, nx, v);
+                }
+                store(g, i, j, nx, v);
+            }
+            j += two ? 2 : 1;
+        }
+    }
+}
+
+static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
+    const fc__qgemm *g = jb->g;
+    const int64_t be = fc_dtype_block_elems(g->wdt);
+    const size_t bbytes = fc_dtype_size(g->wdt);
+    const uint8_t *w = g->w;
+    float buf[GENERIC_CHUNK];
+    for (int64_t j = j0; j < j1; j++) {
+        const uint8_t *wr = w + (size_t)j * jb->w_row;
+        for (int64_t c0 = 0; c0 < g->k; c0 += GENERIC_CHUNK) {
+            const int64_t len = g->k - c0 < GENERIC_CHUNK ? g->k - c0 : GENERIC_CHUNK;
+            /* Arguments were validated: this cannot fail. */
+            (void)fc_dequantize(g->wdt, wr + (size_t)(c0 / be) * bbytes, buf, 1, len);
+            for (int64_t i = 0; i < g->m; i += FC__QDOT_MAX_ROWS) {
+                const int nx = (int)(g->m - i < FC__QDOT_MAX_ROWS ? g->m - i : FC__QDOT_MAX_ROWS);
+                float v[FC__QDOT_MAX_ROWS];
+                jb->kern->dot_f32(len, buf, g->x + i * g->ldx + c0, g->ldx, nx, v);
+                if (c0 == 0) {
+                    store(g, i, j, nx, v);
+                } else {
+                    for (int r = 0; r < nx; r++)
+                        g->y[(i + r) * g->ldy + j] += v[r];
+                }
+            }
+        }
+    }
+}
+
+/* The start of part t of n split into nt nearly equal parts (no overflow
+ * for any n). */
+static int64_t split(int64_t n, int t, int nt) {
+    const int64_t q = n / nt, r = n % nt;
+    return q * t + (t < r ? t : r);
+}
+
+/* Thread t of nt: pack the activation rows (every row into its own set, or
+ * its share of the shared set and wait for the others), then compute its
+ * weight rows. */
+static void run_thread(const job *jb, int t, int nt) {
+    const fc__qgemm *g = jb->g;
+    const int64_t j0 = split(g->n, t, nt), j1 = split(g->n, t + 1, nt);
+    if (jb->kind == FC__QK_GENERIC) {
+        rows_generic(jb, j0, j1);
+        return;
+    }
+    if (jb->private_xq) {
+        uint8_t *xq = jb->xq + (size_t)t * (size_t)g->m * jb->xq_row;
+        pack_rows(jb, xq, 0, g->m);
+        rows_fast(jb, xq, j0, j1);
+        return;
+    }
+    pack_rows(jb, jb->xq, split(g->m, t, nt), split(g->m, t + 1, nt));
+#ifdef FUCINA_HAVE_OPENMP
+    if (nt > 1) {
+#pragma omp barrier
+    }
+#endif
+    rows_fast(jb, jb->xq, j0, j1);
+}
+
+fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
+    size_t w_row = 0, xq_row = 0;
+    fc_status st = validate(g, &w_row, &xq_row, err, errcap);
+    if (st != FC_OK) return st;
+    const fc__qisa isa = g->isa == FC__QISA_AUTO ? fc__qisa_best() : g->isa;
+    job jb = {
+        .g = g,
+        .kern = kernels_of(isa),
+        .kind = fc__qkind_of(g->wdt),
+        .w_row = g->ldw ? g->ldw : w_row,
+        .xq_row = xq_row,
+    };
+    /* Threads that will run: one inside another parallel region or
+     * without OpenMP, and never more than there are weight rows. */
+    int nt = g->threads;
+    if (nt > g->n) nt = (int)g->n;
+#ifdef FUCINA_HAVE_OPENMP
+    if (omp_in_parallel()) nt = 1;
+#else
+    nt = 1;
+#endif
+    /* Few rows: packing them is cheap next to the product, so every thread
+     * packs its own copy and the threads never wait for each other. */
+    size_t copies = 1;
+    if (nt > 1 && g->m <= PRIVATE_PACK_ROWS && xq_row * (size_t)g->m <= SIZE_MAX / (size_t)nt) {
+        jb.private_xq = true;
+        copies = (size_t)nt;
+    }
+    const size_t xq_bytes = xq_row * (size_t)g->m * copies;
+    if (xq_bytes) {
+        jb.xq = fc__alloc(g->alloc, xq_bytes, 64);
+        if (!jb.xq)
+            return fail(err, errcap, FC_ERR_OOM,
+                        "qmatmul: cannot allocate %zu bytes of packed activations", xq_bytes);
+    }
+#ifdef FUCINA_HAVE_OPENMP
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        run_thread(&jb, omp_get_thread_num(), omp_get_num_threads());
+    } else {
+        run_thread(&jb, 0, 1);
+    }
+#else
+    run_thread(&jb, 0, 1);
+#endif
+    if (jb.xq) fc__free(g->alloc, jb.xq, xq_bytes);
+    return FC_OK;
+}

@@ -1,0 +1,225 @@
+/* test_rowsimd.c - the f32 row primitives of src/exec/kernels/rowsimd.c:
+ * each dispatched version (AVX2 where the CPU has it) against its portable
+ * twin and against a double-precision reference, over lengths that hit
+ * every vector, block and tail boundary, with NaN, infinities and -inf
+ * masks; then the exp accuracy bound over a sweep; then an out-of-memory
+ * sweep through a training-like chain of the family's ops (every
+ * allocation failure gives a clean FC_ERR_OOM and leaks nothing). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "counting_alloc.h"
+#include "exec/kernels/rowwise.h"
+#include "fc_test_data.h"
+#include "fucina/autograd.h"
+#include "fucina/ops.h"
+
+static void fill(float *v, int64_t n, uint64_t seed, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) {
+        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
+        v[i] = (float)(lo + (hi - lo) * u);
+    }
+}
+
+static void close_to(double got, double want, double tol, const char *what, int64_t n) {
+    if (isnan(want) && isnan(got)) return;
+    if (!(fabs(got - want) <= tol * (1 + fabs(want))))
+        fail_msg("%s (n %lld): got %.10g want %.10g", what, (long long)n, got, want);
+}
+
+static const int64_t lengths[] = {0,  1,   7,   8,   9,   15,   16,   31,   32,  33,
+                                  63, 100, 511, 512, 513, 1000, 1024, 1100, 4099};
+
+static void test_rowsimd_matches_portable_and_reference(void **state) {
+    (void)state;
+    float *a = malloc(sizeof *a * 4099), *b = malloc(sizeof *b * 4099);
+    float *y1 = malloc(sizeof *y1 * 4099), *y2 = malloc(sizeof *y2 * 4099);
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+        int64_t n = lengths[k];
+        fill(a, n, 10 + k, -5, 5);
+        fill(b, n, 20 + k, -1, 1);
+        double s = 0, d = 0, q = 0, e = 0, sa = 0, sb = 0, mx = -INFINITY, mn = INFINITY;
+        float c = 0.25f, m = 1.5f, mu = 0.1f, rs = 1.3f;
+        for (int64_t i = 0; i < n; i++) {
+            s += a[i];
+            d += (double)a[i] * b[i];
+            q += ((double)a[i] - c) * ((double)a[i] - c);
+            e += exp((double)a[i] - m);
+            sa += (double)b[i] * a[i];
+            sb += (double)b[i] * a[i] * (((double)a[i] - mu) * rs);
+            mx = fmax(mx, a[i]);
+            mn = fmin(mn, a[i]);
+        }
+        bool n1, n2;
+        close_to(fc__rw_sum(a, n), s, 1e-6, "sum", n);
+        close_to(fc__rw_sum_portable(a, n), s, 1e-6, "sum portable", n);
+        close_to(fc__rw_dot(a, b, n), d, 1e-6, "dot", n);
+        close_to(fc__rw_dot_portable(a, b, n), d, 1e-6, "dot portable", n);
+        close_to(fc__rw_sumsq_dev(a, n, c), q, 1e-6, "sumsq_dev", n);
+        close_to(fc__rw_sumsq_dev_portable(a, n, c), q, 1e-6, "sumsq_dev portable", n);
+        assert_true(fc__rw_max(a, n, &n1) == (float)mx && !n1);
+        assert_true(fc__rw_max_portable(a, n, &n2) == (float)mx && !n2);
+        assert_true(fc__rw_min(a, n, &n1) == (float)mn && !n1);
+        assert_true(fc__rw_min_portable(a, n, &n2) == (float)mn && !n2);
+        double d1, d2, d3, d4;
+        fc__rw_norm_sums(a, b, a, n, mu, rs, &d1, &d2);
+        fc__rw_norm_sums_portable(a, b, a, n, mu, rs, &d3, &d4);
+        close_to(d1, sa, 1e-6, "norm_sums a", n);
+        close_to(d2, sb, 1e-6, "norm_sums b", n);
+        close_to(d3, sa, 1e-6, "norm_sums portable a", n);
+        close_to(d4, sb, 1e-6, "norm_sums portable b", n);
+        double p1, p2, p3, p4, s1 = 0;
+        for (int64_t i = 0; i < n; i++)
+            s1 += (double)a[i] - c;
+        fc__rw_sum_sumsq(a, n, c, &p1, &p2);
+        fc__rw_sum_sumsq_portable(a, n, c, &p3, &p4);
+        close_to(p1, s1, 1e-6 * (1 + n), "sum_sumsq s1", n);
+        close_to(p2, q, 1e-6, "sum_sumsq s2", n);
+        close_to(p3, s1, 1e-6 * (1 + n), "sum_sumsq portable s1", n);
+        close_to(p4, q, 1e-6, "sum_sumsq portable s2", n);
+        close_to(fc__rw_exp(a, y1, n, m), e, 1e-6, "exp sum", n);
+        close_to(fc__rw_exp_portable(a, y2, n, m), e, 1e-6, "exp sum portable", n);
+        close_to(fc__rw_exp(a, NULL, n, m), e, 1e-6, "exp sum, no store", n);
+        for (int64_t i = 0; i < n; i++) {
+            double want = exp((double)a[i] - m);
+            close_to(y1[i], want, 3e-7, "exp", n);
+            close_to(y2[i], want, 3e-7, "exp portable", n);
+        }
+        if (n > 2) { /* a NaN anywhere is reported; max/min skip it */
+            float keep = a[n / 2];
+            a[n / 2] = NAN;
+            float want = fc__rw_max_portable(a, n, &n2);
+            assert_true(n2);
+            assert_true(fc__rw_max(a, n, &n1) == want && n1);
+            assert_true(!isnan(want));
+            assert_true(fc__rw_min(a, n, &n1) == fc__rw_min_portable(a, n, &n2) && n1 && n2);
+            assert_true(isnan(fc__rw_exp(a, y1, n, m)) && isnan(y1[n / 2]));
+            a[n / 2] = keep;
+        }
+    }
+    free(a);
+    free(b);
+    free(y1);
+    free(y2);
+}
+
+/* exp over [-100, 100]: the bound of rowwise.h, exact zeros below -88, NaN. */
+static void test_rowsimd_exp_range(void **state) {
+    (void)state;
+    enum { N = 20001 };
+    float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N), *z = malloc(sizeof *z * N);
+    for (int i = 0; i < N; i++)
+        x[i] = -100.0f + 0.01f * (float)i;
+    fc__rw_exp(x, y, N, 0.0f);
+    fc__rw_exp_portable(x, z, N, 0.0f);
+    for (int i = 0; i < N; i++) {
+        double want = exp((double)x[i]);
+        if (x[i] < -88.0f) {
+            assert_true(y[i] == 0 && z[i] == 0);
+        } else if (x[i] > 88.0f) {
+            assert_true(isfinite(y[i]) && isfinite(z[i]));
+        } else if (x[i] >= -87.0f) {
+            close_to(y[i], want, 3e-7, "exp range", i);
+            close_to(z[i], want, 3e-7, "exp range portable", i);
+        }
+    }
+    float special[3] = {NAN, -INFINITY, 0}, out[3];
+    fc__rw_exp(special, out, 3, 0.0f);
+    assert_true(isnan(out[0]) && out[1] == 0 && out[2] == 1);
+    fc__rw_exp_portable(special, out, 3, 0.0f);
+    assert_true(isnan(out[0]) && out[1] == 0 && out[2] == 1);
+    free(x);
+    free(y);
+    free(z);
+}
+
+/* ---- out of memory ------------------------------------------------------------------------ */
+
+/* One step of a small model: every op of the family, forward and backward. */
+static fc_status step(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b, fc_tensor *t) {
+    fc_scope_begin(ctx);
+    fc_tensor *h = fc_layer_norm(ctx, x, w, b, 1e-5);
+    fc_tensor *r = fc_rms_norm(ctx, h, w, 1e-5);
+    fc_tensor *p = fc_log_softmax(ctx, fc_softmax(ctx, r, 0), 1);
+    fc_tensor *c = fc_cumsum(ctx, p, 1);
+    fc_tensor *l1 = fc_cross_entropy(ctx, c, t, NULL);
+    fc_tensor *l2 = fc_mse_loss(ctx, h, r, FC_REDUCE_MEAN);
+    fc_tensor *l3 = fc_logsumexp(
+        ctx, fc_std(ctx, fc_prod(ctx, h, (const int[]){0}, 1, false), NULL, 0, 1, false), NULL, 0,
+        false);
+    fc_tensor *l4 =
+        fc_max(ctx, fc_mean(ctx, fc_var(ctx, r, (const int[]){1}, 1, 0, true), NULL, 0, false),
+               NULL, 0, false);
+    fc_tensor *terms[5] = {fc_sum(ctx, fc_sum(ctx, l1, NULL, 0, false), NULL, 0, false), l2, l3, l4,
+                           fc_min(ctx, fc_sum(ctx, h, NULL, 0, true), NULL, 0, false)};
+    fc_status st = FC_OK;
+    for (int k = 0; k < 5 && st == FC_OK; k++) { /* the terms share the graph: retain it */
+        fc_tensor *one = terms[k] ? fc_ones(ctx, FC_F32, fc_tensor_shape(terms[k]), 1) : NULL;
+        st = one ? fc_backward_with(ctx, terms[k], one, true) : fc_ctx_status(ctx);
+    }
+    fc_scope_end(ctx);
+    return st;
+}
+
+static void test_rowsimd_oom_sweep(void **state) {
+    (void)state;
+    bool succeeded = false;
+    long fail = 0;
+    for (; fail < 4000 && !succeeded; fail++) {
+        fct_counting ca;
+        fct_counting_init(&ca);
+        fc_ctx_opts o = {
+            .threads = 2, .disable_pool = true, .allocator = fct_counting_allocator(&ca)};
+        fc_ctx *ctx = fc_ctx_new(&o);
+        assert_non_null(ctx);
+        fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){4, 8}, 2, 1.0);
+        fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){8}, 1, 1.0);
+        fc_tensor *b = fc_param_zeros(ctx, FC_F32, (const int64_t[]){8}, 1);
+        fc_tensor *t = fc_zeros(ctx, FC_I32, (const int64_t[]){4}, 1);
+        assert_true(x && w && b && t);
+        fct_counting_fail_after(&ca, fail);
+        fc_status st = step(ctx, x, w, b, t);
+        fct_counting_fail_after(&ca, -1);
+        if (st == FC_OK) {
+            succeeded = true;
+            assert_non_null(fc_grad(x));
+        } else {
+            assert_int_equal(st, FC_ERR_OOM);
+            assert_int_equal(fc_ctx_status(ctx), FC_ERR_OOM);
+        }
+        /* the context stays usable after the failure */
+        fc_ctx_clear_error(ctx);
+        fc_zero_grad((fc_tensor *[]){x, w, b}, 3);
+        assert_int_equal(step(ctx, x, w, b, t), FC_OK);
+        fc_release(x);
+        fc_release(w);
+        fc_release(b);
+        fc_release(t);
+        fc_ctx_stats s;
+        fc_ctx_get_stats(ctx, &s);
+        assert_int_equal(s.tensors_live, 0);
+        fc_ctx_free(ctx);
+        if (!fct_counting_clean(&ca)) {
+            fct_counting_report(&ca, "oom sweep");
+            fail_msg("leak or bad free after failing allocation %ld", fail);
+        }
+    }
+    assert_true(succeeded);
+    assert_true(fail > 100); /* the chain allocates: many failure points were visited */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rowsimd_matches_portable_and_reference),
+        cmocka_unit_test(test_rowsimd_exp_range),
+        cmocka_unit_test(test_rowsimd_oom_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
