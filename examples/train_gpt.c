@@ -20,9 +20,9 @@
  * sizes are the gpt_train benchmark's (C=128, 4 layers, 4 heads, T=64,
  * B=16); the default length, 800 steps (fewer when --minutes cannot hold
  * them), suits the default text: it has only 35K characters, and past ~700
- * steps this model starts to memorise it and the validation loss rises. Output goes
- * to --out (metrics.csv, loss.png when gnuplot is installed, and ckpt.safetensors,
- * the checkpoint --resume continues from).
+ * steps this model starts to memorise it and the validation loss rises.
+ * Output goes to --out: metrics.csv, loss.png when gnuplot is installed,
+ * and ckpt.safetensors, the checkpoint --resume continues from.
  */
 #define _POSIX_C_SOURCE 200809L
 
