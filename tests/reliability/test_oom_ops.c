@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -342,9 +343,10 @@ static const oom_scenario scenarios[] = {
 
 static void run_all(const oom_scenario *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
+        clock_t t0 = clock();
         oom_result r = oom_sweep(&s[i]);
-        printf("oom sweep: %-24s completed at N=%ld after %ld faulted runs\n", s[i].name,
-               r.largest_n, r.failures);
+        printf("oom sweep: %-24s completed at N=%ld after %ld faulted runs (%.2f s cpu)\n",
+               s[i].name, r.largest_n, r.failures, (double)(clock() - t0) / CLOCKS_PER_SEC);
         assert_true(r.largest_n > 0);
     }
 }
