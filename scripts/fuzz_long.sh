@@ -27,7 +27,8 @@ for target in safetensors gguf; do
   cov="$(printf '%s\n' "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')"
   ft="$(printf '%s\n' "$last" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')"
   corp="$(printf '%s\n' "$last" | sed -n 's/.*corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p')"
-  echo "$target: executions ${execs:-?}, coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}"
+  echo "$target: executions ${execs:-?}, coverage ${cov:-?} edges, ${ft:-?} features," \
+       "corpus ${corp:-?}"
   for crash in "$FUZZ_WORK"/crash-"$target"-*; do
     [ -f "$crash" ] || continue
     dest="fuzz/corpus/$target/regress-$(sha1sum "$crash" | cut -c1-16)"

@@ -39,7 +39,8 @@ for f in tests/exec/test_*.c tests/backend/test_*.c tests/ag/test_*.c; do
   TARGETS+=("$(basename "$f" .c)")
 done
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 suppressions=$PWD/.ci/tsan.supp}"
+TSAN_DEFAULTS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-$TSAN_DEFAULTS suppressions=$PWD/.ci/tsan.supp}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 if [ "$OMP" = ON ]; then export OMP_TOOL_LIBRARIES="$ARCHER"; fi
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" \

@@ -68,8 +68,8 @@ static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *o
     for (int i = 0; i < n; i++) {
         if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param %d is NULL", fn, i);
         if (!fc_dtype_supports_grad(params[i]->raw.dtype))
-            return fc__fail(ctx, FC_ERR_DTYPE, "%s: param %d has dtype %s (f32, f16, bf16 only)", fn,
-                            i, fc_dtype_name(params[i]->raw.dtype));
+            return fc__fail(ctx, FC_ERR_DTYPE, "%s: param %d has dtype %s (f32, f16, bf16 only)",
+                            fn, i, fc_dtype_name(params[i]->raw.dtype));
         if (!fc__raw_is_contiguous(&params[i]->raw))
             return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: param %d is not contiguous", fn, i);
         /* a parameter listed twice would be updated twice per step */

@@ -191,7 +191,8 @@ fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes) {
 fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out) {
     if (!t) return FC_ERR_NULL_ARG;
     if (!index || !out)
-        return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_get: %s is NULL", index ? "out" : "index");
+        return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_get: %s is NULL",
+                        index ? "out" : "index");
     if (fc_dtype_is_block(t->raw.dtype))
         return fc__fail(t->ctx, FC_ERR_DTYPE, "fc_tensor_get: %s is block-quantized",
                         fc_dtype_name(t->raw.dtype));

@@ -368,7 +368,8 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     fc_status st = check_names(ctx, fn, names, n);
     if (st != FC_OK) return st;
     for (int i = 0; i < n; i++)
-        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (!params[i])
+            return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
     char msg[256] = "";
     fc_io_opts o = {.allocator = &ctx->alloc, .errbuf = msg, .errcap = sizeof msg};
     fc_st_file *f = NULL;

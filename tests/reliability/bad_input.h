@@ -30,21 +30,21 @@
 typedef struct fx {
     fc_ctx *ctx;
     fc_tensor *f_23, *f_3, *f_4, *f_32, *f_234, *f_1;
-    fc_tensor *f_345;     /* f32 [3, 4, 5]: batch 3 against f_234's 2 */
+    fc_tensor *f_345;      /* f32 [3, 4, 5]: batch 3 against f_234's 2 */
     fc_tensor *d_23, *d_3; /* f64 */
-    fc_tensor *h_23;      /* f16 */
-    fc_tensor *i_23;      /* i32 */
-    fc_tensor *i_23_zero; /* i32 zeros (integer division by zero) */
-    fc_tensor *b_23;      /* bool */
-    fc_tensor *e8_23;     /* f8_e4m3 (storage only) */
-    fc_tensor *q_232;     /* q8_0 [2, 32] (block) */
-    fc_tensor *nc_32;     /* f32 [3, 2], a transposed (non-contiguous) view of f_23 */
-    fc_tensor *ro_23;     /* f32 [2, 3], read-only borrowed storage */
-    fc_tensor *p_23;      /* f32 [2, 3] parameter (requires grad) */
-    fc_tensor *idx_2;     /* i64 [2] = {0, 1} */
-    fc_tensor *idx_bad;   /* i64 [2] = {0, 7}: 7 is out of range everywhere here */
-    fc_tensor *idx_neg;   /* i64 [2] = {-1, 0} */
-    fc_tensor *t_2;       /* i64 [2] targets {0, 2} for [2, 3] logits */
+    fc_tensor *h_23;       /* f16 */
+    fc_tensor *i_23;       /* i32 */
+    fc_tensor *i_23_zero;  /* i32 zeros (integer division by zero) */
+    fc_tensor *b_23;       /* bool */
+    fc_tensor *e8_23;      /* f8_e4m3 (storage only) */
+    fc_tensor *q_232;      /* q8_0 [2, 32] (block) */
+    fc_tensor *nc_32;      /* f32 [3, 2], a transposed (non-contiguous) view of f_23 */
+    fc_tensor *ro_23;      /* f32 [2, 3], read-only borrowed storage */
+    fc_tensor *p_23;       /* f32 [2, 3] parameter (requires grad) */
+    fc_tensor *idx_2;      /* i64 [2] = {0, 1} */
+    fc_tensor *idx_bad;    /* i64 [2] = {0, 7}: 7 is out of range everywhere here */
+    fc_tensor *idx_neg;    /* i64 [2] = {-1, 0} */
+    fc_tensor *t_2;        /* i64 [2] targets {0, 2} for [2, 3] logits */
     float ro_data[6];
     char eb[256];  /* fc_io_opts.errbuf of io_opts: byte-level io messages */
     fc_io_opts io; /* {.errbuf = eb} */
@@ -60,8 +60,10 @@ typedef struct bad_case {
                        * name, and no check when that is NULL too */
 } bad_case;
 
-#define BAD_T(fn, want, name) {#fn, fn, NULL, want, name}
-#define BAD_S(fn, want, name) {#fn, NULL, fn, want, name}
+#define BAD_T(fn, want, name)                                                                      \
+    { #fn, fn, NULL, want, name }
+#define BAD_S(fn, want, name)                                                                      \
+    { #fn, NULL, fn, want, name }
 
 static inline fx *fx_new(void) {
     static fx f;
@@ -100,12 +102,13 @@ static inline fx *fx_new(void) {
 
 /* the fixture's tensors, for the side-effect checks */
 static inline int fx_tensors(fx *f, fc_tensor **out) {
-    fc_tensor *all[] = {f->f_23,  f->f_3,     f->f_4,  f->f_32,     f->f_234, f->f_1,
-                        f->f_345, f->d_23,    f->d_3,  f->h_23,     f->i_23,  f->i_23_zero,
-                        f->b_23,  f->e8_23,   f->q_232, f->nc_32,   f->ro_23, f->p_23,
+    fc_tensor *all[] = {f->f_23,  f->f_3,     f->f_4,     f->f_32,  f->f_234, f->f_1,
+                        f->f_345, f->d_23,    f->d_3,     f->h_23,  f->i_23,  f->i_23_zero,
+                        f->b_23,  f->e8_23,   f->q_232,   f->nc_32, f->ro_23, f->p_23,
                         f->idx_2, f->idx_bad, f->idx_neg, f->t_2};
     int n = (int)(sizeof all / sizeof all[0]);
-    for (int i = 0; i < n; i++) out[i] = all[i];
+    for (int i = 0; i < n; i++)
+        out[i] = all[i];
     return n;
 }
 
@@ -122,7 +125,8 @@ static inline int bad_run(fx *f, const bad_case *cases, size_t n, const char *de
         const char *name = k->name ? k->name : default_name;
         fc_ctx_clear_error(f->ctx);
         f->eb[0] = '\0';
-        for (int j = 0; j < nt; j++) gen[j] = fc_tensor_generation(ts[j]);
+        for (int j = 0; j < nt; j++)
+            gen[j] = fc_tensor_generation(ts[j]);
         fc_ctx_stats before, after;
         fc_ctx_get_stats(f->ctx, &before);
         fc_status got;

@@ -62,7 +62,8 @@ static inline fc_tensor *rel_causal_mask(fc_ctx *ctx, int64_t t) {
     uint8_t m[64 * 64];
     if (t < 1 || t > 64) return NULL;
     for (int64_t i = 0; i < t; i++)
-        for (int64_t j = 0; j < t; j++) m[i * t + j] = j > i;
+        for (int64_t j = 0; j < t; j++)
+            m[i * t + j] = j > i;
     return fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){t, t}, 2, m);
 }
 
@@ -126,8 +127,8 @@ static inline fc_tensor *rel_gpt_loss(fc_ctx *ctx, const rel_gpt *m, fc_tensor *
     fc_tensor *pos = fc_narrow(ctx, p[1], 0, 0, t);
     fc_tensor *x = fc_add(ctx, fc_embedding(ctx, p[0], ids), pos); /* [B, T, C] */
     fc_tensor *mask = rel_causal_mask(ctx, t);
-    fc_tensor *a = rel_attention(ctx, fc_layer_norm(ctx, x, p[2], p[3], 1e-5), p[4], p[5], mask,
-                                 m->heads);
+    fc_tensor *a =
+        rel_attention(ctx, fc_layer_norm(ctx, x, p[2], p[3], 1e-5), p[4], p[5], mask, m->heads);
     if (m->dropout > 0) a = fc_dropout(ctx, a, m->dropout, true);
     x = fc_add(ctx, x, a);
     fc_tensor *h =

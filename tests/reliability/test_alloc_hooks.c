@@ -26,10 +26,10 @@
 #define ARCHIVE FUCINA_BINARY_DIR "/libfucina.a"
 
 static const char *const forbidden[] = {
-    "malloc",         "calloc",   "realloc",  "reallocarray", "free",      "posix_memalign",
-    "aligned_alloc",  "memalign", "valloc",   "pvalloc",      "strdup",    "strndup",
-    "asprintf",       "vasprintf", "open_memstream", "getline", "getdelim", "tempnam",
-    "__strdup",       "__libc_malloc",
+    "malloc",         "calloc",        "realloc",  "reallocarray", "free",
+    "posix_memalign", "aligned_alloc", "memalign", "valloc",       "pvalloc",
+    "strdup",         "strndup",       "asprintf", "vasprintf",    "open_memstream",
+    "getline",        "getdelim",      "tempnam",  "__strdup",     "__libc_malloc",
 };
 
 /* The one object allowed to call the C allocator: fc_default_allocator. */

@@ -13,36 +13,72 @@
 
 /* ---- creation -------------------------------------------------------------------------------- */
 
-static fc_tensor *zeros_dtype(fx *f) { return fc_zeros(f->ctx, (fc_dtype)99, (const int64_t[]){2}, 1); }
-static fc_tensor *zeros_dtype_count(fx *f) { return fc_zeros(f->ctx, FC_DTYPE_COUNT, (const int64_t[]){2}, 1); }
+static fc_tensor *zeros_dtype(fx *f) {
+    return fc_zeros(f->ctx, (fc_dtype)99, (const int64_t[]){2}, 1);
+}
+static fc_tensor *zeros_dtype_count(fx *f) {
+    return fc_zeros(f->ctx, FC_DTYPE_COUNT, (const int64_t[]){2}, 1);
+}
 static fc_tensor *zeros_shape_null(fx *f) { return fc_zeros(f->ctx, FC_F32, NULL, 1); }
 static fc_tensor *zeros_rank0(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){2}, 0); }
 static fc_tensor *zeros_rank9(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){2}, 9); }
-static fc_tensor *zeros_rank_neg(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){2}, -1); }
-static fc_tensor *zeros_dim_neg(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){3, -2}, 2); }
-static fc_tensor *zeros_dim_zero(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){0}, 1); }
-static fc_tensor *zeros_numel_overflow(fx *f) { return fc_zeros(f->ctx, FC_F32, (const int64_t[]){INT64_MAX / 2, 4}, 2); }
-static fc_tensor *zeros_bytes_overflow(fx *f) { return fc_zeros(f->ctx, FC_F64, (const int64_t[]){(int64_t)1 << 61}, 1); }
-static fc_tensor *empty_block_cols(fx *f) { return fc_empty(f->ctx, FC_Q8_0, (const int64_t[]){2, 31}, 2); }
-static fc_tensor *ones_block(fx *f) { return fc_ones(f->ctx, FC_Q8_0, (const int64_t[]){2, 32}, 2); }
-static fc_tensor *full_block(fx *f) { return fc_full(f->ctx, FC_Q4_0, (const int64_t[]){32}, 1, 1); }
-static fc_tensor *full_dim_neg(fx *f) { return fc_full(f->ctx, FC_F32, (const int64_t[]){-1}, 1, 1); }
+static fc_tensor *zeros_rank_neg(fx *f) {
+    return fc_zeros(f->ctx, FC_F32, (const int64_t[]){2}, -1);
+}
+static fc_tensor *zeros_dim_neg(fx *f) {
+    return fc_zeros(f->ctx, FC_F32, (const int64_t[]){3, -2}, 2);
+}
+static fc_tensor *zeros_dim_zero(fx *f) {
+    return fc_zeros(f->ctx, FC_F32, (const int64_t[]){0}, 1);
+}
+static fc_tensor *zeros_numel_overflow(fx *f) {
+    return fc_zeros(f->ctx, FC_F32, (const int64_t[]){INT64_MAX / 2, 4}, 2);
+}
+static fc_tensor *zeros_bytes_overflow(fx *f) {
+    return fc_zeros(f->ctx, FC_F64, (const int64_t[]){(int64_t)1 << 61}, 1);
+}
+static fc_tensor *empty_block_cols(fx *f) {
+    return fc_empty(f->ctx, FC_Q8_0, (const int64_t[]){2, 31}, 2);
+}
+static fc_tensor *ones_block(fx *f) {
+    return fc_ones(f->ctx, FC_Q8_0, (const int64_t[]){2, 32}, 2);
+}
+static fc_tensor *full_block(fx *f) {
+    return fc_full(f->ctx, FC_Q4_0, (const int64_t[]){32}, 1, 1);
+}
+static fc_tensor *full_dim_neg(fx *f) {
+    return fc_full(f->ctx, FC_F32, (const int64_t[]){-1}, 1, 1);
+}
 static fc_tensor *arange_step0(fx *f) { return fc_arange(f->ctx, FC_F32, 0, 1, 0); }
 static fc_tensor *arange_empty(fx *f) { return fc_arange(f->ctx, FC_F32, 1, 0, 1); }
 static fc_tensor *arange_block(fx *f) { return fc_arange(f->ctx, FC_Q8_0, 0, 4, 1); }
 static fc_tensor *arange_huge(fx *f) { return fc_arange(f->ctx, FC_F32, 0, 1e30, 1e-30); }
 static fc_tensor *arange_nan(fx *f) { return fc_arange(f->ctx, FC_F32, 0, NAN, 1); }
-static fc_tensor *from_data_null(fx *f) { return fc_tensor_from_data(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL); }
-static fc_tensor *from_data_overflow(fx *f) { return fc_tensor_from_data(f->ctx, FC_F32, (const int64_t[]){INT64_MAX}, 1, f->ro_data); }
-static fc_tensor *borrowed_null(fx *f) { return fc_tensor_from_borrowed(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL, true); }
-static fc_tensor *borrowed_dim_zero(fx *f) { return fc_tensor_from_borrowed(f->ctx, FC_F32, (const int64_t[]){0}, 1, f->ro_data, true); }
+static fc_tensor *from_data_null(fx *f) {
+    return fc_tensor_from_data(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL);
+}
+static fc_tensor *from_data_overflow(fx *f) {
+    return fc_tensor_from_data(f->ctx, FC_F32, (const int64_t[]){INT64_MAX}, 1, f->ro_data);
+}
+static fc_tensor *borrowed_null(fx *f) {
+    return fc_tensor_from_borrowed(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL, true);
+}
+static fc_tensor *borrowed_dim_zero(fx *f) {
+    return fc_tensor_from_borrowed(f->ctx, FC_F32, (const int64_t[]){0}, 1, f->ro_data, true);
+}
 static fc_tensor *rand_int(fx *f) { return fc_rand(f->ctx, FC_I32, (const int64_t[]){2}, 1); }
 static fc_tensor *randn_block(fx *f) { return fc_randn(f->ctx, FC_Q8_0, (const int64_t[]){32}, 1); }
 static fc_tensor *scalar_block(fx *f) { return fc_scalar(f->ctx, FC_Q8_0, 1); }
 static fc_tensor *scalar_dtype(fx *f) { return fc_scalar(f->ctx, (fc_dtype)-1, 1); }
-static fc_tensor *param_f64(fx *f) { return fc_param_zeros(f->ctx, FC_F64, (const int64_t[]){2}, 1); }
-static fc_tensor *param_int(fx *f) { return fc_param_randn(f->ctx, FC_I32, (const int64_t[]){2}, 1, 1.0); }
-static fc_tensor *param_data_null(fx *f) { return fc_param_from_data(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL); }
+static fc_tensor *param_f64(fx *f) {
+    return fc_param_zeros(f->ctx, FC_F64, (const int64_t[]){2}, 1);
+}
+static fc_tensor *param_int(fx *f) {
+    return fc_param_randn(f->ctx, FC_I32, (const int64_t[]){2}, 1, 1.0);
+}
+static fc_tensor *param_data_null(fx *f) {
+    return fc_param_from_data(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL);
+}
 
 static const bad_case creation_cases[] = {
     BAD_T(zeros_dtype, FC_ERR_DTYPE, "fc_zeros"),
@@ -77,7 +113,8 @@ static const bad_case creation_cases[] = {
     BAD_T(param_data_null, FC_ERR_NULL_ARG, NULL),
 };
 
-/* ---- data access, casts, copies, in-place writes --------------------------------------------------- */
+/* ---- data access, casts, copies, in-place writes
+ * --------------------------------------------------- */
 
 static double dbuf[8];
 static fc_tensor *data_strided(fx *f) { return (fc_tensor *)(void *)fc_tensor_data(f->nc_32); }
@@ -87,7 +124,9 @@ static fc_status copy_to_null(fx *f) { return fc_tensor_copy_to(f->f_23, NULL, 2
 static fc_status item_many(fx *f) { return fc_tensor_item(f->f_23, dbuf); }
 static fc_status item_null(fx *f) { return fc_tensor_item(f->f_1, NULL); }
 static fc_status get_range(fx *f) { return fc_tensor_get(f->f_23, (const int64_t[]){2, 0}, dbuf); }
-static fc_status get_negative(fx *f) { return fc_tensor_get(f->f_23, (const int64_t[]){0, -1}, dbuf); }
+static fc_status get_negative(fx *f) {
+    return fc_tensor_get(f->f_23, (const int64_t[]){0, -1}, dbuf);
+}
 static fc_status get_index_null(fx *f) { return fc_tensor_get(f->f_23, NULL, dbuf); }
 static fc_status get_block(fx *f) { return fc_tensor_get(f->q_232, (const int64_t[]){0, 0}, dbuf); }
 static fc_tensor *to_dtype(fx *f) { return fc_to(f->ctx, f->f_23, (fc_dtype)77); }
@@ -154,7 +193,8 @@ static const bad_case access_cases[] = {
     BAD_S(fill__block, FC_ERR_DTYPE, "fill_"),
 };
 
-/* ---- autograd ---------------------------------------------------------------------------------------- */
+/* ---- autograd
+ * ---------------------------------------------------------------------------------------- */
 
 static fc_status rg_int(fx *f) { return fc_requires_grad(f->i_23, true); }
 static fc_status rg_f64(fx *f) { return fc_requires_grad(f->d_23, true); }
@@ -226,9 +266,15 @@ static fc_tensor *gc_square(fc_ctx *ctx, fc_tensor *const *in, int n, void *user
     (void)user;
     return fc_square(ctx, in[0]);
 }
-static fc_status gc_fn_null(fx *f) { return fc_gradcheck(f->ctx, NULL, NULL, &f->d_23, 1, NULL, NULL); }
-static fc_status gc_inputs_null(fx *f) { return fc_gradcheck(f->ctx, gc_square, NULL, NULL, 1, NULL, NULL); }
-static fc_status gc_n_zero(fx *f) { return fc_gradcheck(f->ctx, gc_square, NULL, &f->d_23, 0, NULL, NULL); }
+static fc_status gc_fn_null(fx *f) {
+    return fc_gradcheck(f->ctx, NULL, NULL, &f->d_23, 1, NULL, NULL);
+}
+static fc_status gc_inputs_null(fx *f) {
+    return fc_gradcheck(f->ctx, gc_square, NULL, NULL, 1, NULL, NULL);
+}
+static fc_status gc_n_zero(fx *f) {
+    return fc_gradcheck(f->ctx, gc_square, NULL, &f->d_23, 0, NULL, NULL);
+}
 static fc_status gc_strided(fx *f) {
     fc_tensor *t = fc_transpose(f->ctx, f->d_23, 0, 1);
     fc_status st = fc_gradcheck(f->ctx, gc_square, NULL, &t, 1,
@@ -256,7 +302,8 @@ static const bad_case autograd_cases[] = {
     BAD_S(gc_strided, FC_ERR_INVALID_ARG, "fc_gradcheck"),
 };
 
-/* ---- optimizers ------------------------------------------------------------------------------------------- */
+/* ---- optimizers
+ * ------------------------------------------------------------------------------------------- */
 
 static fc_status optim_try(fx *f, const fc_optim_opts *o, fc_tensor *const *p, int n) {
     fc_optim *opt = fc_optim_new(f->ctx, o, p, n);
@@ -272,13 +319,27 @@ enum opt_change { LR_ZERO, LR_NAN, BETA1, EPS, WD, KIND, NESTEROV };
 static fc_status optim_new_with(fx *f, enum opt_change c) {
     fc_optim_opts o = adam();
     switch (c) {
-    case LR_ZERO: o.lr = 0; break;
-    case LR_NAN: o.lr = NAN; break;
-    case BETA1: o.beta1 = 1.5; break;
-    case EPS: o.eps = -1; break;
-    case WD: o.weight_decay = -1; break;
-    case KIND: o.kind = (fc_optim_kind)9; break;
-    case NESTEROV: o.kind = FC_OPTIM_SGD, o.nesterov = true; break;
+    case LR_ZERO:
+        o.lr = 0;
+        break;
+    case LR_NAN:
+        o.lr = NAN;
+        break;
+    case BETA1:
+        o.beta1 = 1.5;
+        break;
+    case EPS:
+        o.eps = -1;
+        break;
+    case WD:
+        o.weight_decay = -1;
+        break;
+    case KIND:
+        o.kind = (fc_optim_kind)9;
+        break;
+    case NESTEROV:
+        o.kind = FC_OPTIM_SGD, o.nesterov = true;
+        break;
     }
     return optim_try(f, &o, &f->p_23, 1);
 }
@@ -289,18 +350,45 @@ static fc_status on_eps(fx *f) { return optim_new_with(f, EPS); }
 static fc_status on_wd(fx *f) { return optim_new_with(f, WD); }
 static fc_status on_kind(fx *f) { return optim_new_with(f, KIND); }
 static fc_status on_nesterov(fx *f) { return optim_new_with(f, NESTEROV); }
-static fc_status on_param_int(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, &f->i_23, 1); }
-static fc_status on_param_strided(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, &f->nc_32, 1); }
-static fc_status on_param_null(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, (fc_tensor *[]){NULL}, 1); }
-static fc_status on_param_twice(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, (fc_tensor *[]){f->p_23, f->p_23}, 2); }
+static fc_status on_param_int(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, &f->i_23, 1);
+}
+static fc_status on_param_strided(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, &f->nc_32, 1);
+}
+static fc_status on_param_null(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, (fc_tensor *[]){NULL}, 1);
+}
+static fc_status on_param_twice(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, (fc_tensor *[]){f->p_23, f->p_23}, 2);
+}
 static fc_status on_opts_null(fx *f) { return optim_try(f, NULL, &f->p_23, 1); }
-static fc_status on_params_null(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, NULL, 1); }
-static fc_status on_n_neg(fx *f) { fc_optim_opts o = adam(); return optim_try(f, &o, &f->p_23, -1); }
+static fc_status on_params_null(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, NULL, 1);
+}
+static fc_status on_n_neg(fx *f) {
+    fc_optim_opts o = adam();
+    return optim_try(f, &o, &f->p_23, -1);
+}
 
 /* one bad call on a valid optimizer, freed before returning */
 enum optim_call {
-    SET_LR_NEG, GROUP_LR_RANGE, GROUP_LR_NEG, ADD_GROUP_KIND, ADD_GROUP_DUP, STEP_COUNT_NEG,
-    GROUP_OPTS_KIND, GROUP_OPTS_LR, STATE_NAME, STATE_INDEX, STATE_NULL
+    SET_LR_NEG,
+    GROUP_LR_RANGE,
+    GROUP_LR_NEG,
+    ADD_GROUP_KIND,
+    ADD_GROUP_DUP,
+    STEP_COUNT_NEG,
+    GROUP_OPTS_KIND,
+    GROUP_OPTS_LR,
+    STATE_NAME,
+    STATE_INDEX,
+    STATE_NULL
 };
 static fc_status with_optim(fx *f, enum optim_call c) {
     fc_optim_opts o = adam(), sgd = {.kind = FC_OPTIM_SGD, .lr = 0.1}, bad_lr = adam();
@@ -309,17 +397,39 @@ static fc_status with_optim(fx *f, enum optim_call c) {
     if (!opt) return FC_ERR_STATE;
     fc_status st = FC_OK;
     switch (c) {
-    case SET_LR_NEG: st = fc_optim_set_lr(opt, -1); break;
-    case GROUP_LR_RANGE: st = fc_optim_set_group_lr(opt, 1, 0.1); break;
-    case GROUP_LR_NEG: st = fc_optim_set_group_lr(opt, -1, 0.1); break;
-    case ADD_GROUP_KIND: st = fc_optim_add_group(opt, &sgd, &f->f_3, 1); break;
-    case ADD_GROUP_DUP: st = fc_optim_add_group(opt, &o, &f->p_23, 1); break;
-    case STEP_COUNT_NEG: st = fc_optim_set_step_count(opt, -1); break;
-    case GROUP_OPTS_KIND: st = fc_optim_set_group_opts(opt, 0, &sgd); break;
-    case GROUP_OPTS_LR: st = fc_optim_set_group_opts(opt, 0, &bad_lr); break;
-    case STATE_NAME: st = fc_optim_state(opt, 0, "bogus", true) ? FC_OK : fc_ctx_status(f->ctx); break;
-    case STATE_INDEX: st = fc_optim_state(opt, 1, "exp_avg", true) ? FC_OK : fc_ctx_status(f->ctx); break;
-    case STATE_NULL: st = fc_optim_state(opt, 0, NULL, true) ? FC_OK : fc_ctx_status(f->ctx); break;
+    case SET_LR_NEG:
+        st = fc_optim_set_lr(opt, -1);
+        break;
+    case GROUP_LR_RANGE:
+        st = fc_optim_set_group_lr(opt, 1, 0.1);
+        break;
+    case GROUP_LR_NEG:
+        st = fc_optim_set_group_lr(opt, -1, 0.1);
+        break;
+    case ADD_GROUP_KIND:
+        st = fc_optim_add_group(opt, &sgd, &f->f_3, 1);
+        break;
+    case ADD_GROUP_DUP:
+        st = fc_optim_add_group(opt, &o, &f->p_23, 1);
+        break;
+    case STEP_COUNT_NEG:
+        st = fc_optim_set_step_count(opt, -1);
+        break;
+    case GROUP_OPTS_KIND:
+        st = fc_optim_set_group_opts(opt, 0, &sgd);
+        break;
+    case GROUP_OPTS_LR:
+        st = fc_optim_set_group_opts(opt, 0, &bad_lr);
+        break;
+    case STATE_NAME:
+        st = fc_optim_state(opt, 0, "bogus", true) ? FC_OK : fc_ctx_status(f->ctx);
+        break;
+    case STATE_INDEX:
+        st = fc_optim_state(opt, 1, "exp_avg", true) ? FC_OK : fc_ctx_status(f->ctx);
+        break;
+    case STATE_NULL:
+        st = fc_optim_state(opt, 0, NULL, true) ? FC_OK : fc_ctx_status(f->ctx);
+        break;
     }
     fc_optim_free(opt);
     return st;
@@ -372,13 +482,16 @@ static const bad_case optim_cases[] = {
     BAD_S(clip_n_neg, FC_ERR_INVALID_ARG, "fc_clip_grad_norm"),
 };
 
-/* ---- the context ------------------------------------------------------------------------------------------ */
+/* ---- the context
+ * ------------------------------------------------------------------------------------------ */
 
 static fc_status threads_neg(fx *f) { return fc_ctx_set_threads(f->ctx, -1); }
 static fc_status scopes_too_deep(fx *f) {
-    for (int i = 0; i < 300; i++) fc_scope_begin(f->ctx);
+    for (int i = 0; i < 300; i++)
+        fc_scope_begin(f->ctx);
     fc_status st = fc_ctx_status(f->ctx);
-    for (int i = 0; i < 300; i++) fc_scope_end(f->ctx);
+    for (int i = 0; i < 300; i++)
+        fc_scope_end(f->ctx);
     return st;
 }
 static fc_status fail_records(fx *f) { return fc_ctx_fail(f->ctx, FC_ERR_FORMAT, "my_op: %d", 7); }

@@ -18,24 +18,35 @@
 #define ST_REF FUCINA_TEST_DATA_DIR "/io/st_reference.safetensors"
 #define GGUF_REF FUCINA_TEST_DATA_DIR "/io/gguf_reference_v3.gguf"
 
-static char never[512]; /* no failing writer may create it */
-static char ckpt[512];  /* a valid checkpoint: param "w" f32 [2, 3], Adam state */
+static char never[512];    /* no failing writer may create it */
+static char ckpt[512];     /* a valid checkpoint: param "w" f32 [2, 3], Adam state */
 static fc_st_file *st_ref; /* the safetensors reference, open */
-static fc_tensor *ck_w; /* the checkpoint's parameter (also in a valid optimizer) */
+static fc_tensor *ck_w;    /* the checkpoint's parameter (also in a valid optimizer) */
 
-/* ---- opening --------------------------------------------------------------------------------------- */
+/* ---- opening
+ * --------------------------------------------------------------------------------------- */
 
 static fc_st_file *st_out;
 static fc_gguf_file *gguf_out;
 static fc_status st_open_null(fx *f) { return fc_safetensors_open(NULL, &f->io, &st_out); }
 static fc_status st_open_out_null(fx *f) { return fc_safetensors_open(ST_REF, &f->io, NULL); }
-static fc_status st_open_missing(fx *f) { return fc_safetensors_open("/nonexistent/x.safetensors", &f->io, &st_out); }
-static fc_status st_open_dir(fx *f) { return fc_safetensors_open(FUCINA_TEST_DATA_DIR, &f->io, &st_out); }
+static fc_status st_open_missing(fx *f) {
+    return fc_safetensors_open("/nonexistent/x.safetensors", &f->io, &st_out);
+}
+static fc_status st_open_dir(fx *f) {
+    return fc_safetensors_open(FUCINA_TEST_DATA_DIR, &f->io, &st_out);
+}
 static fc_status st_open_gguf(fx *f) { return fc_safetensors_open(GGUF_REF, &f->io, &st_out); }
-static fc_status st_mem_null(fx *f) { return fc_safetensors_open_memory(NULL, 16, &f->io, &st_out); }
-static fc_status st_mem_short(fx *f) { return fc_safetensors_open_memory("abc", 3, &f->io, &st_out); }
+static fc_status st_mem_null(fx *f) {
+    return fc_safetensors_open_memory(NULL, 16, &f->io, &st_out);
+}
+static fc_status st_mem_short(fx *f) {
+    return fc_safetensors_open_memory("abc", 3, &f->io, &st_out);
+}
 static fc_status gguf_open_null(fx *f) { return fc_gguf_open(NULL, &f->io, &gguf_out); }
-static fc_status gguf_open_missing(fx *f) { return fc_gguf_open("/nonexistent/x.gguf", &f->io, &gguf_out); }
+static fc_status gguf_open_missing(fx *f) {
+    return fc_gguf_open("/nonexistent/x.gguf", &f->io, &gguf_out);
+}
 static fc_status gguf_open_st(fx *f) { return fc_gguf_open(ST_REF, &f->io, &gguf_out); }
 static fc_status gguf_mem_short(fx *f) { return fc_gguf_open_memory("GGUF", 4, &f->io, &gguf_out); }
 
@@ -53,25 +64,38 @@ static const bad_case open_cases[] = {
     BAD_S(gguf_mem_short, FC_ERR_FORMAT, "gguf_open"),
 };
 
-/* ---- byte-level writers ------------------------------------------------------------------------------- */
+/* ---- byte-level writers
+ * ------------------------------------------------------------------------------- */
 
 static const float two[2] = {1, 2};
 
 static fc_io_tensor io_t(void) {
-    return (fc_io_tensor){.name = "a", .dtype = FC_F32, .rank = 1, .shape = {2}, .data = two,
-                          .nbytes = 8};
+    return (fc_io_tensor){
+        .name = "a", .dtype = FC_F32, .rank = 1, .shape = {2}, .data = two, .nbytes = 8};
 }
 
 enum wr_change { W_NBYTES, W_BLOCK, W_RANK, W_DIM, W_NAME_NULL, W_NAME_UTF8 };
 static fc_status st_write_with(fx *f, enum wr_change c) {
     fc_io_tensor t = io_t();
     switch (c) {
-    case W_NBYTES: t.nbytes = 4; break;
-    case W_BLOCK: t.dtype = FC_Q8_0; break;
-    case W_RANK: t.rank = 9; break;
-    case W_DIM: t.shape[0] = -2; break;
-    case W_NAME_NULL: t.name = NULL; break;
-    case W_NAME_UTF8: t.name = "\xff"; break;
+    case W_NBYTES:
+        t.nbytes = 4;
+        break;
+    case W_BLOCK:
+        t.dtype = FC_Q8_0;
+        break;
+    case W_RANK:
+        t.rank = 9;
+        break;
+    case W_DIM:
+        t.shape[0] = -2;
+        break;
+    case W_NAME_NULL:
+        t.name = NULL;
+        break;
+    case W_NAME_UTF8:
+        t.name = "\xff";
+        break;
     }
     return fc_safetensors_write(never, &t, 1, NULL, NULL, 0, &f->io);
 }
@@ -89,7 +113,9 @@ static fc_status stw_n_neg(fx *f) {
     fc_io_tensor t = io_t();
     return fc_safetensors_write(never, &t, -1, NULL, NULL, 0, &f->io);
 }
-static fc_status stw_array_null(fx *f) { return fc_safetensors_write(never, NULL, 1, NULL, NULL, 0, &f->io); }
+static fc_status stw_array_null(fx *f) {
+    return fc_safetensors_write(never, NULL, 1, NULL, NULL, 0, &f->io);
+}
 static fc_status stw_dup(fx *f) {
     fc_io_tensor t[2] = {io_t(), io_t()};
     return fc_safetensors_write(never, t, 2, NULL, NULL, 0, &f->io);
@@ -118,10 +144,18 @@ static fc_status gguf_write_kv(fx *f, fc_gguf_kv kv) {
     fc_io_tensor t = io_t();
     return fc_gguf_write(never, &kv, 1, &t, 1, &f->io);
 }
-static fc_status gw_align(fx *f) { return gguf_write_kv(f, (fc_gguf_kv){"general.alignment", FC_GGUF_U32, 0, 0, &bad_align}); }
-static fc_status gw_type(fx *f) { return gguf_write_kv(f, (fc_gguf_kv){"k", (fc_gguf_type)77, 0, 0, &bad_align}); }
-static fc_status gw_key_null(fx *f) { return gguf_write_kv(f, (fc_gguf_kv){NULL, FC_GGUF_U32, 0, 0, &bad_align}); }
-static fc_status gw_array_type(fx *f) { return gguf_write_kv(f, (fc_gguf_kv){"k", FC_GGUF_ARRAY, (fc_gguf_type)77, 1, &bad_align}); }
+static fc_status gw_align(fx *f) {
+    return gguf_write_kv(f, (fc_gguf_kv){"general.alignment", FC_GGUF_U32, 0, 0, &bad_align});
+}
+static fc_status gw_type(fx *f) {
+    return gguf_write_kv(f, (fc_gguf_kv){"k", (fc_gguf_type)77, 0, 0, &bad_align});
+}
+static fc_status gw_key_null(fx *f) {
+    return gguf_write_kv(f, (fc_gguf_kv){NULL, FC_GGUF_U32, 0, 0, &bad_align});
+}
+static fc_status gw_array_type(fx *f) {
+    return gguf_write_kv(f, (fc_gguf_kv){"k", FC_GGUF_ARRAY, (fc_gguf_type)77, 1, &bad_align});
+}
 static fc_status gw_path_null(fx *f) {
     fc_io_tensor t = io_t();
     return fc_gguf_write(NULL, NULL, 0, &t, 1, &f->io);
@@ -173,7 +207,8 @@ static const bad_case write_cases[] = {
     BAD_S(gw_long_name, FC_ERR_INVALID_ARG, "gguf_write"),
 };
 
-/* ---- tensor-level load and save ------------------------------------------------------------------------ */
+/* ---- tensor-level load and save
+ * ------------------------------------------------------------------------ */
 
 static fc_io_tensor info_out;
 static const char *meta_k, *meta_v;
@@ -181,20 +216,52 @@ static fc_tensor *load_missing(fx *f) { return fc_safetensors_load(f->ctx, st_re
 static fc_tensor *load_file_null(fx *f) { return fc_safetensors_load(f->ctx, NULL, "f32", 0); }
 static fc_tensor *load_name_null(fx *f) { return fc_safetensors_load(f->ctx, st_ref, NULL, 0); }
 static fc_tensor *gguf_load_null(fx *f) { return fc_gguf_load(f->ctx, NULL, "x", FC_IO_COPY); }
-static fc_status info_range(fx *f) { (void)f; return fc_safetensors_tensor_info(st_ref, 999, &info_out); }
-static fc_status info_neg(fx *f) { (void)f; return fc_safetensors_tensor_info(st_ref, -1, &info_out); }
-static fc_status info_null(fx *f) { (void)f; return fc_safetensors_tensor_info(st_ref, 0, NULL); }
-static fc_status meta_range(fx *f) { (void)f; return fc_safetensors_meta_at(st_ref, 999, &meta_k, &meta_v); }
+static fc_status info_range(fx *f) {
+    (void)f;
+    return fc_safetensors_tensor_info(st_ref, 999, &info_out);
+}
+static fc_status info_neg(fx *f) {
+    (void)f;
+    return fc_safetensors_tensor_info(st_ref, -1, &info_out);
+}
+static fc_status info_null(fx *f) {
+    (void)f;
+    return fc_safetensors_tensor_info(st_ref, 0, NULL);
+}
+static fc_status meta_range(fx *f) {
+    (void)f;
+    return fc_safetensors_meta_at(st_ref, 999, &meta_k, &meta_v);
+}
 static const char *one_name[1] = {"a"};
-static fc_status save_n_neg(fx *f) { return fc_safetensors_save(f->ctx, never, one_name, &f->f_23, -1, NULL, NULL, 0); }
-static fc_status save_names_null(fx *f) { return fc_safetensors_save(f->ctx, never, NULL, &f->f_23, 1, NULL, NULL, 0); }
-static fc_status save_tensor_null(fx *f) { return fc_safetensors_save(f->ctx, never, one_name, (fc_tensor *[]){NULL}, 1, NULL, NULL, 0); }
-static fc_status save_block(fx *f) { return fc_safetensors_save(f->ctx, never, one_name, &f->q_232, 1, NULL, NULL, 0); }
-static fc_status save_dup(fx *f) { return fc_safetensors_save(f->ctx, never, (const char *[]){"a", "a"}, (fc_tensor *[]){f->f_23, f->f_3}, 2, NULL, NULL, 0); }
-static fc_status save_path_null(fx *f) { return fc_safetensors_save(f->ctx, NULL, one_name, &f->f_23, 1, NULL, NULL, 0); }
-static fc_status save_no_dir(fx *f) { return fc_safetensors_save(f->ctx, "/nonexistent/dir/x.st", one_name, &f->f_23, 1, NULL, NULL, 0); }
-static fc_status gguf_save_bool(fx *f) { return fc_gguf_save(f->ctx, never, NULL, 0, one_name, &f->b_23, 1); }
-static fc_status gguf_save_n_neg(fx *f) { return fc_gguf_save(f->ctx, never, NULL, 0, one_name, &f->f_23, -1); }
+static fc_status save_n_neg(fx *f) {
+    return fc_safetensors_save(f->ctx, never, one_name, &f->f_23, -1, NULL, NULL, 0);
+}
+static fc_status save_names_null(fx *f) {
+    return fc_safetensors_save(f->ctx, never, NULL, &f->f_23, 1, NULL, NULL, 0);
+}
+static fc_status save_tensor_null(fx *f) {
+    return fc_safetensors_save(f->ctx, never, one_name, (fc_tensor *[]){NULL}, 1, NULL, NULL, 0);
+}
+static fc_status save_block(fx *f) {
+    return fc_safetensors_save(f->ctx, never, one_name, &f->q_232, 1, NULL, NULL, 0);
+}
+static fc_status save_dup(fx *f) {
+    return fc_safetensors_save(f->ctx, never, (const char *[]){"a", "a"},
+                               (fc_tensor *[]){f->f_23, f->f_3}, 2, NULL, NULL, 0);
+}
+static fc_status save_path_null(fx *f) {
+    return fc_safetensors_save(f->ctx, NULL, one_name, &f->f_23, 1, NULL, NULL, 0);
+}
+static fc_status save_no_dir(fx *f) {
+    return fc_safetensors_save(f->ctx, "/nonexistent/dir/x.st", one_name, &f->f_23, 1, NULL, NULL,
+                               0);
+}
+static fc_status gguf_save_bool(fx *f) {
+    return fc_gguf_save(f->ctx, never, NULL, 0, one_name, &f->b_23, 1);
+}
+static fc_status gguf_save_n_neg(fx *f) {
+    return fc_gguf_save(f->ctx, never, NULL, 0, one_name, &f->f_23, -1);
+}
 
 static const bad_case tensor_io_cases[] = {
     BAD_T(load_missing, FC_ERR_INDEX, "fc_safetensors_load"),
@@ -216,25 +283,52 @@ static const bad_case tensor_io_cases[] = {
     BAD_S(gguf_save_n_neg, FC_ERR_INVALID_ARG, "fc_gguf_save"),
 };
 
-/* ---- checkpoints --------------------------------------------------------------------------------------- */
+/* ---- checkpoints
+ * --------------------------------------------------------------------------------------- */
 
 static const char *w_name[1] = {"w"};
 static fc_status cs_reserved(fx *f) {
     return fc_checkpoint_save(f->ctx, never, w_name, &f->p_23, 1, NULL, (const char *[]){"rng.x"},
                               (const char *[]){"1"}, 1);
 }
-static fc_status cs_name_empty(fx *f) { return fc_checkpoint_save(f->ctx, never, (const char *[]){""}, &f->p_23, 1, NULL, NULL, NULL, 0); }
-static fc_status cs_name_dup(fx *f) { return fc_checkpoint_save(f->ctx, never, (const char *[]){"w", "w"}, (fc_tensor *[]){f->p_23, f->f_3}, 2, NULL, NULL, NULL, 0); }
-static fc_status cs_block(fx *f) { return fc_checkpoint_save(f->ctx, never, w_name, &f->q_232, 1, NULL, NULL, NULL, 0); }
-static fc_status cs_n_neg(fx *f) { return fc_checkpoint_save(f->ctx, never, w_name, &f->p_23, -1, NULL, NULL, NULL, 0); }
-static fc_status cs_path_null(fx *f) { return fc_checkpoint_save(f->ctx, NULL, w_name, &f->p_23, 1, NULL, NULL, NULL, 0); }
-static fc_status cs_param_null(fx *f) { return fc_checkpoint_save(f->ctx, never, w_name, (fc_tensor *[]){NULL}, 1, NULL, NULL, NULL, 0); }
-static fc_status cl_not_checkpoint(fx *f) { return fc_checkpoint_load(f->ctx, ST_REF, w_name, &f->p_23, 1, NULL); }
-static fc_status cl_missing_file(fx *f) { return fc_checkpoint_load(f->ctx, "/nonexistent/ck", w_name, &f->p_23, 1, NULL); }
-static fc_status cl_missing_name(fx *f) { return fc_checkpoint_load(f->ctx, ckpt, (const char *[]){"zz"}, &f->p_23, 1, NULL); }
-static fc_status cl_shape(fx *f) { return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->f_32, 1, NULL); }
-static fc_status cl_dtype(fx *f) { return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->h_23, 1, NULL); }
-static fc_status cl_read_only(fx *f) { return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->ro_23, 1, NULL); }
+static fc_status cs_name_empty(fx *f) {
+    return fc_checkpoint_save(f->ctx, never, (const char *[]){""}, &f->p_23, 1, NULL, NULL, NULL,
+                              0);
+}
+static fc_status cs_name_dup(fx *f) {
+    return fc_checkpoint_save(f->ctx, never, (const char *[]){"w", "w"},
+                              (fc_tensor *[]){f->p_23, f->f_3}, 2, NULL, NULL, NULL, 0);
+}
+static fc_status cs_block(fx *f) {
+    return fc_checkpoint_save(f->ctx, never, w_name, &f->q_232, 1, NULL, NULL, NULL, 0);
+}
+static fc_status cs_n_neg(fx *f) {
+    return fc_checkpoint_save(f->ctx, never, w_name, &f->p_23, -1, NULL, NULL, NULL, 0);
+}
+static fc_status cs_path_null(fx *f) {
+    return fc_checkpoint_save(f->ctx, NULL, w_name, &f->p_23, 1, NULL, NULL, NULL, 0);
+}
+static fc_status cs_param_null(fx *f) {
+    return fc_checkpoint_save(f->ctx, never, w_name, (fc_tensor *[]){NULL}, 1, NULL, NULL, NULL, 0);
+}
+static fc_status cl_not_checkpoint(fx *f) {
+    return fc_checkpoint_load(f->ctx, ST_REF, w_name, &f->p_23, 1, NULL);
+}
+static fc_status cl_missing_file(fx *f) {
+    return fc_checkpoint_load(f->ctx, "/nonexistent/ck", w_name, &f->p_23, 1, NULL);
+}
+static fc_status cl_missing_name(fx *f) {
+    return fc_checkpoint_load(f->ctx, ckpt, (const char *[]){"zz"}, &f->p_23, 1, NULL);
+}
+static fc_status cl_shape(fx *f) {
+    return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->f_32, 1, NULL);
+}
+static fc_status cl_dtype(fx *f) {
+    return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->h_23, 1, NULL);
+}
+static fc_status cl_read_only(fx *f) {
+    return fc_checkpoint_load(f->ctx, ckpt, w_name, &f->ro_23, 1, NULL);
+}
 static fc_status cl_strided(fx *f) {
     fc_tensor *t = fc_transpose(f->ctx, f->f_32, 0, 1); /* [2, 3], not contiguous */
     fc_status st = fc_checkpoint_load(f->ctx, ckpt, w_name, &t, 1, NULL);
@@ -272,20 +366,45 @@ static const bad_case checkpoint_cases[] = {
     BAD_S(cl_optim_kind, FC_ERR_FORMAT, "fc_checkpoint_load"),
 };
 
-/* ---- byte-level quantizers (no message channel) ------------------------------------------------------------ */
+/* ---- byte-level quantizers (no message channel)
+ * ------------------------------------------------------------ */
 
 static float qsrc[64];
 static uint8_t qdst[512];
 static int8_t qcodes[64];
 static float qscales[8];
-static fc_status q_src_null(fx *f) { (void)f; return fc_quantize(FC_Q8_0, NULL, qdst, 1, 32); }
-static fc_status q_dst_null(fx *f) { (void)f; return fc_quantize(FC_Q8_0, qsrc, NULL, 1, 32); }
-static fc_status q_scalar(fx *f) { (void)f; return fc_quantize(FC_F32, qsrc, qdst, 1, 32); }
-static fc_status q_cols(fx *f) { (void)f; return fc_quantize(FC_Q8_0, qsrc, qdst, 1, 31); }
-static fc_status q_rows(fx *f) { (void)f; return fc_quantize(FC_Q8_0, qsrc, qdst, 0, 32); }
-static fc_status q_rows_neg(fx *f) { (void)f; return fc_quantize(FC_Q8_0, qsrc, qdst, -1, 32); }
-static fc_status q_overflow(fx *f) { (void)f; return fc_quantize(FC_Q8_0, qsrc, qdst, INT64_MAX, 32); }
-static fc_status q_needs_imatrix(fx *f) { (void)f; return fc_quantize(FC_IQ2_XXS, qsrc, qdst, 1, 256); }
+static fc_status q_src_null(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, NULL, qdst, 1, 32);
+}
+static fc_status q_dst_null(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, qsrc, NULL, 1, 32);
+}
+static fc_status q_scalar(fx *f) {
+    (void)f;
+    return fc_quantize(FC_F32, qsrc, qdst, 1, 32);
+}
+static fc_status q_cols(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, qsrc, qdst, 1, 31);
+}
+static fc_status q_rows(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, qsrc, qdst, 0, 32);
+}
+static fc_status q_rows_neg(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, qsrc, qdst, -1, 32);
+}
+static fc_status q_overflow(fx *f) {
+    (void)f;
+    return fc_quantize(FC_Q8_0, qsrc, qdst, INT64_MAX, 32);
+}
+static fc_status q_needs_imatrix(fx *f) {
+    (void)f;
+    return fc_quantize(FC_IQ2_XXS, qsrc, qdst, 1, 256);
+}
 static fc_status q_nan(fx *f) {
     (void)f;
     qsrc[3] = NAN;
@@ -293,45 +412,93 @@ static fc_status q_nan(fx *f) {
     qsrc[3] = 0;
     return st;
 }
-static fc_status q_flags(fx *f) { (void)f; return fc_quantize_ex(FC_Q8_0, qsrc, qdst, 1, 32, NULL, 8); }
-static fc_status q_flag_dtype(fx *f) { (void)f; return fc_quantize_ex(FC_Q8_0, qsrc, qdst, 1, 32, NULL, FC_QUANT_IQ4NL_REF); }
+static fc_status q_flags(fx *f) {
+    (void)f;
+    return fc_quantize_ex(FC_Q8_0, qsrc, qdst, 1, 32, NULL, 8);
+}
+static fc_status q_flag_dtype(fx *f) {
+    (void)f;
+    return fc_quantize_ex(FC_Q8_0, qsrc, qdst, 1, 32, NULL, FC_QUANT_IQ4NL_REF);
+}
 static fc_status q_imatrix_neg(fx *f) {
     (void)f;
     float im[32] = {-1};
     return fc_quantize_ex(FC_Q4_0, qsrc, qdst, 1, 32, im, 0);
 }
-static fc_status dq_src_null(fx *f) { (void)f; return fc_dequantize(FC_Q8_0, NULL, qsrc, 1, 32); }
-static fc_status dq_dtype(fx *f) { (void)f; return fc_dequantize((fc_dtype)99, qdst, qsrc, 1, 32); }
-static fc_status bq_kind(fx *f) { (void)f; return fc_blockq_quantize((fc_blockq_kind)5, qsrc, 8, 4, qcodes, qscales); }
-static fc_status bq_n_zero(fx *f) { (void)f; return fc_blockq_quantize(FC_BLOCKQ_INT8, qsrc, 0, 4, qcodes, qscales); }
-static fc_status bq_block_zero(fx *f) { (void)f; return fc_blockq_quantize(FC_BLOCKQ_NF4, qsrc, 8, 0, qcodes, qscales); }
-static fc_status bq_null(fx *f) { (void)f; return fc_blockq_quantize(FC_BLOCKQ_INT4, NULL, 8, 4, qcodes, qscales); }
+static fc_status dq_src_null(fx *f) {
+    (void)f;
+    return fc_dequantize(FC_Q8_0, NULL, qsrc, 1, 32);
+}
+static fc_status dq_dtype(fx *f) {
+    (void)f;
+    return fc_dequantize((fc_dtype)99, qdst, qsrc, 1, 32);
+}
+static fc_status bq_kind(fx *f) {
+    (void)f;
+    return fc_blockq_quantize((fc_blockq_kind)5, qsrc, 8, 4, qcodes, qscales);
+}
+static fc_status bq_n_zero(fx *f) {
+    (void)f;
+    return fc_blockq_quantize(FC_BLOCKQ_INT8, qsrc, 0, 4, qcodes, qscales);
+}
+static fc_status bq_block_zero(fx *f) {
+    (void)f;
+    return fc_blockq_quantize(FC_BLOCKQ_NF4, qsrc, 8, 0, qcodes, qscales);
+}
+static fc_status bq_null(fx *f) {
+    (void)f;
+    return fc_blockq_quantize(FC_BLOCKQ_INT4, NULL, 8, 4, qcodes, qscales);
+}
 static fc_status bdq_code(fx *f) {
     (void)f;
     const int8_t codes[8] = {9};
     return fc_blockq_dequantize(FC_BLOCKQ_INT4, codes, (const float[]){1, 1}, 8, 4, qsrc);
 }
-static fc_status bdq_scale(fx *f) { (void)f; return fc_blockq_dequantize(FC_BLOCKQ_INT8, qcodes, (const float[]){-1, 1}, 8, 4, qsrc); }
-static fc_status pack_code(fx *f) { (void)f; return fc_pack_int4((const int8_t[]){8, 0}, 2, qdst); }
-static fc_status pack_null(fx *f) { (void)f; return fc_pack_int4(NULL, 2, qdst); }
-static fc_status unpack_null(fx *f) { (void)f; return fc_unpack_int4(NULL, 2, qcodes); }
+static fc_status bdq_scale(fx *f) {
+    (void)f;
+    return fc_blockq_dequantize(FC_BLOCKQ_INT8, qcodes, (const float[]){-1, 1}, 8, 4, qsrc);
+}
+static fc_status pack_code(fx *f) {
+    (void)f;
+    return fc_pack_int4((const int8_t[]){8, 0}, 2, qdst);
+}
+static fc_status pack_null(fx *f) {
+    (void)f;
+    return fc_pack_int4(NULL, 2, qdst);
+}
+static fc_status unpack_null(fx *f) {
+    (void)f;
+    return fc_unpack_int4(NULL, 2, qcodes);
+}
 
 static const bad_case quant_cases[] = {
-    BAD_S(q_src_null, FC_ERR_NULL_ARG, NULL),     BAD_S(q_dst_null, FC_ERR_NULL_ARG, NULL),
-    BAD_S(q_scalar, FC_ERR_DTYPE, NULL),          BAD_S(q_cols, FC_ERR_INVALID_SHAPE, NULL),
-    BAD_S(q_rows, FC_ERR_INVALID_SHAPE, NULL),    BAD_S(q_rows_neg, FC_ERR_INVALID_SHAPE, NULL),
-    BAD_S(q_overflow, FC_ERR_OVERFLOW, NULL),     BAD_S(q_needs_imatrix, FC_ERR_INVALID_ARG, NULL),
-    BAD_S(q_nan, FC_ERR_NON_FINITE, NULL),        BAD_S(q_flags, FC_ERR_INVALID_ARG, NULL),
-    BAD_S(q_flag_dtype, FC_ERR_INVALID_ARG, NULL), BAD_S(q_imatrix_neg, FC_ERR_INVALID_ARG, NULL),
-    BAD_S(dq_src_null, FC_ERR_NULL_ARG, NULL),    BAD_S(dq_dtype, FC_ERR_DTYPE, NULL),
-    BAD_S(bq_kind, FC_ERR_INVALID_ARG, NULL),     BAD_S(bq_n_zero, FC_ERR_INVALID_SHAPE, NULL),
-    BAD_S(bq_block_zero, FC_ERR_INVALID_SHAPE, NULL), BAD_S(bq_null, FC_ERR_NULL_ARG, NULL),
-    BAD_S(bdq_code, FC_ERR_INVALID_ARG, NULL),    BAD_S(bdq_scale, FC_ERR_INVALID_ARG, NULL),
-    BAD_S(pack_code, FC_ERR_INVALID_ARG, NULL),   BAD_S(pack_null, FC_ERR_NULL_ARG, NULL),
+    BAD_S(q_src_null, FC_ERR_NULL_ARG, NULL),
+    BAD_S(q_dst_null, FC_ERR_NULL_ARG, NULL),
+    BAD_S(q_scalar, FC_ERR_DTYPE, NULL),
+    BAD_S(q_cols, FC_ERR_INVALID_SHAPE, NULL),
+    BAD_S(q_rows, FC_ERR_INVALID_SHAPE, NULL),
+    BAD_S(q_rows_neg, FC_ERR_INVALID_SHAPE, NULL),
+    BAD_S(q_overflow, FC_ERR_OVERFLOW, NULL),
+    BAD_S(q_needs_imatrix, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(q_nan, FC_ERR_NON_FINITE, NULL),
+    BAD_S(q_flags, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(q_flag_dtype, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(q_imatrix_neg, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(dq_src_null, FC_ERR_NULL_ARG, NULL),
+    BAD_S(dq_dtype, FC_ERR_DTYPE, NULL),
+    BAD_S(bq_kind, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(bq_n_zero, FC_ERR_INVALID_SHAPE, NULL),
+    BAD_S(bq_block_zero, FC_ERR_INVALID_SHAPE, NULL),
+    BAD_S(bq_null, FC_ERR_NULL_ARG, NULL),
+    BAD_S(bdq_code, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(bdq_scale, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(pack_code, FC_ERR_INVALID_ARG, NULL),
+    BAD_S(pack_null, FC_ERR_NULL_ARG, NULL),
     BAD_S(unpack_null, FC_ERR_NULL_ARG, NULL),
 };
 
-/* ---- driver ---------------------------------------------------------------------------------------------- */
+/* ---- driver
+ * ---------------------------------------------------------------------------------------------- */
 
 static void run_table(void **state, const bad_case *cases, size_t n) {
     assert_int_equal(bad_run(*state, cases, n, NULL), 0);
@@ -369,7 +536,8 @@ static int setup(void **state) {
              (int)getpid());
     /* a checkpoint of one f32 [2, 3] parameter "w" with Adam state */
     ck_w = fc_param_zeros(f->ctx, FC_F32, (const int64_t[]){2, 3}, 2);
-    fc_optim *o = fc_optim_new(f->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}, &ck_w, 1);
+    fc_optim *o =
+        fc_optim_new(f->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}, &ck_w, 1);
     if (!o || fc_checkpoint_save(f->ctx, ckpt, w_name, &ck_w, 1, o, NULL, NULL, 0) != FC_OK)
         return -1;
     fc_optim_free(o);

@@ -24,15 +24,20 @@ static fc_tensor *bin_block(fx *f) { return g_bin(f->ctx, f->q_232, f->q_232); }
 static fc_tensor *bin_f8(fx *f) { return g_bin(f->ctx, f->e8_23, f->e8_23); }
 
 static const bad_case bin_cases[] = {
-    BAD_T(bin_null_a, FC_ERR_NULL_ARG, NULL),    BAD_T(bin_null_b, FC_ERR_NULL_ARG, NULL),
-    BAD_T(bin_dtypes, FC_ERR_DTYPE, NULL),       BAD_T(bin_shapes, FC_ERR_SHAPE_MISMATCH, NULL),
-    BAD_T(bin_shapes_3d, FC_ERR_SHAPE_MISMATCH, NULL), BAD_T(bin_block, FC_ERR_DTYPE, NULL),
+    BAD_T(bin_null_a, FC_ERR_NULL_ARG, NULL),
+    BAD_T(bin_null_b, FC_ERR_NULL_ARG, NULL),
+    BAD_T(bin_dtypes, FC_ERR_DTYPE, NULL),
+    BAD_T(bin_shapes, FC_ERR_SHAPE_MISMATCH, NULL),
+    BAD_T(bin_shapes_3d, FC_ERR_SHAPE_MISMATCH, NULL),
+    BAD_T(bin_block, FC_ERR_DTYPE, NULL),
     BAD_T(bin_f8, FC_ERR_DTYPE, NULL),
 };
 /* logical ops read any non-block dtype (mixed dtypes are allowed) */
 static const bad_case logic_cases[] = {
-    BAD_T(bin_null_a, FC_ERR_NULL_ARG, NULL), BAD_T(bin_null_b, FC_ERR_NULL_ARG, NULL),
-    BAD_T(bin_shapes, FC_ERR_SHAPE_MISMATCH, NULL), BAD_T(bin_block, FC_ERR_DTYPE, NULL),
+    BAD_T(bin_null_a, FC_ERR_NULL_ARG, NULL),
+    BAD_T(bin_null_b, FC_ERR_NULL_ARG, NULL),
+    BAD_T(bin_shapes, FC_ERR_SHAPE_MISMATCH, NULL),
+    BAD_T(bin_block, FC_ERR_DTYPE, NULL),
 };
 
 static const struct {
@@ -40,11 +45,20 @@ static const struct {
     bin_fn fn;
     bool logical;
 } bin_ops[] = {
-    {"add", fc_add, false},         {"sub", fc_sub, false},          {"mul", fc_mul, false},
-    {"div", fc_div, false},         {"pow", fc_pow, false},          {"maximum", fc_maximum, false},
-    {"minimum", fc_minimum, false}, {"eq", fc_eq, false},            {"ne", fc_ne, false},
-    {"lt", fc_lt, false},           {"le", fc_le, false},            {"gt", fc_gt, false},
-    {"ge", fc_ge, false},           {"logical_and", fc_logical_and, true},
+    {"add", fc_add, false},
+    {"sub", fc_sub, false},
+    {"mul", fc_mul, false},
+    {"div", fc_div, false},
+    {"pow", fc_pow, false},
+    {"maximum", fc_maximum, false},
+    {"minimum", fc_minimum, false},
+    {"eq", fc_eq, false},
+    {"ne", fc_ne, false},
+    {"lt", fc_lt, false},
+    {"le", fc_le, false},
+    {"gt", fc_gt, false},
+    {"ge", fc_ge, false},
+    {"logical_and", fc_logical_and, true},
     {"logical_or", fc_logical_or, true},
 };
 
@@ -81,11 +95,11 @@ static const struct {
     const char *name;
     scal_fn fn;
 } scal_ops[] = {
-    {"add_scalar", fc_add_scalar}, {"sub_scalar", fc_sub_scalar},
-    {"rsub_scalar", fc_rsub_scalar}, {"mul_scalar", fc_mul_scalar},
-    {"div_scalar", fc_div_scalar}, {"pow_scalar", fc_pow_scalar},
+    {"add_scalar", fc_add_scalar},         {"sub_scalar", fc_sub_scalar},
+    {"rsub_scalar", fc_rsub_scalar},       {"mul_scalar", fc_mul_scalar},
+    {"div_scalar", fc_div_scalar},         {"pow_scalar", fc_pow_scalar},
     {"maximum_scalar", fc_maximum_scalar}, {"minimum_scalar", fc_minimum_scalar},
-    {"eq_scalar", fc_eq_scalar}, {"lt_scalar", fc_lt_scalar},
+    {"eq_scalar", fc_eq_scalar},           {"lt_scalar", fc_lt_scalar},
     {"gt_scalar", fc_gt_scalar},
 };
 
@@ -113,7 +127,8 @@ static void test_bad_input_ops_scalar_forms(void **state) {
     assert_int_equal(bad, 0);
 }
 
-/* ---- unary ops --------------------------------------------------------------------------------- */
+/* ---- unary ops ---------------------------------------------------------------------------------
+ */
 
 typedef fc_tensor *(*un_fn)(fc_ctx *, fc_tensor *);
 static un_fn g_un;
@@ -147,17 +162,28 @@ static const struct {
     un_fn fn;
     bool signed_ok;
 } un_ops[] = {
-    {"neg", fc_neg, true},       {"abs", fc_abs, true},
-    {"sign", fc_sign, true},     {"square", fc_square, true},
-    {"sqrt", fc_sqrt, false},    {"rsqrt", fc_rsqrt, false},
-    {"reciprocal", fc_reciprocal, false}, {"exp", fc_exp, false},
-    {"log", fc_log, false},      {"log1p", fc_log1p, false},
-    {"expm1", fc_expm1, false},  {"sin", fc_sin, false},
-    {"cos", fc_cos, false},      {"tanh", fc_tanh, false},
-    {"sigmoid", fc_sigmoid, false}, {"relu", fc_relu, false},
-    {"gelu", gelu_tanh, false},  {"gelu", gelu_erf, false},
-    {"silu", fc_silu, false},    {"softplus", fc_softplus, false},
-    {"leaky_relu", leaky, false}, {"clamp", clamp01, false},
+    {"neg", fc_neg, true},
+    {"abs", fc_abs, true},
+    {"sign", fc_sign, true},
+    {"square", fc_square, true},
+    {"sqrt", fc_sqrt, false},
+    {"rsqrt", fc_rsqrt, false},
+    {"reciprocal", fc_reciprocal, false},
+    {"exp", fc_exp, false},
+    {"log", fc_log, false},
+    {"log1p", fc_log1p, false},
+    {"expm1", fc_expm1, false},
+    {"sin", fc_sin, false},
+    {"cos", fc_cos, false},
+    {"tanh", fc_tanh, false},
+    {"sigmoid", fc_sigmoid, false},
+    {"relu", fc_relu, false},
+    {"gelu", gelu_tanh, false},
+    {"gelu", gelu_erf, false},
+    {"silu", fc_silu, false},
+    {"softplus", fc_softplus, false},
+    {"leaky_relu", leaky, false},
+    {"clamp", clamp01, false},
     {"logical_not", fc_logical_not, true},
 };
 
@@ -191,24 +217,34 @@ static void test_bad_input_ops_unary(void **state) {
     assert_int_equal(bad, 0);
 }
 
-/* ---- reductions over axes ------------------------------------------------------------------------- */
+/* ---- reductions over axes
+ * ------------------------------------------------------------------------- */
 
 typedef fc_tensor *(*red_fn)(fc_ctx *, fc_tensor *, const int *, int, bool);
 static red_fn g_red;
 
 static fc_tensor *red_null(fx *f) { return g_red(f->ctx, NULL, NULL, 0, false); }
 static fc_tensor *red_axis(fx *f) { return g_red(f->ctx, f->f_23, (const int[]){2}, 1, false); }
-static fc_tensor *red_axis_neg(fx *f) { return g_red(f->ctx, f->f_23, (const int[]){-3}, 1, false); }
-static fc_tensor *red_repeat(fx *f) { return g_red(f->ctx, f->f_23, (const int[]){1, -1}, 2, false); }
+static fc_tensor *red_axis_neg(fx *f) {
+    return g_red(f->ctx, f->f_23, (const int[]){-3}, 1, false);
+}
+static fc_tensor *red_repeat(fx *f) {
+    return g_red(f->ctx, f->f_23, (const int[]){1, -1}, 2, false);
+}
 static fc_tensor *red_axes_null(fx *f) { return g_red(f->ctx, f->f_23, NULL, 1, false); }
-static fc_tensor *red_naxes_neg(fx *f) { return g_red(f->ctx, f->f_23, (const int[]){0}, -1, false); }
+static fc_tensor *red_naxes_neg(fx *f) {
+    return g_red(f->ctx, f->f_23, (const int[]){0}, -1, false);
+}
 static fc_tensor *red_block(fx *f) { return g_red(f->ctx, f->q_232, NULL, 0, false); }
 static fc_tensor *red_int(fx *f) { return g_red(f->ctx, f->i_23, NULL, 0, false); }
 
 static const bad_case red_cases[] = {
-    BAD_T(red_null, FC_ERR_NULL_ARG, NULL),         BAD_T(red_axis, FC_ERR_AXIS, NULL),
-    BAD_T(red_axis_neg, FC_ERR_AXIS, NULL),         BAD_T(red_repeat, FC_ERR_INVALID_ARG, NULL),
-    BAD_T(red_axes_null, FC_ERR_NULL_ARG, NULL),    BAD_T(red_naxes_neg, FC_ERR_INVALID_ARG, NULL),
+    BAD_T(red_null, FC_ERR_NULL_ARG, NULL),
+    BAD_T(red_axis, FC_ERR_AXIS, NULL),
+    BAD_T(red_axis_neg, FC_ERR_AXIS, NULL),
+    BAD_T(red_repeat, FC_ERR_INVALID_ARG, NULL),
+    BAD_T(red_axes_null, FC_ERR_NULL_ARG, NULL),
+    BAD_T(red_naxes_neg, FC_ERR_INVALID_ARG, NULL),
     BAD_T(red_block, FC_ERR_DTYPE, NULL),
     BAD_T(red_int, FC_ERR_DTYPE, NULL), /* float-only reductions: keep last */
 };
@@ -225,8 +261,9 @@ static const struct {
     red_fn fn;
     bool float_only;
 } red_ops[] = {
-    {"sum", fc_sum, false},   {"mean", fc_mean, true}, {"prod", fc_prod, false},
-    {"max", fc_max, false},   {"min", fc_min, false},  {"var", var1, true},
+    {"sum", fc_sum, false},   {"mean", fc_mean, true},
+    {"prod", fc_prod, false}, {"max", fc_max, false},
+    {"min", fc_min, false},   {"var", var1, true},
     {"std", std0, true},      {"logsumexp", fc_logsumexp, true},
     {"all", fc_all, false},   {"any", fc_any, false},
 };
@@ -240,8 +277,8 @@ static fc_tensor *cumsum_null(fx *f) { return fc_cumsum(f->ctx, NULL, 0); }
 static fc_tensor *cumsum_block(fx *f) { return fc_cumsum(f->ctx, f->q_232, 0); }
 
 static const bad_case axis_cases[] = {
-    BAD_T(argmax_axis, FC_ERR_AXIS, "argmax"),   BAD_T(argmin_axis, FC_ERR_AXIS, "argmin"),
-    BAD_T(argmax_block, FC_ERR_DTYPE, "argmax"), BAD_T(cumsum_axis, FC_ERR_AXIS, "cumsum"),
+    BAD_T(argmax_axis, FC_ERR_AXIS, "argmax"),     BAD_T(argmin_axis, FC_ERR_AXIS, "argmin"),
+    BAD_T(argmax_block, FC_ERR_DTYPE, "argmax"),   BAD_T(cumsum_axis, FC_ERR_AXIS, "cumsum"),
     BAD_T(cumsum_null, FC_ERR_NULL_ARG, "cumsum"), BAD_T(cumsum_block, FC_ERR_DTYPE, "cumsum"),
 };
 
@@ -257,25 +294,36 @@ static void test_bad_input_ops_reductions(void **state) {
     assert_int_equal(bad, 0);
 }
 
-/* ---- softmax, norms, losses ------------------------------------------------------------------------ */
+/* ---- softmax, norms, losses
+ * ------------------------------------------------------------------------ */
 
 static fc_tensor *softmax_axis(fx *f) { return fc_softmax(f->ctx, f->f_23, 2); }
 static fc_tensor *softmax_int(fx *f) { return fc_softmax(f->ctx, f->i_23, 0); }
 static fc_tensor *softmax_null(fx *f) { return fc_softmax(f->ctx, NULL, 0); }
 static fc_tensor *log_softmax_axis(fx *f) { return fc_log_softmax(f->ctx, f->f_23, -3); }
 static fc_tensor *log_softmax_block(fx *f) { return fc_log_softmax(f->ctx, f->q_232, 0); }
-static fc_tensor *ln_weight_shape(fx *f) { return fc_layer_norm(f->ctx, f->f_23, f->f_4, NULL, 1e-5); }
-static fc_tensor *ln_bias_dtype(fx *f) { return fc_layer_norm(f->ctx, f->d_23, NULL, f->f_3, 1e-5); }
+static fc_tensor *ln_weight_shape(fx *f) {
+    return fc_layer_norm(f->ctx, f->f_23, f->f_4, NULL, 1e-5);
+}
+static fc_tensor *ln_bias_dtype(fx *f) {
+    return fc_layer_norm(f->ctx, f->d_23, NULL, f->f_3, 1e-5);
+}
 static fc_tensor *ln_eps(fx *f) { return fc_layer_norm(f->ctx, f->f_23, NULL, NULL, -1); }
 static fc_tensor *ln_eps_nan(fx *f) { return fc_layer_norm(f->ctx, f->f_23, NULL, NULL, NAN); }
 static fc_tensor *ln_int(fx *f) { return fc_layer_norm(f->ctx, f->i_23, NULL, NULL, 1e-5); }
 static fc_tensor *rms_weight_dtype(fx *f) { return fc_rms_norm(f->ctx, f->f_23, f->d_23, 1e-5); }
 static fc_tensor *rms_weight_shape(fx *f) { return fc_rms_norm(f->ctx, f->f_23, f->f_4, 1e-5); }
 static fc_tensor *rms_null(fx *f) { return fc_rms_norm(f->ctx, NULL, NULL, 1e-5); }
-static fc_tensor *ce_target_range(fx *f) { return fc_cross_entropy(f->ctx, f->f_23, f->idx_bad, NULL); }
-static fc_tensor *ce_target_neg(fx *f) { return fc_cross_entropy(f->ctx, f->f_23, f->idx_neg, NULL); }
+static fc_tensor *ce_target_range(fx *f) {
+    return fc_cross_entropy(f->ctx, f->f_23, f->idx_bad, NULL);
+}
+static fc_tensor *ce_target_neg(fx *f) {
+    return fc_cross_entropy(f->ctx, f->f_23, f->idx_neg, NULL);
+}
 static fc_tensor *ce_target_float(fx *f) { return fc_cross_entropy(f->ctx, f->f_23, f->f_3, NULL); }
-static fc_tensor *ce_target_shape(fx *f) { return fc_cross_entropy(f->ctx, f->f_23, f->i_23, NULL); }
+static fc_tensor *ce_target_shape(fx *f) {
+    return fc_cross_entropy(f->ctx, f->f_23, f->i_23, NULL);
+}
 static fc_tensor *ce_logits_rank(fx *f) { return fc_cross_entropy(f->ctx, f->f_234, f->t_2, NULL); }
 static fc_tensor *ce_logits_int(fx *f) { return fc_cross_entropy(f->ctx, f->i_23, f->t_2, NULL); }
 static fc_tensor *ce_smoothing(fx *f) {
@@ -319,21 +367,35 @@ static const bad_case norm_loss_cases[] = {
 
 static void test_bad_input_ops_softmax_norm_loss(void **state) {
     fx *f = *state;
-    assert_int_equal(bad_run(f, norm_loss_cases, sizeof norm_loss_cases / sizeof norm_loss_cases[0],
-                             NULL),
-                     0);
+    assert_int_equal(
+        bad_run(f, norm_loss_cases, sizeof norm_loss_cases / sizeof norm_loss_cases[0], NULL), 0);
 }
 
-/* ---- layout ---------------------------------------------------------------------------------------- */
+/* ---- layout
+ * ---------------------------------------------------------------------------------------- */
 
-static fc_tensor *reshape_numel(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){4, 2}, 2); }
-static fc_tensor *reshape_two_inferred(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){-1, -1}, 2); }
-static fc_tensor *reshape_negative(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){-2, -3}, 2); }
-static fc_tensor *reshape_zero(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){0, 6}, 2); }
-static fc_tensor *reshape_overflow(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){INT64_MAX, 2}, 2); }
+static fc_tensor *reshape_numel(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){4, 2}, 2);
+}
+static fc_tensor *reshape_two_inferred(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){-1, -1}, 2);
+}
+static fc_tensor *reshape_negative(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){-2, -3}, 2);
+}
+static fc_tensor *reshape_zero(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){0, 6}, 2);
+}
+static fc_tensor *reshape_overflow(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){INT64_MAX, 2}, 2);
+}
 static fc_tensor *reshape_shape_null(fx *f) { return fc_reshape(f->ctx, f->f_23, NULL, 2); }
-static fc_tensor *reshape_rank0(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){6}, 0); }
-static fc_tensor *reshape_rank9(fx *f) { return fc_reshape(f->ctx, f->f_23, (const int64_t[]){6}, 9); }
+static fc_tensor *reshape_rank0(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){6}, 0);
+}
+static fc_tensor *reshape_rank9(fx *f) {
+    return fc_reshape(f->ctx, f->f_23, (const int64_t[]){6}, 9);
+}
 static fc_tensor *view_strided(fx *f) { return fc_view(f->ctx, f->nc_32, (const int64_t[]){6}, 1); }
 static fc_tensor *permute_dup(fx *f) { return fc_permute(f->ctx, f->f_23, (const int[]){0, 0}); }
 static fc_tensor *permute_range(fx *f) { return fc_permute(f->ctx, f->f_23, (const int[]){0, 2}); }
@@ -341,40 +403,76 @@ static fc_tensor *permute_null(fx *f) { return fc_permute(f->ctx, f->f_23, NULL)
 static fc_tensor *transpose_axis(fx *f) { return fc_transpose(f->ctx, f->f_23, 0, 2); }
 static fc_tensor *narrow_window(fx *f) { return fc_narrow(f->ctx, f->f_23, 1, 2, 2); }
 static fc_tensor *narrow_start(fx *f) { return fc_narrow(f->ctx, f->f_23, 1, -1, 1); }
-static fc_tensor *narrow_overflow(fx *f) { return fc_narrow(f->ctx, f->f_23, 1, INT64_MAX, INT64_MAX); }
+static fc_tensor *narrow_overflow(fx *f) {
+    return fc_narrow(f->ctx, f->f_23, 1, INT64_MAX, INT64_MAX);
+}
 static fc_tensor *narrow_axis(fx *f) { return fc_narrow(f->ctx, f->f_23, 3, 0, 1); }
 static fc_tensor *narrow_empty(fx *f) { return fc_narrow(f->ctx, f->f_23, 1, 0, 0); }
 static fc_tensor *slice_step(fx *f) { return fc_slice(f->ctx, f->f_23, 1, 0, 3, 0); }
 static fc_tensor *slice_neg_step(fx *f) { return fc_slice(f->ctx, f->f_23, 1, 0, 3, -1); }
 static fc_tensor *slice_empty(fx *f) { return fc_slice(f->ctx, f->f_23, 1, 3, 1, 1); }
 static fc_tensor *slice_axis(fx *f) { return fc_slice(f->ctx, f->f_23, -3, 0, 1, 1); }
-static fc_tensor *expand_size(fx *f) { return fc_expand(f->ctx, f->f_23, (const int64_t[]){2, 4}, 2); }
+static fc_tensor *expand_size(fx *f) {
+    return fc_expand(f->ctx, f->f_23, (const int64_t[]){2, 4}, 2);
+}
 static fc_tensor *expand_rank(fx *f) { return fc_expand(f->ctx, f->f_23, (const int64_t[]){3}, 1); }
 static fc_tensor *squeeze_size(fx *f) { return fc_squeeze(f->ctx, f->f_23, 0); }
 static fc_tensor *squeeze_axis(fx *f) { return fc_squeeze(f->ctx, f->f_23, 5); }
 static fc_tensor *unsqueeze_axis(fx *f) { return fc_unsqueeze(f->ctx, f->f_23, 4); }
 static fc_tensor *unsqueeze_axis_neg(fx *f) { return fc_unsqueeze(f->ctx, f->f_23, -4); }
-static fc_tensor *concat_shapes(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_32}, 2, 0); }
-static fc_tensor *concat_ranks(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_4}, 2, 0); }
-static fc_tensor *concat_dtypes(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->d_23}, 2, 0); }
+static fc_tensor *concat_shapes(fx *f) {
+    return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_32}, 2, 0);
+}
+static fc_tensor *concat_ranks(fx *f) {
+    return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_4}, 2, 0);
+}
+static fc_tensor *concat_dtypes(fx *f) {
+    return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->d_23}, 2, 0);
+}
 static fc_tensor *concat_none(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23}, 0, 0); }
-static fc_tensor *concat_axis(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_23}, 2, 2); }
+static fc_tensor *concat_axis(fx *f) {
+    return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, f->f_23}, 2, 2);
+}
 static fc_tensor *concat_null_list(fx *f) { return fc_concat(f->ctx, NULL, 2, 0); }
-static fc_tensor *concat_null_item(fx *f) { return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, NULL}, 2, 0); }
-static fc_tensor *stack_shapes(fx *f) { return fc_stack(f->ctx, (fc_tensor *[]){f->f_23, f->f_32}, 2, 0); }
-static fc_tensor *stack_axis(fx *f) { return fc_stack(f->ctx, (fc_tensor *[]){f->f_23, f->f_23}, 2, 3); }
-static fc_tensor *pad_negative(fx *f) { return fc_pad(f->ctx, f->f_23, (const int64_t[]){0, 0, -1, 0}, 0); }
+static fc_tensor *concat_null_item(fx *f) {
+    return fc_concat(f->ctx, (fc_tensor *[]){f->f_23, NULL}, 2, 0);
+}
+static fc_tensor *stack_shapes(fx *f) {
+    return fc_stack(f->ctx, (fc_tensor *[]){f->f_23, f->f_32}, 2, 0);
+}
+static fc_tensor *stack_axis(fx *f) {
+    return fc_stack(f->ctx, (fc_tensor *[]){f->f_23, f->f_23}, 2, 3);
+}
+static fc_tensor *pad_negative(fx *f) {
+    return fc_pad(f->ctx, f->f_23, (const int64_t[]){0, 0, -1, 0}, 0);
+}
 static fc_tensor *pad_null(fx *f) { return fc_pad(f->ctx, f->f_23, NULL, 0); }
-static fc_tensor *pad_overflow(fx *f) { return fc_pad(f->ctx, f->f_23, (const int64_t[]){0, 0, INT64_MAX, 1}, 0); }
+static fc_tensor *pad_overflow(fx *f) {
+    return fc_pad(f->ctx, f->f_23, (const int64_t[]){0, 0, INT64_MAX, 1}, 0);
+}
 
 static fc_tensor *split_out[3];
-static fc_status split_sum(fx *f) { return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){1, 1}, 2, split_out); }
-static fc_status split_zero(fx *f) { return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){0, 3}, 2, split_out); }
-static fc_status split_axis(fx *f) { return fc_split(f->ctx, f->f_23, 2, (const int64_t[]){1, 2}, 2, split_out); }
-static fc_status split_sizes_null(fx *f) { return fc_split(f->ctx, f->f_23, 1, NULL, 2, split_out); }
-static fc_status split_out_null(fx *f) { return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){1, 2}, 2, NULL); }
-static fc_status split_n(fx *f) { return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){3}, 0, split_out); }
-static fc_status split_x_null(fx *f) { return fc_split(f->ctx, NULL, 1, (const int64_t[]){3}, 1, split_out); }
+static fc_status split_sum(fx *f) {
+    return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){1, 1}, 2, split_out);
+}
+static fc_status split_zero(fx *f) {
+    return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){0, 3}, 2, split_out);
+}
+static fc_status split_axis(fx *f) {
+    return fc_split(f->ctx, f->f_23, 2, (const int64_t[]){1, 2}, 2, split_out);
+}
+static fc_status split_sizes_null(fx *f) {
+    return fc_split(f->ctx, f->f_23, 1, NULL, 2, split_out);
+}
+static fc_status split_out_null(fx *f) {
+    return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){1, 2}, 2, NULL);
+}
+static fc_status split_n(fx *f) {
+    return fc_split(f->ctx, f->f_23, 1, (const int64_t[]){3}, 0, split_out);
+}
+static fc_status split_x_null(fx *f) {
+    return fc_split(f->ctx, NULL, 1, (const int64_t[]){3}, 1, split_out);
+}
 
 static const bad_case layout_cases[] = {
     BAD_T(reshape_numel, FC_ERR_INVALID_SHAPE, "reshape"),
@@ -432,7 +530,8 @@ static void test_bad_input_ops_layout(void **state) {
                      0);
 }
 
-/* ---- indexing, masks, dropout ---------------------------------------------------------------------- */
+/* ---- indexing, masks, dropout
+ * ---------------------------------------------------------------------- */
 
 static fc_tensor *isel_range(fx *f) { return fc_index_select(f->ctx, f->f_23, 0, f->idx_bad); }
 static fc_tensor *isel_negative(fx *f) { return fc_index_select(f->ctx, f->f_23, 1, f->idx_neg); }
@@ -445,8 +544,12 @@ static fc_tensor *emb_float_ids(fx *f) { return fc_embedding(f->ctx, f->f_23, f-
 static fc_tensor *gather_rank(fx *f) { return fc_gather(f->ctx, f->f_23, 0, f->idx_2); }
 static fc_tensor *gather_axis(fx *f) { return fc_gather(f->ctx, f->f_23, 3, f->i_23); }
 static fc_tensor *gather_float(fx *f) { return fc_gather(f->ctx, f->f_23, 0, f->f_23); }
-static fc_tensor *scatter_rank(fx *f) { return fc_scatter_add(f->ctx, f->f_23, 0, f->idx_2, f->f_23); }
-static fc_tensor *scatter_dtype(fx *f) { return fc_scatter_add(f->ctx, f->f_23, 0, f->i_23, f->d_23); }
+static fc_tensor *scatter_rank(fx *f) {
+    return fc_scatter_add(f->ctx, f->f_23, 0, f->idx_2, f->f_23);
+}
+static fc_tensor *scatter_dtype(fx *f) {
+    return fc_scatter_add(f->ctx, f->f_23, 0, f->i_23, f->d_23);
+}
 static fc_tensor *one_hot_range(fx *f) { return fc_one_hot(f->ctx, f->idx_bad, 3, FC_F32); }
 static fc_tensor *one_hot_classes(fx *f) { return fc_one_hot(f->ctx, f->idx_2, 0, FC_F32); }
 static fc_tensor *one_hot_float(fx *f) { return fc_one_hot(f->ctx, f->f_3, 3, FC_F32); }
@@ -501,7 +604,8 @@ static void test_bad_input_ops_indexing(void **state) {
     assert_int_equal(bad_run(f, index_cases, sizeof index_cases / sizeof index_cases[0], NULL), 0);
 }
 
-/* ---- matmul ---------------------------------------------------------------------------------------- */
+/* ---- matmul
+ * ---------------------------------------------------------------------------------------- */
 
 static fc_tensor *mm_inner(fx *f) { return fc_matmul(f->ctx, f->f_23, f->f_23); }
 static fc_tensor *mm_batch(fx *f) { return fc_matmul(f->ctx, f->f_234, f->f_345); }
@@ -541,7 +645,8 @@ static void test_bad_input_ops_matmul(void **state) {
                      0);
 }
 
-/* ---- fixture ------------------------------------------------------------------------------------------ */
+/* ---- fixture
+ * ------------------------------------------------------------------------------------------ */
 
 static int setup(void **state) {
     fx *f = fx_new();

@@ -39,18 +39,20 @@ static uint64_t fnv1a(const fc_tensor *t) {
     if (!t) return 0;
     const unsigned char *p = fc_tensor_data(t);
     size_t n = fc_tensor_nbytes(t);
-    for (size_t i = 0; p && i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    for (size_t i = 0; p && i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
     return h;
 }
 
 /* one step: zero grads, loss, backward, clip (when asked), optimizer step */
-static fc_status step(fc_ctx *ctx, fc_optim *opt, fc_tensor **p, int np, fc_tensor *loss,
-                      bool clip, trace *tr, int s) {
+static fc_status step(fc_ctx *ctx, fc_optim *opt, fc_tensor **p, int np, fc_tensor *loss, bool clip,
+                      trace *tr, int s) {
     fc_status st = loss ? fc_backward(ctx, loss) : fc_ctx_status(ctx);
     double v = 0;
     if (st == FC_OK) st = fc_tensor_item(loss, &v);
     tr->loss[s] = (float)v;
-    for (int i = 0; i < np && st == FC_OK; i++) tr->grad_hash[s][i] = fnv1a(fc_grad(p[i]));
+    for (int i = 0; i < np && st == FC_OK; i++)
+        tr->grad_hash[s][i] = fnv1a(fc_grad(p[i]));
     if (st == FC_OK && clip) st = fc_clip_grad_norm(ctx, p, np, 1.0, NULL);
     if (st == FC_OK) st = fc_optim_step(opt);
     fc_optim_zero_grad(opt);
@@ -58,7 +60,8 @@ static fc_status step(fc_ctx *ctx, fc_optim *opt, fc_tensor **p, int np, fc_tens
 }
 
 static void finish(fc_ctx *ctx, fc_optim *opt, fc_tensor **p, int np, trace *tr) {
-    for (int i = 0; i < np; i++) tr->final_hash[i] = fnv1a(p[i]);
+    for (int i = 0; i < np; i++)
+        tr->final_hash[i] = fnv1a(p[i]);
     if (tr->st != FC_OK) snprintf(tr->err, sizeof tr->err, "%s", fc_ctx_error(ctx));
     fc_optim_free(opt);
     rel_release_all(p, np);
@@ -100,8 +103,8 @@ static void run_gpt(fc_backend be, int threads, trace *tr) {
     }
     fc_tensor *xi = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B, T}, 2, ids);
     fc_tensor *yt = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B * T}, 1, tgt);
-    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 1e-2}, m.p,
-                                 REL_GPT_NP);
+    fc_optim *opt =
+        fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 1e-2}, m.p, REL_GPT_NP);
     tr->st = opt ? FC_OK : fc_ctx_status(ctx);
     for (int s = 0; s < STEPS && tr->st == FC_OK; s++) {
         fc_scope_begin(ctx);

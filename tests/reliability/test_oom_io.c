@@ -55,7 +55,8 @@ static fc_status scratch_clean(fc_ctx *ctx) {
     while ((e = readdir(d)) != NULL && st == FC_OK) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         bool ok = false;
-        for (int i = 0; i < n; i++) ok = ok || !strcmp(e->d_name, allowed[i]);
+        for (int i = 0; i < n; i++)
+            ok = ok || !strcmp(e->d_name, allowed[i]);
         if (!ok)
             st = fc_ctx_fail(ctx, FC_ERR_STATE, "stray file '%s' left in %s", e->d_name, scratch);
     }
@@ -76,7 +77,8 @@ static fc_status st_load_all(fc_ctx *ctx, const fc_st_file *f, unsigned flags) {
         fc_io_tensor info;
         if (note(ctx, fc_safetensors_tensor_info(f, i, &info), "tensor_info") != FC_OK) break;
         bool empty = false;
-        for (int k = 0; k < info.rank; k++) empty = empty || info.shape[k] == 0;
+        for (int k = 0; k < info.rank; k++)
+            empty = empty || info.shape[k] == 0;
         if (empty) continue; /* descriptor only */
         fc_tensor *t = fc_safetensors_load(ctx, f, info.name, flags);
         /* a cast through the tensor API, so the bytes are read (f64 is
@@ -145,7 +147,8 @@ static void gguf_walk(const fc_gguf_value *v, int depth) {
     if (depth > 8 || fc_gguf_value_type(v) != FC_GGUF_ARRAY) return;
     if (fc_gguf_array_info(v, &et, &n) != FC_OK) return;
     if (et == FC_GGUF_ARRAY || et == FC_GGUF_STRING)
-        for (uint64_t i = 0; i < n; i++) gguf_walk(fc_gguf_array_item(v, i), depth + 1);
+        for (uint64_t i = 0; i < n; i++)
+            gguf_walk(fc_gguf_array_item(v, i), depth + 1);
 }
 
 static fc_status gguf_load_all(fc_ctx *ctx, const fc_gguf_file *f, unsigned flags) {
@@ -156,8 +159,10 @@ static fc_status gguf_load_all(fc_ctx *ctx, const fc_gguf_file *f, unsigned flag
         fc_tensor *t = fc_gguf_load(ctx, f, info.name, flags);
         /* block tensors dequantize to f32 through fc_to; float ones cast */
         fc_dtype dt = fc_tensor_dtype(t);
-        if (t && fc_dtype_is_block(dt)) fc_to(ctx, t, FC_F32);
-        else if (t && fc_dtype_is_float(dt) && dt != FC_F64) fc_to(ctx, t, FC_F64);
+        if (t && fc_dtype_is_block(dt))
+            fc_to(ctx, t, FC_F32);
+        else if (t && fc_dtype_is_float(dt) && dt != FC_F64)
+            fc_to(ctx, t, FC_F64);
     }
     fc_scope_end(ctx);
     return done(ctx);
@@ -169,15 +174,16 @@ static fc_status sc_gguf_read(fc_ctx *ctx) {
         fc_io_opts o = io_opts(modes[m]);
         fc_gguf_file *f = NULL;
         if (note(ctx, fc_gguf_open(GGUF_REF, &o, &f), "gguf_open") != FC_OK) break;
-        for (int64_t i = 0; i < fc_gguf_kv_count(f); i++) gguf_walk(fc_gguf_kv_value(f, i), 0);
+        for (int64_t i = 0; i < fc_gguf_kv_count(f); i++)
+            gguf_walk(fc_gguf_kv_value(f, i), 0);
         gguf_load_all(ctx, f, 0);
         gguf_load_all(ctx, f, FC_IO_COPY);
         fc_gguf_close(f);
     }
     fc_io_opts o = io_opts(0);
     fc_gguf_file *f = NULL;
-    if (done(ctx) == FC_OK &&
-        note(ctx, fc_gguf_open_memory(gguf_bytes, gguf_size, &o, &f), "gguf_open_memory") == FC_OK) {
+    if (done(ctx) == FC_OK && note(ctx, fc_gguf_open_memory(gguf_bytes, gguf_size, &o, &f),
+                                   "gguf_open_memory") == FC_OK) {
         gguf_load_all(ctx, f, 0);
         fc_gguf_close(f);
     }
@@ -201,7 +207,8 @@ static fc_status sc_gguf_write(fc_ctx *ctx) {
         {"t.nested", FC_GGUF_ARRAY, FC_GGUF_ARRAY, 2, nested},
     };
     float a[32];
-    for (int i = 0; i < 32; i++) a[i] = (float)i - 16;
+    for (int i = 0; i < 32; i++)
+        a[i] = (float)i - 16;
     fc_io_tensor ts[1] = {
         {.name = "a", .dtype = FC_F32, .rank = 2, .shape = {4, 8}, .data = a, .nbytes = 128}};
     fc_io_opts o = io_opts(0);
@@ -216,7 +223,8 @@ static fc_status sc_gguf_write(fc_ctx *ctx) {
     return st != FC_OK ? st : clean != FC_OK ? clean : done(ctx);
 }
 
-/* ---- checkpoints ------------------------------------------------------------------------------ */
+/* ---- checkpoints ------------------------------------------------------------------------------
+ */
 
 static fc_status sc_checkpoint(fc_ctx *ctx) {
     char path[512];
@@ -227,9 +235,8 @@ static fc_status sc_checkpoint(fc_ctx *ctx) {
     fc_status st = done(ctx);
     fc_optim *opt = NULL;
     if (st == FC_OK)
-        opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAMW, .lr = 0.01,
-                                                  .amsgrad = true},
-                           p, 2);
+        opt = fc_optim_new(
+            ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAMW, .lr = 0.01, .amsgrad = true}, p, 2);
     if (opt) { /* one step so the optimizer has state to save */
         fc_scope_begin(ctx);
         for (int k = 0; k < 2 && st == FC_OK; k++) {
@@ -250,7 +257,8 @@ static fc_status sc_checkpoint(fc_ctx *ctx) {
     return st != FC_OK ? st : done(ctx);
 }
 
-/* ---- driver ----------------------------------------------------------------------------------- */
+/* ---- driver -----------------------------------------------------------------------------------
+ */
 
 static const oom_scenario scenarios[] = {
     {"safetensors read", sc_safetensors_read},

@@ -95,16 +95,31 @@ static fc_status sc_compare_logic(fc_ctx *ctx) {
 static fc_tensor *unary_chain(fc_ctx *ctx, fc_tensor *x) {
     fc_tensor *p = fc_add_scalar(ctx, fc_square(ctx, x), 0.5); /* > 0 for sqrt, log, ... */
     fc_tensor *terms[] = {
-        fc_neg(ctx, x),        fc_abs(ctx, x),          fc_sign(ctx, x),
-        fc_sqrt(ctx, p),       fc_rsqrt(ctx, p),        fc_reciprocal(ctx, p),
-        fc_exp(ctx, x),        fc_log(ctx, p),          fc_log1p(ctx, p),
-        fc_expm1(ctx, x),      fc_sin(ctx, x),          fc_cos(ctx, x),
-        fc_tanh(ctx, x),       fc_sigmoid(ctx, x),      fc_relu(ctx, x),
-        fc_leaky_relu(ctx, x, 0.1), fc_gelu(ctx, x, false), fc_gelu(ctx, x, true),
-        fc_silu(ctx, x),       fc_softplus(ctx, x),     fc_clamp(ctx, x, -0.5, 0.5),
+        fc_neg(ctx, x),
+        fc_abs(ctx, x),
+        fc_sign(ctx, x),
+        fc_sqrt(ctx, p),
+        fc_rsqrt(ctx, p),
+        fc_reciprocal(ctx, p),
+        fc_exp(ctx, x),
+        fc_log(ctx, p),
+        fc_log1p(ctx, p),
+        fc_expm1(ctx, x),
+        fc_sin(ctx, x),
+        fc_cos(ctx, x),
+        fc_tanh(ctx, x),
+        fc_sigmoid(ctx, x),
+        fc_relu(ctx, x),
+        fc_leaky_relu(ctx, x, 0.1),
+        fc_gelu(ctx, x, false),
+        fc_gelu(ctx, x, true),
+        fc_silu(ctx, x),
+        fc_softplus(ctx, x),
+        fc_clamp(ctx, x, -0.5, 0.5),
     };
     fc_tensor *y = terms[0];
-    for (size_t k = 1; k < sizeof terms / sizeof terms[0]; k++) y = fc_add(ctx, y, terms[k]);
+    for (size_t k = 1; k < sizeof terms / sizeof terms[0]; k++)
+        y = fc_add(ctx, y, terms[k]);
     return y;
 }
 
@@ -163,8 +178,8 @@ static fc_status sc_softmax_norm_loss(fc_ctx *ctx) {
     y = fc_add(ctx, y, fc_rms_norm(ctx, x, w, 1e-6));
     y = fc_add(ctx, y, fc_layer_norm(ctx, x, NULL, NULL, 1e-5));
     fc_status st = backward_ones(ctx, y);
-    fc_ce_opts ce = {.reduction = FC_REDUCE_SUM, .use_ignore = true, .ignore_index = 2,
-                     .label_smoothing = 0.1};
+    fc_ce_opts ce = {
+        .reduction = FC_REDUCE_SUM, .use_ignore = true, .ignore_index = 2, .label_smoothing = 0.1};
     fc_tensor *l1 = fc_cross_entropy(ctx, x, t, &ce);
     fc_tensor *l2 = fc_mse_loss(ctx, x, fc_softmax(ctx, x, 1), FC_REDUCE_MEAN);
     if (st == FC_OK) st = backward_scalar(ctx, fc_add(ctx, l1, l2));
@@ -242,7 +257,7 @@ static fc_status sc_matmul_quantized(fc_ctx *ctx) {
     fc_tensor *w2 = fc_randn(ctx, FC_F32, (const int64_t[]){32, 256}, 2);
     fc_tensor *x1 = fc_param_randn(ctx, FC_F32, (const int64_t[]){3, 64}, 2, 1.0);
     fc_tensor *x2 = fc_param_randn(ctx, FC_F32, (const int64_t[]){3, 256}, 2, 1.0);
-    fc_tensor *y = fc_matmul(ctx, x1, fc_to(ctx, w1, FC_Q8_0));          /* [3, 32] */
+    fc_tensor *y = fc_matmul(ctx, x1, fc_to(ctx, w1, FC_Q8_0));            /* [3, 32] */
     y = fc_add(ctx, y, fc_linear(ctx, x2, fc_to(ctx, w2, FC_Q4_K), NULL)); /* [3, 32] */
     fc_status st = backward_ones(ctx, y);
     fc_scope_end(ctx);
@@ -326,7 +341,8 @@ static fc_status sc_quantize(fc_ctx *ctx) {
     return st;
 }
 
-/* ---- driver ------------------------------------------------------------------------------------ */
+/* ---- driver ------------------------------------------------------------------------------------
+ */
 
 static const oom_scenario scenarios[] = {
     {"binary arithmetic", sc_binary},

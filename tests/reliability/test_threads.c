@@ -95,12 +95,13 @@ typedef struct mlp_run {
 
 static fc_status mlp_run_new(mlp_run *r, const train_job *j) {
     memset(r, 0, sizeof *r);
-    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = j->ctx_threads, .seed = j->seed,
-                                       .allocator = j->alloc, .backend = j->backend});
+    r->ctx = fc_ctx_new(&(fc_ctx_opts){
+        .threads = j->ctx_threads, .seed = j->seed, .allocator = j->alloc, .backend = j->backend});
     if (!r->ctx) return FC_ERR_OOM;
     rel_mlp_init(r->ctx, &r->m, 16, 24, 4);
     int64_t tv[32];
-    for (int i = 0; i < 32; i++) tv[i] = (i * 7 + (int)j->seed) % 4;
+    for (int i = 0; i < 32; i++)
+        tv[i] = (i * 7 + (int)j->seed) % 4;
     r->x = fc_randn(r->ctx, FC_F32, (const int64_t[]){32, 16}, 2);
     r->t = fc_tensor_from_data(r->ctx, FC_I64, (const int64_t[]){32}, 1, tv);
     if (fc_ctx_status(r->ctx) == FC_OK)
@@ -135,8 +136,10 @@ static void test_threads_contexts_train_concurrently(void **state) {
     fct_counting_init(&c);
     train_job ref[NTHREADS], par[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {
-        ref[i] = (train_job){.seed = 100 + (uint64_t)i, .backend = be[i % nbe],
-                             .ctx_threads = 1 + i % 2, .alloc = &c.alloc};
+        ref[i] = (train_job){.seed = 100 + (uint64_t)i,
+                             .backend = be[i % nbe],
+                             .ctx_threads = 1 + i % 2,
+                             .alloc = &c.alloc};
         par[i] = ref[i];
         train_thread(&ref[i]); /* one at a time, on this thread */
         assert_int_equal(ref[i].st, FC_OK);
@@ -145,7 +148,8 @@ static void test_threads_contexts_train_concurrently(void **state) {
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
         assert_int_equal(pthread_create(&th[i], NULL, train_thread, &par[i]), 0);
-    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
         if (par[i].st != FC_OK) fail_msg("thread %d: %s", i, par[i].err);
         assert_memory_equal(par[i].losses, ref[i].losses, sizeof ref[i].losses);
@@ -169,13 +173,14 @@ typedef struct read_job {
 static void *read_thread(void *p) {
     read_job *j = p;
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = j->seed, .backend = j->backend});
-    fc_tensor *w = fc_tensor_from_borrowed(ctx, FC_F32, (const int64_t[]){WK, WN}, 2, shared_w,
-                                           true);
+    fc_tensor *w =
+        fc_tensor_from_borrowed(ctx, FC_F32, (const int64_t[]){WK, WN}, 2, shared_w, true);
     fc_tensor *acc = fc_zeros(ctx, FC_F32, (const int64_t[]){8, WN}, 2);
     for (int it = 0; it < 10 && acc; it++) {
         fc_scope_begin(ctx);
         fc_tensor *x = fc_randn(ctx, FC_F32, (const int64_t[]){8, WK}, 2);
-        fc_tensor *y = fc_add(ctx, fc_matmul(ctx, x, w), fc_linear(ctx, x, fc_transpose(ctx, w, 0, 1), NULL));
+        fc_tensor *y =
+            fc_add(ctx, fc_matmul(ctx, x, w), fc_linear(ctx, x, fc_transpose(ctx, w, 0, 1), NULL));
         if (y) fc_add_(acc, y);
         fc_scope_end(ctx);
     }
@@ -190,7 +195,8 @@ static void *read_thread(void *p) {
 
 static void test_threads_read_only_weight_shared(void **state) {
     (void)state;
-    for (int i = 0; i < WK * WN; i++) shared_w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < WK * WN; i++)
+        shared_w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     float before[WK * WN];
     memcpy(before, shared_w, sizeof before);
     fc_backend be[3];
@@ -205,7 +211,8 @@ static void test_threads_read_only_weight_shared(void **state) {
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
         assert_int_equal(pthread_create(&th[i], NULL, read_thread, &par[i]), 0);
-    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
         assert_int_equal(par[i].st, FC_OK);
         assert_int_equal(par[i].inplace, FC_ERR_READ_ONLY);
@@ -269,7 +276,8 @@ static void test_threads_buffer_shared_across_contexts(void **state) {
     pthread_barrier_wait(&wrapped);
     fc_release(w); /* the buffer lives on in the workers */
     pthread_barrier_wait(&dropped);
-    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
         assert_int_equal(jobs[i].st, FC_OK);
         assert_true(jobs[i].sum == want);
@@ -327,7 +335,8 @@ static void test_threads_model_file_read_concurrently(void **state) {
     pthread_barrier_wait(&loaded);
     fc_safetensors_close(f);
     pthread_barrier_wait(&closed);
-    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < NTHREADS; i++) {
         assert_int_equal(jobs[i].st, FC_OK);
         assert_true(jobs[i].sum == jobs[0].sum);
@@ -347,8 +356,8 @@ typedef struct handoff {
 
 static void *handoff_thread(void *p) {
     handoff *h = p;
-    h->st = train_steps(h->r->ctx, &h->r->m, h->r->opt, h->r->x, h->r->t, h->losses, h->from,
-                        h->to);
+    h->st =
+        train_steps(h->r->ctx, &h->r->m, h->r->opt, h->r->x, h->r->t, h->losses, h->from, h->to);
     return NULL;
 }
 

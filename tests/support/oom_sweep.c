@@ -47,8 +47,8 @@ oom_result oom_sweep(const oom_scenario *s) {
             fc_ctx_clear_error(ctx);
             fc_status again = s->fn(ctx);
             if (again != FC_OK)
-                fail_msg("%s: after the fault at N=%ld the scenario fails with %s: %s", s->name,
-                         n, fc_status_name(again), fc_ctx_error(ctx));
+                fail_msg("%s: after the fault at N=%ld the scenario fails with %s: %s", s->name, n,
+                         fc_status_name(again), fc_ctx_error(ctx));
         } else if (st != FC_OK) {
             fail_msg("%s: fails without any fault: %s: %s", s->name, fc_status_name(st),
                      fc_ctx_error(ctx));
@@ -67,4 +67,3 @@ oom_result oom_sweep(const oom_scenario *s) {
     fail_msg("%s: never completed", s->name);
     return r;
 }
-

@@ -22,8 +22,8 @@ typedef struct oom_scenario {
 } oom_scenario;
 
 typedef struct oom_result {
-    long largest_n;  /* N at which the scenario first completed */
-    long failures;   /* runs that hit the fault */
+    long largest_n; /* N at which the scenario first completed */
+    long failures;  /* runs that hit the fault */
 } oom_result;
 
 /* Runs the sweep; fails the current cmocka test on any violation. */
