@@ -20,9 +20,9 @@
  * sizes are the gpt_train benchmark's (C=128, 4 layers, 4 heads, T=64,
  * B=16); the default length, 800 steps (fewer when --minutes cannot hold
  * them), suits the default text: it has only 35K characters, and past ~700
- * steps this model starts to memorise it and the validation loss rises. Output goes
- * to --out (metrics.csv, loss.png when gnuplot is installed, and ckpt.safetensors,
- * the checkpoint --resume continues from).
+ * steps this model starts to memorise it and the validation loss rises.
+ * Output goes to --out: metrics.csv, loss.png when gnuplot is installed,
+ * and ckpt.safetensors, the checkpoint --resume continues from.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -341,7 +341,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .d_model = 128, .n_layer = 4, .n_head = 4, .block = 64, .d_ff = 0,
                    .batch = 16, .steps = 800, .warmup = 50, .eval_every = 100,
                    .sample_every = 400, .sample_len = 240, .ckpt_every = 200, .threads = 0,
-                   .seed = 1337, .minutes = 3, .lr = 2e-3, .min_lr = 1e-4,
+                   .seed = 1337, .minutes = 3, .lr = 3e-3, .min_lr = 1e-4,
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
     // clang-format on
     const ex_arg args[] = {
@@ -574,7 +574,8 @@ static int cmp_double(const void *a, const void *b) {
 /* With a time budget, once the first steps are timed: when the budget
  * cannot hold --steps, end the cosine schedule at the step it can hold, so
  * a bounded run still decays its learning rate (10% is kept for the
- * evaluations and samples). */
+ * evaluations and samples). The steps already taken used the original
+ * warm-up, which only matters when it is shortened here. */
 static void fit_schedule(run *r) {
     enum { N = 20 };
     double ms[N];
@@ -583,7 +584,9 @@ static void fit_schedule(run *r) {
     double left = r->o.minutes * 60 - ex_progress_elapsed(&r->bar);
     int64_t fits = r->step + (int64_t)(0.9 * left / (ms[N / 2] * 1e-3));
     if (fits >= r->planned) return;
-    if (fits < r->sched.warmup_steps + 1) fits = r->sched.warmup_steps + 1;
+    if (fits < r->step + 1) fits = r->step + 1;
+    /* a warm-up longer than a quarter of a short run would leave no decay */
+    if (r->sched.warmup_steps > fits / 4) r->sched.warmup_steps = fits / 4;
     r->planned = r->sched.total_steps = r->bar.total_steps = fits;
     ex_progress_note(&r->bar,
                      "the %g min budget holds about %lld steps at %.0f ms/step: the "

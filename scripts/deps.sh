@@ -4,7 +4,7 @@
 # (or sudo) only when something is actually missing.
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
-      zlib1g-dev libclang-rt-14-dev dataset-fashion-mnist)
+      zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
