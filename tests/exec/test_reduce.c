@@ -19,6 +19,7 @@
 
 #include "exec/internal.h"
 #include "fc_test_data.h"
+#include "fct_f64.h"
 #include "fucina/ops.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -30,35 +31,6 @@ static fc_ctx *new_ctx(int threads) {
     return ctx;
 }
 
-static void free_ctx(fc_ctx *ctx) {
-    fc_ctx_stats s;
-    fc_ctx_get_stats(ctx, &s);
-    assert_int_equal(s.tensors_live, 0);
-    fc_ctx_free(ctx);
-}
-
-static fc_tensor *from_f64(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank,
-                           const double *v) {
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
-    assert_non_null(t);
-    if (dt == FC_F64) return t;
-    fc_tensor *c = fc_to(ctx, t, dt);
-    fc_release(t);
-    assert_non_null(c);
-    return c;
-}
-
-/* Logical contents as doubles (malloc'd). */
-static double *values(fc_tensor *t) {
-    fc_tensor *c = fc_to(fc_tensor_ctx(t), t, FC_F64);
-    assert_non_null(c);
-    int64_t n = fc_tensor_numel(c);
-    double *v = malloc(sizeof *v * (size_t)n);
-    assert_int_equal(fc_tensor_copy_to(c, v, sizeof *v * (size_t)n), FC_OK);
-    fc_release(c);
-    return v;
-}
-
 /* The values a tensor of dtype dt really holds for v (rounded, truncated). */
 static void quantize(fc_ctx *ctx, fc_dtype dt, double *v, int64_t n) {
     fc_tensor *t = from_f64(ctx, dt, &n, 1, v);
@@ -66,13 +38,6 @@ static void quantize(fc_ctx *ctx, fc_dtype dt, double *v, int64_t n) {
     memcpy(v, q, sizeof *v * (size_t)n);
     free(q);
     fc_release(t);
-}
-
-static void fill_random(double *v, int64_t n, uint64_t seed, double lo, double hi) {
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
-        v[i] = lo + (hi - lo) * u;
-    }
 }
 
 /* ---- the reference ----------------------------------------------------------------------------
