@@ -11,10 +11,24 @@
  * leaky_relu'(0) = slope, sign' = 0, clamp passes g where lo <= x <= hi,
  * softplus is linear above x > 20. Both float widths come from one
  * template; <tgmath.h> picks expf or exp by argument type, and every
- * constant is typed T so nothing is silently computed in double. */
+ * constant is typed T so nothing is silently computed in double.
+ *
+ * f32 first offers the kind to the vectorized kernels of unary_simd.c
+ * (exp, tanh, sigmoid, silu, gelu tanh form, softplus; the gradients of
+ * silu, gelu tanh form and softplus), which replace per-element libm calls
+ * the compiler cannot vectorize; the formulas below stay the f64 path (the
+ * reference of the gradient checks) and f32's for every other kind. */
 #include <tgmath.h>
 
 #include "exec/kernels/pointwise.h"
+#include "exec/kernels/unary_simd.h"
+
+/* The fast paths the template takes before its switch: f32 asks
+ * unary_simd.c, which declines the kinds it does not cover; f64 has none. */
+#define FAST_FWD_F32(k, x, y, n) fc__usimd_forward(fc__usimd_best(), k, x, y, n)
+#define FAST_GRAD_F32(k, g, v, gin, n) fc__usimd_grad(fc__usimd_best(), k, g, v, gin, n)
+#define FAST_FWD_F64(k, x, y, n) false
+#define FAST_GRAD_F64(k, g, v, gin, n) false
 
 /* 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi) and the cubic coefficient of the
  * tanh approximation of GELU (Hendrycks & Gimpel). */
@@ -23,9 +37,10 @@
 #define C_SQRT2_PI 0.79788456080286535588
 #define C_GELU_CUBIC 0.044715
 
-#define UNARY_FORWARD(NAME, T)                                                                     \
+#define UNARY_FORWARD(NAME, T, FAST)                                                               \
     void NAME(fc__unary_kind k, const double *p, const T *x, T *y, int64_t n) {                    \
         const T one = 1, half = (T)0.5, zero = 0;                                                  \
+        if (FAST(k, x, y, n)) return;                                                              \
         switch (k) {                                                                               \
         case FC__UN_NEG:                                                                           \
             FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = -x[i];                                 \
@@ -121,9 +136,10 @@
         }                                                                                          \
     }
 
-#define UNARY_GRAD(NAME, T)                                                                        \
+#define UNARY_GRAD(NAME, T, FAST)                                                                  \
     void NAME(fc__unary_kind k, const double *p, const T *g, const T *v, T *gin, int64_t n) {      \
         const T one = 1, half = (T)0.5, zero = 0, two = 2;                                         \
+        if (FAST(k, g, v, gin, n)) return;                                                         \
         switch (k) {                                                                               \
         case FC__UN_NEG:                                                                           \
             FC__SIMD for (int64_t i = 0; i < n; i++) gin[i] = -g[i];                               \
@@ -228,7 +244,7 @@
         }                                                                                          \
     }
 
-UNARY_FORWARD(fc__unary_f32, float)
-UNARY_FORWARD(fc__unary_f64, double)
-UNARY_GRAD(fc__unary_grad_f32, float)
-UNARY_GRAD(fc__unary_grad_f64, double)
+UNARY_FORWARD(fc__unary_f32, float, FAST_FWD_F32)
+UNARY_FORWARD(fc__unary_f64, double, FAST_FWD_F64)
+UNARY_GRAD(fc__unary_grad_f32, float, FAST_GRAD_F32)
+UNARY_GRAD(fc__unary_grad_f64, double, FAST_GRAD_F64)
