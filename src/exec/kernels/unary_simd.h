@@ -34,7 +34,7 @@ const char *fc__usimd_isa_name(fc__usimd_isa isa);
 bool fc__usimd_forward(fc__usimd_isa isa, fc__unary_kind k, const float *x, float *y, int64_t n);
 /* gin = g * f'(v) (v is the kind's saved input, see fc__unary_saves_of),
  * likewise; gin may be g or v. False when k has no vectorized gradient. */
-bool fc__usimd_grad(fc__usimd_isa isa, fc__unary_kind k, const float *g, const float *v,
-                    float *gin, int64_t n);
+bool fc__usimd_grad(fc__usimd_isa isa, fc__unary_kind k, const float *g, const float *v, float *gin,
+                    int64_t n);
 
 #endif /* FUCINA_EXEC_KERNELS_UNARY_SIMD_H */

@@ -22,15 +22,20 @@
 /* e^x = m * s. m = p 2^k1 is always a normal number and s = 2^k2 an exact
  * power of two, so a caller that multiplies e^x by something can do it on
  * m and round only once into the subnormals with the final * s. x is
- * clamped to [-110, 89]: e^-110 rounds to 0 even after a factor up to 110,
- * e^89 to inf; a NaN survives the clamps and poisons p. k = round(x/ln2)
- * comes from the float bits of x/ln2 + 1.5 * 2^23 (no float-to-int
- * conversion, so NaN is no undefined behaviour); r = x - k ln2 in two
- * parts (ln2_hi has 9 trailing zero bits: k ln2_hi is exact for |k| < 512);
- * e^r = 1 + r + r^2 Q(r) on |r| <= 0.35. k in [-159, 128] is split into
- * k1 = floor((k + 160) / 2) - 80 and k2 = k - k1, both in [-80, 64]. */
+ * clamped to [-120, 89]: e^-120 still rounds to 0 after the largest factor
+ * a caller applies (|x z'| < 2000 in gelu'), e^89 to inf; a NaN survives
+ * the clamps and poisons p. k = round(x / ln2) comes from the float bits
+ * of x / ln2 + 1.5 * 2^23 (no float-to-int conversion, so a NaN is no
+ * undefined behaviour); r = x - k ln2 in two parts (ln2_hi has 9 trailing
+ * zero bits: k ln2_hi is exact for |k| < 512); e^r = 1 + r + r^2 Q(r) on
+ * |r| <= 0.35. k in [-173, 128] is split into k1 = floor((k + 180) / 2) - 90
+ * and k2 = k - k1, both in [-87, 64].
+ *
+ * The polynomials here (Q; tanh's P; softplus's L) are Chebyshev
+ * interpolants computed in long double and rounded to float, of degree
+ * just high enough that their error stays well under half an ulp. */
 US_FN V US_NAME(exp_ms)(V x, V *s) {
-    x = vmaxk(x, vset(-110.0f));
+    x = vmaxk(x, vset(-120.0f));
     x = vmink(x, vset(89.0f));
     V kf = vfma(x, vset(1.44269504088896341f), vset(12582912.0f));
     V k = vsub(kf, vset(12582912.0f));
@@ -41,23 +46,25 @@ US_FN V US_NAME(exp_ms)(V x, V *s) {
     q = vfma(q, r, vset(1.666657329e-01f));
     q = vfma(q, r, vset(0.5f));
     V p = vadd(vfma(vmul(r, r), q, r), vset(1.0f));
-    VU kb = vusub(vbits(kf), 0x4B400000u - 160u); /* k + 160, in [1, 288] */
+    VU kb = vusub(vbits(kf), 0x4B400000u - 180u); /* k + 180, in [7, 308] */
     VU k1 = vushr1(kb);
     VU k2 = vusubv(kb, k1);
-    *s = vfromu(vushl23(vuadd(k2, 47u))); /* exponent field (k2 - 80) + 127 */
-    return vmul(p, vfromu(vushl23(vuadd(k1, 47u))));
+    *s = vfromu(vushl23(vuadd(k2, 37u))); /* exponent field (k2 - 90) + 127 */
+    return vmul(p, vfromu(vushl23(vuadd(k1, 37u))));
 }
 
-/* x * sigmoid(z) for z of the sign of x (silu: z = x; gelu: z = x (k0 + k1 x^2)).
+/* x * sigmoid(z) (sigmoid: x = 1; silu: z = x; gelu: z = x (k0 + k1 x^2)).
  * With t = e^-|z| = m s: x / (1 + t) for z >= 0, (x m) / (1 + t) * s below,
  * which stays accurate where the result is tiny and never forms inf / inf.
- * The negative branch clamps x at -110 so that x = -inf meets a finite m. */
+ * The negative branch clamps x at -120 so that x = -inf meets a finite m;
+ * that is exact for callers whose z <= -120 wherever x <= -120 (all three:
+ * the result is 0 there). */
 US_FN V US_NAME(x_sigmoid)(V x, V z) {
     V s;
     V m = US_NAME(exp_ms)(vmul(vabs(z), vset(-1.0f)), &s);
     V t = vmul(m, s);
     VM pos = vge0(z);
-    V num = vsel(pos, x, vmul(vmaxk(x, vset(-110.0f)), m));
+    V num = vsel(pos, x, vmul(vmaxk(x, vset(-120.0f)), m));
     return vmul(vdiv(num, vadd(vset(1.0f), t)), vsel(pos, vset(1.0f), s));
 }
 
@@ -93,12 +100,13 @@ US_FN V US_NAME(exp1)(V x) {
  * which has no cancellation and saturates to 1 (t = 0) without overflow. */
 US_FN V US_NAME(tanh1)(V x) {
     V a = vabs(x);
-    V a2 = vmul(a, a);
+    V as = vmink(a, vset(0.55f)); /* the polynomial never sees inf (inf - inf) */
+    V a2 = vmul(as, as);
     V p = vfma(vset(-6.610227749e-03f), a2, vset(2.130938880e-02f));
     p = vfma(p, a2, vset(-5.390942842e-02f));
     p = vfma(p, a2, vset(1.333311349e-01f));
     p = vfma(p, a2, vset(-3.333333135e-01f));
-    V small = vfma(vmul(a, a2), p, a);
+    V small = vfma(vmul(as, a2), p, as);
     V s;
     V m = US_NAME(exp_ms)(vmul(a, vset(-2.0f)), &s);
     V t = vmul(m, s);
@@ -139,10 +147,10 @@ US_FN V US_NAME(softplus1)(V x) {
     return vadd(vmaxk(x, vset(0.0f)), vmul(vmul(m, l), s));
 }
 
-/* Gradients: v is the saved input. x is clamped where t = 0 already (|z|
- * past 110) so that x z' cannot meet t = 0 as inf * 0. */
+/* Gradients: v is the saved input. x is clamped where t is 0 already (|z|
+ * past 120) so that x z' cannot meet t = 0 as inf * 0. */
 US_FN V US_NAME(silu_grad1)(V g, V x) {
-    x = vmink(vmaxk(x, vset(-110.0f)), vset(110.0f));
+    x = vmink(vmaxk(x, vset(-120.0f)), vset(120.0f));
     return US_NAME(d_x_sigmoid)(g, x, x);
 }
 
@@ -161,17 +169,17 @@ US_FN V US_NAME(softplus_grad1)(V g, V x) { return vmul(g, US_NAME(sigmoid1)(x))
 
 #if US_W == 1
 #define US_MAP1(F)                                                                                 \
-    US_ENTRY void US_NAME(F##_n)(const float *x, float *y, int64_t n) {                           \
+    US_ENTRY void US_NAME(F##_n)(const float *x, float *y, int64_t n) {                            \
         FC__SIMD for (int64_t i = 0; i < n; i++) y[i] = US_NAME(F)(x[i]);                          \
     }
 #define US_MAP2(F)                                                                                 \
-    US_ENTRY void US_NAME(F##_n)(const float *g, const float *v, float *o, int64_t n) {           \
+    US_ENTRY void US_NAME(F##_n)(const float *g, const float *v, float *o, int64_t n) {            \
         FC__SIMD for (int64_t i = 0; i < n; i++) o[i] = US_NAME(F)(g[i], v[i]);                    \
     }
 #else
 /* The tail runs through a zero-padded lane buffer: same lanes, same bits. */
 #define US_MAP1(F)                                                                                 \
-    US_ENTRY void US_NAME(F##_n)(const float *x, float *y, int64_t n) {                           \
+    US_ENTRY void US_NAME(F##_n)(const float *x, float *y, int64_t n) {                            \
         int64_t i = 0;                                                                             \
         for (; i + US_W <= n; i += US_W)                                                           \
             vstore(y + i, US_NAME(F)(vload(x + i)));                                               \
@@ -183,7 +191,7 @@ US_FN V US_NAME(softplus_grad1)(V g, V x) { return vmul(g, US_NAME(sigmoid1)(x))
         }                                                                                          \
     }
 #define US_MAP2(F)                                                                                 \
-    US_ENTRY void US_NAME(F##_n)(const float *g, const float *v, float *o, int64_t n) {           \
+    US_ENTRY void US_NAME(F##_n)(const float *g, const float *v, float *o, int64_t n) {            \
         int64_t i = 0;                                                                             \
         for (; i + US_W <= n; i += US_W)                                                           \
             vstore(o + i, US_NAME(F)(vload(g + i), vload(v + i)));                                 \
