@@ -38,5 +38,6 @@ int bench_reduce(int argc, char **argv);
 int bench_norm_softmax(int argc, char **argv);
 int bench_tiny_ops(int argc, char **argv);
 int bench_mlp_train(int argc, char **argv);
+int bench_gpt_train(int argc, char **argv);
 
 #endif

@@ -6,15 +6,17 @@
 #   bash bench/compare.sh [workload ...]      (default: every workload)
 #   FUCINA_BENCH_MIN_S=0.5 PEER_MIN_S=0.5 bash bench/compare.sh tiny_ops   # quick look
 #
+# FUCINA_BENCH_BIN runs another build's fucina-bench (default build/bench/fucina-bench,
+# built here when missing); PEERS_DIR another peers folder.
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS="${PEERS_DIR:-../shared/peers}"
 PY=/usr/bin/python3
-BIN=build/bench/fucina-bench
+BIN="${FUCINA_BENCH_BIN:-build/bench/fucina-bench}"
 OUT=bench/out
 mkdir -p "$OUT"
-if [ ! -x "$BIN" ]; then
+if [ ! -x "$BIN" ] && [ -z "${FUCINA_BENCH_BIN:-}" ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
   cmake --build build -j "$(nproc)" --target fucina-bench > /dev/null
 fi

@@ -22,6 +22,7 @@ static const cmd cmds[] = {
     {"norm_softmax", bench_norm_softmax, "softmax and layer_norm fwd+bwd on [4096,1024] f32"},
     {"tiny_ops", bench_tiny_ops, "(a*b + c).sum() fwd+bwd on 16 elements"},
     {"mlp_train", bench_mlp_train, "784-512-512-10 MLP, B=128, Adam, ms/step"},
+    {"gpt_train", bench_gpt_train, "char GPT d=128, 4 layers, T=64, B=16, AdamW, ms/step"},
     {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
 };
 

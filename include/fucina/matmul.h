@@ -39,8 +39,9 @@ FC_API fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
  * inputs; returns a new reference, or NULL with the error recorded. */
 FC_API fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
 /* Selects the provider for later calls on ctx (FC_BACKEND_AUTO restores the
- * automatic choice: FUCINA_BACKEND when set, else OpenBLAS for f32/f64,
- * oneDNN for bf16/f16, ref for tiny products or when a library is absent).
+ * automatic choice: FUCINA_BACKEND when set, else oneDNN for f32, bf16 and
+ * f16 products above a few thousand multiply-adds, OpenBLAS for f64 and
+ * for tiny f32 products, ref when a library is absent).
  * FC_ERR_BACKEND when that provider was not built (the message says how to
  * build it), FC_ERR_INVALID_ARG for a value out of range, FC_ERR_NULL_ARG
  * for a NULL ctx; errors are also recorded in ctx. An explicit provider that

@@ -94,12 +94,16 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
  * that supports dtype (FC_ERR_BACKEND, naming the dtypes it takes).
  * FC_BACKEND_AUTO reads FUCINA_BACKEND (once per process) and treats a
  * value there as an explicit request (an unknown value is FC_ERR_BACKEND);
- * without it: blas for f32/f64 when built, else onednn (f32, bf16, f16) when
- * built and the product is not tiny (m*n*k at most FC__GEMM_TINY: not worth
- * a primitive), else ref. A dtype that is not f16/bf16/f32/f64 gives
+ * without it: onednn (f32, bf16, f16) when built and the product is not
+ * tiny (m*n*k at most FC__GEMM_TINY: not worth a primitive), else blas for
+ * f32/f64 when built, else ref. A dtype that is not f16/bf16/f32/f64 gives
  * FC_ERR_DTYPE, a backend value out of range FC_ERR_INVALID_ARG, a size
  * below 1 FC_ERR_INVALID_SHAPE. Messages start with "matmul: ". */
 #define FC__GEMM_TINY 4096
+
+/* Primitives the oneDNN provider keeps per context (least recently used
+ * evicted): a GPT training step uses about 25 distinct product shapes. */
+#define FC__DNNL_CACHE 64
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
                               const fc__matmul_provider **out, char *err, size_t errcap);
 

@@ -35,7 +35,6 @@
 #include <omp.h>
 #endif
 
-#define FC__DNNL_CACHE 32
 
 /* ---- oneDNN 2.x / 3.x shim --------------------------------------------------------------- */
 
