@@ -19,7 +19,11 @@
 #include <stdatomic.h>
 
 #include "core/raw.h"
-#include "fucina/tensor.h"
+/* Every public declaration, so each FC_API function defined under src/
+ * carries the default visibility of its declaration (the library is built
+ * with -fvisibility=hidden; a definition that sees no FC_API declaration
+ * would silently stay out of the shared library). */
+#include "fucina.h"
 
 #define FC__ERR_CAP 512
 #define FC__MAX_SCOPE_DEPTH 256
