@@ -11,9 +11,6 @@
 
 #include "ag/tape.h"
 
-int64_t fc__ag_new_stamp(fc_ctx *ctx);
-fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need);
-void fc__ag_release_saved(fc_node *node);
 
 /* ---- gradient arithmetic (single-threaded, deterministic) ------------------------- */
 

@@ -194,10 +194,3 @@ fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need) {
     }
     return tp->stack;
 }
-
-int64_t fc__ag_live_nodes(fc_ctx *ctx) {
-    int64_t n = 0;
-    if (ctx->tape)
-        for (fc_node *x = ctx->tape->all; x; x = x->next_all) n++;
-    return n;
-}

@@ -87,6 +87,13 @@ static inline fc_dtype fc__grad_dtype(fc_dtype dtype) { return dtype == FC_F64 ?
 /* Marks a leaf of any float dtype (f64 included, for gradcheck) as requiring grad. */
 fc_status fc__ag_set_requires_grad(fc_tensor *t, bool on, bool allow_f64);
 
+/* For backward.c's walk: drops a node's saved values (they are done with),
+ * starts a new visit stamp (-1 without a tape), and returns the tape's
+ * scratch stack grown to hold need nodes (NULL on OOM or without a tape). */
+void fc__ag_release_saved(fc_node *node);
+int64_t fc__ag_new_stamp(fc_ctx *ctx);
+fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need);
+
 /* Sums g over the broadcast axes so it has exactly `shape` (rank <= g's
  * rank). Returns g itself when the shapes match, else a new scope-owned
  * tensor (call inside a scope, as backward rules are). */

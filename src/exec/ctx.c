@@ -77,7 +77,6 @@ fc_ctx *fc_ctx_new(const fc_ctx_opts *opts) {
     return ctx;
 }
 
-void fc__tensor_destroy_all(fc_ctx *ctx); /* tensor.c */
 
 void fc_ctx_free(fc_ctx *ctx) {
     if (!ctx) return;

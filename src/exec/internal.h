@@ -125,6 +125,9 @@ const char *fc__desc(const fc_tensor *t, char *buf, int cap);
 /* Shape string of a raw shape. */
 #define FC__SHAPE_STR(shape, rank, buf) fc__shape_str((shape), (rank), (buf), (int)sizeof(buf))
 
+/* Frees every tensor the context still tracks (fc_ctx_free; tensor.c). */
+void fc__tensor_destroy_all(fc_ctx *ctx);
+
 /* ---- tensors ------------------------------------------------------------------- */
 /* Contiguous, uninitialised, from the pool; registered in the current scope.
  * Records the error and returns NULL on failure (op names the caller). */
