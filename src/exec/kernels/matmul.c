@@ -163,6 +163,23 @@ static void plan_batches(const int64_t *bshape, int nb, int64_t st[3][FC_MAX_RAN
     }
 }
 
+/* Does an operand with batch strides st broadcast along a (non-1) batch
+ * axis? A copy could not make such an operand chain. */
+static bool batch_has_zero_stride(const int64_t *bshape, int nb, const int64_t *st) {
+    for (int i = 0; i < nb; i++)
+        if (bshape[i] > 1 && st[i] == 0) return true;
+    return false;
+}
+
+/* A batch walked as several provider calls pays each call's fixed cost
+ * (oneDNN: about 10 us; OpenBLAS less, but it cannot split one small
+ * product across threads). Attention's head views of a fused qkv tensor
+ * are such a batch: [B, H] axes whose strides do not chain. When the
+ * products are small (below this many multiply-adds per call), a
+ * contiguous copy of the operand that breaks the chain costs less than the
+ * calls it saves, and the batch becomes one call. */
+#define MM_SMALL_CALL (1 << 23)
+
 /* ---- the shared forward ------------------------------------------------------------------------
  */
 
@@ -273,6 +290,27 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
     }
     batch_plan bp;
     plan_batches(s.bshape, s.nb, st, &bp);
+    if (bp.outer > 0 && s.n > 0 && s.k > 0 && bp.inner * s.m <= MM_SMALL_CALL / s.n / s.k) {
+        operand *ops[2] = {&A, &B};
+        bool copied = false;
+        for (int o = 0; o < 2; o++) {
+            if (ops[o]->owned || batch_has_zero_stride(s.bshape, s.nb, st[o])) continue;
+            if (fc__raw_is_contiguous(&ops[o]->t->raw)) continue;
+            fc_tensor *c = fc_contiguous(ctx, ops[o]->t);
+            if (!c) goto done;
+            ops[o]->t = c;
+            ops[o]->owned = true;
+            operand_geometry(ops[o], o == 0);
+            if (!blas_layout(ops[o]->rows, ops[o]->cols, ops[o]->rs, ops[o]->cs, &ops[o]->lay)) {
+                fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: no BLAS layout for a contiguous operand",
+                         op);
+                goto done;
+            }
+            operand_batch_strides(ops[o], s.bshape, s.nb, st[o]);
+            copied = true;
+        }
+        if (copied) plan_batches(s.bshape, s.nb, st, &bp);
+    }
     int64_t m = s.m, batch = bp.inner;
     /* [B, m, k] rows back to back . one shared [k, n]: one (B*m) x n product */
     if (bp.inner > 1 && bp.inner_stride[1] == 0 && !A.lay.trans &&
