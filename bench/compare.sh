@@ -27,7 +27,7 @@ if [ "$have_torch" = 0 ]; then
        "running fucina only" >&2
 fi
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train)
+[ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train qmatvec)
 for w in "${WORKLOADS[@]}"; do
   echo "== $w" >&2
   "$BIN" "$w" > "$OUT/$w.fucina.json" || echo "{}" > "$OUT/$w.fucina.json"

@@ -82,3 +82,42 @@ print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for r in rows:
     print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+
+# Figures with no PyTorch peer: fc_matmul against OpenBLAS called directly
+# in the same process (the gemm JSON carries both), and qmatvec against
+# ggml's CPU figures (2 threads, 4096x4096, GFLOP/s) as published in
+# ../shared/BENCHMARKS.md -- ggml is not run here, so these are reference
+# numbers from another run, not a same-run ratio.
+GGML = {"q4_0": {"1": 70, "16": 78}, "q8_0": {"1": 85, "16": 89},
+        "q4_k": {"1": 108, "16": 108}, "q6_k": {"1": 101, "16": 108}}
+extra = []
+if "gemm" in workloads:
+    g = load("gemm", "fucina")
+    for n in ("256", "1024", "2048"):
+        f = get(g, ["results", n, "fucina_gflops", "median"])
+        d = get(g, ["results", n, "openblas_direct_gflops", "median"])
+        if isinstance(f, (int, float)) and isinstance(d, (int, float)) and d:
+            extra.append((f"gemm {n} GFLOP/s vs cblas_sgemm", f"{f:.4g}", f"{d:.4g}",
+                          f"{f / d:.2f}x throughput", ">= 0.95"))
+if "qmatvec" in workloads:
+    q = load("qmatvec", "fucina")
+    for t, per_n in GGML.items():
+        for n, ref in per_n.items():
+            f = get(q, ["results", t, n, "gflops", "median"])
+            if isinstance(f, (int, float)):
+                extra.append((f"qmatvec {t} N={n} GFLOP/s vs ggml", f"{f:.4g}", f"{ref}",
+                              f"{f / ref:.2f}x throughput", ">= 1.0"))
+    for n in ("1", "16"):
+        f = get(q, ["results", "q4_0", n, "gflops", "median"])
+        d = get(q, ["results", "dequant_sgemm_q4_0", n, "gflops", "median"])
+        if isinstance(f, (int, float)) and isinstance(d, (int, float)) and d:
+            extra.append((f"qmatvec q4_0 N={n} vs dequantize+sgemm", f"{f:.4g}", f"{d:.4g}",
+                          f"{f / d:.2f}x throughput", "far above"))
+if extra:
+    hdr2 = ("metric", "fucina", "reference", "ratio", "target")
+    widths = [max(len(str(r[i])) for r in extra + [hdr2]) for i in range(5)]
+    print()
+    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr2)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in extra:
+        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
