@@ -626,8 +626,9 @@ static void test_binary_inplace_refusals(void **state) {
     expect_status(ctx, fc_mul_scalar_(fc_zeros(ctx, FC_BOOL, s23, 2), 2), FC_ERR_DTYPE,
                   "mul_scalar_: dtype bool");
     expect_status(ctx, fc_add_(one, NULL), FC_ERR_NULL_ARG, "add_: input 'b' is NULL");
-    assert_int_equal(fc_add_(NULL, one), FC_ERR_NULL_ARG);
-    assert_int_equal(fc_fill_(NULL, 1), FC_ERR_NULL_ARG);
+    expect_status(ctx, fc_add_(NULL, one), FC_ERR_NULL_ARG, "add_: dst is NULL");
+    expect_status(ctx, fc_add_out(NULL, one, one), FC_ERR_NULL_ARG, "add_out: out is NULL");
+    assert_int_equal(fc_fill_(NULL, 1), FC_ERR_NULL_ARG); /* nothing to record it in */
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
     fc_scope_end(ctx);
 }

@@ -403,13 +403,18 @@ static fc_status write_binary(const char *op, bin_kind k, fc_tensor *dst, fc_ten
 }
 
 fc_status fc_add_(fc_tensor *dst, fc_tensor *b) {
-    if (!dst) return FC_ERR_NULL_ARG;
+    /* a NULL dst has no context; b's records the error (first error wins,
+     * so a NULL left by an earlier failure keeps that failure's message) */
+    if (!dst) return b ? fc__fail(b->ctx, FC_ERR_NULL_ARG, "add_: dst is NULL") : FC_ERR_NULL_ARG;
     if (!b) return fc__fail(dst->ctx, FC_ERR_NULL_ARG, "add_: input 'b' is NULL");
     return write_binary("add_", BIN_ADD, dst, dst, b);
 }
 
 fc_status fc_add_out(fc_tensor *out, fc_tensor *a, fc_tensor *b) {
-    if (!out) return FC_ERR_NULL_ARG;
+    if (!out) {
+        fc_tensor *any = a ? a : b;
+        return any ? fc__fail(any->ctx, FC_ERR_NULL_ARG, "add_out: out is NULL") : FC_ERR_NULL_ARG;
+    }
     if (!a || !b)
         return fc__fail(out->ctx, FC_ERR_NULL_ARG, "add_out: input '%s' is NULL", !a ? "a" : "b");
     return write_binary("add_out", BIN_ADD, out, a, b);
