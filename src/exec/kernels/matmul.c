@@ -191,14 +191,27 @@ static fc__backend_cache *ctx_cache(fc_ctx *ctx) {
     return ctx->backend_cache;
 }
 
-/* Writes bias (contiguous, n elements) into every row of out. */
-static void fill_rows(fc_tensor *out, const fc_tensor *bias, int64_t n) {
-    size_t row = (size_t)n * fc_dtype_size(out->raw.dtype);
-    char *dst = fc__raw_base(&out->raw);
-    const char *src = fc__raw_base(&bias->raw);
+/* Writes bias (contiguous, n elements) into every row of out, rows split
+ * over the team (a [1024, 512] f32 output is 2 MB: one thread alone takes
+ * longer than the product's own share of some small linears). */
+typedef struct fill_arg {
+    char *dst;
+    const char *src;
+    size_t row;
+} fill_arg;
+
+static void fill_range(void *p, int64_t begin, int64_t end) {
+    const fill_arg *a = p;
+    for (int64_t r = begin; r < end; r++)
+        memcpy(a->dst + (size_t)r * a->row, a->src, a->row);
+}
+
+static void fill_rows(fc_ctx *ctx, fc_tensor *out, const fc_tensor *bias, int64_t n) {
+    fill_arg a = {fc__raw_base(&out->raw), fc__raw_base(&bias->raw),
+                  (size_t)n * fc_dtype_size(out->raw.dtype)};
     int64_t rows = fc__raw_numel(&out->raw) / n;
-    for (int64_t r = 0; r < rows; r++)
-        memcpy(dst + (size_t)r * row, src, row);
+    int64_t grain = (int64_t)(65536 / a.row) + 1; /* about 64 KB per slice */
+    fc__parallel_for(ctx, rows, grain, fill_range, &a);
 }
 
 typedef struct mm_shapes {
@@ -332,7 +345,7 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
     if (bias) {
         bias_c = fc_contiguous(ctx, bias);
         if (!bias_c) goto fail;
-        fill_rows(out, bias_c, s.n);
+        fill_rows(ctx, out, bias_c, s.n);
     }
     fc__gemm g = {
         .dtype = dt,
