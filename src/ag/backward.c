@@ -5,7 +5,8 @@
  * nodes, so this is a topological order), checks each node's saved values
  * against their generations, runs its rule with grad mode off, reduces
  * broadcast gradients to the input shapes and accumulates them into the
- * input nodes or the leaves. Gradient tensors are pooled like any other. */
+ * input nodes or the leaves (the arithmetic, region gradients included, is
+ * in accumulate.c). Gradient tensors are pooled like any other. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -5,28 +5,11 @@
  * (and view/squeeze/unsqueeze) reshapes gout to the input's shape, a
  * permutation applies the inverse permutation, a window (narrow/slice)
  * hands gout to the engine as a gradient of that window of the input
- * (fc__ag_gin_region; fc__grad_place builds the full-size tensor for
- * callers that need one), and an expand hands gout
- * over as it is: the engine sums broadcast axes down to the input's shape
+ * (fc__ag_gin_region: no full-size zero tensor is built), and an expand
+ * hands gout over as it is: the engine sums broadcast axes down to the input's shape
  * (fc__ag_reduce_to), which is exactly the adjoint of a zero-stride view. */
-#include <string.h>
-
 #include "exec/kernels/shape_ops.h"
 #include "fucina/ops.h"
-
-fc_tensor *fc__grad_place(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank, int axis,
-                          int64_t start, int64_t step) {
-    fc_tensor *z = fc_zeros(ctx, g->raw.dtype, shape, rank);
-    if (!z) return NULL;
-    int64_t strides[FC_MAX_RANK];
-    memcpy(strides, z->raw.strides, sizeof(int64_t) * (size_t)rank);
-    strides[axis] *= step;
-    int64_t offset = z->raw.offset + start * z->raw.strides[axis];
-    fc_tensor *win =
-        fc__tensor_view(ctx, "backward", z, g->raw.shape, strides, g->raw.rank, offset);
-    if (!win || fc_copy_(win, g) != FC_OK) return NULL;
-    return z;
-}
 
 /* reshape, view, squeeze, unsqueeze */
 fc_status fc__bw_reshape(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {

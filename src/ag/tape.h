@@ -10,7 +10,10 @@
  * engine reads it broadcast to the common shape and sums that down to the
  * input's (so the op's broadcast output shape sums away, and a [1] zero
  * serves any input); a shape that does not broadcast fails the backward
- * with FC_ERR_SHAPE_MISMATCH naming the op. Rules run with grad mode off inside a
+ * with FC_ERR_SHAPE_MISMATCH naming the op. A window op's rule may instead
+ * hand over gout as the gradient of a region of its input
+ * (fc__ag_gin_region), which the engine adds straight into that region of
+ * the accumulator. Rules run with grad mode off inside a
  * scope and may use every forward op: every tensor they create is released
  * when the node is done, so rules release nothing; gin[k] may be such a
  * temporary, gout itself or a saved tensor (the engine retains what it
