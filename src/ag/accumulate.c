@@ -30,11 +30,13 @@ static void add_dense(fc_dtype dt, char *dst, const char *src, int64_t n) {
     if (dt == FC_F64) {
         double *restrict d = (double *)dst;
         const double *restrict s = (const double *)src;
-        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
     } else {
         float *restrict d = (float *)dst;
         const float *restrict s = (const float *)src;
-        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
     }
 }
 
@@ -85,7 +87,8 @@ static void colsum_slice(void *arg, int64_t b, int64_t e) {
  * src is rows of dst's element count, in order. */
 static bool is_trailing(const fc_raw *dst, const fc_raw *src) {
     int lead = 0;
-    while (lead < dst->rank && dst->shape[lead] == 1) lead++;
+    while (lead < dst->rank && dst->shape[lead] == 1)
+        lead++;
     int tail = dst->rank - lead;
     return tail <= src->rank &&
            fc__shape_equal(dst->shape + lead, tail, src->shape + (src->rank - tail), tail);
@@ -164,7 +167,7 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     fc_tensor *r = fc__ag_reduce_to(ctx, g, shape, rank);
     if (!r) return fc_ctx_status(ctx);
     if (!*target) {
-        fc_tensor *c = takeable(r, gdt)        ? r
+        fc_tensor *c = takeable(r, gdt)      ? r
                        : r->raw.dtype == gdt ? fc_clone(ctx, r)
                                              : fc_to(ctx, r, gdt);
         if (!c) return fc_ctx_status(ctx);
@@ -184,8 +187,8 @@ fc_status fc__ag_gin_region(fc_ctx *ctx, fc_node *node, int k, const int64_t *st
                             int64_t offset) {
     if (!node->regions || k < 0 || k >= node->n_in)
         return fc__fail(ctx, FC_ERR_STATE,
-                        "backward of %s: a gradient region for input %d outside its rule",
-                        node->op, k);
+                        "backward of %s: a gradient region for input %d outside its rule", node->op,
+                        k);
     fc__ag_region *r = &node->regions[k];
     memcpy(r->strides, strides, sizeof(int64_t) * FC_MAX_RANK);
     r->offset = offset;

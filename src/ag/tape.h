@@ -73,8 +73,8 @@ struct fc_node {
     double f[4];    /* float parameters (eps, slopes) */
     fc_tensor *aux; /* one extra owned tensor (e.g. an index), released with the node */
     /* backward bookkeeping */
-    fc_tensor *gacc; /* accumulated output gradient during a backward */
-    fc__ag_region *regions; /* one per input while the rule runs, NULL otherwise */
+    fc_tensor *gacc;              /* accumulated output gradient during a backward */
+    fc__ag_region *regions;       /* one per input while the rule runs, NULL otherwise */
     fc_node *next_all, *prev_all; /* every live node of the context */
     int64_t mark;                 /* visit stamp of the current backward */
 };

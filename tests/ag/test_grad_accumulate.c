@@ -38,10 +38,12 @@ static fc_ctx *new_ctx(int threads) {
 static fc_tensor *f32_random(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed,
                              double **keep) {
     int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
+    for (int d = 0; d < rank; d++)
+        n *= shape[d];
     double *v = malloc(sizeof *v * (size_t)(n ? n : 1));
     fill_random(v, n, seed, -1.0, 1.0);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)v[i]; /* exactly representable */
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)v[i]; /* exactly representable */
     fc_tensor *t = from_f64(ctx, FC_F32, shape, rank, v);
     if (keep)
         *keep = v;
@@ -66,8 +68,8 @@ typedef struct piece {
  * [len] (squeezed / permuted): w is given in the piece's own layout. */
 static fc_tensor *weighted(fc_ctx *ctx, fc_tensor *p, piece *pc, uint64_t seed) {
     pc->w = NULL;
-    fc_tensor *w = f32_random(ctx, (const int64_t[]){pc->len[0], pc->len[1], pc->len[2]}, 3,
-                              seed, &pc->w);
+    fc_tensor *w =
+        f32_random(ctx, (const int64_t[]){pc->len[0], pc->len[1], pc->len[2]}, 3, seed, &pc->w);
     fc_tensor *wv = fc_reshape(ctx, w, fc_tensor_shape(p), fc_tensor_rank(p));
     assert_non_null(wv);
     return fc_sum(ctx, fc_mul(ctx, p, wv), NULL, 0, false);
@@ -118,7 +120,8 @@ static fc_tensor *pieces_loss(fc_ctx *ctx, fc_tensor *x, piece *pc) {
             /* w[b][a] weighs x[a][b][4]: transpose into piece order [A, B, 1] */
             double *wt = malloc(sizeof *wt * A * B);
             for (int a = 0; a < A; a++)
-                for (int b = 0; b < B; b++) wt[a * B + b] = pc[5].w[b * A + a];
+                for (int b = 0; b < B; b++)
+                    wt[a * B + b] = pc[5].w[b * A + a];
             free(pc[5].w);
             pc[5].w = wt;
         } else {
@@ -131,7 +134,8 @@ static fc_tensor *pieces_loss(fc_ctx *ctx, fc_tensor *x, piece *pc) {
 }
 
 static void free_pieces(piece *pc) {
-    for (int i = 0; i < 6; i++) free(pc[i].w);
+    for (int i = 0; i < 6; i++)
+        free(pc[i].w);
 }
 
 static void check_grad(fc_tensor *g, const double *want, double tol) {
@@ -164,9 +168,11 @@ static void run_regions(int full, bool through) {
     assert_non_null(loss);
 
     double want[NX] = {0};
-    for (int i = 0; i < 6; i++) expect_piece(want, &pc[i], through ? 3.0 : 1.0);
+    for (int i = 0; i < 6; i++)
+        expect_piece(want, &pc[i], through ? 3.0 : 1.0);
     if (full)
-        for (int i = 0; i < NX; i++) want[i] += cw[i];
+        for (int i = 0; i < NX; i++)
+            want[i] += cw[i];
 
     fc_tensor *one = fc_ones(ctx, FC_F32, fc_tensor_shape(loss), fc_tensor_rank(loss));
     assert_int_equal(fc_backward_with(ctx, loss, one, true), FC_OK);
@@ -178,7 +184,8 @@ static void run_regions(int full, bool through) {
     assert_ptr_equal(fc_grad(x), g);
     assert_int_not_equal(fc__buffer_generation(g->raw.buf), gen);
     double twice[NX];
-    for (int i = 0; i < NX; i++) twice[i] = 2.0 * want[i];
+    for (int i = 0; i < NX; i++)
+        twice[i] = 2.0 * want[i];
     check_grad(fc_grad(x), twice, 1e-6);
     /* the graph is freed now */
     assert_int_equal(fc_backward_with(ctx, loss, one, false), FC_ERR_STATE);
@@ -215,7 +222,8 @@ static void test_regions_f64_unused_piece(void **state) {
     fc_ctx *ctx = new_ctx(1);
     fc_scope_begin(ctx);
     double v[12];
-    for (int i = 0; i < 12; i++) v[i] = i + 0.25;
+    for (int i = 0; i < 12; i++)
+        v[i] = i + 0.25;
     fc_tensor *x = fc_tensor_from_data(ctx, FC_F64, (const int64_t[]){3, 4}, 2, v);
     assert_int_equal(fc__ag_set_requires_grad(x, true, true), FC_OK);
     fc_tensor *sp[3];
@@ -257,7 +265,8 @@ static fc_status region_backward(int64_t offset, int64_t s0, int64_t s1) {
     nd->i[0] = offset;
     nd->i[1] = s0;
     nd->i[2] = s1;
-    fc_status st = fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){2, 3}, 2), false);
+    fc_status st =
+        fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){2, 3}, 2), false);
     if (st == FC_OK) {
         /* rows 0..1 at the offset (s0 = 3, s1 = 1) */
         const float *g = fc_tensor_data(fc_grad(x));
@@ -322,8 +331,10 @@ static void check_colsum(const int64_t *xs, int xr, const int64_t *bs, int br) {
     float *r1 = bias_grad(1, xs, xr, bs, br, &g);
     float *r2 = bias_grad(2, xs, xr, bs, br, &g2);
     int64_t n = 1, cols = 1;
-    for (int d = 0; d < xr; d++) n *= xs[d];
-    for (int d = 0; d < br; d++) cols *= bs[d];
+    for (int d = 0; d < xr; d++)
+        n *= xs[d];
+    for (int d = 0; d < br; d++)
+        cols *= bs[d];
     int64_t rows = n / cols;
     for (int64_t c = 0; c < cols; c++) {
         float fsum = 0.0f;
@@ -333,7 +344,7 @@ static void check_colsum(const int64_t *xs, int xr, const int64_t *bs, int br) {
             dsum += g[r * cols + c];
             asum += fabs(g[r * cols + c]);
         }
-        assert_memory_equal(&r1[c], &fsum, sizeof fsum); /* row order, bit for bit */
+        assert_memory_equal(&r1[c], &fsum, sizeof fsum);  /* row order, bit for bit */
         assert_memory_equal(&r1[c], &r2[c], sizeof fsum); /* any thread count */
         assert_true(fabs(r1[c] - dsum) <= 1e-6 * asum + 1e-30);
     }
@@ -350,7 +361,7 @@ static void test_bias_column_sums(void **state) {
     check_colsum((const int64_t[]){64, 40, 37}, 3, (const int64_t[]){37}, 1); /* threaded */
     check_colsum((const int64_t[]){2100, 3, 16}, 3, (const int64_t[]){3, 16}, 2);
     check_colsum((const int64_t[]){5, 4, 3}, 3, (const int64_t[]){1, 1, 1}, 3); /* one column */
-    check_colsum((const int64_t[]){9}, 1, (const int64_t[]){9}, 1);         /* no rows to sum */
+    check_colsum((const int64_t[]){9}, 1, (const int64_t[]){9}, 1);             /* no rows to sum */
 }
 
 /* A middle broadcast axis is off the fast path: the walk still sums it. */
@@ -362,7 +373,8 @@ static void test_bias_middle_axis(void **state) {
     for (int a = 0; a < 5; a++)
         for (int c = 0; c < 3; c++) {
             float want = 0.0f;
-            for (int b = 0; b < 4; b++) want += (float)g[(a * 4 + b) * 3 + c];
+            for (int b = 0; b < 4; b++)
+                want += (float)g[(a * 4 + b) * 3 + c];
             assert_memory_equal(&r[a * 3 + c], &want, sizeof want);
         }
     free(r);

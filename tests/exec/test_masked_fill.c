@@ -47,30 +47,34 @@ static bool ref_masked(const mf_case *c, const double *m, int64_t i) {
 
 static double *run_case(fc_ctx *ctx, const mf_case *c, bool x_view, bool mask_view) {
     int64_t n = 1, mn = 1;
-    for (int d = 0; d < c->xr; d++) n *= c->xs[d];
-    for (int d = 0; d < c->mr; d++) mn *= c->ms[d];
+    for (int d = 0; d < c->xr; d++)
+        n *= c->xs[d];
+    for (int d = 0; d < c->mr; d++)
+        mn *= c->ms[d];
     double *xv = malloc(sizeof *xv * (size_t)n), *mv = malloc(sizeof *mv * (size_t)mn);
     fill_random(xv, n, 17, -4.0, 4.0);
-    for (int64_t i = 0; i < n; i++) xv[i] = c->dt == FC_I8 ? round(xv[i]) : (float)xv[i];
+    for (int64_t i = 0; i < n; i++)
+        xv[i] = c->dt == FC_I8 ? round(xv[i]) : (float)xv[i];
     /* mask bytes other than 0/1 where the dtype has them; -0.0 is false and
      * NaN true for a float mask */
     static const double u8v[4] = {0, 1, 2, 200}, i8v[4] = {0, -1, 3, 1},
                         f32v[4] = {0.0, -0.0, 0.5, NAN}, boolv[4] = {0, 1, 0, 1};
-    const double *pick = c->mdt == FC_U8 ? u8v : c->mdt == FC_I8 ? i8v : c->mdt == FC_F32 ? f32v
-                                                                                        : boolv;
+    const double *pick = c->mdt == FC_U8    ? u8v
+                         : c->mdt == FC_I8  ? i8v
+                         : c->mdt == FC_F32 ? f32v
+                                            : boolv;
     uint64_t s = 99;
-    for (int64_t i = 0; i < mn; i++) mv[i] = pick[fc_test_splitmix64(&s) % 4];
+    for (int64_t i = 0; i < mn; i++)
+        mv[i] = pick[fc_test_splitmix64(&s) % 4];
     fc_scope_begin(ctx);
     fc_tensor *x = from_f64(ctx, c->dt, c->xs, c->xr, xv);
     fc_tensor *m = from_f64(ctx, c->mdt, c->ms, c->mr, mv);
     if (x_view) { /* same logical values, transposed storage */
-        x = fc_transpose(ctx, fc_contiguous(ctx, fc_transpose(ctx, x, 0, c->xr - 1)), 0,
-                         c->xr - 1);
+        x = fc_transpose(ctx, fc_contiguous(ctx, fc_transpose(ctx, x, 0, c->xr - 1)), 0, c->xr - 1);
         assert_false(fc_tensor_is_contiguous(x));
     }
     if (mask_view) {
-        m = fc_transpose(ctx, fc_contiguous(ctx, fc_transpose(ctx, m, 0, c->mr - 1)), 0,
-                         c->mr - 1);
+        m = fc_transpose(ctx, fc_contiguous(ctx, fc_transpose(ctx, m, 0, c->mr - 1)), 0, c->mr - 1);
         assert_false(fc_tensor_is_contiguous(m));
     }
     /* the reference reads x as stored (rounded to its dtype) */
@@ -97,14 +101,17 @@ static void check_case(const mf_case *c, bool fast) {
         fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 1});
         assert_non_null(ctx);
         double *a = run_case(ctx, c, false, false);
-        if (fast && c->xs[0] > 1 && c->xs[c->xr - 1] > 1) { /* the generic path on a view gives the same bits */
+        if (fast && c->xs[0] > 1 &&
+            c->xs[c->xr - 1] > 1) { /* the generic path on a view gives the same bits */
             double *b = run_case(ctx, c, true, false);
             int64_t n = 1;
-            for (int d = 0; d < c->xr; d++) n *= c->xs[d];
+            for (int d = 0; d < c->xr; d++)
+                n *= c->xs[d];
             assert_memory_equal(a, b, sizeof *a * (size_t)n);
             free(b);
         }
-        if (c->mr >= 2 && c->ms[0] > 1 && c->ms[c->mr - 1] > 1) free(run_case(ctx, c, false, true)); /* a transposed mask */
+        if (c->mr >= 2 && c->ms[0] > 1 && c->ms[c->mr - 1] > 1)
+            free(run_case(ctx, c, false, true)); /* a transposed mask */
         free(a);
         free_ctx(ctx);
     }
@@ -122,17 +129,19 @@ static void test_fast_layouts(void **state) {
         /* 85827 elements: two threads split inside a 4087-element mask block */
         {FC_F32, FC_BOOL, 4, 2, {7, 3, 61, 67}, {61, 67}, -INFINITY},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], true);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(&cases[i], true);
 }
 
 static void test_generic_layouts(void **state) {
     (void)state;
     const mf_case cases[] = {
-        {FC_F32, FC_BOOL, 3, 2, {4, 5, 3}, {5, 1}, 9.0},   /* a middle broadcast axis */
-        {FC_F32, FC_F32, 3, 2, {4, 5, 3}, {5, 3}, -1.0},   /* a four-byte mask */
+        {FC_F32, FC_BOOL, 3, 2, {4, 5, 3}, {5, 1}, 9.0},    /* a middle broadcast axis */
+        {FC_F32, FC_F32, 3, 2, {4, 5, 3}, {5, 3}, -1.0},    /* a four-byte mask */
         {FC_F64, FC_BOOL, 3, 3, {2, 5, 3}, {2, 1, 3}, 3.0}, /* leading axis not broadcast */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], false);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(&cases[i], false);
 }
 
 /* The gradient is masked_fill(g, mask, 0): zero where filled, g elsewhere. */

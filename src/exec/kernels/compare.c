@@ -415,22 +415,27 @@ static void mfill_slice(void *arg, int64_t begin, int64_t end) {
 /* Runs the fast path and returns true when x and mask have its layout. A
  * one-byte mask of any non-f8 dtype is truthy exactly where its byte is
  * non-zero, as fc__pw_truthy reads it. */
-static bool masked_fill_fast(fc_ctx *ctx, fc_tensor *out, const fc_tensor *x,
-                             const fc_tensor *mask, const unsigned char *fill) {
+static bool masked_fill_fast(fc_ctx *ctx, fc_tensor *out, const fc_tensor *x, const fc_tensor *mask,
+                             const unsigned char *fill) {
     const fc_raw *mr = &mask->raw;
-    if (fc_dtype_size(mr->dtype) != 1 || fc_dtype_is_f8(mr->dtype) ||
-        !fc__raw_is_contiguous(mr) || !fc__raw_is_contiguous(&x->raw))
+    if (fc_dtype_size(mr->dtype) != 1 || fc_dtype_is_f8(mr->dtype) || !fc__raw_is_contiguous(mr) ||
+        !fc__raw_is_contiguous(&x->raw))
         return false;
     int lead = 0;
-    while (lead < mr->rank && mr->shape[lead] == 1) lead++;
+    while (lead < mr->rank && mr->shape[lead] == 1)
+        lead++;
     int tail = mr->rank - lead;
     if (tail > x->raw.rank ||
         !fc__shape_equal(mr->shape + lead, tail, x->raw.shape + (x->raw.rank - tail), tail))
         return false;
     int64_t n = fc__raw_numel(&x->raw), mn = fc__raw_numel(mr);
     if (n == 0) return true;
-    mfill_job j = {fc__raw_base(&out->raw), fc__raw_base(&x->raw),
-                   (const uint8_t *)fc__raw_base(mr), mn, fc_dtype_size(x->raw.dtype), fill};
+    mfill_job j = {.out = fc__raw_base(&out->raw),
+                   .x = fc__raw_base(&x->raw),
+                   .mask = (const uint8_t *)fc__raw_base(mr),
+                   .mask_n = mn,
+                   .es = fc_dtype_size(x->raw.dtype),
+                   .fill = fill};
     fc__parallel_for(ctx, n, 32768, mfill_slice, &j);
     return true;
 }
