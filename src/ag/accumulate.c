@@ -96,11 +96,12 @@ static bool is_trailing(const fc_raw *dst, const fc_raw *src) {
 
 /* dst += src over the broadcast of their shapes (the caller checked that
  * they broadcast and that both hold dst's dtype, f32 or f64): axes dst has
- * as 1 (or lacks) sum src, axes src has as 1 (or lacks) repeat it. With
- * parallel, dst must not map two positions of the common shape to one
- * element (true of a dense dst of the common shape and of a checked
- * region); otherwise the generic walk runs on one thread, in order. */
-static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src, bool parallel) {
+ * as 1 (or lacks) sum src, axes src has as 1 (or lacks) repeat it. dst
+ * never maps two positions of its shape to one element (a dense
+ * accumulator, or a region fc__ag_region_check passed), so threads may
+ * split it; a walk that sums into broadcast positions runs on one thread,
+ * in order. */
+static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
     fc_dtype dt = dst->dtype;
     int64_t es = (int64_t)fc_dtype_size(dt);
     bool dense = fc__raw_is_contiguous(dst) && fc__raw_is_contiguous(src);
@@ -126,7 +127,7 @@ static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src, bool para
     fc_raw *ops[2] = {(fc_raw *)dst, (fc_raw *)src};
     fc__iter_init(&it, shape, r, 2, ops);
     acc_arg a = {dt};
-    fc__iter_run(parallel && !sums ? ctx : NULL, &it, acc_inner, &a);
+    fc__iter_run(sums ? NULL : ctx, &it, acc_inner, &a);
 }
 
 /* ---- accumulators ---------------------------------------------------------------------- */
@@ -149,7 +150,7 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
     fc_tensor *out = fc__tensor_new(ctx, "backward", g->raw.dtype, shape, rank);
     if (!out) return NULL;
     memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
-    acc_raw(ctx, &out->raw, &g->raw, true);
+    acc_raw(ctx, &out->raw, &g->raw);
     return out;
 }
 
@@ -177,7 +178,7 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     fc_tensor *c = r->raw.dtype == gdt ? r : fc_to(ctx, r, gdt);
     if (!c) return fc_ctx_status(ctx);
     fc__buffer_bump_generation((*target)->raw.buf);
-    acc_raw(ctx, &(*target)->raw, &c->raw, true);
+    acc_raw(ctx, &(*target)->raw, &c->raw);
     return FC_OK;
 }
 
@@ -253,7 +254,7 @@ fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dt
     memcpy(v.strides, reg->strides, sizeof v.strides);
     v.offset = dst->raw.offset + reg->offset;
     if (!fresh && dst == *target) fc__buffer_bump_generation(dst->raw.buf);
-    acc_raw(ctx, &v, &c->raw, true);
+    acc_raw(ctx, &v, &c->raw);
     if (fresh) {
         *target = fc_retain(dst);
         return FC_OK;
