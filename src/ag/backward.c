@@ -5,108 +5,13 @@
  * nodes, so this is a topological order), checks each node's saved values
  * against their generations, runs its rule with grad mode off, reduces
  * broadcast gradients to the input shapes and accumulates them into the
- * input nodes or the leaves. Gradient tensors are pooled like any other. */
+ * input nodes or the leaves (the arithmetic, region gradients included, is
+ * in accumulate.c). Gradient tensors are pooled like any other. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ag/tape.h"
 
-
-/* ---- gradient arithmetic (single-threaded, deterministic) ------------------------- */
-
-typedef struct acc_arg {
-    fc_dtype dt;
-} acc_arg;
-
-static void acc_inner(void *arg, char **p, const int64_t *s, int64_t n) {
-    acc_arg *a = arg;
-    if (a->dt == FC_F64) {
-        for (int64_t i = 0; i < n; i++)
-            *(double *)(p[0] + i * s[0]) += *(const double *)(p[1] + i * s[1]);
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            *(float *)(p[0] + i * s[0]) += *(const float *)(p[1] + i * s[1]);
-    }
-}
-
-/* dst += src over the broadcast of their shapes: axes dst has as 1 (or
- * lacks) sum src, axes src has as 1 (or lacks) repeat it. With ctx == NULL
- * the walk is single-threaded, so accumulating into broadcast (stride-0)
- * positions of dst is race-free and ordered. The caller checked that the
- * shapes broadcast. */
-static void accumulate(fc_tensor *dst, fc_tensor *src) {
-    if (dst->raw.dtype == FC_F32 && src->raw.dtype == FC_F32 &&
-        fc__shape_equal(dst->raw.shape, dst->raw.rank, src->raw.shape, src->raw.rank) &&
-        fc__raw_is_contiguous(&dst->raw) && fc__raw_is_contiguous(&src->raw)) {
-        /* the usual case (same shape, both dense): one flat loop, no iterator */
-        float *d = (float *)fc__raw_base(&dst->raw);
-        const float *s = (const float *)fc__raw_base(&src->raw);
-        int64_t n = fc__raw_numel(&dst->raw);
-        for (int64_t i = 0; i < n; i++) d[i] += s[i];
-        return;
-    }
-    int64_t shape[FC_MAX_RANK];
-    int r;
-    fc__shape_broadcast(dst->raw.shape, dst->raw.rank, src->raw.shape, src->raw.rank, shape, &r);
-    fc__iter it;
-    fc_raw *ops[2] = {&dst->raw, &src->raw};
-    fc__iter_init(&it, shape, r, 2, ops);
-    acc_arg a = {dst->raw.dtype};
-    fc__iter_run(NULL, &it, acc_inner, &a);
-}
-
-/* g is read as broadcast to the common shape of g and the input, then
- * summed down to the input's shape: a gradient at the op's (broadcast)
- * output shape sums, a smaller one ([1] for a zero gradient) repeats. */
-fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank) {
-    if (fc__shape_equal(g->raw.shape, g->raw.rank, shape, rank)) return g;
-    int64_t common[FC_MAX_RANK];
-    int cr;
-    if (fc__shape_broadcast(g->raw.shape, g->raw.rank, shape, rank, common, &cr) != FC_OK) {
-        char a[160], b[160];
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                 "backward: a gradient of shape %s does not fit an input of shape %s",
-                 fc__shape_str(g->raw.shape, g->raw.rank, a, (int)sizeof a),
-                 fc__shape_str(shape, rank, b, (int)sizeof b));
-        return NULL;
-    }
-    fc_tensor *out = fc__tensor_new(ctx, "backward", g->raw.dtype, shape, rank);
-    if (!out) return NULL;
-    memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
-    accumulate(out, g);
-    return out;
-}
-
-/* Can r become an accumulation target as it is? Only when nobody else can
- * see its storage: one handle reference, one buffer reference, plain
- * contiguous layout, writable, already in the gradient dtype. */
-static bool takeable(const fc_tensor *r, fc_dtype gdt) {
-    return r->raw.dtype == gdt && atomic_load(&((fc_tensor *)r)->refs) == 1 && !r->node &&
-           r->raw.offset == 0 && fc__raw_is_contiguous(&r->raw) &&
-           !fc__buffer_is_read_only(r->raw.buf) && fc__buffer_is_unique(r->raw.buf);
-}
-
-/* *target += g (g has the target's shape or broadcasts to it), creating the
- * target on first use. Runs inside a scope: temporaries are scope-owned and
- * the target gets its own reference. */
-static fc_status add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
-                          const int64_t *shape, int rank) {
-    fc_tensor *r = fc__ag_reduce_to(ctx, g, shape, rank);
-    if (!r) return fc_ctx_status(ctx);
-    if (!*target) {
-        fc_tensor *c = takeable(r, gdt)        ? r
-                       : r->raw.dtype == gdt ? fc_clone(ctx, r)
-                                             : fc_to(ctx, r, gdt);
-        if (!c) return fc_ctx_status(ctx);
-        *target = fc_retain(c);
-        return FC_OK;
-    }
-    fc_tensor *c = r->raw.dtype == gdt ? r : fc_to(ctx, r, gdt);
-    if (!c) return fc_ctx_status(ctx);
-    fc__buffer_bump_generation((*target)->raw.buf);
-    accumulate(*target, c);
-    return FC_OK;
-}
 
 /* ---- the engine -------------------------------------------------------------------- */
 
@@ -142,16 +47,37 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
                         n->op, (long long)n->id);
     if ((st = check_saved(ctx, n)) != FC_OK) return st;
     fc_tensor *gin[FC__AG_MAX_IN] = {0};
+    fc__ag_region reg[FC__AG_MAX_IN];
+    memset(reg, 0, sizeof reg);
     fc_tensor *gout = n->gacc;
     n->gacc = NULL;
+    n->regions = reg;
     st = n->backward(ctx, n, gout, gin);
+    n->regions = NULL;
     if (st == FC_OK) st = fc_ctx_status(ctx);
+    /* gout is done with unless a rule handed it on as it is: dropping it now
+     * leaves a view of it (a reshape's gradient) the only user of its storage,
+     * so the view can become the next accumulator without a copy */
+    bool handed_on = false;
+    for (int k = 0; k < n->n_in; k++) handed_on |= gin[k] == gout;
+    if (!handed_on) {
+        fc_release(gout);
+        gout = NULL;
+    }
     for (int k = 0; k < n->n_in && st == FC_OK; k++) {
         fc__ag_input *in = &n->in[k];
         if (!in->needs) continue;
         if (!gin[k]) {
             st = fc__fail(ctx, FC_ERR_STATE, "backward of %s: no gradient for input %d", n->op, k);
             break;
+        }
+        fc_dtype gdt = fc__grad_dtype(in->dtype);
+        if (reg[k].on) {
+            fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->grad;
+            st = fc__ag_region_check(ctx, n, k, &reg[k], gin[k]);
+            if (st == FC_OK)
+                st = fc__ag_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
+            continue;
         }
         int64_t common[FC_MAX_RANK];
         int cr;
@@ -166,15 +92,14 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
                           fc__shape_str(in->shape, in->rank, b, (int)sizeof b));
             break;
         }
-        fc_dtype gdt = fc__grad_dtype(in->dtype);
         if (in->node) {
-            st = add_into(ctx, &in->node->gacc, gin[k], gdt, in->shape, in->rank);
+            st = fc__ag_add_into(ctx, &in->node->gacc, gin[k], gdt, in->shape, in->rank);
         } else if (in->leaf) {
             fc_tensor *leaf = in->leaf;
-            st = add_into(ctx, &leaf->grad, gin[k], gdt, in->shape, in->rank);
+            st = fc__ag_add_into(ctx, &leaf->grad, gin[k], gdt, in->shape, in->rank);
         }
     }
-    fc_release(gout); /* gin[] are scope-owned or borrowed */
+    if (gout) fc_release(gout); /* gin[] are scope-owned or borrowed */
     if (!retain) {
         fc__ag_release_saved(n);
         n->freed = true;
@@ -198,7 +123,7 @@ static fc_status backward_impl(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
 static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain) {
     if (!out->node) {
         if (out->flags & FC__T_LEAF) { /* d out / d out = grad_out */
-            return add_into(ctx, &out->grad, grad_out, fc__grad_dtype(out->raw.dtype),
+            return fc__ag_add_into(ctx, &out->grad, grad_out, fc__grad_dtype(out->raw.dtype),
                             out->raw.shape, out->raw.rank);
         }
         return fc__fail(ctx, FC_ERR_NO_GRAD,
@@ -229,7 +154,7 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
 
     fc_status st = FC_OK;
     fc_dtype gdt = fc__grad_dtype(out->raw.dtype);
-    st = add_into(ctx, &out->node->gacc, grad_out, gdt, out->raw.shape, out->raw.rank);
+    st = fc__ag_add_into(ctx, &out->node->gacc, grad_out, gdt, out->raw.shape, out->raw.rank);
     for (int64_t i = 0; i < count && st == FC_OK; i++) {
         fc_node *n = list[i];
         if (!n->gacc) continue; /* reachable but no gradient flowed (e.g. unused branch) */

@@ -10,7 +10,10 @@
  * engine reads it broadcast to the common shape and sums that down to the
  * input's (so the op's broadcast output shape sums away, and a [1] zero
  * serves any input); a shape that does not broadcast fails the backward
- * with FC_ERR_SHAPE_MISMATCH naming the op. Rules run with grad mode off inside a
+ * with FC_ERR_SHAPE_MISMATCH naming the op. A window op's rule may instead
+ * hand over gout as the gradient of a region of its input
+ * (fc__ag_gin_region), which the engine adds straight into that region of
+ * the accumulator. Rules run with grad mode off inside a
  * scope and may use every forward op: every tensor they create is released
  * when the node is done, so rules release nothing; gin[k] may be such a
  * temporary, gout itself or a saved tensor (the engine retains what it
@@ -38,6 +41,13 @@ typedef struct fc__saved {
     const char *role; /* "input", "output", "weight", ... for messages */
 } fc__saved;
 
+/* Where a region gradient lands (fc__ag_gin_region). */
+typedef struct fc__ag_region {
+    int64_t strides[FC_MAX_RANK]; /* per axis of the gradient, in input elements */
+    int64_t offset;               /* input element of the gradient's first element */
+    bool on;
+} fc__ag_region;
+
 typedef struct fc__ag_input {
     fc_node *node;   /* producing node (retained), or NULL */
     fc_tensor *leaf; /* a leaf requiring grad (retained), or NULL */
@@ -63,7 +73,8 @@ struct fc_node {
     double f[4];    /* float parameters (eps, slopes) */
     fc_tensor *aux; /* one extra owned tensor (e.g. an index), released with the node */
     /* backward bookkeeping */
-    fc_tensor *gacc; /* accumulated output gradient during a backward */
+    fc_tensor *gacc;              /* accumulated output gradient during a backward */
+    fc__ag_region *regions;       /* one per input while the rule runs, NULL otherwise */
     fc_node *next_all, *prev_all; /* every live node of the context */
     int64_t mark;                 /* visit stamp of the current backward */
 };
@@ -94,9 +105,44 @@ void fc__ag_release_saved(fc_node *node);
 int64_t fc__ag_new_stamp(fc_ctx *ctx);
 fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need);
 
+/* ---- gradient arithmetic (accumulate.c) ---------------------------------------- */
+
+/* Declares, from inside a backward rule, that gin[k] covers only a region
+ * of input k: element (i_0, .., i_{r-1}) of gin[k] adds to element
+ * offset + sum_d i_d * strides[d] of the input's gradient read in
+ * row-major order (strides has one entry per axis of gin[k], the rest
+ * ignored). The engine then adds gin[k] straight into that region of the
+ * accumulator (creating it zeroed on first use) instead of a full-size
+ * tensor that is zero elsewhere: a window op's (narrow, slice, split)
+ * adjoint. gin[k] keeps the gradient dtype rules, but does not broadcast:
+ * its shape is the region's. The region must lie inside the input and map
+ * no two elements to one position; the engine checks that and fails the
+ * backward with FC_ERR_STATE otherwise. Returns FC_OK, or FC_ERR_STATE
+ * when called outside a rule. */
+fc_status fc__ag_gin_region(fc_ctx *ctx, fc_node *node, int k, const int64_t *strides,
+                            int64_t offset);
+/* The engine's check of the region r the rule declared for input k against
+ * its gradient g (FC_ERR_STATE recorded when it is not a window of the
+ * input). */
+fc_status fc__ag_region_check(fc_ctx *ctx, const fc_node *node, int k, const fc__ag_region *r,
+                              const fc_tensor *g);
+
 /* Sums g over the broadcast axes so it has exactly `shape` (rank <= g's
  * rank). Returns g itself when the shapes match, else a new scope-owned
- * tensor (call inside a scope, as backward rules are). */
+ * tensor (call inside a scope, as backward rules are). The sum adds the
+ * rows of g in order whatever the thread count. */
 fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank);
+/* *target += g (g has the target's shape or broadcasts to it) in gdt,
+ * creating the target on first use (taking g itself when nobody else can
+ * see its storage, else a copy), and bumping the target's generation when
+ * it adds in place. Runs inside a scope: temporaries are scope-owned and
+ * the target gets its own reference. */
+fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                          const int64_t *shape, int rank);
+/* The same for a region gradient (reg checked by fc__ag_region_check): adds
+ * g into that region of *target, which is created zeroed of `shape` on
+ * first use. */
+fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                            const int64_t *shape, int rank, const fc__ag_region *reg);
 
 #endif /* FUCINA_AG_TAPE_H */

@@ -358,6 +358,88 @@ static void masked_fill_inner(void *arg, char **p, const int64_t *s, int64_t n) 
     }
 }
 
+/* ---- masked_fill fast path -------------------------------------------------------- */
+
+/* The attention-mask layout: x contiguous, a contiguous one-byte mask whose
+ * shape, leading 1s dropped, is the trailing part of x's shape. Element i of
+ * x then pairs with mask element i % mask_numel, so the walk is a flat run
+ * over x that restarts the mask every mask_numel elements: no iterator, no
+ * truthiness chunk, and a select loop the compiler turns into blends. */
+typedef struct mfill_job {
+    char *out;
+    const char *x;
+    const uint8_t *mask;
+    int64_t mask_n; /* mask elements; x's element count is a multiple */
+    size_t es;
+    const unsigned char *fill;
+} mfill_job;
+
+#define MFILL_RUN(T)                                                                               \
+    do {                                                                                           \
+        T *o_ = (T *)j->out + i;                                                                   \
+        const T *x_ = (const T *)j->x + i;                                                         \
+        T f_;                                                                                      \
+        memcpy(&f_, j->fill, sizeof f_);                                                           \
+        /* a bit select, not a branch: the load of x is unconditional, so it vectorizes */         \
+        FC__SIMD for (int64_t k_ = 0; k_ < m; k_++) {                                              \
+            T sel_ = (T)0 - (T)(mk[k_] != 0);                                                      \
+            o_[k_] = (T)((x_[k_] & (T)~sel_) | (f_ & sel_));                                       \
+        }                                                                                          \
+    } while (0)
+
+static void mfill_slice(void *arg, int64_t begin, int64_t end) {
+    const mfill_job *j = arg;
+    int64_t i = begin, mi = begin % j->mask_n; /* one division per slice */
+    while (i < end) {
+        int64_t m = j->mask_n - mi < end - i ? j->mask_n - mi : end - i;
+        const uint8_t *mk = j->mask + mi;
+        switch (j->es) {
+        case 1:
+            MFILL_RUN(uint8_t);
+            break;
+        case 2:
+            MFILL_RUN(uint16_t);
+            break;
+        case 4:
+            MFILL_RUN(uint32_t);
+            break;
+        default:
+            MFILL_RUN(uint64_t);
+            break;
+        }
+        i += m;
+        mi = 0;
+    }
+}
+
+/* Runs the fast path and returns true when x and mask have its layout. A
+ * one-byte mask of any non-f8 dtype is truthy exactly where its byte is
+ * non-zero, as fc__pw_truthy reads it. */
+static bool masked_fill_fast(fc_ctx *ctx, fc_tensor *out, const fc_tensor *x, const fc_tensor *mask,
+                             const unsigned char *fill) {
+    const fc_raw *mr = &mask->raw;
+    if (fc_dtype_size(mr->dtype) != 1 || fc_dtype_is_f8(mr->dtype) || !fc__raw_is_contiguous(mr) ||
+        !fc__raw_is_contiguous(&x->raw))
+        return false;
+    int lead = 0;
+    while (lead < mr->rank && mr->shape[lead] == 1)
+        lead++;
+    int tail = mr->rank - lead;
+    if (tail > x->raw.rank ||
+        !fc__shape_equal(mr->shape + lead, tail, x->raw.shape + (x->raw.rank - tail), tail))
+        return false;
+    int64_t n = fc__raw_numel(&x->raw), mn = fc__raw_numel(mr);
+    if (n == 0) return true;
+    mfill_job j = {.out = fc__raw_base(&out->raw),
+                   .x = fc__raw_base(&x->raw),
+                   .mask = (const uint8_t *)fc__raw_base(mr),
+                   .mask_n = mn,
+                   .es = fc_dtype_size(x->raw.dtype),
+                   .fill = fill};
+    fc__parallel_for(ctx, n, 32768, mfill_slice, &j);
+    return true;
+}
+
 fc_tensor *fc_where(fc_ctx *ctx, fc_tensor *cond, fc_tensor *a, fc_tensor *b) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "where", cond);
@@ -409,7 +491,7 @@ fc_tensor *fc_masked_fill(fc_ctx *ctx, fc_tensor *x, fc_tensor *mask, double val
     fc__store_f64(dt, v, value);
     select_arg sa = {mask->raw.dtype, fc_dtype_size(dt), v};
     fc_raw *ops[3] = {&out->raw, &x->raw, &mask->raw};
-    fc__pw_run(ctx, 3, ops, masked_fill_inner, &sa);
+    if (!masked_fill_fast(ctx, out, x, mask, v)) fc__pw_run(ctx, 3, ops, masked_fill_inner, &sa);
     out = fc__finish(ctx, "masked_fill", out);
     fc_tensor *in[2] = {x, mask};
     if (!out || !fc__ag_wants(ctx, 2, in)) return out;

@@ -61,11 +61,6 @@ fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double 
 
 /* ---- backward rules (src/ag/grad_*.c) ------------------------------------------------------- */
 
-/* Zeros of the input's shape (in g's dtype) with g placed in the window
- * that starts at `start` and steps `step` along axis (narrow, slice, split). */
-fc_tensor *fc__grad_place(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank, int axis,
-                          int64_t start, int64_t step);
-
 fc_status fc__bw_reshape(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__bw_permute(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__bw_slice(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);

@@ -1,0 +1,263 @@
+/* accumulate.c - the gradient arithmetic of the backward engine: adding a
+ * rule's gradient into an accumulator (a node's gacc or a leaf's grad),
+ * summing broadcast axes away, and adding a gradient that covers only a
+ * region of its input (fc__ag_gin_region).
+ *
+ * Determinism: every element of an accumulator receives its terms in one
+ * fixed order that does not depend on the thread count. Threads only ever
+ * split disjoint sets of destination elements (flat ranges of a same-shape
+ * add, column blocks of a leading-axes sum, rows of an injective region);
+ * a destination element that sums several source elements (a broadcast
+ * axis) is always summed by one thread in row order. */
+#include <string.h>
+
+#include "ag/tape.h"
+
+/* Work per thread below which a second thread costs more than it saves. */
+#define ACC_GRAIN 32768
+/* Columns per block of a leading-axes sum: one cache line of f32. */
+#define COL_BLOCK 16
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+typedef struct acc_arg {
+    fc_dtype dt;
+} acc_arg;
+
+/* d[i] += s[i] over one run; the dense case is a plain loop the compiler
+ * vectorizes (restrict: the accumulator never aliases the gradient added). */
+static void add_dense(fc_dtype dt, char *dst, const char *src, int64_t n) {
+    if (dt == FC_F64) {
+        double *restrict d = (double *)dst;
+        const double *restrict s = (const double *)src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
+    } else {
+        float *restrict d = (float *)dst;
+        const float *restrict s = (const float *)src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
+    }
+}
+
+static void acc_inner(void *arg, char **p, const int64_t *s, int64_t n) {
+    acc_arg *a = arg;
+    int64_t es = a->dt == FC_F64 ? 8 : 4;
+    if (s[0] == es && s[1] == es) {
+        add_dense(a->dt, p[0], p[1], n);
+    } else if (a->dt == FC_F64) {
+        for (int64_t i = 0; i < n; i++)
+            *(double *)(p[0] + i * s[0]) += *(const double *)(p[1] + i * s[1]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            *(float *)(p[0] + i * s[0]) += *(const float *)(p[1] + i * s[1]);
+    }
+}
+
+typedef struct flat_job {
+    fc_dtype dt;
+    char *d;
+    const char *s;
+    int64_t es;
+} flat_job;
+
+static void flat_slice(void *arg, int64_t b, int64_t e) {
+    flat_job *j = arg;
+    add_dense(j->dt, j->d + b * j->es, j->s + b * j->es, e - b);
+}
+
+/* Sum of the leading axes: d[c] += s[r][c] for r = 0, 1, ... in order (the
+ * strided iterator's order, so the bits are the same as its), split across
+ * threads by blocks of columns. */
+typedef struct colsum_job {
+    fc_dtype dt;
+    char *d;
+    const char *s;
+    int64_t rows, cols, es;
+} colsum_job;
+
+static void colsum_slice(void *arg, int64_t b, int64_t e) {
+    colsum_job *j = arg;
+    int64_t c0 = b * COL_BLOCK, c1 = e * COL_BLOCK < j->cols ? e * COL_BLOCK : j->cols;
+    for (int64_t r = 0; r < j->rows; r++)
+        add_dense(j->dt, j->d + c0 * j->es, j->s + (r * j->cols + c0) * j->es, c1 - c0);
+}
+
+/* Is dst's shape, leading 1s dropped, the trailing part of src's shape? Then
+ * src is rows of dst's element count, in order. */
+static bool is_trailing(const fc_raw *dst, const fc_raw *src) {
+    int lead = 0;
+    while (lead < dst->rank && dst->shape[lead] == 1)
+        lead++;
+    int tail = dst->rank - lead;
+    return tail <= src->rank &&
+           fc__shape_equal(dst->shape + lead, tail, src->shape + (src->rank - tail), tail);
+}
+
+/* dst += src over the broadcast of their shapes (the caller checked that
+ * they broadcast and that both hold dst's dtype, f32 or f64): axes dst has
+ * as 1 (or lacks) sum src, axes src has as 1 (or lacks) repeat it. dst
+ * never maps two positions of its shape to one element (a dense
+ * accumulator, or a region fc__ag_region_check passed), so threads may
+ * split it; a walk that sums into broadcast positions runs on one thread,
+ * in order. */
+static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
+    fc_dtype dt = dst->dtype;
+    int64_t es = (int64_t)fc_dtype_size(dt);
+    bool dense = fc__raw_is_contiguous(dst) && fc__raw_is_contiguous(src);
+    int64_t nd = fc__raw_numel(dst), ns = fc__raw_numel(src);
+    if (dense && nd == ns && fc__shape_equal(dst->shape, dst->rank, src->shape, src->rank)) {
+        flat_job j = {dt, fc__raw_base(dst), fc__raw_base(src), es};
+        fc__parallel_for(ctx, nd, ACC_GRAIN, flat_slice, &j);
+        return;
+    }
+    if (dense && nd > 0 && ns > nd && is_trailing(dst, src)) {
+        colsum_job j = {dt, fc__raw_base(dst), fc__raw_base(src), ns / nd, nd, es};
+        int64_t blocks = (nd + COL_BLOCK - 1) / COL_BLOCK;
+        int64_t per_block = j.rows * COL_BLOCK;
+        fc__parallel_for(ctx, blocks, per_block >= ACC_GRAIN ? 1 : ACC_GRAIN / per_block,
+                         colsum_slice, &j);
+        return;
+    }
+    int64_t shape[FC_MAX_RANK];
+    int r;
+    fc__shape_broadcast(dst->shape, dst->rank, src->shape, src->rank, shape, &r);
+    bool sums = !fc__shape_equal(shape, r, dst->shape, dst->rank);
+    fc__iter it;
+    fc_raw *ops[2] = {(fc_raw *)dst, (fc_raw *)src};
+    fc__iter_init(&it, shape, r, 2, ops);
+    acc_arg a = {dt};
+    fc__iter_run(sums ? NULL : ctx, &it, acc_inner, &a);
+}
+
+/* ---- accumulators ---------------------------------------------------------------------- */
+
+/* g is read as broadcast to the common shape of g and the input, then
+ * summed down to the input's shape: a gradient at the op's (broadcast)
+ * output shape sums, a smaller one ([1] for a zero gradient) repeats. */
+fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int rank) {
+    if (fc__shape_equal(g->raw.shape, g->raw.rank, shape, rank)) return g;
+    int64_t common[FC_MAX_RANK];
+    int cr;
+    if (fc__shape_broadcast(g->raw.shape, g->raw.rank, shape, rank, common, &cr) != FC_OK) {
+        char a[160], b[160];
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                 "backward: a gradient of shape %s does not fit an input of shape %s",
+                 fc__shape_str(g->raw.shape, g->raw.rank, a, (int)sizeof a),
+                 fc__shape_str(shape, rank, b, (int)sizeof b));
+        return NULL;
+    }
+    fc_tensor *out = fc__tensor_new(ctx, "backward", g->raw.dtype, shape, rank);
+    if (!out) return NULL;
+    memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
+    acc_raw(ctx, &out->raw, &g->raw);
+    return out;
+}
+
+/* Can r become an accumulation target as it is? Only when nobody else can
+ * see its storage: one handle reference, one buffer reference, plain
+ * contiguous layout, writable, already in the gradient dtype. */
+static bool takeable(const fc_tensor *r, fc_dtype gdt) {
+    return r->raw.dtype == gdt && atomic_load(&((fc_tensor *)r)->refs) == 1 && !r->node &&
+           r->raw.offset == 0 && fc__raw_is_contiguous(&r->raw) &&
+           !fc__buffer_is_read_only(r->raw.buf) && fc__buffer_is_unique(r->raw.buf);
+}
+
+fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                          const int64_t *shape, int rank) {
+    fc_tensor *r = fc__ag_reduce_to(ctx, g, shape, rank);
+    if (!r) return fc_ctx_status(ctx);
+    if (!*target) {
+        fc_tensor *c = takeable(r, gdt)      ? r
+                       : r->raw.dtype == gdt ? fc_clone(ctx, r)
+                                             : fc_to(ctx, r, gdt);
+        if (!c) return fc_ctx_status(ctx);
+        *target = fc_retain(c);
+        return FC_OK;
+    }
+    fc_tensor *c = r->raw.dtype == gdt ? r : fc_to(ctx, r, gdt);
+    if (!c) return fc_ctx_status(ctx);
+    fc__buffer_bump_generation((*target)->raw.buf);
+    acc_raw(ctx, &(*target)->raw, &c->raw);
+    return FC_OK;
+}
+
+/* ---- region gradients ------------------------------------------------------------------ */
+
+fc_status fc__ag_gin_region(fc_ctx *ctx, fc_node *node, int k, const int64_t *strides,
+                            int64_t offset) {
+    if (!node->regions || k < 0 || k >= node->n_in)
+        return fc__fail(ctx, FC_ERR_STATE,
+                        "backward of %s: a gradient region for input %d outside its rule", node->op,
+                        k);
+    fc__ag_region *r = &node->regions[k];
+    memcpy(r->strides, strides, sizeof(int64_t) * FC_MAX_RANK);
+    r->offset = offset;
+    r->on = true;
+    return FC_OK;
+}
+
+/* Does the region place every element of a gradient of shape g inside an
+ * input of n elements, no two on one position? Sufficient test: with the
+ * axes of size > 1 sorted by stride, each stride exceeds the farthest
+ * reach of the axes before it (windows, strided slices and permutations of
+ * them pass). */
+fc_status fc__ag_region_check(fc_ctx *ctx, const fc_node *node, int k, const fc__ag_region *r,
+                              const fc_tensor *g) {
+    const fc__ag_input *in = &node->in[k];
+    int64_t n = fc__shape_product(in->shape, in->rank);
+    int64_t st[FC_MAX_RANK], sz[FC_MAX_RANK], reach = 0;
+    int m = 0;
+    bool ok = r->offset >= 0;
+    for (int d = 0; d < g->raw.rank && ok; d++) {
+        if (g->raw.shape[d] == 0) return FC_OK; /* an empty gradient places nothing */
+        if (g->raw.shape[d] == 1) continue;
+        ok = r->strides[d] > 0;
+        int i = m++;
+        while (i > 0 && st[i - 1] > r->strides[d]) { /* insertion sort, rank <= 8 */
+            st[i] = st[i - 1];
+            sz[i] = sz[i - 1];
+            i--;
+        }
+        st[i] = r->strides[d];
+        sz[i] = g->raw.shape[d];
+    }
+    for (int i = 0; i < m && ok; i++) {
+        ok = st[i] > reach;
+        reach += (sz[i] - 1) * st[i];
+    }
+    if (ok && r->offset + reach < n) return FC_OK;
+    char a[160], b[160];
+    return fc__fail(ctx, FC_ERR_STATE,
+                    "backward of %s (tape node %lld): the gradient region (offset %lld) of input "
+                    "%d for a gradient %s is not a window of the input's shape %s",
+                    node->op, (long long)node->id, (long long)r->offset, k,
+                    fc__desc(g, a, (int)sizeof a),
+                    fc__shape_str(in->shape, in->rank, b, (int)sizeof b));
+}
+
+fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                            const int64_t *shape, int rank, const fc__ag_region *reg) {
+    fc_tensor *c = g->raw.dtype == gdt ? g : fc_to(ctx, g, gdt);
+    if (!c) return fc_ctx_status(ctx);
+    fc_tensor *dst = *target;
+    bool fresh = !dst;
+    if (fresh || dst->raw.offset != 0 || !fc__raw_is_contiguous(&dst->raw)) {
+        /* a zeroed accumulator (or, for a target of another layout, which the
+         * engine never makes, a zeroed temporary added as a whole) */
+        dst = fc_zeros(ctx, gdt, shape, rank);
+        if (!dst) return fc_ctx_status(ctx);
+    }
+    fc_raw v = dst->raw; /* borrowed: not released */
+    v.rank = c->raw.rank;
+    memcpy(v.shape, c->raw.shape, sizeof v.shape);
+    memcpy(v.strides, reg->strides, sizeof v.strides);
+    v.offset = dst->raw.offset + reg->offset;
+    if (!fresh && dst == *target) fc__buffer_bump_generation(dst->raw.buf);
+    acc_raw(ctx, &v, &c->raw);
+    if (fresh) {
+        *target = fc_retain(dst);
+        return FC_OK;
+    }
+    return dst == *target ? FC_OK : fc__ag_add_into(ctx, target, dst, gdt, shape, rank);
+}
