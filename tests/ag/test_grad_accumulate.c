@@ -408,6 +408,37 @@ static void test_same_shape_accumulate(void **state) {
     free_ctx(ctx);
 }
 
+/* One gradient handed on to two consumers (an add's rule passes its output
+ * gradient to both inputs), one of which also receives a second
+ * contribution: accumulating that must not write into the storage the
+ * other consumer (leaf c) reads. L = sum((y + c) + y), y = 3 x:
+ * dL/dx = 6, dL/dc = 1, in either order of the outer add's operands. (A
+ * copy-free accumulator that borrowed such gradients failed this.) */
+static void test_shared_gradient_not_written(void **state) {
+    (void)state;
+    for (int order = 0; order < 2; order++) {
+        fc_ctx *ctx = new_ctx(1);
+        const int64_t n[1] = {5};
+        fc_tensor *x = fc_ones(ctx, FC_F32, n, 1), *c = fc_ones(ctx, FC_F32, n, 1);
+        assert_int_equal(fc_requires_grad(x, true), FC_OK);
+        assert_int_equal(fc_requires_grad(c, true), FC_OK);
+        fc_scope_begin(ctx);
+        fc_tensor *y = fc_mul_scalar(ctx, x, 3.0);
+        fc_tensor *inner = fc_add(ctx, y, c);
+        fc_tensor *outer = order ? fc_add(ctx, y, inner) : fc_add(ctx, inner, y);
+        assert_int_equal(fc_backward(ctx, fc_sum(ctx, outer, NULL, 0, false)), FC_OK);
+        fc_scope_end(ctx);
+        const float *gx = fc_tensor_data(fc_grad(x)), *gc = fc_tensor_data(fc_grad(c));
+        for (int i = 0; i < 5; i++) {
+            assert_true(gx[i] == 6.0f);
+            assert_true(gc[i] == 1.0f);
+        }
+        fc_release(x);
+        fc_release(c);
+        fc_ctx_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regions_leaf),
@@ -419,6 +450,7 @@ int main(void) {
         cmocka_unit_test(test_bias_column_sums),
         cmocka_unit_test(test_bias_middle_axis),
         cmocka_unit_test(test_same_shape_accumulate),
+        cmocka_unit_test(test_shared_gradient_not_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
