@@ -25,16 +25,18 @@ typedef struct acc_arg {
 } acc_arg;
 
 /* d[i] += s[i] over one run; the dense case is a plain loop the compiler
- * vectorizes (restrict: the accumulator never aliases the gradient added). */
+ * vectorizes (no restrict: a rule may hand one fresh tensor to two inputs
+ * that are the same node, and the second addition then reads what it
+ * writes, element for element, which is well defined only without it). */
 static void add_dense(fc_dtype dt, char *dst, const char *src, int64_t n) {
     if (dt == FC_F64) {
-        double *restrict d = (double *)dst;
-        const double *restrict s = (const double *)src;
+        double *d = (double *)dst;
+        const double *s = (const double *)src;
         for (int64_t i = 0; i < n; i++)
             d[i] += s[i];
     } else {
-        float *restrict d = (float *)dst;
-        const float *restrict s = (const float *)src;
+        float *d = (float *)dst;
+        const float *s = (const float *)src;
         for (int64_t i = 0; i < n; i++)
             d[i] += s[i];
     }
