@@ -76,12 +76,17 @@ for w, label, fp, pp, higher, target in METRICS:
     bs = f"{best:.4g}" if best else "n/a"
     rows.append((label, fs, bs, shown, target))
 
-hdr = ("metric", "fucina", "PyTorch (best)", "ratio", "target")
-widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(5)]
-print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
-print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-for r in rows:
-    print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+
+
+def print_table(hdr, rows):
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+
+
+print_table(("metric", "fucina", "PyTorch (best)", "ratio", "target"), rows)
 
 # Figures with no PyTorch peer: fc_matmul against OpenBLAS called directly
 # in the same process (the gemm JSON carries both), and qmatvec against
@@ -114,10 +119,5 @@ if "qmatvec" in workloads:
             extra.append((f"qmatvec q4_0 N={n} vs dequantize+sgemm", f"{f:.4g}", f"{d:.4g}",
                           f"{f / d:.2f}x throughput", "far above"))
 if extra:
-    hdr2 = ("metric", "fucina", "reference", "ratio", "target")
-    widths = [max(len(str(r[i])) for r in extra + [hdr2]) for i in range(5)]
     print()
-    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr2)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in extra:
-        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+    print_table(("metric", "fucina", "reference", "ratio", "target"), extra)

@@ -88,14 +88,10 @@ static void operand_geometry(operand *o, bool left) {
     o->rs = r->strides[r->rank - 2], o->cs = r->strides[r->rank - 1];
 }
 
-/* Fills o for tensor t, copying it to a contiguous tensor only when its
- * matrix layout cannot be expressed. Records the error on failure. */
-static bool operand_prepare(fc_ctx *ctx, const char *op, fc_tensor *t, bool left, operand *o) {
-    o->t = t;
-    o->owned = false;
-    operand_geometry(o, left);
-    if (blas_layout(o->rows, o->cols, o->rs, o->cs, &o->lay)) return true;
-    fc_tensor *c = fc_contiguous(ctx, t);
+/* Replaces o's tensor by a contiguous copy (owned by o). Records the error
+ * on failure. */
+static bool operand_make_contiguous(fc_ctx *ctx, const char *op, bool left, operand *o) {
+    fc_tensor *c = fc_contiguous(ctx, o->t);
     if (!c) return false;
     o->t = c;
     o->owned = true;
@@ -103,6 +99,16 @@ static bool operand_prepare(fc_ctx *ctx, const char *op, fc_tensor *t, bool left
     if (blas_layout(o->rows, o->cols, o->rs, o->cs, &o->lay)) return true;
     fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: no BLAS layout for a contiguous operand", op);
     return false;
+}
+
+/* Fills o for tensor t, copying it to a contiguous tensor only when its
+ * matrix layout cannot be expressed. Records the error on failure. */
+static bool operand_prepare(fc_ctx *ctx, const char *op, fc_tensor *t, bool left, operand *o) {
+    o->t = t;
+    o->owned = false;
+    operand_geometry(o, left);
+    if (blas_layout(o->rows, o->cols, o->rs, o->cs, &o->lay)) return true;
+    return operand_make_contiguous(ctx, op, left, o);
 }
 
 /* ---- batch axes ---------------------------------------------------------------------------- */
@@ -309,16 +315,7 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
         for (int o = 0; o < 2; o++) {
             if (ops[o]->owned || batch_has_zero_stride(s.bshape, s.nb, st[o])) continue;
             if (fc__raw_is_contiguous(&ops[o]->t->raw)) continue;
-            fc_tensor *c = fc_contiguous(ctx, ops[o]->t);
-            if (!c) goto done;
-            ops[o]->t = c;
-            ops[o]->owned = true;
-            operand_geometry(ops[o], o == 0);
-            if (!blas_layout(ops[o]->rows, ops[o]->cols, ops[o]->rs, ops[o]->cs, &ops[o]->lay)) {
-                fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: no BLAS layout for a contiguous operand",
-                         op);
-                goto done;
-            }
+            if (!operand_make_contiguous(ctx, op, o == 0, ops[o])) goto done;
             operand_batch_strides(ops[o], s.bshape, s.nb, st[o]);
             copied = true;
         }
