@@ -1,6 +1,7 @@
-/* test_rowsimd.c - the f32 row primitives of src/exec/kernels/rowsimd.c:
- * each dispatched version (AVX2 where the CPU has it) against its portable
- * twin and against a double-precision reference, over lengths that hit
+/* test_rowsimd.c - the f32 row primitives of src/exec/kernels/rowsimd.c
+ * and rowsimd512.c: the dispatched version under every instruction set the
+ * CPU has (portable, AVX2, AVX-512, chosen with fc__rw_cap_isa) against the
+ * portable twin and against a double-precision reference, over lengths that hit
  * every vector, block and tail boundary, with NaN, infinities and -inf
  * masks; then the exp accuracy bound over a sweep; then an out-of-memory
  * sweep through a training-like chain of the family's ops (every
@@ -37,8 +38,7 @@ static void close_to(double got, double want, double tol, const char *what, int6
 static const int64_t lengths[] = {0,  1,   7,   8,   9,   15,   16,   31,   32,  33,
                                   63, 100, 511, 512, 513, 1000, 1024, 1100, 4099};
 
-static void test_rowsimd_matches_portable_and_reference(void **state) {
-    (void)state;
+static void matches_portable_and_reference(void) {
     float *a = malloc(sizeof *a * 4099), *b = malloc(sizeof *b * 4099);
     float *y1 = malloc(sizeof *y1 * 4099), *y2 = malloc(sizeof *y2 * 4099);
     for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
@@ -111,8 +111,7 @@ static void test_rowsimd_matches_portable_and_reference(void **state) {
 }
 
 /* exp over [-100, 100]: the bound of rowwise.h, exact zeros below -88, NaN. */
-static void test_rowsimd_exp_range(void **state) {
-    (void)state;
+static void exp_range(void) {
     enum { N = 20001 };
     float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N), *z = malloc(sizeof *z * N);
     for (int i = 0; i < N; i++)
@@ -138,6 +137,29 @@ static void test_rowsimd_exp_range(void **state) {
     free(x);
     free(y);
     free(z);
+}
+
+/* Runs body under each instruction set this CPU has, narrowest first. */
+static void for_each_isa(void (*body)(void)) {
+    fc__rw_isa have = fc__rw_isa_level(), keep = fc__rw_cap_isa(FC__RW_PORTABLE);
+    int ran = 0;
+    for (int isa = FC__RW_PORTABLE; isa <= (int)have; isa++, ran++) {
+        fc__rw_cap_isa((fc__rw_isa)isa);
+        assert_int_equal(fc__rw_isa_level(), isa);
+        body();
+    }
+    fc__rw_cap_isa(keep);
+    assert_int_equal(ran, (int)have + 1);
+}
+
+static void test_rowsimd_matches_portable_and_reference(void **state) {
+    (void)state;
+    for_each_isa(matches_portable_and_reference);
+}
+
+static void test_rowsimd_exp_range(void **state) {
+    (void)state;
+    for_each_isa(exp_range);
 }
 
 /* ---- out of memory ------------------------------------------------------------------------ */

@@ -1,4 +1,5 @@
-/* rowsimd.c - the f32 row primitives of rowwise.h: portable C and AVX2+FMA.
+/* rowsimd.c - the f32 row primitives of rowwise.h: portable C and AVX2+FMA,
+ * and the dispatch that picks them or the AVX-512 set (rowsimd512.c).
  *
  * Accuracy contract (both versions): sums keep f32 partials over blocks of
  * at most 512 elements (16 lanes, or 32 in AVX2, so each partial adds at
@@ -8,8 +9,8 @@
  * x in [-87, 88]; inputs are clamped to [-88, 88], k = -127 gives +0, and a
  * NaN stays NaN (the clamp keeps it: x86 max/min return their second
  * operand when one is NaN, and the portable clamps compare the same way).
- * max/min skip NaN and report whether one was seen. The AVX2 versions may
- * differ from the portable ones in the last bits (different partial order,
+ * max/min skip NaN and report whether one was seen. The AVX2 (and AVX-512)
+ * versions may differ from the portable ones in the last bits (different partial order,
  * FMA), never beyond these bounds; each is deterministic on its own. */
 #include "exec/kernels/rowwise.h"
 
@@ -432,6 +433,7 @@ FC__RW_AVX2 static void norm_sums_avx2(const float *x, const float *g, const flo
 
 float fc__rw_max(const float *x, int64_t n, bool *nan) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_max_avx512(x, n, nan);
     if (fc__rw_avx2()) return max_avx2(x, n, nan);
 #endif
     return fc__rw_max_portable(x, n, nan);
@@ -439,6 +441,7 @@ float fc__rw_max(const float *x, int64_t n, bool *nan) {
 
 float fc__rw_min(const float *x, int64_t n, bool *nan) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_min_avx512(x, n, nan);
     if (fc__rw_avx2()) return min_avx2(x, n, nan);
 #endif
     return fc__rw_min_portable(x, n, nan);
@@ -446,6 +449,7 @@ float fc__rw_min(const float *x, int64_t n, bool *nan) {
 
 double fc__rw_sum(const float *x, int64_t n) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_sum_avx512(x, n);
     if (fc__rw_avx2()) return sum_avx2(x, n);
 #endif
     return fc__rw_sum_portable(x, n);
@@ -453,6 +457,7 @@ double fc__rw_sum(const float *x, int64_t n) {
 
 double fc__rw_dot(const float *a, const float *b, int64_t n) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_dot_avx512(a, b, n);
     if (fc__rw_avx2()) return dot_avx2(a, b, n);
 #endif
     return fc__rw_dot_portable(a, b, n);
@@ -460,6 +465,7 @@ double fc__rw_dot(const float *a, const float *b, int64_t n) {
 
 double fc__rw_sumsq_dev(const float *x, int64_t n, float c) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_sumsq_dev_avx512(x, n, c);
     if (fc__rw_avx2()) return sumsq_dev_avx2(x, n, c);
 #endif
     return fc__rw_sumsq_dev_portable(x, n, c);
@@ -467,6 +473,10 @@ double fc__rw_sumsq_dev(const float *x, int64_t n, float c) {
 
 void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) {
+        fc__rw_sum_sumsq_avx512(x, n, c, s1, s2);
+        return;
+    }
     if (fc__rw_avx2()) {
         sum_sumsq_avx2(x, n, c, s1, s2);
         return;
@@ -477,6 +487,7 @@ void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2
 
 double fc__rw_exp(const float *x, float *y, int64_t n, float m) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_exp_avx512(x, y, n, m);
     if (fc__rw_avx2()) return exp_avx2(x, y, n, m);
 #endif
     return fc__rw_exp_portable(x, y, n, m);
@@ -485,6 +496,10 @@ double fc__rw_exp(const float *x, float *y, int64_t n, float m) {
 void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
                       double *sa, double *sb) {
 #ifdef FC__RW_X86
+    if (fc__rw_avx512()) {
+        fc__rw_norm_sums_avx512(x, g, w, n, mu, rs, sa, sb);
+        return;
+    }
     if (fc__rw_avx2()) {
         norm_sums_avx2(x, g, w, n, mu, rs, sa, sb);
         return;

@@ -11,19 +11,35 @@
 
 #include "core/convert.h"
 
-bool fc__rw_avx2(void) {
+static atomic_int isa_cap = FC__RW_ISA_AVX512;
+
+static fc__rw_isa probe_isa(void) {
 #ifdef FC__RW_X86
     /* every thread that races here computes and stores the same answer */
     static atomic_int cached = -1;
     int c = atomic_load_explicit(&cached, memory_order_relaxed);
     if (c < 0) {
-        c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+        c = FC__RW_PORTABLE;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            c = FC__RW_ISA_AVX2;
+            if (__builtin_cpu_supports("avx512f")) c = FC__RW_ISA_AVX512;
+        }
         atomic_store_explicit(&cached, c, memory_order_relaxed);
     }
-    return c == 1;
+    return (fc__rw_isa)c;
 #else
-    return false;
+    return FC__RW_PORTABLE;
 #endif
+}
+
+fc__rw_isa fc__rw_isa_level(void) {
+    fc__rw_isa have = probe_isa();
+    int cap = atomic_load_explicit(&isa_cap, memory_order_relaxed);
+    return (int)have < cap ? have : (fc__rw_isa)cap;
+}
+
+fc__rw_isa fc__rw_cap_isa(fc__rw_isa cap) {
+    return (fc__rw_isa)atomic_exchange_explicit(&isa_cap, (int)cap, memory_order_relaxed);
 }
 
 int64_t fc__rows_default_groups(int64_t rows, int64_t dim) {

@@ -31,11 +31,22 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FC__RW_X86 1
 #define FC__RW_AVX2 __attribute__((target("avx2,fma")))
+#define FC__RW_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #endif
 #define FC__RW_INLINE static inline __attribute__((always_inline))
 
-/* True when the CPU (and OS) run AVX2 + FMA code; false off x86-64. */
-bool fc__rw_avx2(void);
+/* The instruction sets of the row primitives, narrowest first. */
+typedef enum fc__rw_isa { FC__RW_PORTABLE, FC__RW_ISA_AVX2, FC__RW_ISA_AVX512 } fc__rw_isa;
+
+/* The widest set this build and CPU (and OS) run, capped by
+ * fc__rw_cap_isa; FC__RW_PORTABLE off x86-64. */
+fc__rw_isa fc__rw_isa_level(void);
+/* Caps the set the dispatched calls use (tests run every set this way);
+ * returns the previous cap. Not for use while kernels run. */
+fc__rw_isa fc__rw_cap_isa(fc__rw_isa cap);
+/* True when the dispatched calls run AVX2 + FMA code (or wider). */
+static inline bool fc__rw_avx2(void) { return fc__rw_isa_level() >= FC__RW_ISA_AVX2; }
+static inline bool fc__rw_avx512(void) { return fc__rw_isa_level() >= FC__RW_ISA_AVX512; }
 
 /* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
  * The hot inner loops, written once with AVX2 intrinsics (picked at run
@@ -70,6 +81,19 @@ void fc__rw_sum_sumsq_portable(const float *x, int64_t n, float c, double *s1, d
 double fc__rw_exp_portable(const float *x, float *y, int64_t n, float m);
 void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, int64_t n, float mu,
                                float rs, double *sa, double *sb);
+
+#ifdef FC__RW_X86
+/* The AVX-512 set (rowsimd512.c); call only when fc__rw_avx512(). */
+float fc__rw_max_avx512(const float *x, int64_t n, bool *nan);
+float fc__rw_min_avx512(const float *x, int64_t n, bool *nan);
+double fc__rw_sum_avx512(const float *x, int64_t n);
+double fc__rw_dot_avx512(const float *a, const float *b, int64_t n);
+double fc__rw_sumsq_dev_avx512(const float *x, int64_t n, float c);
+void fc__rw_sum_sumsq_avx512(const float *x, int64_t n, float c, double *s1, double *s2);
+double fc__rw_exp_avx512(const float *x, float *y, int64_t n, float m);
+void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int64_t n, float mu,
+                             float rs, double *sa, double *sb);
+#endif
 
 /* ---- the row driver ------------------------------------------------------------------- */
 #define FC__ROWS_MAX_OPS 4
