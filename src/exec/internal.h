@@ -51,7 +51,10 @@ struct fc_tensor {
 #define FC__POOL_CLASSES 160
 
 typedef struct fc__pool {
-    pthread_mutex_t lock;
+    /* test-and-test-and-set lock (pool.c): the critical sections are a few
+     * pointer moves, so an uncontended take is one atomic exchange instead of
+     * a mutex call pair on every alloc and free */
+    atomic_bool lock;
     fc_buffer *free_list[FC__POOL_CLASSES]; /* linked through release_ctx */
     int64_t cached_bytes;
     bool enabled;
