@@ -63,8 +63,8 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
                         n->op, (long long)n->id);
     if ((st = check_saved(ctx, n)) != FC_OK) return st;
     fc_tensor *gin[FC__AG_MAX_IN] = {0};
-    fc__ag_region reg[FC__AG_MAX_IN];
-    memset(reg, 0, sizeof reg);
+    fc__ag_region reg[FC__AG_MAX_IN]; /* only .on is read unless a rule sets a region */
+    for (int k = 0; k < FC__AG_MAX_IN; k++) reg[k].on = false;
     fc_tensor *gout = n->gacc;
     n->gacc = NULL;
     n->regions = reg;
