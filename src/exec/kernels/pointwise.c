@@ -37,6 +37,11 @@ fc_status fc__pw_scalar_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool f8_
 
 fc_status fc__pw_broadcast_raw(fc_ctx *ctx, const char *op, const fc_raw *a, const fc_raw *b,
                                int64_t *shape, int *rank) {
+    if (fc__shape_equal(a->shape, a->rank, b->shape, b->rank)) { /* the common case */
+        memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->rank);
+        *rank = a->rank;
+        return FC_OK;
+    }
     if (fc__shape_broadcast(a->shape, a->rank, b->shape, b->rank, shape, rank) == FC_OK)
         return FC_OK;
     char sa[160], sb[160];
