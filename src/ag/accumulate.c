@@ -106,8 +106,8 @@ static bool is_trailing(const fc_raw *dst, const fc_raw *src) {
 static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
     fc_dtype dt = dst->dtype;
     int64_t es = (int64_t)fc_dtype_size(dt);
-    bool dense = fc__raw_is_contiguous(dst) && fc__raw_is_contiguous(src);
-    int64_t nd = fc__raw_numel(dst), ns = fc__raw_numel(src);
+    bool dense = fc__contiguous(dst) && fc__contiguous(src);
+    int64_t nd = fc__numel(dst), ns = fc__numel(src);
     if (dense && nd == ns && fc__shape_equal(dst->shape, dst->rank, src->shape, src->rank)) {
         flat_job j = {dt, fc__raw_base(dst), fc__raw_base(src), es};
         fc__parallel_for(ctx, nd, ACC_GRAIN, flat_slice, &j);
@@ -134,6 +134,20 @@ static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
 
 /* ---- accumulators ---------------------------------------------------------------------- */
 
+/* Every element of t (contiguous, f32 or f64) = the value at v, bit for bit. */
+static void fill_value(fc_tensor *t, const char *v) {
+    int64_t n = fc__numel(&t->raw);
+    if (t->raw.dtype == FC_F64) {
+        double x = *(const double *)v, *d = (double *)fc__raw_base(&t->raw);
+        for (int64_t i = 0; i < n; i++)
+            d[i] = x;
+    } else {
+        float x = *(const float *)v, *d = (float *)fc__raw_base(&t->raw);
+        for (int64_t i = 0; i < n; i++)
+            d[i] = x;
+    }
+}
+
 /* g is read as broadcast to the common shape of g and the input, then
  * summed down to the input's shape: a gradient at the op's (broadcast)
  * output shape sums, a smaller one ([1] for a zero gradient) repeats. */
@@ -151,6 +165,14 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
     }
     fc_tensor *out = fc__tensor_new(ctx, "backward", g->raw.dtype, shape, rank);
     if (!out) return NULL;
+    fc_dtype dt = g->raw.dtype;
+    if ((dt == FC_F32 || dt == FC_F64) && fc__shape_equal(common, cr, shape, rank) &&
+        fc__single_value(&g->raw)) {
+        /* nothing sums: one value repeated (a full reduction's gradient),
+         * copied as it is */
+        fill_value(out, fc__raw_base(&g->raw));
+        return out;
+    }
     memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
     acc_raw(ctx, &out->raw, &g->raw);
     return out;
@@ -161,8 +183,18 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
  * contiguous layout, writable, already in the gradient dtype. */
 static bool takeable(const fc_tensor *r, fc_dtype gdt) {
     return r->raw.dtype == gdt && atomic_load(&((fc_tensor *)r)->refs) == 1 && !r->node &&
-           r->raw.offset == 0 && fc__raw_is_contiguous(&r->raw) &&
+           r->raw.offset == 0 && fc__contiguous(&r->raw) &&
            !fc__buffer_is_read_only(r->raw.buf) && fc__buffer_is_unique(r->raw.buf);
+}
+
+/* A private contiguous copy of r (gradient dtype, scope-owned). A single
+ * value seen at every position (a sum's gradient, expanded with stride 0)
+ * is written by a fill, with no strided walk. */
+static fc_tensor *own_copy(fc_ctx *ctx, fc_tensor *r) {
+    if (!fc__single_value(&r->raw)) return fc_clone(ctx, r);
+    fc_tensor *c = fc__tensor_new(ctx, "backward", r->raw.dtype, r->raw.shape, r->raw.rank);
+    if (c) fill_value(c, fc__raw_base(&r->raw));
+    return c;
 }
 
 fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
@@ -171,7 +203,7 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     if (!r) return fc_ctx_status(ctx);
     if (!*target) {
         fc_tensor *c = takeable(r, gdt)      ? r
-                       : r->raw.dtype == gdt ? fc_clone(ctx, r)
+                       : r->raw.dtype == gdt ? own_copy(ctx, r)
                                              : fc_to(ctx, r, gdt);
         if (!c) return fc_ctx_status(ctx);
         *target = fc_retain(c);

@@ -20,6 +20,22 @@ static int cmp_id_desc(const void *a, const void *b) {
     return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
 }
 
+/* Small graphs (the common per-step case of a few ops) sort by insertion:
+ * the DFS already lists them almost in order, and qsort's set-up costs
+ * more than the whole sort. */
+static void sort_by_id_desc(fc_node **list, int64_t count) {
+    if (count > 32) {
+        qsort(list, (size_t)count, sizeof *list, cmp_id_desc);
+        return;
+    }
+    for (int64_t i = 1; i < count; i++) {
+        fc_node *x = list[i];
+        int64_t j = i;
+        for (; j > 0 && list[j - 1]->id < x->id; j--) list[j] = list[j - 1];
+        list[j] = x;
+    }
+}
+
 static fc_status check_saved(fc_ctx *ctx, fc_node *n) {
     for (int k = 0; k < n->n_saved; k++) {
         fc__saved *s = &n->saved[k];
@@ -47,8 +63,8 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
                         n->op, (long long)n->id);
     if ((st = check_saved(ctx, n)) != FC_OK) return st;
     fc_tensor *gin[FC__AG_MAX_IN] = {0};
-    fc__ag_region reg[FC__AG_MAX_IN];
-    memset(reg, 0, sizeof reg);
+    fc__ag_region reg[FC__AG_MAX_IN]; /* only .on is read unless a rule sets a region */
+    for (int k = 0; k < FC__AG_MAX_IN; k++) reg[k].on = false;
     fc_tensor *gout = n->gacc;
     n->gacc = NULL;
     n->regions = reg;
@@ -150,7 +166,7 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
             list[count++] = m;
         }
     }
-    qsort(list, (size_t)count, sizeof *list, cmp_id_desc);
+    sort_by_id_desc(list, count);
 
     fc_status st = FC_OK;
     fc_dtype gdt = fc__grad_dtype(out->raw.dtype);

@@ -36,11 +36,20 @@ fc_status fc__grad_sub(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) 
     return fc_ctx_status(ctx);
 }
 
+/* g * saved value k; a saved value already in g's dtype is read in place
+ * (no handle for it), a 16-bit one is widened first. */
+static fc_tensor *times_saved(fc_ctx *ctx, fc_node *nd, int64_t k, fc_tensor *g) {
+    const fc_raw *v = fc__ag_saved_raw(ctx, nd, (int)k);
+    if (!v) return NULL;
+    if (v->dtype == g->raw.dtype) return fc__mul_raw(ctx, g, v);
+    return fc_mul(ctx, g, saved(ctx, nd, k, g));
+}
+
 /* d(a * b) = (g * b, g * a); i[0] / i[1] = saved slots of a / b (-1 when
  * the other input needs no gradient). */
 fc_status fc__grad_mul(fc_ctx *ctx, fc_node *nd, fc_tensor *g, fc_tensor **gin) {
-    if (nd->in[0].needs) gin[0] = fc_mul(ctx, g, saved(ctx, nd, nd->i[1], g));
-    if (nd->in[1].needs) gin[1] = fc_mul(ctx, g, saved(ctx, nd, nd->i[0], g));
+    if (nd->in[0].needs) gin[0] = times_saved(ctx, nd, nd->i[1], g);
+    if (nd->in[1].needs) gin[1] = times_saved(ctx, nd, nd->i[0], g);
     return fc_ctx_status(ctx);
 }
 

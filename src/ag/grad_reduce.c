@@ -119,6 +119,10 @@ static fc_tensor *broadcast_combine(fc_ctx *ctx, fc_node *node, bc_mode mode, fc
 /* ---- rules ----------------------------------------------------------------------------------- */
 
 fc_status fc__grad_sum(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__numel(&gout->raw) == 1) { /* broadcasts to the input: the engine repeats it */
+        gin[0] = gout;
+        return FC_OK;
+    }
     bool mask[FC_MAX_RANK];
     node_mask(node, mask);
     gin[0] = fc__red_expand(ctx, node->op, gout, node->in[0].shape, node->in[0].rank, mask);

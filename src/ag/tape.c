@@ -109,16 +109,38 @@ fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc
                  n > FC__AG_MAX_IN ? "too many inputs" : "out of memory");
         return NULL;
     }
-    memset(node, 0, sizeof *node);
+    /* Every field but the saved slots past n_saved (which nothing reads) is
+     * set here: zeroing the whole node, saved raws included, cost more than
+     * the rest of the record. */
     node->op = op;
     node->backward = backward;
     node->id = tp->next_id++;
     node->refs = 1; /* the output handle's */
+    node->freed = false;
     node->n_in = n;
+    node->n_saved = 0;
+    memset(node->i, 0, sizeof node->i);
+    memset(node->f, 0, sizeof node->f);
+    node->aux = NULL;
+    node->gacc = NULL;
+    node->regions = NULL;
+    node->prev_all = NULL;
+    node->mark = 0;
+    for (int k = 0; k < FC__AG_MAX_IN; k++) {
+        fc__ag_input *in = &node->in[k];
+        in->node = NULL;
+        in->leaf = NULL;
+        in->needs = false;
+        in->dtype = (fc_dtype)0;
+        in->rank = 0;
+    }
     for (int k = 0; k < n; k++) {
         fc_tensor *x = inputs[k];
         fc__ag_input *in = &node->in[k];
-        if (!x) continue;
+        if (!x) { /* a NULL input reads as a zeroed entry */
+            memset(in->shape, 0, sizeof in->shape);
+            continue;
+        }
         in->dtype = x->raw.dtype;
         in->rank = x->raw.rank;
         memcpy(in->shape, x->raw.shape, sizeof in->shape);
@@ -157,14 +179,19 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
     return FC_OK;
 }
 
-fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
-    fc_raw v;
+const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k) {
     if (k < 0 || k >= node->n_saved || !node->saved[k].raw.buf) {
         fc__fail(ctx, FC_ERR_STATE, "backward of %s: saved value %d is not available", node->op,
                  k);
         return NULL;
     }
-    if (fc__raw_view(&node->saved[k].raw, &v) != FC_OK) return NULL;
+    return &node->saved[k].raw;
+}
+
+fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
+    fc_raw v;
+    const fc_raw *s = fc__ag_saved_raw(ctx, node, k);
+    if (!s || fc__raw_view(s, &v) != FC_OK) return NULL;
     return fc__tensor_wrap(ctx, node->op, &v);
 }
 

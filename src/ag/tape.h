@@ -93,6 +93,10 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
 /* A new tensor handle over saved value k (shares storage), in the current
  * scope; NULL on failure. */
 fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k);
+/* Saved value k itself, borrowed (valid while the node keeps its saved
+ * values): what a rule reads when it needs no handle for it. NULL after
+ * recording the error fc__ag_saved_tensor records. */
+const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k);
 /* The gradient dtype for a graph computing in dtype. */
 static inline fc_dtype fc__grad_dtype(fc_dtype dtype) { return dtype == FC_F64 ? FC_F64 : FC_F32; }
 /* Marks a leaf of any float dtype (f64 included, for gradcheck) as requiring grad. */

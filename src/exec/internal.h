@@ -51,7 +51,10 @@ struct fc_tensor {
 #define FC__POOL_CLASSES 160
 
 typedef struct fc__pool {
-    pthread_mutex_t lock;
+    /* test-and-test-and-set lock (pool.c): the critical sections are a few
+     * pointer moves, so an uncontended take is one atomic exchange instead of
+     * a mutex call pair on every alloc and free */
+    atomic_bool lock;
     fc_buffer *free_list[FC__POOL_CLASSES]; /* linked through release_ctx */
     int64_t cached_bytes;
     bool enabled;
@@ -182,6 +185,33 @@ void fc__iter_run(fc_ctx *ctx, const fc__iter *it, fc__inner_fn fn, void *arg);
 
 /* Broadcast byte strides of raw t against `shape` (right-aligned). */
 void fc__bcast_strides(const fc_raw *t, const int64_t *shape, int rank, int64_t *out);
+
+/* ---- layout queries every op asks --------------------------------------------------- */
+/* fc__raw_numel and fc__raw_is_contiguous of core/raw.h, inline for the
+ * per-op hot path (the core versions copy the shape to divide the block
+ * axis; scalar dtypes need no copy). */
+static inline int64_t fc__numel(const fc_raw *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+static inline bool fc__contiguous(const fc_raw *t) {
+    if (fc_dtype_block_elems(t->dtype) != 1) return fc__raw_is_contiguous(t);
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+/* True when every element of t is one storage element (all axes of size
+ * > 1 have stride 0): a single value broadcast, readable at stride 0. */
+static inline bool fc__single_value(const fc_raw *t) {
+    for (int i = 0; i < t->rank; i++)
+        if (t->shape[i] != 1 && t->strides[i] != 0) return false;
+    return true;
+}
 
 /* ---- element access helpers ---------------------------------------------------------- */
 /* Reads one element of a non-block dtype as double / writes one from double

@@ -4,10 +4,23 @@
  * quarter step), so a request wastes at most 25%. A pooled buffer's release
  * hook parks it on its class's free list instead of freeing it; the next
  * request of that class takes it back with refs reset to 1. The lock makes
- * a release from another thread (a tensor shared with a worker) safe. */
+ * a release from another thread (a tensor shared with a worker) safe. It is
+ * a test-and-test-and-set flag rather than a mutex: every tiny op takes it
+ * twice or more, each hold is a handful of instructions, and a waiter
+ * yields its core instead of spinning. */
 #include "exec/pool.h"
 
+#include <sched.h>
 #include <string.h>
+
+static inline void pool_lock(fc__pool *p) {
+    while (atomic_exchange_explicit(&p->lock, true, memory_order_acquire))
+        while (atomic_load_explicit(&p->lock, memory_order_relaxed)) sched_yield();
+}
+
+static inline void pool_unlock(fc__pool *p) {
+    atomic_store_explicit(&p->lock, false, memory_order_release);
+}
 
 static int size_class(size_t n, size_t *rounded) {
     if (n <= 64) {
@@ -26,20 +39,21 @@ fc_status fc__pool_init(fc__pool *pool, bool enabled) {
     memset(pool->free_list, 0, sizeof pool->free_list);
     pool->cached_bytes = 0;
     pool->enabled = enabled;
-    return pthread_mutex_init(&pool->lock, NULL) == 0 ? FC_OK : FC_ERR_OOM;
+    atomic_init(&pool->lock, false);
+    return FC_OK;
 }
 
-void fc__pool_destroy(fc__pool *pool) { pthread_mutex_destroy(&pool->lock); }
+void fc__pool_destroy(fc__pool *pool) { (void)pool; }
 
 static void pool_release(void *hook_ctx, fc_buffer *b) {
     fc_ctx *ctx = hook_ctx;
     size_t rounded;
     int cls = size_class(b->nbytes, &rounded);
-    pthread_mutex_lock(&ctx->pool.lock);
+    pool_lock(&ctx->pool);
     b->pool_next = ctx->pool.free_list[cls];
     ctx->pool.free_list[cls] = b;
     ctx->pool.cached_bytes += (int64_t)b->nbytes;
-    pthread_mutex_unlock(&ctx->pool.lock);
+    pool_unlock(&ctx->pool);
 }
 
 fc_buffer *fc__pool_get(fc_ctx *ctx, size_t nbytes) {
@@ -50,13 +64,13 @@ fc_buffer *fc__pool_get(fc_ctx *ctx, size_t nbytes) {
         ctx->pool_misses++;
         return fc__buffer_create(&ctx->alloc, nbytes, &b) == FC_OK ? b : NULL;
     }
-    pthread_mutex_lock(&ctx->pool.lock);
+    pool_lock(&ctx->pool);
     b = ctx->pool.free_list[cls];
     if (b) {
         ctx->pool.free_list[cls] = b->pool_next;
         ctx->pool.cached_bytes -= (int64_t)b->nbytes;
     }
-    pthread_mutex_unlock(&ctx->pool.lock);
+    pool_unlock(&ctx->pool);
     if (b) {
         ctx->pool_hits++;
         b->pool_next = NULL;
@@ -71,7 +85,7 @@ fc_buffer *fc__pool_get(fc_ctx *ctx, size_t nbytes) {
 }
 
 void fc__pool_trim(fc_ctx *ctx) {
-    pthread_mutex_lock(&ctx->pool.lock);
+    pool_lock(&ctx->pool);
     for (int c = 0; c < FC__POOL_CLASSES; c++) {
         fc_buffer *b = ctx->pool.free_list[c];
         while (b) {
@@ -82,5 +96,5 @@ void fc__pool_trim(fc_ctx *ctx) {
         }
         ctx->pool.free_list[c] = NULL;
     }
-    pthread_mutex_unlock(&ctx->pool.lock);
+    pool_unlock(&ctx->pool);
 }

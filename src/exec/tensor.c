@@ -15,6 +15,7 @@
 
 /* ---- handle lifetime ------------------------------------------------------------ */
 
+/* A handle with every field but raw set; the caller writes raw whole. */
 static fc_tensor *handle_new(fc_ctx *ctx) {
     fc_tensor *t = ctx->tensor_free;
     if (t) {
@@ -23,10 +24,13 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
         t = fc__ctx_alloc(ctx, sizeof *t);
         if (!t) return NULL;
     }
-    memset(t, 0, sizeof *t);
     t->ctx = ctx;
     atomic_init(&t->refs, 1);
+    t->flags = 0;
     t->scope_slot = -1;
+    t->node = NULL;
+    t->grad = NULL;
+    t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
     ctx->live = t;
@@ -164,9 +168,38 @@ fc_tensor *fc__tensor_new(fc_ctx *ctx, const char *op, fc_dtype dtype, const int
                  (long long)((size_t)n * es));
         return NULL;
     }
-    fc_raw raw;
-    fc__raw_from_buffer(b, dtype, shape, rank, &raw); /* cannot fail: sizes checked */
-    return fc__tensor_wrap(ctx, op, &raw);
+    if (!ok) { /* block dtypes: core lays out the block axis */
+        fc_raw raw;
+        fc__raw_from_buffer(b, dtype, shape, rank, &raw); /* cannot fail: sizes checked */
+        return fc__tensor_wrap(ctx, op, &raw);
+    }
+    fc_tensor *t = handle_new(ctx);
+    if (!t) {
+        fc__buffer_release(b);
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for a tensor handle", op);
+        return NULL;
+    }
+    /* the layout fc__raw_from_buffer gives a scalar dtype, written in place
+     * (the shape was validated above, so its checks would repeat) */
+    fc_raw *r = &t->raw;
+    r->buf = b;
+    r->dtype = dtype;
+    r->rank = rank;
+    r->offset = 0;
+    int64_t stride = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        r->shape[i] = shape[i];
+        r->strides[i] = stride;
+        stride *= shape[i];
+    }
+    for (int i = rank; i < FC_MAX_RANK; i++)
+        r->shape[i] = 1, r->strides[i] = 0;
+    if (!fc__scope_register(ctx, t)) {
+        handle_destroy(t);
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory recording the result in its scope", op);
+        return NULL;
+    }
+    return t;
 }
 
 fc_tensor *fc__tensor_view(fc_ctx *ctx, const char *op, fc_tensor *t, const int64_t *shape,

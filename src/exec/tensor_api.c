@@ -31,6 +31,16 @@ static fc_tensor *filled(fc_ctx *ctx, const char *op, fc_dtype dtype, const int6
         memset(p, 0, (size_t)n * es);
         return t;
     }
+    if (dtype == FC_F32) { /* the gradient seeds and common fills: no cast, no walk */
+        float *f = (float *)p, v = (float)value;
+        for (int64_t i = 0; i < n; i++) f[i] = v;
+        return t;
+    }
+    if (dtype == FC_F64) {
+        double *d = (double *)p;
+        for (int64_t i = 0; i < n; i++) d[i] = value;
+        return t;
+    }
     unsigned char one[8];
     fc__store_f64(dtype, one, value);
     fc__raw_fill(&t->raw, one);

@@ -503,6 +503,18 @@ static fc_tensor *grad_kernel(fc_ctx *ctx, const char *op, int nin, fc_tensor *c
     return out;
 }
 
+fc_tensor *fc__mul_raw(fc_ctx *ctx, fc_tensor *g, const fc_raw *v) {
+    int64_t shape[FC_MAX_RANK];
+    int rank;
+    if (fc__pw_broadcast_raw(ctx, "mul", &g->raw, v, shape, &rank) != FC_OK) return NULL;
+    fc_tensor *out = fc__tensor_new(ctx, "mul", g->raw.dtype, shape, rank);
+    if (!out) return NULL;
+    bin_arg arg = {BIN_MUL, g->raw.dtype};
+    fc_raw *ops[3] = {&out->raw, &g->raw, (fc_raw *)v};
+    fc__pw_run(ctx, 3, ops, bin_inner, &arg);
+    return fc__finish(ctx, "mul", out);
+}
+
 fc_tensor *fc__pow_grad_a(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b) {
     grad_arg arg = {g->raw.dtype, 0};
     return grad_kernel(ctx, "backward of pow", 3, (fc_tensor *[]){g, a, b}, pow_grad_inner, &arg);

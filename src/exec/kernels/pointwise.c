@@ -35,15 +35,23 @@ fc_status fc__pw_scalar_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool f8_
                                        : "block-quantized dtypes must be dequantized first");
 }
 
-fc_status fc__pw_broadcast(fc_ctx *ctx, const char *op, const fc_tensor *a, const fc_tensor *b,
-                           int64_t *shape, int *rank) {
-    if (fc__shape_broadcast(a->raw.shape, a->raw.rank, b->raw.shape, b->raw.rank, shape, rank) ==
-        FC_OK)
+fc_status fc__pw_broadcast_raw(fc_ctx *ctx, const char *op, const fc_raw *a, const fc_raw *b,
+                               int64_t *shape, int *rank) {
+    if (fc__shape_equal(a->shape, a->rank, b->shape, b->rank)) { /* the common case */
+        memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->rank);
+        *rank = a->rank;
+        return FC_OK;
+    }
+    if (fc__shape_broadcast(a->shape, a->rank, b->shape, b->rank, shape, rank) == FC_OK)
         return FC_OK;
     char sa[160], sb[160];
     return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: shapes %s and %s do not broadcast", op,
-                    FC__SHAPE_STR(a->raw.shape, a->raw.rank, sa),
-                    FC__SHAPE_STR(b->raw.shape, b->raw.rank, sb));
+                    FC__SHAPE_STR(a->shape, a->rank, sa), FC__SHAPE_STR(b->shape, b->rank, sb));
+}
+
+fc_status fc__pw_broadcast(fc_ctx *ctx, const char *op, const fc_tensor *a, const fc_tensor *b,
+                           int64_t *shape, int *rank) {
+    return fc__pw_broadcast_raw(ctx, op, &a->raw, &b->raw, shape, rank);
 }
 
 fc_status fc__pw_broadcast_n(fc_ctx *ctx, const char *op, int n, fc_tensor *const *t,
@@ -89,17 +97,18 @@ static void flat_slice(void *p, int64_t begin, int64_t end) {
 
 void fc__pw_run(fc_ctx *ctx, int nops, fc_raw *const *ops, fc__inner_fn fn, void *arg) {
     const fc_raw *out = ops[0];
-    int64_t n = fc__raw_numel(out);
-    bool flat = fc__raw_is_contiguous(out);
+    int64_t n = fc__numel(out);
+    bool flat = fc__contiguous(out);
     flat_job j = {fn, arg, nops, {0}, {0}};
     for (int k = 0; k < nops && flat; k++) {
         j.base[k] = fc__raw_base(ops[k]);
-        int64_t m = fc__raw_numel(ops[k]);
-        /* an operand that broadcasts to out with out's element count has
-         * only size-1 axes added or matched, so its order is out's order */
-        if (k > 0 && m == 1 && n != 1)
+        /* an input holding one value (one element, or one element expanded
+         * with stride 0, as a sum's gradient is) reads at stride 0; an
+         * operand that broadcasts to out with out's element count has only
+         * size-1 axes added or matched, so its order is out's order */
+        if (k > 0 && n != 1 && fc__single_value(ops[k]))
             j.st[k] = 0;
-        else if (m == n && fc__raw_is_contiguous(ops[k]))
+        else if (fc__numel(ops[k]) == n && fc__contiguous(ops[k]))
             j.st[k] = (int64_t)fc_dtype_size(ops[k]->dtype);
         else
             flat = false;

@@ -78,6 +78,9 @@ fc_status fc__pw_scalar_dtype(fc_ctx *ctx, const char *op, fc_dtype dt, bool f8_
  * "add: shapes [2,3] and [4] do not broadcast". */
 fc_status fc__pw_broadcast(fc_ctx *ctx, const char *op, const fc_tensor *a, const fc_tensor *b,
                            int64_t *shape, int *rank);
+/* The same for raw operands (a rule reading a saved value in place). */
+fc_status fc__pw_broadcast_raw(fc_ctx *ctx, const char *op, const fc_raw *a, const fc_raw *b,
+                               int64_t *shape, int *rank);
 /* The same over n tensors ("where: shapes [2,3], [4] and [3] do not
  * broadcast"). */
 fc_status fc__pw_broadcast_n(fc_ctx *ctx, const char *op, int n, fc_tensor *const *t,
@@ -113,6 +116,10 @@ void fc__pw_truthy(fc_dtype dt, const char *p, int64_t s, int64_t n, uint8_t *ou
 /* binary.c. a and b share a float dtype (f32 or f64; rules convert 16-bit
  * inputs first); g is the output gradient in the same dtype. Each returns a
  * new scope-registered tensor of the broadcast shape, or NULL + error. */
+/* g * v where v is a raw view in g's dtype (a saved value, read without a
+ * handle of its own): what fc_mul(g, v) computes, the same bits and the
+ * same "mul" messages, without recording a node. */
+fc_tensor *fc__mul_raw(fc_ctx *ctx, fc_tensor *g, const fc_raw *v);
 /* d pow(a, b) / da * g = g * b * a^(b-1), 0 where b == 0 (PyTorch). */
 fc_tensor *fc__pow_grad_a(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b);
 /* d pow(a, b) / db * g = g * a^b * log(a), 0 where a == 0 and b >= 0. */
