@@ -511,6 +511,53 @@ static void test_layout_contiguous_materialises_views(void **state) {
     fc_release(x);
 }
 
+/* Copies of 1 MiB and more run on the thread team (each thread gathers a
+ * range of elements): a transposed, a narrowed and an expanded source of
+ * 2-4 MiB, through fc_contiguous, fc_clone and fc_copy_, element by element
+ * against the view; a wrong shape or dtype is still refused. */
+static void test_layout_large_copies_on_the_team(void **state) {
+    (void)state;
+    const int64_t R = 384, C = 1000; /* 1.5 MB of f32: above the team threshold */
+    fc_tensor *x = fc_arange(g_ctx, FC_F32, 0, (double)(R * C), 1);
+    fc_tensor *m = fc_reshape(g_ctx, x, (const int64_t[]){R, C}, 2);
+    fc_tensor *row = fc_narrow(g_ctx, m, 0, 5, 1);
+    fc_tensor *views[3] = {fc_transpose(g_ctx, m, 0, 1), fc_narrow(g_ctx, m, 1, 3, 900),
+                           fc_expand(g_ctx, row, (const int64_t[]){R, C}, 2)};
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(views[i]);
+        int64_t n = fc_tensor_numel(views[i]);
+        double *want = malloc(sizeof(double) * (size_t)n);
+        lh_read(views[i], want);
+        fc_tensor *c = fc_contiguous(g_ctx, views[i]);
+        fc_tensor *k = fc_clone(g_ctx, views[i]);
+        fc_tensor *d = fc_zeros(g_ctx, FC_F32, fc_tensor_shape(views[i]), 2);
+        assert_non_null(c);
+        assert_non_null(k);
+        assert_int_equal(fc_copy_(d, views[i]), FC_OK);
+        expect_values(c, want, n, "team fc_contiguous");
+        expect_values(k, want, n, "team fc_clone");
+        expect_values(d, want, n, "team fc_copy_");
+        free(want);
+        fc_release(c);
+        fc_release(k);
+        fc_release(d);
+    }
+    /* shape mismatch and dtype mismatch are refused before any write */
+    fc_tensor *small = fc_zeros(g_ctx, FC_F32, (const int64_t[]){C, R - 1}, 2);
+    fc_tensor *f64 = fc_zeros(g_ctx, FC_F64, (const int64_t[]){R, C}, 2);
+    assert_int_equal(fc_copy_(small, views[0]), FC_ERR_SHAPE_MISMATCH);
+    fc_ctx_clear_error(g_ctx);
+    assert_int_equal(fc_copy_(f64, m), FC_ERR_DTYPE);
+    fc_ctx_clear_error(g_ctx);
+    fc_release(small);
+    fc_release(f64);
+    for (int i = 0; i < 3; i++)
+        fc_release(views[i]);
+    fc_release(row);
+    fc_release(m);
+    fc_release(x);
+}
+
 /* ---- block dtypes: identity views only ------------------------------------------------------ */
 
 static void test_layout_block_identity_only(void **state) {
@@ -590,6 +637,7 @@ int main(void) {
         T(test_layout_squeeze_unsqueeze),
         T(test_layout_views_share_storage_without_allocation),
         T(test_layout_contiguous_materialises_views),
+        T(test_layout_large_copies_on_the_team),
         T(test_layout_block_identity_only),
         T(test_layout_null_propagates),
     };
