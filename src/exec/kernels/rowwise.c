@@ -1,8 +1,8 @@
 /* rowwise.c - the row driver of rowwise.h and the CPU feature probe.
  *
- * Work split. The rows are cut into `groups` fixed ranges (shape-only);
- * each thread slot claims groups from a shared counter and walks a group
- * tile by tile: a tile is up to T rows that share the outer index
+ * Work split. The rows are cut into `groups` fixed ranges (shape-only) and
+ * the groups into one contiguous range per thread slot. A slot walks its
+ * groups tile by tile: a tile is up to T rows that share the outer index
  * (so with inner > 1 its rows are T adjacent lanes, and gathering a tile
  * reads T contiguous elements per position along the row: whole cache
  * lines instead of one element per line). Scratch for every slot is taken
@@ -78,7 +78,6 @@ typedef struct rows_state {
     int64_t slots;
     size_t slot_bytes;
     char *scratch;
-    atomic_llong next_group; /* the next group a slot may claim */
 } rows_state;
 
 /* Tile [r, r+n) of operand k (inner > 1: lanes i..i+n of outer o) to or
@@ -165,17 +164,12 @@ static void run_group(const rows_state *s, int64_t g, char *scratch) {
     }
 }
 
-/* Slots claim groups one at a time: a core that a neighbour on the machine
- * slows down takes fewer groups instead of holding the others at the join.
- * Which slot runs a group never changes its bits (a group's rows and
- * partial sums depend on the group alone; scratch is only staging). */
 static void run_slots(void *arg, int64_t b, int64_t e) {
     rows_state *s = arg;
     int64_t G = s->job->groups;
     for (int64_t slot = b; slot < e; slot++) {
         char *scratch = s->scratch ? s->scratch + s->slot_bytes * (size_t)slot : NULL;
-        for (int64_t g = atomic_fetch_add_explicit(&s->next_group, 1, memory_order_relaxed);
-             g < G; g = atomic_fetch_add_explicit(&s->next_group, 1, memory_order_relaxed))
+        for (int64_t g = G * slot / s->slots; g < G * (slot + 1) / s->slots; g++)
             run_group(s, g, scratch);
     }
 }
@@ -187,7 +181,6 @@ fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job) {
     if (job->groups <= 0) job->groups = fc__rows_default_groups(rows, job->dim);
     if (job->groups > rows) job->groups = rows;
     rows_state s = {.job = job};
-    atomic_init(&s.next_group, 0);
     int nconv = 0;
     for (int k = 0; k < nops; k++) {
         s.direct[k] = job->inner == 1 && job->ops[k]->dtype == job->ct;
