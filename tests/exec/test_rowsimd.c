@@ -162,6 +162,55 @@ static void test_rowsimd_exp_range(void **state) {
     for_each_isa(exp_range);
 }
 
+/* ---- streamed outputs ------------------------------------------------------------------------ */
+
+/* Forward and backward of softmax and layer_norm over [R, 1024] f32 rows:
+ * the large tensor's outputs are streamed around the cache (rowwise.h) on
+ * AVX-512 CPUs, the 16-row copy's are not; every row must have the same
+ * bits either way. */
+static void big_and_small(bool layer_norm, fc_tensor **out_big, fc_tensor **out_small,
+                          fc_tensor **gx_big, fc_tensor **gx_small, fc_ctx *ctx) {
+    const int64_t R = 2048, C = 1024; /* 8 MiB of f32: at the streaming threshold */
+    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2, 1.0);
+    fc_tensor *g = fc_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2);
+    fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){C}, 1, 1.0);
+    fc_tensor *b = fc_param_randn(ctx, FC_F32, (const int64_t[]){C}, 1, 1.0);
+    fc_tensor *xs = fc_param_zeros(ctx, FC_F32, (const int64_t[]){16, C}, 2);
+    assert_true(x && g && w && b && xs);
+    fc_no_grad_begin(ctx);
+    assert_int_equal(fc_copy_(xs, fc_narrow(ctx, x, 0, 0, 16)), FC_OK);
+    fc_no_grad_end(ctx);
+    fc_tensor *gs = fc_contiguous(ctx, fc_narrow(ctx, g, 0, 0, 16));
+    fc_tensor *yb = layer_norm ? fc_layer_norm(ctx, x, w, b, 1e-5) : fc_softmax(ctx, x, 1);
+    fc_tensor *ys = layer_norm ? fc_layer_norm(ctx, xs, w, b, 1e-5) : fc_softmax(ctx, xs, 1);
+    assert_int_equal(fc_backward_with(ctx, yb, g, false), FC_OK);
+    assert_int_equal(fc_backward_with(ctx, ys, gs, false), FC_OK);
+    *out_big = yb, *out_small = ys, *gx_big = fc_grad(x), *gx_small = fc_grad(xs);
+}
+
+static void test_rowsimd_streamed_outputs_same_bits(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 3});
+    assert_non_null(ctx);
+    for (int ln = 0; ln < 2; ln++) {
+        fc_scope_begin(ctx);
+        fc_tensor *yb, *ys, *gb, *gs;
+        big_and_small(ln == 1, &yb, &ys, &gb, &gs, ctx);
+        assert_true(yb && ys && gb && gs);
+        size_t bytes = 16 * 1024 * sizeof(float);
+        assert_memory_equal(fc_tensor_data(yb), fc_tensor_data(ys), bytes);
+        assert_memory_equal(fc_tensor_data(gb), fc_tensor_data(gs), bytes);
+        /* the last rows too (another thread's part of the big tensor) */
+        const float *last = (const float *)fc_tensor_data(yb) + (2048 - 1) * 1024;
+        double s = 0;
+        for (int j = 0; j < 1024; j++)
+            s += last[j];
+        if (ln == 0) assert_true(fabs(s - 1.0) < 1e-5); /* a softmax row sums to 1 */
+        fc_scope_end(ctx);
+    }
+    fc_ctx_free(ctx);
+}
+
 /* ---- out of memory ------------------------------------------------------------------------ */
 
 /* One step of a small model: every op of the family, forward and backward. */
@@ -241,6 +290,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowsimd_matches_portable_and_reference),
         cmocka_unit_test(test_rowsimd_exp_range),
+        cmocka_unit_test(test_rowsimd_streamed_outputs_same_bits),
         cmocka_unit_test(test_rowsimd_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,7 +16,9 @@
  *   dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))   (rms: no mean(gy) term)
  *   dw = sum over rows of g * xhat,   db = sum over rows of g
  * dw and db are accumulated per fixed group of rows (shape-only), then the
- * groups are added in order: the bits do not depend on the thread count. */
+ * groups are added in order: the bits do not depend on the thread count.
+ * Large f32 outputs (y, dx) are staged a row at a time in L1 and streamed
+ * out (rowwise.h, streaming stores). */
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
@@ -34,6 +36,7 @@ typedef struct norm_arg {
     double eps;
     const void *w, *b; /* [dim] compute values (ones / zeros when absent) */
     void *mean, *rstd; /* [rows] compute values, NULL when not recorded */
+    bool stream;       /* f32 output streamed around the cache (rowwise.h) */
 } norm_arg;
 
 FC__RW_INLINE void norm_f32_body(const norm_arg *a, const float *x, float *y, int64_t row0,
@@ -108,6 +111,15 @@ static void norm_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
         return;
     }
 #ifdef FC__RW_X86
+    if (a->stream && fc__rw_stream_rows_ok(rows[1], dim)) { /* stage each row in L1 */
+        float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
+        for (int64_t t = 0; t < nrows; t++) {
+            norm_f32_avx2(a, (const float *)rows[0] + t * dim, tmp, row0 + t, 1, dim);
+            fc__rw_stream_scaled_avx512((float *)rows[1] + t * dim, tmp, dim, 1.0f);
+        }
+        fc__rw_stream_fence();
+        return;
+    }
     if (fc__rw_avx2()) {
         norm_f32_avx2(a, rows[0], rows[1], row0, nrows, dim);
         return;
@@ -124,6 +136,7 @@ typedef struct normb_arg {
     const void *w;           /* [dim] (ones when absent) */
     const void *mean, *rstd; /* [rows]; mean NULL for rms */
     bool want_x;
+    bool stream;     /* f32 dx streamed around the cache (rowwise.h) */
     void *pdw, *pdb; /* [groups][dim] partial sums */
 } normb_arg;
 
@@ -213,6 +226,16 @@ static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, in
         return;
     }
 #ifdef FC__RW_X86
+    if (dx && a->stream && fc__rw_stream_rows_ok(dx, dim)) { /* stage each row in L1 */
+        float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
+        for (int64_t t = 0; t < nrows; t++) {
+            normb_f32_avx2(a, group, (const float *)rows[0] + t * dim,
+                           (const float *)rows[1] + t * dim, tmp, row0 + t, 1, dim);
+            fc__rw_stream_scaled_avx512((float *)dx + t * dim, tmp, dim, 1.0f);
+        }
+        fc__rw_stream_fence();
+        return;
+    }
     if (fc__rw_avx2()) {
         normb_f32_avx2(a, group, rows[0], rows[1], dx, row0, nrows, dim);
         return;
@@ -282,6 +305,7 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
     arg.rstd = fc__raw_base(&rstd->raw);
     fc_tensor *d = want_x ? fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank) : NULL;
     fc_status st = (w && !wv) || (want_x && !d) ? fc__failed(ctx) : FC_OK;
+    arg.stream = d && fc__rw_stream_output(&d->raw, 1);
     if (st == FC_OK) {
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
@@ -391,6 +415,7 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
                    : const_row(ct, dim, 0.0, sc + (size_t)dim * fc_dtype_size(ct));
         arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
         arg.rstd = rstd ? fc__raw_base(&rstd->raw) : NULL;
+        arg.stream = fc__rw_stream_output(&y->raw, 1);
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
                             .inner = 1,

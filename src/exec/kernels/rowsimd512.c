@@ -184,6 +184,14 @@ FC__RW_AVX512 double fc__rw_exp_avx512(const float *x, float *y, int64_t n, floa
     return total;
 }
 
+FC__RW_AVX512 void fc__rw_stream_scaled_avx512(float *dst, const float *src, int64_t n, float s) {
+    const __m512 sv = _mm512_set1_ps(s);
+    for (int64_t j = 0; j < n; j += 16)
+        _mm512_stream_ps(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), sv));
+}
+
+void fc__rw_stream_fence(void) { _mm_sfence(); }
+
 FC__RW_AVX512 void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w,
                                            int64_t n, float mu, float rs, double *sa, double *sb) {
     const __m512 muv = _mm512_set1_ps(mu), rsv = _mm512_set1_ps(rs);

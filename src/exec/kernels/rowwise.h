@@ -95,6 +95,35 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
                              float rs, double *sa, double *sb);
 #endif
 
+/* ---- streaming stores -----------------------------------------------------------------
+ * An f32 output of at least FC__RW_STREAM_MIN_BYTES is written around the
+ * cache (AVX-512 non-temporal stores) by the softmax and norm kernels: it
+ * cannot stay cached until the next op reads it, and a plain store first
+ * reads every line it writes, a third more memory traffic. A kernel stages
+ * a row in L1 scratch (rows up to FC__RW_STREAM_ROW_MAX floats, 64-byte
+ * aligned and a whole number of vectors) and streams it out. The bits are
+ * the same either way. */
+#define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
+#define FC__RW_STREAM_ROW_MAX 4096
+
+/* Whether a row kernel should stream its output out (f32, rows in place:
+ * inner == 1) on this CPU. */
+static inline bool fc__rw_stream_output(const fc_raw *out, int64_t inner) {
+    return inner == 1 && out->dtype == FC_F32 &&
+           fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 && fc__rw_avx512();
+}
+/* Whether rows of dim floats starting at y can be streamed. */
+static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
+    return dim % 16 == 0 && dim <= FC__RW_STREAM_ROW_MAX && (uintptr_t)y % 64 == 0;
+}
+#ifdef FC__RW_X86
+/* dst = src * s with non-temporal stores; n % 16 == 0, dst 64-byte aligned.
+ * The stores are weakly ordered: a kernel calls fc__rw_stream_fence before
+ * it returns to the row driver. AVX-512 only (fc__rw_stream_output). */
+void fc__rw_stream_scaled_avx512(float *dst, const float *src, int64_t n, float s);
+void fc__rw_stream_fence(void);
+#endif
+
 /* ---- the row driver ------------------------------------------------------------------- */
 #define FC__ROWS_MAX_OPS 4
 

@@ -13,10 +13,15 @@
  *   log_softmax  y = (x - m) - log(sum exp(x - m))
  *   backward     softmax: dx = y * (g - sum(g * y));  log: dx = g - exp(y) * sum(g)
  * A row with a NaN gives NaN everywhere; a row of -inf gives NaN (as in
- * PyTorch). */
+ * PyTorch). Large f32 softmax outputs (y, dx) are streamed around the cache
+ * (rowwise.h, streaming stores). */
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
+
+#ifdef FC__RW_X86
+#include <immintrin.h>
+#endif
 
 fc_status fc__grad_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__grad_log_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
@@ -24,6 +29,7 @@ fc_status fc__grad_log_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_t
 typedef struct sm_arg {
     fc_dtype ct;
     bool is_log;
+    bool stream; /* f32 output streamed around the cache (rowwise.h) */
 } sm_arg;
 
 /* ---- forward rows ------------------------------------------------------------------------- */
@@ -94,6 +100,23 @@ FC__RW_AVX2 static void softmax_f32_avx2(const float *x, float *y, int64_t nrows
     softmax_f32_body(x, y, nrows, dim, is_log);
 }
 #endif
+#ifdef FC__RW_X86
+/* Softmax (not log) rows with a streamed output: the exp pass writes an L1
+ * scratch row, the scaling pass streams it to y. */
+FC__RW_AVX512 static void softmax_f32_stream(const float *x, float *y, int64_t nrows,
+                                             int64_t dim) {
+    float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *xr = x + t * dim;
+        bool nan;
+        float m = fc__rw_max_avx512(xr, dim, &nan);
+        float inv = (float)(1.0 / fc__rw_exp_avx512(xr, tmp, dim, m));
+        fc__rw_stream_scaled_avx512(y + t * dim, tmp, dim, inv);
+    }
+    fc__rw_stream_fence();
+}
+#endif
+
 static void softmax_f32_base(const float *x, float *y, int64_t nrows, int64_t dim, bool is_log) {
     softmax_f32_body(x, y, nrows, dim, is_log);
 }
@@ -127,6 +150,10 @@ static void softmax_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, 
         return;
     }
 #ifdef FC__RW_X86
+    if (a->stream && !a->is_log && fc__rw_stream_rows_ok(rows[1], dim)) {
+        softmax_f32_stream(rows[0], rows[1], nrows, dim);
+        return;
+    }
     if (fc__rw_avx2()) {
         softmax_f32_avx2(rows[0], rows[1], nrows, dim, a->is_log);
         return;
@@ -161,6 +188,24 @@ FC__RW_AVX2 static void softmax_bwd_f32_avx2(const float *y, const float *g, flo
     softmax_bwd_f32_body(y, g, dx, nrows, dim, is_log);
 }
 #endif
+#ifdef FC__RW_X86
+/* Softmax (not log) backward rows streaming dx: one read pass for the dot,
+ * one pass writing dx around the cache. */
+FC__RW_AVX512 static void softmax_bwd_f32_stream(const float *y, const float *g, float *dx,
+                                                 int64_t nrows, int64_t dim) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *yr = y + t * dim, *gr = g + t * dim;
+        float *dr = dx + t * dim;
+        __m512 dot = _mm512_set1_ps((float)fc__rw_dot_avx512(gr, yr, dim));
+        for (int64_t j = 0; j < dim; j += 16) {
+            __m512 d = _mm512_sub_ps(_mm512_loadu_ps(gr + j), dot);
+            _mm512_stream_ps(dr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), d));
+        }
+    }
+    fc__rw_stream_fence();
+}
+#endif
+
 static void softmax_bwd_f32_base(const float *y, const float *g, float *dx, int64_t nrows,
                                  int64_t dim, bool is_log) {
     softmax_bwd_f32_body(y, g, dx, nrows, dim, is_log);
@@ -187,6 +232,10 @@ static void softmax_bwd_rows(void *arg, int64_t group, int64_t row0, int64_t nro
         return;
     }
 #ifdef FC__RW_X86
+    if (a->stream && !a->is_log && fc__rw_stream_rows_ok(rows[2], dim)) {
+        softmax_bwd_f32_stream(rows[0], rows[1], rows[2], nrows, dim);
+        return;
+    }
     if (fc__rw_avx2()) {
         softmax_bwd_f32_avx2(rows[0], rows[1], rows[2], nrows, dim, a->is_log);
         return;
@@ -199,7 +248,7 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
     const char *op = is_log ? "log_softmax_backward" : "softmax_backward";
     fc_tensor *dx = fc__tensor_new(ctx, op, g->raw.dtype, g->raw.shape, g->raw.rank);
     if (!dx) return NULL;
-    sm_arg arg = {fc__rw_float_ct(g->raw.dtype), is_log};
+    sm_arg arg = {fc__rw_float_ct(g->raw.dtype), is_log, false};
     fc__rows_job job = {.nin = 2,
                         .nout = 1,
                         .ops = {&y->raw, &g->raw, &dx->raw},
@@ -207,6 +256,7 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
                         .fn = softmax_bwd_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
+    arg.stream = fc__rw_stream_output(&dx->raw, job.inner);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
 }
@@ -236,7 +286,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
         fc_release(xc);
         return NULL;
     }
-    sm_arg arg = {fc__rw_float_ct(dt), is_log};
+    sm_arg arg = {fc__rw_float_ct(dt), is_log, false};
     fc__rows_job job = {.nin = 1,
                         .nout = 1,
                         .ops = {&xc->raw, &y->raw},
@@ -244,6 +294,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
                         .fn = softmax_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
+    arg.stream = fc__rw_stream_output(&y->raw, job.inner);
     fc_status st = fc__rows_run(ctx, name, &job);
     fc_release(xc);
     if (st != FC_OK) {
