@@ -33,12 +33,14 @@ static fc_tensor *filled(fc_ctx *ctx, const char *op, fc_dtype dtype, const int6
     }
     if (dtype == FC_F32) { /* the gradient seeds and common fills: no cast, no walk */
         float *f = (float *)p, v = (float)value;
-        for (int64_t i = 0; i < n; i++) f[i] = v;
+        for (int64_t i = 0; i < n; i++)
+            f[i] = v;
         return t;
     }
     if (dtype == FC_F64) {
         double *d = (double *)p;
-        for (int64_t i = 0; i < n; i++) d[i] = value;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = value;
         return t;
     }
     unsigned char one[8];
@@ -67,8 +69,10 @@ fc_tensor *fc_scalar(fc_ctx *ctx, fc_dtype dtype, double value) {
 fc_tensor *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, double step) {
     FC__CHECK_CTX(ctx);
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step)) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_arange: start %g, stop %g, step %g: need finite "
-                 "values and a nonzero step", start, stop, step);
+        fc__fail(ctx, FC_ERR_INVALID_ARG,
+                 "fc_arange: start %g, stop %g, step %g: need finite "
+                 "values and a nonzero step",
+                 start, stop, step);
         return NULL;
     }
     double count = ceil((stop - start) / step);
@@ -90,7 +94,8 @@ fc_tensor *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, dou
     if (!t) return NULL;
     char *p = fc__raw_base(&t->raw);
     size_t es = fc_dtype_size(dtype);
-    for (int64_t i = 0; i < n; i++) fc__store_f64(dtype, p + (size_t)i * es, start + (double)i * step);
+    for (int64_t i = 0; i < n; i++)
+        fc__store_f64(dtype, p + (size_t)i * es, start + (double)i * step);
     return t;
 }
 
@@ -214,8 +219,8 @@ fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out) {
                             (long long)index[i], i, (long long)t->raw.shape[i]);
         off += index[i] * t->raw.strides[i];
     }
-    *out = fc__load_f64(t->raw.dtype,
-                        (const char *)t->raw.buf->data + off * (int64_t)fc_dtype_size(t->raw.dtype));
+    *out = fc__load_f64(t->raw.dtype, (const char *)t->raw.buf->data +
+                                          off * (int64_t)fc_dtype_size(t->raw.dtype));
     return FC_OK;
 }
 
@@ -224,9 +229,8 @@ fc_status fc_tensor_item(const fc_tensor *t, double *out) {
     if (!out) return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_item: out is NULL");
     if (fc__raw_numel(&t->raw) != 1) {
         char d[160];
-        return fc__fail(t->ctx, FC_ERR_INVALID_SHAPE,
-                        "fc_tensor_item: %s has %lld elements, not 1", fc__desc(t, d, (int)sizeof d),
-                        (long long)fc__raw_numel(&t->raw));
+        return fc__fail(t->ctx, FC_ERR_INVALID_SHAPE, "fc_tensor_item: %s has %lld elements, not 1",
+                        fc__desc(t, d, (int)sizeof d), (long long)fc__raw_numel(&t->raw));
     }
     int64_t zero[FC_MAX_RANK] = {0};
     return fc_tensor_get(t, zero, out);
@@ -290,8 +294,8 @@ static void team_copy_range(void *arg, int64_t b, int64_t e) {
 static fc_status copy_into(fc_ctx *ctx, const fc_raw *src, fc_raw *dst) {
     int64_t n = fc__raw_numel(src), es = (int64_t)fc_dtype_size(src->dtype);
     bool team = ctx->threads > 1 && src->buf && dst->buf && src->buf != dst->buf &&
-                src->dtype == dst->dtype &&
-                !fc_dtype_is_block(src->dtype) && n * es >= TEAM_COPY_MIN_BYTES &&
+                src->dtype == dst->dtype && !fc_dtype_is_block(src->dtype) &&
+                n * es >= TEAM_COPY_MIN_BYTES &&
                 fc__shape_equal(src->shape, src->rank, dst->shape, dst->rank) &&
                 fc__raw_is_contiguous(dst) && !fc__buffer_is_read_only(dst->buf);
     if (!team) return fc__raw_copy_into(src, dst);
@@ -341,8 +345,7 @@ fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src) {
     if (st != FC_OK) {
         char a[160], b[160];
         fc__fail(dst->ctx, st, "fc_copy_: cannot copy %s into %s (%s)",
-                 fc__desc(src, a, (int)sizeof a), fc__desc(dst, b, (int)sizeof b),
-                 fc_strerror(st));
+                 fc__desc(src, a, (int)sizeof a), fc__desc(dst, b, (int)sizeof b), fc_strerror(st));
     }
     return st;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -231,6 +232,48 @@ static void test_binary_large(void **state) {
             assert_true(got[i] == (a[i] >= b[i] ? a[i] : b[i]));
     }
     fc_scope_end(ctx);
+}
+
+/* f32 outputs of 8 MiB and more are streamed around the cache on AVX-512
+ * CPUs (contiguous chunks; plain stores for an unaligned head and the
+ * tail): add, sub, mul, div into fresh outputs, into an out= destination
+ * that starts one element past a cache line, and in place; every element
+ * against the double reference, rounded once. */
+static void test_binary_large_streamed(void **state) {
+    fc_ctx *ctx = *state;
+    const int64_t N = ((int64_t)8 << 20) / 4 + 37; /* just over the threshold, odd tail */
+    float *a = malloc(sizeof *a * (size_t)N), *b = malloc(sizeof *b * (size_t)N);
+    uint64_t rng = 11;
+    for (int64_t i = 0; i < N; i++) {
+        a[i] = (float)fct_uniform(&rng, -8, 8);
+        b[i] = (float)fct_uniform(&rng, 0.5, 8);
+    }
+    fc_scope_begin(ctx);
+    fc_tensor *fa = fc_tensor_from_data(ctx, FC_F32, &N, 1, a);
+    fc_tensor *fb = fc_tensor_from_data(ctx, FC_F32, &N, 1, b);
+    const int64_t n1 = N + 1;
+    fc_tensor *wide = fc_zeros(ctx, FC_F32, &n1, 1);
+    fc_tensor *dst = fc_narrow(ctx, wide, 0, 1, N); /* 4 bytes past the allocation's start */
+    assert_true(fa && fb && dst);
+    for (op o = ADD; o <= DIV; o++) {
+        fc_tensor *r = op_fns[o](ctx, fa, fb);
+        assert_non_null(r);
+        const float *got = fc_tensor_data(r);
+        for (int64_t i = 0; i < N; i++)
+            if (got[i] != (float)ref_float(o, a[i], b[i]))
+                fail_msg("%s element %lld: got %g", op_names[o], (long long)i, (double)got[i]);
+    }
+    assert_int_equal(fc_add_out(dst, fa, fb), FC_OK);
+    const float *d = fc_tensor_data(dst);
+    for (int64_t i = 0; i < N; i++)
+        assert_true(d[i] == (float)((double)a[i] + b[i]));
+    assert_int_equal(fc_add_(fa, fb), FC_OK); /* dst is a itself */
+    const float *p = fc_tensor_data(fa);
+    for (int64_t i = 0; i < N; i++)
+        assert_true(p[i] == (float)((double)a[i] + b[i]));
+    fc_scope_end(ctx);
+    free(a);
+    free(b);
 }
 
 /* ---- integers ------------------------------------------------------------------------ */
@@ -638,6 +681,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_binary_float_layouts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_broadcast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_large, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_large_streamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_int, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_div_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_scalar_forms, setup, teardown),

@@ -17,6 +17,7 @@
 
 #include "ag/grad_pointwise.h"
 #include "exec/kernels/pointwise.h"
+#include "exec/kernels/rowwise.h"
 
 typedef enum bin_kind { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW, BIN_MAX, BIN_MIN } bin_kind;
 
@@ -116,10 +117,20 @@ static void bin_half(bin_kind k, fc_dtype dt, char **p, const int64_t *s, int64_
 typedef struct bin_arg {
     bin_kind kind;
     fc_dtype dt;
+    bool stream; /* large f32 output: written around the cache (rowwise.h) */
 } bin_arg;
 
 static void bin_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     const bin_arg *ba = arg;
+#ifdef FC__RW_X86
+    static const char stream_op[] = {
+        [BIN_ADD] = '+', [BIN_SUB] = '-', [BIN_MUL] = '*', [BIN_DIV] = '/',
+        [BIN_POW] = 0,   [BIN_MAX] = 0,   [BIN_MIN] = 0};
+    if (ba->stream && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
+        fc__rw_stream_binary_avx512(stream_op[ba->kind], (float *)p[0], (const float *)p[1],
+                                    (const float *)p[2], n))
+        return;
+#endif
     switch (ba->dt) {
     case FC_F32:
         bin_f32(ba->kind, p, s, n);
@@ -255,7 +266,7 @@ static fc_tensor *binary(fc_ctx *ctx, const char *op, bin_kind k, fc_tensor *a, 
     }
     fc_tensor *out = fc__tensor_new(ctx, op, dt, shape, rank);
     if (!out) return NULL;
-    bin_arg arg = {k, dt};
+    bin_arg arg = {k, dt, fc__rw_stream_output(&out->raw, 1)};
     fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     out = fc__finish(ctx, op, out);
@@ -396,7 +407,7 @@ static fc_status write_binary(const char *op, bin_kind k, fc_tensor *dst, fc_ten
                         FC__SHAPE_STR(shape, rank, so), fc__desc(dst, sd, (int)sizeof sd));
     }
     fc__buffer_bump_generation(dst->raw.buf);
-    bin_arg arg = {k, dt};
+    bin_arg arg = {k, dt, fc__rw_stream_output(&dst->raw, 1)};
     fc_raw *ops[3] = {&dst->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     return inplace_finish(op, dst);
@@ -509,7 +520,7 @@ fc_tensor *fc__mul_raw(fc_ctx *ctx, fc_tensor *g, const fc_raw *v) {
     if (fc__pw_broadcast_raw(ctx, "mul", &g->raw, v, shape, &rank) != FC_OK) return NULL;
     fc_tensor *out = fc__tensor_new(ctx, "mul", g->raw.dtype, shape, rank);
     if (!out) return NULL;
-    bin_arg arg = {BIN_MUL, g->raw.dtype};
+    bin_arg arg = {BIN_MUL, g->raw.dtype, false};
     fc_raw *ops[3] = {&out->raw, &g->raw, (fc_raw *)v};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     return fc__finish(ctx, "mul", out);

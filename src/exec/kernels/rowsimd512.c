@@ -28,8 +28,7 @@ FC__RW_AVX512 static inline __mmask16 head_mask(int64_t n) {
 
 FC__RW_AVX512 static inline double hsum_d(__m512 v) {
     __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    __m512d hi = _mm512_cvtps_pd(
-        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
 }
 
@@ -98,7 +97,7 @@ FC__RW_AVX512 float fc__rw_min_avx512(const float *x, int64_t n, bool *nan) {
 #define SUM_BLOCKS(n, BODY)                                                                        \
     double total = 0;                                                                              \
     for (int64_t i = 0; i < (n); i += BLOCK) {                                                     \
-        int64_t end = (n) - i < BLOCK ? (n) : i + BLOCK, j = i;                                    \
+        int64_t end = (n)-i < BLOCK ? (n) : i + BLOCK, j = i;                                      \
         __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
         for (; j + 32 <= end; j += 32) {                                                           \
             BODY(a0, j, (__mmask16)0xFFFF);                                                        \
@@ -175,7 +174,8 @@ FC__RW_AVX512 double fc__rw_exp_avx512(const float *x, float *y, int64_t n, floa
         for (; j < end; j += 16) {
             __mmask16 k = head_mask(end - j);
             /* masked-off lanes are zeroed before the sum */
-            __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mv)));
+            __m512 e =
+                _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mv)));
             if (y) _mm512_mask_storeu_ps(y + j, k, e);
             a0 = _mm512_add_ps(a0, e);
         }
@@ -192,6 +192,47 @@ FC__RW_AVX512 void fc__rw_stream_scaled_avx512(float *dst, const float *src, int
 
 void fc__rw_stream_fence(void) { _mm_sfence(); }
 
+/* One rounding per element, as the plain kernels: the same bits. */
+#define STREAM_BINARY(NAME, EXPR_V, EXPR_S)                                                        \
+    FC__RW_AVX512 static void NAME(float *o, const float *a, const float *b, int64_t n) {          \
+        int64_t j = 0;                                                                             \
+        for (; j < n && (uintptr_t)(o + j) % 64 != 0; j++)                                         \
+            o[j] = EXPR_S(a[j], b[j]);                                                             \
+        for (; j + 16 <= n; j += 16)                                                               \
+            _mm512_stream_ps(o + j, EXPR_V(_mm512_loadu_ps(a + j), _mm512_loadu_ps(b + j)));       \
+        for (; j < n; j++)                                                                         \
+            o[j] = EXPR_S(a[j], b[j]);                                                             \
+    }
+#define S_ADD(x, y) ((x) + (y))
+#define S_SUB(x, y) ((x) - (y))
+#define S_MUL(x, y) ((x) * (y))
+#define S_DIV(x, y) ((x) / (y))
+STREAM_BINARY(stream_add, _mm512_add_ps, S_ADD)
+STREAM_BINARY(stream_sub, _mm512_sub_ps, S_SUB)
+STREAM_BINARY(stream_mul, _mm512_mul_ps, S_MUL)
+STREAM_BINARY(stream_div, _mm512_div_ps, S_DIV)
+
+bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float *b, int64_t n) {
+    switch (op) {
+    case '+':
+        stream_add(o, a, b, n);
+        break;
+    case '-':
+        stream_sub(o, a, b, n);
+        break;
+    case '*':
+        stream_mul(o, a, b, n);
+        break;
+    case '/':
+        stream_div(o, a, b, n);
+        break;
+    default:
+        return false;
+    }
+    _mm_sfence();
+    return true;
+}
+
 FC__RW_AVX512 void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w,
                                            int64_t n, float mu, float rs, double *sa, double *sb) {
     const __m512 muv = _mm512_set1_ps(mu), rsv = _mm512_set1_ps(rs);
@@ -202,7 +243,8 @@ FC__RW_AVX512 void fc__rw_norm_sums_avx512(const float *x, const float *g, const
         for (int64_t j = i; j < end; j += 16) {
             __mmask16 k = head_mask(end - j);
             /* masked-off lanes: g = 0, so both terms are 0 */
-            __m512 gy = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, w + j));
+            __m512 gy =
+                _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, w + j));
             __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(muv, k, x + j), muv), rsv);
             a = _mm512_add_ps(a, gy);
             b = _mm512_fmadd_ps(gy, xh, b);

@@ -122,6 +122,10 @@ static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
  * it returns to the row driver. AVX-512 only (fc__rw_stream_output). */
 void fc__rw_stream_scaled_avx512(float *dst, const float *src, int64_t n, float s);
 void fc__rw_stream_fence(void);
+/* o = a op b over n contiguous floats (op one of + - * /), o streamed out
+ * (any alignment: the unaligned head and the tail are plain stores), then
+ * fenced. False, touching nothing, for another op. */
+bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float *b, int64_t n);
 #endif
 
 /* ---- the row driver ------------------------------------------------------------------- */

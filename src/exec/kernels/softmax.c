@@ -103,8 +103,7 @@ FC__RW_AVX2 static void softmax_f32_avx2(const float *x, float *y, int64_t nrows
 #ifdef FC__RW_X86
 /* Softmax (not log) rows with a streamed output: the exp pass writes an L1
  * scratch row, the scaling pass streams it to y. */
-FC__RW_AVX512 static void softmax_f32_stream(const float *x, float *y, int64_t nrows,
-                                             int64_t dim) {
+FC__RW_AVX512 static void softmax_f32_stream(const float *x, float *y, int64_t nrows, int64_t dim) {
     float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
     for (int64_t t = 0; t < nrows; t++) {
         const float *xr = x + t * dim;
