@@ -106,11 +106,11 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 #define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
 #define FC__RW_STREAM_ROW_MAX 4096
 
-/* Whether a row kernel should stream its output out (f32, rows in place:
- * inner == 1) on this CPU. */
-static inline bool fc__rw_stream_output(const fc_raw *out, int64_t inner) {
-    return inner == 1 && out->dtype == FC_F32 &&
-           fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 && fc__rw_avx512();
+/* Whether an f32 output this large should be streamed out on this CPU.
+ * Row kernels stream only rows they write in place (inner == 1). */
+static inline bool fc__rw_stream_output(const fc_raw *out) {
+    return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
+           fc__rw_avx512();
 }
 /* Whether rows of dim floats starting at y can be streamed. */
 static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
