@@ -170,7 +170,9 @@ static void test_rowsimd_exp_range(void **state) {
  * bits either way. */
 static void big_and_small(bool layer_norm, fc_tensor **out_big, fc_tensor **out_small,
                           fc_tensor **gx_big, fc_tensor **gx_small, fc_ctx *ctx) {
-    const int64_t R = 2048, C = 1024; /* 8 MiB of f32: at the streaming threshold */
+    /* over 8 MiB of f32 (the streaming threshold); 33 rows per layer_norm
+     * backward group, so the streamed kernel's row pairs leave one over */
+    const int64_t R = 2112, C = 1024;
     fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2, 1.0);
     fc_tensor *g = fc_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2);
     fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){C}, 1, 1.0);
@@ -201,12 +203,51 @@ static void test_rowsimd_streamed_outputs_same_bits(void **state) {
         assert_memory_equal(fc_tensor_data(yb), fc_tensor_data(ys), bytes);
         assert_memory_equal(fc_tensor_data(gb), fc_tensor_data(gs), bytes);
         /* the last rows too (another thread's part of the big tensor) */
-        const float *last = (const float *)fc_tensor_data(yb) + (2048 - 1) * 1024;
+        const float *last = (const float *)fc_tensor_data(yb) + (2112 - 1) * 1024;
         double s = 0;
         for (int j = 0; j < 1024; j++)
             s += last[j];
         if (ln == 0) assert_true(fabs(s - 1.0) < 1e-5); /* a softmax row sums to 1 */
         fc_scope_end(ctx);
+    }
+    fc_ctx_free(ctx);
+}
+
+/* dw and db of a streamed layer_norm backward (AVX-512, rows in pairs)
+ * against the same backward with the instruction set capped at AVX2 (the
+ * plain row loop, nothing streamed): g * xhat and g do not depend on the
+ * row sums, so the partial sums and their totals must have the same bits.
+ * One forward serves both backwards, so both see the same mean and rstd. */
+static void test_rowsimd_streamed_norm_param_grads_same_bits(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 5});
+    assert_non_null(ctx);
+    const int64_t R = 2112, C = 1024;
+    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2, 1.0);
+    fc_tensor *g = fc_randn(ctx, FC_F32, (const int64_t[]){R, C}, 2);
+    fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){C}, 1, 1.0);
+    fc_tensor *b = fc_param_randn(ctx, FC_F32, (const int64_t[]){C}, 1, 1.0);
+    fc_tensor *y = fc_layer_norm(ctx, x, w, b, 1e-5);
+    assert_true(x && g && w && b && y);
+    fc_tensor *params[3] = {x, w, b};
+    float *keep[2];
+    for (int pass = 0; pass < 2; pass++) {
+        fc__rw_isa was = fc__rw_cap_isa(pass == 0 ? FC__RW_ISA_AVX2 : FC__RW_ISA_AVX512);
+        fc_zero_grad(params, 3);
+        assert_int_equal(fc_backward_with(ctx, y, g, true), FC_OK);
+        fc__rw_cap_isa(was);
+        for (int k = 0; k < 2; k++) {
+            const float *got = fc_tensor_data(fc_grad(params[1 + k]));
+            assert_non_null(got);
+            if (pass == 0) {
+                keep[k] = malloc(C * sizeof(float));
+                assert_non_null(keep[k]);
+                memcpy(keep[k], got, C * sizeof(float));
+            } else {
+                assert_memory_equal(got, keep[k], C * sizeof(float));
+                free(keep[k]);
+            }
+        }
     }
     fc_ctx_free(ctx);
 }
@@ -291,6 +332,7 @@ int main(void) {
         cmocka_unit_test(test_rowsimd_matches_portable_and_reference),
         cmocka_unit_test(test_rowsimd_exp_range),
         cmocka_unit_test(test_rowsimd_streamed_outputs_same_bits),
+        cmocka_unit_test(test_rowsimd_streamed_norm_param_grads_same_bits),
         cmocka_unit_test(test_rowsimd_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

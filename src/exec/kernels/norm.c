@@ -22,6 +22,9 @@
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
+#ifdef FC__RW_X86
+#include <immintrin.h>
+#endif
 
 fc_status fc__grad_norm(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
@@ -188,6 +191,76 @@ FC__RW_AVX2 static void normb_f32_avx2(const normb_arg *a, int64_t group, const 
     normb_f32_body(a, group, x, g, dx, row0, nrows, dim);
 }
 #endif
+#ifdef FC__RW_X86
+/* One AVX-512 step of normb_f32_row at column j of one row: dx streamed
+ * out, g * xhat and g returned for the partial sums. Operation for
+ * operation the plain loop (no fused multiply-add): the same bits. */
+typedef struct normb_row_v {
+    const float *x, *g;
+    float *dx;
+    __m512 mu, rs, ma, mb;
+} normb_row_v;
+
+FC__RW_AVX512 static inline void normb_step(const normb_row_v *r, const float *w, int64_t j,
+                                            __m512 *gxh, __m512 *gv) {
+    __m512 g = _mm512_loadu_ps(r->g + j);
+    __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(r->x + j), r->mu), r->rs);
+    __m512 gy = _mm512_mul_ps(g, _mm512_loadu_ps(w + j));
+    __m512 d = _mm512_sub_ps(_mm512_sub_ps(gy, r->ma), _mm512_mul_ps(xh, r->mb));
+    _mm512_stream_ps(r->dx + j, _mm512_mul_ps(r->rs, d));
+    *gxh = _mm512_mul_ps(g, xh);
+    *gv = g;
+}
+
+FC__RW_AVX512 static normb_row_v normb_row_setup(const normb_arg *a, const float *x,
+                                                 const float *g, float *dx, int64_t row,
+                                                 int64_t dim) {
+    float mu = a->mean ? ((const float *)a->mean)[row] : 0.0f;
+    float rs = ((const float *)a->rstd)[row];
+    double sa, sb;
+    fc__rw_norm_sums_avx512(x, g, a->w, dim, mu, rs, &sa, &sb);
+    float ma = a->rms ? 0.0f : (float)(sa / (double)dim), mb = (float)(sb / (double)dim);
+    return (normb_row_v){x, g, dx, _mm512_set1_ps(mu), _mm512_set1_ps(rs), _mm512_set1_ps(ma),
+                         _mm512_set1_ps(mb)};
+}
+
+/* The streamed twin of normb_f32_body (dim % 16 == 0, dx 64-byte aligned).
+ * Rows go in pairs so the partial sums are loaded and stored once per two
+ * rows; the two rows' terms are still added one after the other, in row
+ * order, as the plain loop adds them. */
+FC__RW_AVX512 static void normb_f32_stream(const normb_arg *a, int64_t group, const float *x,
+                                           const float *g, float *dx, int64_t row0, int64_t nrows,
+                                           int64_t dim) {
+    const float *w = a->w;
+    float *pdw = (float *)a->pdw + group * dim, *pdb = (float *)a->pdb + group * dim;
+    int64_t t = 0;
+    for (; t + 2 <= nrows; t += 2) {
+        int64_t o0 = t * dim, o1 = o0 + dim;
+        normb_row_v r0 = normb_row_setup(a, x + o0, g + o0, dx + o0, row0 + t, dim);
+        normb_row_v r1 = normb_row_setup(a, x + o1, g + o1, dx + o1, row0 + t + 1, dim);
+        for (int64_t j = 0; j < dim; j += 16) {
+            __m512 p0, b0, p1, b1;
+            normb_step(&r0, w, j, &p0, &b0);
+            normb_step(&r1, w, j, &p1, &b1);
+            __m512 dwv = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(pdw + j), p0), p1);
+            __m512 dbv = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(pdb + j), b0), b1);
+            _mm512_storeu_ps(pdw + j, dwv);
+            _mm512_storeu_ps(pdb + j, dbv);
+        }
+    }
+    if (t < nrows) {
+        int64_t o = t * dim;
+        normb_row_v r = normb_row_setup(a, x + o, g + o, dx + o, row0 + t, dim);
+        for (int64_t j = 0; j < dim; j += 16) {
+            __m512 p, b;
+            normb_step(&r, w, j, &p, &b);
+            _mm512_storeu_ps(pdw + j, _mm512_add_ps(_mm512_loadu_ps(pdw + j), p));
+            _mm512_storeu_ps(pdb + j, _mm512_add_ps(_mm512_loadu_ps(pdb + j), b));
+        }
+    }
+    fc__rw_stream_fence();
+}
+#endif
 static void normb_f32_base(const normb_arg *a, int64_t group, const float *x, const float *g,
                            float *dx, int64_t row0, int64_t nrows, int64_t dim) {
     normb_f32_body(a, group, x, g, dx, row0, nrows, dim);
@@ -226,14 +299,8 @@ static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, in
         return;
     }
 #ifdef FC__RW_X86
-    if (dx && a->stream && fc__rw_stream_rows_ok(dx, dim)) { /* stage each row in L1 */
-        float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
-        for (int64_t t = 0; t < nrows; t++) {
-            normb_f32_avx2(a, group, (const float *)rows[0] + t * dim,
-                           (const float *)rows[1] + t * dim, tmp, row0 + t, 1, dim);
-            fc__rw_stream_scaled_avx512((float *)dx + t * dim, tmp, dim, 1.0f);
-        }
-        fc__rw_stream_fence();
+    if (dx && a->stream && fc__rw_stream_rows_ok(dx, dim)) {
+        normb_f32_stream(a, group, rows[0], rows[1], dx, row0, nrows, dim);
         return;
     }
     if (fc__rw_avx2()) {
@@ -268,21 +335,44 @@ static const void *const_row(fc_dtype ct, int64_t dim, double fill, void *scratc
 
 /* ---- backward kernel ----------------------------------------------------------------------- */
 
-static fc_tensor *sum_groups(fc_ctx *ctx, const void *part, int64_t groups, int64_t dim,
-                             fc_dtype ct) {
-    fc_tensor *out = fc__tensor_new(ctx, "norm_backward", ct, &dim, 1);
-    if (!out) return NULL;
-    for (int64_t j = 0; j < dim; j++) {
-        double s = 0;
-        for (int64_t q = 0; q < groups; q++)
-            s += ct == FC_F32 ? (double)((const float *)part)[q * dim + j]
-                              : ((const double *)part)[q * dim + j];
-        if (ct == FC_F32)
-            ((float *)fc__raw_base(&out->raw))[j] = (float)s;
-        else
-            ((double *)fc__raw_base(&out->raw))[j] = s;
+/* dw and db from the per-group partial sums: each column adds its groups
+ * in group order, in double, whatever thread takes it. */
+typedef struct group_sums {
+    fc_dtype ct;
+    int64_t groups, dim;
+    const void *part[2]; /* pdw, pdb ([groups][dim]); NULL: not wanted */
+    void *out[2];
+} group_sums;
+
+#define GROUP_SUM_COLS 256 /* columns per step: the double accumulators stay in L1 */
+
+static void group_sums_range(void *arg, int64_t begin, int64_t end) {
+    const group_sums *gs = arg;
+    double acc[GROUP_SUM_COLS];
+    for (int k = 0; k < 2; k++) {
+        if (!gs->part[k]) continue;
+        for (int64_t j0 = begin; j0 < end; j0 += GROUP_SUM_COLS) {
+            int64_t n = end - j0 < GROUP_SUM_COLS ? end - j0 : GROUP_SUM_COLS;
+            memset(acc, 0, sizeof acc);
+            for (int64_t q = 0; q < gs->groups; q++) {
+                if (gs->ct == FC_F32) {
+                    const float *p = (const float *)gs->part[k] + q * gs->dim + j0;
+                    for (int64_t j = 0; j < n; j++)
+                        acc[j] += (double)p[j];
+                } else {
+                    const double *p = (const double *)gs->part[k] + q * gs->dim + j0;
+                    for (int64_t j = 0; j < n; j++)
+                        acc[j] += p[j];
+                }
+            }
+            for (int64_t j = 0; j < n; j++) {
+                if (gs->ct == FC_F32)
+                    ((float *)gs->out[k])[j0 + j] = (float)acc[j];
+                else
+                    ((double *)gs->out[k])[j0 + j] = acc[j];
+            }
+        }
     }
-    return out;
 }
 
 fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
@@ -319,14 +409,21 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
                             .arg = &arg};
         st = fc__rows_run(ctx, op, &job);
     }
+    group_sums gs = {.ct = ct, .groups = groups, .dim = dim};
     if (st == FC_OK && want_w && w) {
-        *dw = sum_groups(ctx, arg.pdw, groups, dim, ct);
+        *dw = fc__tensor_new(ctx, op, ct, &dim, 1);
         if (!*dw) st = fc__failed(ctx);
+        gs.part[0] = arg.pdw;
+        gs.out[0] = *dw ? fc__raw_base(&(*dw)->raw) : NULL;
     }
     if (st == FC_OK && want_b) {
-        *db = sum_groups(ctx, arg.pdb, groups, dim, ct);
+        *db = fc__tensor_new(ctx, op, ct, &dim, 1);
         if (!*db) st = fc__failed(ctx);
+        gs.part[1] = arg.pdb;
+        gs.out[1] = *db ? fc__raw_base(&(*db)->raw) : NULL;
     }
+    if (st == FC_OK && (gs.part[0] || gs.part[1]))
+        fc__parallel_for(ctx, dim, GROUP_SUM_COLS, group_sums_range, &gs);
     fc_release(wv);
     fc__buffer_release(buf);
     if (st == FC_OK) *dx = d;

@@ -237,21 +237,29 @@ FC__RW_AVX512 void fc__rw_norm_sums_avx512(const float *x, const float *g, const
                                            int64_t n, float mu, float rs, double *sa, double *sb) {
     const __m512 muv = _mm512_set1_ps(mu), rsv = _mm512_set1_ps(rs);
     double ta = 0, tb = 0;
+    /* masked-off lanes: g = 0, so both terms are 0 */
+#define NSUM_STEP(a, b, j, k)                                                                      \
+    do {                                                                                           \
+        __m512 gy_ =                                                                               \
+            _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + (j)), _mm512_maskz_loadu_ps(k, w + (j)));   \
+        __m512 xh_ =                                                                               \
+            _mm512_mul_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(muv, k, x + (j)), muv), rsv);         \
+        a = _mm512_add_ps(a, gy_);                                                                 \
+        b = _mm512_fmadd_ps(gy_, xh_, b);                                                          \
+    } while (0)
     for (int64_t i = 0; i < n; i += BLOCK) {
-        int64_t end = n - i < BLOCK ? n : i + BLOCK;
-        __m512 a = _mm512_setzero_ps(), b = a;
-        for (int64_t j = i; j < end; j += 16) {
-            __mmask16 k = head_mask(end - j);
-            /* masked-off lanes: g = 0, so both terms are 0 */
-            __m512 gy =
-                _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, w + j));
-            __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(muv, k, x + j), muv), rsv);
-            a = _mm512_add_ps(a, gy);
-            b = _mm512_fmadd_ps(gy, xh, b);
+        int64_t end = n - i < BLOCK ? n : i + BLOCK, j = i;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+        for (; j + 32 <= end; j += 32) {
+            NSUM_STEP(a0, b0, j, (__mmask16)0xFFFF);
+            NSUM_STEP(a1, b1, j + 16, (__mmask16)0xFFFF);
         }
-        ta += hsum_d(a);
-        tb += hsum_d(b);
+        for (; j < end; j += 16)
+            NSUM_STEP(a0, b0, j, head_mask(end - j));
+        ta += hsum_d(_mm512_add_ps(a0, a1));
+        tb += hsum_d(_mm512_add_ps(b0, b1));
     }
+#undef NSUM_STEP
     *sa = ta;
     *sb = tb;
 }
