@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core/convert.h"
 #include "counting_alloc.h"
 #include "exec/kernels/rowwise.h"
 #include "fc_test_data.h"
@@ -110,6 +111,43 @@ static void matches_portable_and_reference(void) {
     free(y2);
 }
 
+/* fc__rw_sum_half against fc__rw_sum over the widened row, piece by piece
+ * of 512 (how the reductions call both): the same bits, for bf16 and f16,
+ * with an infinity and a NaN in the longest rows. The random halves are
+ * raw bit patterns below 2 in magnitude, subnormals included. */
+static void half_sums_match(void) {
+    enum { N = 4099, PIECE = 512 };
+    uint16_t *h = malloc(sizeof *h * N);
+    float *f = malloc(sizeof *f * N);
+    assert_true(h && f);
+    for (int bf = 0; bf < 2; bf++) {
+        fc_dtype dt = bf ? FC_BF16 : FC_F16;
+        for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+            int64_t n = lengths[k];
+            uint64_t seed = 40 + k;
+            for (int64_t i = 0; i < n; i++) /* finite: exponent below the top */
+                h[i] = (uint16_t)(fc_test_splitmix64(&seed) & (bf ? 0xBF7F : 0xBBFF));
+            if (n == N) h[7] = bf ? 0x7F80 : 0x7C00;     /* +inf */
+            if (n == N) h[N - 1] = bf ? 0x7FC1 : 0x7E01; /* NaN */
+            fc__load_f32_row(dt, h, f, (size_t)n);
+            double want = 0, got = 0;
+            for (int64_t i = 0; i < n; i += PIECE) {
+                int64_t m = n - i < PIECE ? n - i : PIECE;
+                want += fc__rw_sum(f + i, m);
+                got += fc__rw_sum_half(h + i, m, bf == 1);
+            }
+            if (isnan(want)) {
+                assert_true(isnan(got));
+            } else if (memcmp(&got, &want, sizeof got) != 0) {
+                fail_msg("%s sum (n %lld): got %.17g want %.17g", bf ? "bf16" : "f16",
+                         (long long)n, got, want);
+            }
+        }
+    }
+    free(h);
+    free(f);
+}
+
 /* exp over [-100, 100]: the bound of rowwise.h, exact zeros below -88, NaN. */
 static void exp_range(void) {
     enum { N = 20001 };
@@ -155,6 +193,11 @@ static void for_each_isa(void (*body)(void)) {
 static void test_rowsimd_matches_portable_and_reference(void **state) {
     (void)state;
     for_each_isa(matches_portable_and_reference);
+}
+
+static void test_rowsimd_half_sums_match(void **state) {
+    (void)state;
+    for_each_isa(half_sums_match);
 }
 
 static void test_rowsimd_exp_range(void **state) {
@@ -331,6 +374,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowsimd_matches_portable_and_reference),
         cmocka_unit_test(test_rowsimd_exp_range),
+        cmocka_unit_test(test_rowsimd_half_sums_match),
         cmocka_unit_test(test_rowsimd_streamed_outputs_same_bits),
         cmocka_unit_test(test_rowsimd_streamed_norm_param_grads_same_bits),
         cmocka_unit_test(test_rowsimd_oom_sweep),

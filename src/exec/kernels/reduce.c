@@ -477,6 +477,15 @@ static void process_run(const red_job *j, rstate *s, const char *p, int64_t stri
         run_ct(j->ct, j->op, s, p, n, r);
         return;
     }
+    if (j->op == FC__RED_SUM && stride == 2 && (j->dt == FC_BF16 || j->dt == FC_F16)) {
+        /* widened as loaded, not through buf: the same bits as the
+         * converted LOADN pieces below (fc__rw_sum_half) */
+        for (int64_t off = 0; off < n; off += LOADN) {
+            int64_t k = n - off < LOADN ? n - off : LOADN;
+            s->a += fc__rw_sum_half((const uint16_t *)(const void *)p + off, k, j->dt == FC_BF16);
+        }
+        return;
+    }
     loadbuf buf, tmp;
     for (int64_t off = 0; off < n; off += LOADN) {
         int64_t k = n - off < LOADN ? n - off : LOADN;

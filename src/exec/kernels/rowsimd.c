@@ -14,6 +14,8 @@
  * FMA), never beyond these bounds; each is deterministic on its own. */
 #include "exec/kernels/rowwise.h"
 
+#include "core/convert.h"
+
 #define BLOCK 512
 #define LANES 16
 
@@ -453,6 +455,20 @@ double fc__rw_sum(const float *x, int64_t n) {
     if (fc__rw_avx2()) return sum_avx2(x, n);
 #endif
     return fc__rw_sum_portable(x, n);
+}
+
+double fc__rw_sum_half(const uint16_t *x, int64_t n, bool bf16) {
+#ifdef FC__RW_X86
+    if (fc__rw_avx512()) return fc__rw_sum_half_avx512(x, n, bf16);
+#endif
+    float tmp[BLOCK];
+    double total = 0;
+    for (int64_t i = 0; i < n; i += BLOCK) {
+        int64_t k = n - i < BLOCK ? n - i : BLOCK;
+        fc__load_f32_row(bf16 ? FC_BF16 : FC_F16, x + i, tmp, (size_t)k);
+        total += fc__rw_sum(tmp, k);
+    }
+    return total;
 }
 
 double fc__rw_dot(const float *a, const float *b, int64_t n) {

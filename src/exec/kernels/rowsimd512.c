@@ -115,6 +115,30 @@ FC__RW_AVX512 double fc__rw_sum_avx512(const float *x, int64_t n) {
     return total;
 }
 
+/* 16 halves at x widened to f32 (exact either way); lanes outside the mask
+ * k (a head mask) are +0, as a zero-masked load gives. A partial vector
+ * goes through a zeroed copy: 16-bit masked loads would need AVX512BW. */
+FC__RW_AVX512 static inline __m512 load_half16(const uint16_t *x, __mmask16 k, bool bf16) {
+    __m256i h;
+    if (k == (__mmask16)0xFFFF) {
+        h = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    } else {
+        uint16_t part[16] = {0};
+        memcpy(part, x, sizeof(uint16_t) * (size_t)__builtin_popcount(k));
+        h = _mm256_loadu_si256((const __m256i *)(const void *)part);
+    }
+    if (bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* fc__rw_sum_avx512 step for step, on values widened as they are loaded. */
+FC__RW_AVX512 double fc__rw_sum_half_avx512(const uint16_t *x, int64_t n, bool bf16) {
+#define HALF_BODY(acc, j, k) acc = _mm512_add_ps(acc, load_half16(x + (j), k, bf16))
+    SUM_BLOCKS(n, HALF_BODY)
+#undef HALF_BODY
+    return total;
+}
+
 FC__RW_AVX512 double fc__rw_dot_avx512(const float *a, const float *b, int64_t n) {
 #define DOT_BODY(acc, j, k)                                                                        \
     acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + (j)), _mm512_maskz_loadu_ps(k, b + (j)), acc)

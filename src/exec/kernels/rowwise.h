@@ -71,6 +71,12 @@ double fc__rw_exp(const float *x, float *y, int64_t n, float m);
 void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
                       double *sa, double *sb);
 
+/* sum of n bf16 (bf16 true) or f16 values taken as f32: the same bits as
+ * fc__rw_sum over the converted row when n <= 512 (one block), or when
+ * summed per 512-element piece by the caller. AVX-512 reads the halves
+ * directly; other CPUs convert a block at a time and call fc__rw_sum. */
+double fc__rw_sum_half(const uint16_t *x, int64_t n, bool bf16);
+
 /* The portable twins (always available; for tests and non-AVX2 CPUs). */
 float fc__rw_max_portable(const float *x, int64_t n, bool *nan);
 float fc__rw_min_portable(const float *x, int64_t n, bool *nan);
@@ -87,6 +93,7 @@ void fc__rw_norm_sums_portable(const float *x, const float *g, const float *w, i
 float fc__rw_max_avx512(const float *x, int64_t n, bool *nan);
 float fc__rw_min_avx512(const float *x, int64_t n, bool *nan);
 double fc__rw_sum_avx512(const float *x, int64_t n);
+double fc__rw_sum_half_avx512(const uint16_t *x, int64_t n, bool bf16);
 double fc__rw_dot_avx512(const float *a, const float *b, int64_t n);
 double fc__rw_sumsq_dev_avx512(const float *x, int64_t n, float c);
 void fc__rw_sum_sumsq_avx512(const float *x, int64_t n, float c, double *s1, double *s2);
