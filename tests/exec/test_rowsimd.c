@@ -139,8 +139,8 @@ static void half_sums_match(void) {
             if (isnan(want)) {
                 assert_true(isnan(got));
             } else if (memcmp(&got, &want, sizeof got) != 0) {
-                fail_msg("%s sum (n %lld): got %.17g want %.17g", bf ? "bf16" : "f16",
-                         (long long)n, got, want);
+                fail_msg("%s sum (n %lld): got %.17g want %.17g", bf ? "bf16" : "f16", (long long)n,
+                         got, want);
             }
         }
     }

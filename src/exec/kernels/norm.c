@@ -212,16 +212,15 @@ FC__RW_AVX512 static inline void normb_step(const normb_row_v *r, const float *w
     *gv = g;
 }
 
-FC__RW_AVX512 static normb_row_v normb_row_setup(const normb_arg *a, const float *x,
-                                                 const float *g, float *dx, int64_t row,
-                                                 int64_t dim) {
+FC__RW_AVX512 static normb_row_v normb_row_setup(const normb_arg *a, const float *x, const float *g,
+                                                 float *dx, int64_t row, int64_t dim) {
     float mu = a->mean ? ((const float *)a->mean)[row] : 0.0f;
     float rs = ((const float *)a->rstd)[row];
     double sa, sb;
     fc__rw_norm_sums_avx512(x, g, a->w, dim, mu, rs, &sa, &sb);
     float ma = a->rms ? 0.0f : (float)(sa / (double)dim), mb = (float)(sb / (double)dim);
-    return (normb_row_v){x, g, dx, _mm512_set1_ps(mu), _mm512_set1_ps(rs), _mm512_set1_ps(ma),
-                         _mm512_set1_ps(mb)};
+    return (normb_row_v){
+        x, g, dx, _mm512_set1_ps(mu), _mm512_set1_ps(rs), _mm512_set1_ps(ma), _mm512_set1_ps(mb)};
 }
 
 /* The streamed twin of normb_f32_body (dim % 16 == 0, dx 64-byte aligned).

@@ -1,9 +1,9 @@
 /* rowsimd.c - the f32 row primitives of rowwise.h: portable C and AVX2+FMA,
  * and the dispatch that picks them or the AVX-512 set (rowsimd512.c).
  *
- * Accuracy contract (both versions): sums keep f32 partials over blocks of
- * at most 512 elements (16 lanes, or 32 in AVX2, so each partial adds at
- * most 32 terms) and add each block into a double. exp(x) is x = k ln2 + r
+ * Accuracy contract (every set): sums keep f32 lane partials of at most 32
+ * terms (blocks of 512 elements over 16 portable or 32 AVX2 lanes; AVX-512
+ * in rowsimd512.c) and add each block into a double. exp(x) is x = k ln2 + r
  * (|r| <= ln2/2, ln2 split in two parts), e^r by its degree-7 Taylor
  * polynomial, 2^k built in the exponent field: within 2 ulp of expf for
  * x in [-87, 88]; inputs are clamped to [-88, 88], k = -127 gives +0, and a

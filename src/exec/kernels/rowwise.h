@@ -51,7 +51,7 @@ static inline bool fc__rw_avx512(void) { return fc__rw_isa_level() >= FC__RW_ISA
 /* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
  * The hot inner loops, written once with AVX2 intrinsics (picked at run
  * time) and once in portable C (the reference the tests compare against).
- * Sums keep f32 partials for at most 512 elements and add them into a
+ * Sums keep f32 lane partials of at most 32 terms and add them into a
  * double, so a long row is as accurate as a short one. */
 
 /* Largest element ignoring NaN (-inf if none); *nan tells whether any is NaN. */
