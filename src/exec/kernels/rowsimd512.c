@@ -9,7 +9,7 @@
  * clamp to [-88, 88], 2^k in the exponent field), sums with f32 lane
  * partials added into a double after at most 32 terms each (the plain
  * sums: blocks of 2048 over four 16-lane accumulators; the fused ones:
- * blocks of 512 over two), max/min that
+ * blocks of 512 over one or two), max/min that
  * skip NaN and report it. Tails are masked loads (a masked-off lane is
  * never read, so a row may end at the end of a mapping), filled with the
  * operation's identity. Results may differ from the AVX2 and portable sets
@@ -262,7 +262,7 @@ bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float 
     default:
         return false;
     }
-    _mm_sfence();
+    fc__rw_stream_fence();
     return true;
 }
 

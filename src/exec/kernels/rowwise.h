@@ -104,12 +104,13 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 
 /* ---- streaming stores -----------------------------------------------------------------
  * An f32 output of at least FC__RW_STREAM_MIN_BYTES is written around the
- * cache (AVX-512 non-temporal stores) by the softmax and norm kernels: it
- * cannot stay cached until the next op reads it, and a plain store first
- * reads every line it writes, a third more memory traffic. A kernel stages
- * a row in L1 scratch (rows up to FC__RW_STREAM_ROW_MAX floats, 64-byte
- * aligned and a whole number of vectors) and streams it out. The bits are
- * the same either way. */
+ * cache (AVX-512 non-temporal stores) by softmax, the norms and add, sub,
+ * mul, div: it cannot stay cached until the next op reads it, and a plain
+ * store first reads every line it writes, a third more memory traffic. A
+ * row kernel (rows up to FC__RW_STREAM_ROW_MAX floats, 64-byte aligned and
+ * a whole number of vectors) either stages a row in L1 scratch and streams
+ * it out, or streams each vector as it computes it. The bits are the same
+ * either way. */
 #define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
 #define FC__RW_STREAM_ROW_MAX 4096
 
