@@ -4,6 +4,7 @@
  *   fucina/status.h   status codes, fc_strerror, fc_status_name
  *   fucina/dtype.h    dtypes, predicates, dtype policy, scalar conversions
  *   fucina/alloc.h    the allocator contract
+ *   fucina/cpu.h      the CPU and the SIMD level in use (FUCINA_ISA)
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
@@ -19,6 +20,7 @@
 #include "fucina/status.h"
 #include "fucina/dtype.h"
 #include "fucina/alloc.h"
+#include "fucina/cpu.h"
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
 #include "fucina/matmul.h"

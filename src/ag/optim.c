@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ag/tape.h"
+#include "core/cpu.h"
 #include "fucina/optim.h"
 
 typedef struct pstate {
@@ -236,7 +237,8 @@ static void adam_range(void *arg, int64_t b, int64_t e) {
         const float decay = adamw ? 1 - lr * wd : 1, l2 = adamw ? 0 : wd;
         const float c[8] = {b1, b2, omb1, omb2, step, bc2s, eps, decay};
 #ifdef ADAM_HAVE_AVX
-        if (__builtin_cpu_supports("avx")) {
+        /* the avx2 level implies AVX; the one CPU module decides (core/cpu.h) */
+        if (fc__isa_enabled(FC__ISA_AVX2)) {
             adam_f32_avx((float *)u->p, u->m, u->v, u->g, c, l2, b, e);
             return;
         }

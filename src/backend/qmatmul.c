@@ -20,7 +20,6 @@
 #include "backend/qmatmul.h"
 
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,82 +44,36 @@
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
-const char *fc__qisa_name(fc__qisa isa) {
-    static const char *const names[FC__QISA_COUNT] = {"auto", "portable", "avx2", "avx512"};
-    return (unsigned)isa < FC__QISA_COUNT ? names[isa] : "invalid";
-}
+/* ---- ISA ------------------------------------------------------------------------------ */
 
-/* ---- ISA detection ------------------------------------------------------------------ */
-
+bool fc__qmatmul_isa_runs(fc__isa isa) {
+    switch (isa) {
+    case FC__ISA_PORTABLE:
+        return true;
 #ifdef FC__QDOT_X86
-#include <cpuid.h>
-
-/* F16C is not among the names every compiler's __builtin_cpu_supports
- * accepts (clang 14 refuses it): CPUID leaf 1, ECX bit 29. The builtin
- * itself checks that the OS saves the AVX and AVX-512 register state. */
-static bool cpu_f16c(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    return (c & (1u << 29)) != 0;
-}
-
-/* Bit i set: this CPU runs fc__qisa i. Probed once (CPUID may trap to a
- * hypervisor, so it stays off the per-call path); 0 = not probed yet. */
-static atomic_uint isa_mask_cache;
-
-static unsigned isa_mask(void) {
-    unsigned m = atomic_load_explicit(&isa_mask_cache, memory_order_relaxed);
-    if (m == 0) {
-        __builtin_cpu_init();
-        m = 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE;
-        const bool avx2 =
-            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
-        if (avx2) m |= 1u << FC__QISA_AVX2;
-        if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512vnni"))
-            m |= 1u << FC__QISA_AVX512;
-        atomic_store_explicit(&isa_mask_cache, m, memory_order_relaxed);
-    }
-    return m;
-}
-#else
-static unsigned isa_mask(void) { return 1u << FC__QISA_AUTO | 1u << FC__QISA_PORTABLE; }
+    case FC__ISA_AVX2:
+        return fc__isa_enabled(FC__ISA_AVX2);
+    case FC__ISA_AVX512: /* the dots use vpdpbusd */
+        return fc__isa_enabled(FC__ISA_AVX512) && fc__cpu()->avx512vnni;
 #endif
-
-static bool cpu_has(fc__qisa isa) { return (isa_mask() >> isa & 1u) != 0; }
-
-bool fc__qisa_available(fc__qisa isa) { return (unsigned)isa < FC__QISA_COUNT && cpu_has(isa); }
-
-/* The environment's cap, read once (0 = not read yet). */
-static atomic_int isa_cap_cache;
-
-static fc__qisa isa_cap(void) {
-    int c = atomic_load_explicit(&isa_cap_cache, memory_order_relaxed);
-    if (c == 0) {
-        const char *s = getenv("FUCINA_QMATMUL_ISA");
-        c = FC__QISA_AVX512;
-        for (int i = FC__QISA_PORTABLE; s && i < FC__QISA_COUNT; i++) {
-            if (!strcmp(s, fc__qisa_name((fc__qisa)i))) c = i;
-        }
-        atomic_store_explicit(&isa_cap_cache, c, memory_order_relaxed);
+    default:
+        return false;
     }
-    return (fc__qisa)c;
 }
 
-fc__qisa fc__qisa_best(void) {
-    for (int i = isa_cap(); i > FC__QISA_PORTABLE; i--) {
-        if (cpu_has((fc__qisa)i)) return (fc__qisa)i;
+fc__isa fc__qmatmul_isa(void) {
+    for (int i = FC__ISA_COUNT - 1; i > FC__ISA_PORTABLE; i--) {
+        if (fc__qmatmul_isa_runs((fc__isa)i)) return (fc__isa)i;
     }
-    return FC__QISA_PORTABLE;
+    return FC__ISA_PORTABLE;
 }
 
-static const fc__qdot_kernels *kernels_of(fc__qisa isa) {
+static const fc__qdot_kernels *kernels_of(fc__isa isa) {
     switch (isa) {
 #ifdef FC__QDOT_X86
-    case FC__QISA_AVX2:
+    case FC__ISA_AVX2:
         return &fc__qdot_avx2;
-    case FC__QISA_AVX512:
+    case FC__ISA_AVX512:
         return &fc__qdot_avx512;
 #endif
     default:
@@ -176,12 +129,12 @@ static fc_status validate(const fc__qgemm *g, size_t *w_row, size_t *xq_row, cha
                     *w_row);
     if (g->threads < 1)
         return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: threads=%d must be >= 1", g->threads);
-    if ((unsigned)g->isa >= FC__QISA_COUNT)
+    if (g->pin_isa && (unsigned)g->isa >= FC__ISA_COUNT)
         return fail(err, cap, FC_ERR_INVALID_ARG, "qmatmul: isa %d out of range", (int)g->isa);
-    if (!fc__qisa_available(g->isa))
+    if (g->pin_isa && !fc__qmatmul_isa_runs(g->isa))
         return fail(err, cap, FC_ERR_BACKEND,
                     "qmatmul: this CPU or build cannot run the %s kernels (best here: %s)",
-                    fc__qisa_name(g->isa), fc__qisa_name(fc__qisa_best()));
+                    fc__isa_name(g->isa), fc__isa_name(fc__qmatmul_isa()));
     /* Every byte any pointer below reaches must be addressable. */
     const size_t ldw = g->ldw ? g->ldw : *w_row;
     const uint64_t n = (uint64_t)g->n, m = (uint64_t)g->m;
@@ -314,7 +267,7 @@ fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
     size_t w_row = 0, xq_row = 0;
     fc_status st = validate(g, &w_row, &xq_row, err, errcap);
     if (st != FC_OK) return st;
-    const fc__qisa isa = g->isa == FC__QISA_AUTO ? fc__qisa_best() : g->isa;
+    const fc__isa isa = g->pin_isa ? g->isa : fc__qmatmul_isa();
     job jb = {
         .g = g,
         .kern = kernels_of(isa),

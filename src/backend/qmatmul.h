@@ -22,12 +22,11 @@
  * infinity in x[i, :] makes y[i, :] NaN or infinite. For a given ISA the
  * result bits do not depend on the thread count.
  *
- * ISA. Kernels for AVX-512 (F/BW/VL/DQ + VNNI), AVX2 (+FMA, F16C) and
- * portable C are built into every x86-64 binary and chosen at run time from
- * the CPU (per-function target attributes, no -march flags). The
- * environment variable FUCINA_QMATMUL_ISA=portable|avx2|avx512, read once,
- * caps the automatic choice (handy for comparisons; an unknown value is
- * ignored).
+ * ISA. Kernels for AVX-512 (the avx512 level of core/cpu.h plus VNNI),
+ * AVX2 (the avx2 level: FMA, F16C) and portable C are built into every
+ * x86-64 binary and chosen at run time from the level in effect
+ * (per-function target attributes, no -march flags), so FUCINA_ISA caps
+ * them like every other SIMD family.
  *
  * Threads: fc__qgemm_run splits the n weight rows over g->threads OpenMP
  * threads (in FUCINA_HAVE_OPENMP builds; inline when called from inside a
@@ -39,18 +38,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cpu.h"
 #include "fucina/alloc.h"
 #include "fucina/dtype.h"
 #include "fucina/status.h"
-
-/* Kernel families, best last. */
-typedef enum fc__qisa {
-    FC__QISA_AUTO,     /* the best one this CPU runs (capped by FUCINA_QMATMUL_ISA) */
-    FC__QISA_PORTABLE, /* plain C, every CPU */
-    FC__QISA_AVX2,     /* x86-64 with AVX2, FMA and F16C */
-    FC__QISA_AVX512,   /* x86-64 with AVX-512 F, BW, VL, DQ and VNNI */
-    FC__QISA_COUNT
-} fc__qisa;
 
 typedef struct fc__qgemm {
     fc_dtype wdt;              /* weight dtype, fc__qmatmul_supported */
@@ -64,19 +55,19 @@ typedef struct fc__qgemm {
     int64_t ldy;               /* >= n */
     int threads;               /* >= 1 */
     const fc_allocator *alloc; /* the packed activations; NULL: the default allocator */
-    fc__qisa isa;              /* FC__QISA_AUTO, or a family to force (tests, benchmarks) */
+    bool pin_isa;              /* run exactly isa's kernels (tests, benchmarks); false: the best */
+    fc__isa isa;               /* with pin_isa: the kernel family to run */
 } fc__qgemm;
 
 /* True for the weight dtypes fc__qgemm_run takes: exactly
  * fc_dtype_supports_quantized_matmul_rhs(wdt). */
 bool fc__qmatmul_supported(fc_dtype wdt);
 
-/* Whether this CPU and build can run isa (AUTO and PORTABLE: always). */
-bool fc__qisa_available(fc__qisa isa);
-/* What FC__QISA_AUTO resolves to here (never AUTO). */
-fc__qisa fc__qisa_best(void);
-/* "auto", "portable", "avx2", "avx512"; "invalid" out of range. Static storage. */
-const char *fc__qisa_name(fc__qisa isa);
+/* Whether this CPU and build run isa's kernels now: portable always, avx2
+ * at that level, avx512 at that level on a CPU with AVX512-VNNI. */
+bool fc__qmatmul_isa_runs(fc__isa isa);
+/* The family an unpinned fc__qgemm runs: the widest that runs. */
+fc__isa fc__qmatmul_isa(void);
 
 /* Computes g->y as described above. On error y is untouched, and err
  * (errcap bytes, NULL allowed when errcap is 0) gets a message starting

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cpu.h"
 #include "fucina/dtype.h"
 
 /* ---- f16 / bf16 <-> f32: dispatched to the best ISA the CPU has ------------ */
@@ -37,17 +38,16 @@ typedef struct fc__half_rows {
     void (*f32_to_bf16)(const float *src, uint16_t *dst, size_t n);
 } fc__half_rows;
 
-typedef enum fc__isa { FC__ISA_PORTABLE, FC__ISA_AVX2, FC__ISA_AVX512, FC__ISA_COUNT } fc__isa;
-
-/* The implementation for one ISA level, or NULL when this build or this CPU
- * lacks it (FC__ISA_PORTABLE always exists). Lets the tests run every path
- * the machine can run, not only the one dispatch picks. */
+/* The implementation for one ISA level (core/cpu.h), or NULL when this
+ * build or this CPU lacks it or the level is capped (FC__ISA_PORTABLE always
+ * exists). Lets the tests run every path the machine can run, not only the
+ * one dispatch picks. */
 const fc__half_rows *fc__half_rows_for(fc__isa isa);
 /* The implementation the dispatched fc__*_row functions use (the best one). */
 const fc__half_rows *fc__half_rows_best(void);
 
 #if defined(__x86_64__)
-/* convert_x86.c: the SIMD tables, or NULL when the CPU lacks the features. */
+/* convert_x86.c: the SIMD tables (the caller checks the level). */
 const fc__half_rows *fc__half_rows_avx2(void);
 const fc__half_rows *fc__half_rows_avx512(void);
 #endif

@@ -8,12 +8,12 @@
  * loops apply the same rules in the same order as the legs they replace
  * (test_cast compares every ordered pair on a table of awkward values).
  *
- * The half-precision loops pick their implementation once, at the first
- * call, among the ones fc__half_rows_for offers (the best the CPU has); all
- * of them produce identical bits, so the choice is invisible except in speed.
+ * The half-precision loops take the implementation of the level in effect
+ * (core/cpu.h: the best the CPU has, under FUCINA_ISA and the test cap);
+ * all of them produce identical bits, so the choice is invisible except in
+ * speed.
  * The hot loops assume naturally aligned pointers; fc_convert_row stages
  * misaligned rows through aligned chunks (mmapped files can be misaligned). */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "core/convert.h"
@@ -48,6 +48,7 @@ static const fc__half_rows portable_rows = {
 /* ---- dispatch ----------------------------------------------------------- */
 
 const fc__half_rows *fc__half_rows_for(fc__isa isa) {
+    if (!fc__isa_enabled(isa)) return NULL;
     switch (isa) {
     case FC__ISA_PORTABLE:
         return &portable_rows;
@@ -62,17 +63,11 @@ const fc__half_rows *fc__half_rows_for(fc__isa isa) {
     }
 }
 
-/* Written once by whichever thread gets here first; every thread computes
- * the same answer, so a race only repeats the (cheap, pure) probe. */
-static _Atomic(const fc__half_rows *) best_rows;
-
+/* Looked up per call (one relaxed load and a switch): the level can change
+ * under a test's cap, and a cached pointer would outlive it. */
 const fc__half_rows *fc__half_rows_best(void) {
-    const fc__half_rows *rows = atomic_load_explicit(&best_rows, memory_order_acquire);
-    if (rows) return rows;
-    for (int isa = FC__ISA_COUNT - 1; isa >= 0 && !rows; isa--)
-        rows = fc__half_rows_for(isa);
-    atomic_store_explicit(&best_rows, rows, memory_order_release);
-    return rows;
+    const fc__half_rows *rows = fc__half_rows_for(fc__isa_level());
+    return rows ? rows : &portable_rows;
 }
 
 void fc__f16_to_f32_row(const uint16_t *src, float *dst, size_t n) {

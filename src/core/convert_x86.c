@@ -20,7 +20,6 @@
 
 #if defined(__x86_64__)
 
-#include <cpuid.h>
 #include <immintrin.h>
 
 #define AVX2_TARGET __attribute__((target("avx2,f16c")))
@@ -139,16 +138,7 @@ AVX512_TARGET static void f32_to_bf16_avx512(const float *src, uint16_t *dst, si
     fc__f32_to_bf16_row_portable(src + i, dst + i, n - i);
 }
 
-/* ---- feature probes ------------------------------------------------------- */
-
-/* __builtin_cpu_supports checks the OS has enabled the AVX/AVX-512 register
- * state; F16C is not among the names every compiler accepts, so it is read
- * from CPUID leaf 1 (ECX bit 29) directly. */
-static bool cpu_has_f16c(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    return (c & (1u << 29)) != 0;
-}
+/* ---- the tables (convert_row.c checks the level first) ---------------------- */
 
 static const fc__half_rows avx2_rows = {
     "avx2-f16c", f16_to_f32_avx2, f32_to_f16_avx2, bf16_to_f32_avx2, f32_to_bf16_avx2,
@@ -157,16 +147,9 @@ static const fc__half_rows avx512_rows = {
     "avx512", f16_to_f32_avx512, f32_to_f16_avx512, bf16_to_f32_avx512, f32_to_bf16_avx512,
 };
 
-const fc__half_rows *fc__half_rows_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && cpu_has_f16c() ? &avx2_rows : NULL;
-}
+const fc__half_rows *fc__half_rows_avx2(void) { return &avx2_rows; }
 
-const fc__half_rows *fc__half_rows_avx512(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? &avx512_rows
-                                                                                   : NULL;
-}
+const fc__half_rows *fc__half_rows_avx512(void) { return &avx512_rows; }
 
 #else
 /* Not x86-64: convert_row.c uses the portable loops only. (A translation

@@ -187,8 +187,12 @@ static void check_tight(const problem *p, const float *y, int64_t ldy, bool bias
     free(xq);
 }
 
-/* Runs the engine on p into y (m x n, ldy = n). */
-static fc_status run(const problem *p, fc__qisa isa, int threads, bool bias, float *y) {
+/* isa argument of run(): the unpinned choice (fc__qmatmul_isa). */
+#define AUTO_ISA FC__ISA_COUNT
+
+/* Runs the engine on p into y (m x n, ldy = n) with isa's kernels, or the
+ * automatic choice for AUTO_ISA. */
+static fc_status run(const problem *p, fc__isa isa, int threads, bool bias, float *y) {
     char err[256];
     const fc__qgemm g = {
         .wdt = p->wdt,
@@ -202,7 +206,8 @@ static fc_status run(const problem *p, fc__qisa isa, int threads, bool bias, flo
         .y = y,
         .ldy = p->n,
         .threads = threads,
-        .isa = isa,
+        .pin_isa = isa != AUTO_ISA,
+        .isa = isa != AUTO_ISA ? isa : FC__ISA_PORTABLE,
     };
     const fc_status st = fc__qgemm_run(&g, err, sizeof err);
     if (st != FC_OK) fprintf(stderr, "%s\n", err);
@@ -225,7 +230,7 @@ static void check_against_reference(const problem *p, const float *y, bool bias,
     }
 }
 
-static const fc__qisa all_isas[] = {FC__QISA_PORTABLE, FC__QISA_AVX2, FC__QISA_AVX512};
+static const fc__isa all_isas[] = {FC__ISA_PORTABLE, FC__ISA_AVX2, FC__ISA_AVX512};
 #define N_ISAS (sizeof all_isas / sizeof all_isas[0])
 
 /* ---- every supported dtype ---------------------------------------------------------- */
@@ -244,10 +249,10 @@ static void test_qmatmul_every_dtype_matches_reference(void **state) {
         float *y = malloc(sizeof(float) * 35);
         assert_non_null(y);
         for (size_t a = 0; a < N_ISAS; a++) {
-            if (!fc__qisa_available(all_isas[a])) continue;
+            if (!fc__qmatmul_isa_runs(all_isas[a])) continue;
             assert_int_equal(run(&p, all_isas[a], 2, true, y), FC_OK);
-            check_against_reference(&p, y, true, fc__qisa_name(all_isas[a]));
-            check_tight(&p, y, p.n, true, fc__qisa_name(all_isas[a]));
+            check_against_reference(&p, y, true, fc__isa_name(all_isas[a]));
+            check_tight(&p, y, p.n, true, fc__isa_name(all_isas[a]));
         }
         free(y);
         problem_free(&p);
@@ -281,14 +286,14 @@ static void test_qmatmul_fast_kernels_shapes_isas_threads(void **state) {
             float *y = malloc(sizeof(float) * ny), *yp = malloc(sizeof(float) * ny);
             float *yt = malloc(sizeof(float) * ny);
             assert_non_null(y), assert_non_null(yp), assert_non_null(yt);
-            assert_int_equal(run(&p, FC__QISA_PORTABLE, 1, false, yp), FC_OK);
+            assert_int_equal(run(&p, FC__ISA_PORTABLE, 1, false, yp), FC_OK);
             check_against_reference(&p, yp, false, "portable");
             check_tight(&p, yp, n, false, "portable");
             for (size_t a = 1; a < N_ISAS; a++) {
-                if (!fc__qisa_available(all_isas[a])) continue;
+                if (!fc__qmatmul_isa_runs(all_isas[a])) continue;
                 assert_int_equal(run(&p, all_isas[a], 1, false, y), FC_OK);
-                check_against_reference(&p, y, false, fc__qisa_name(all_isas[a]));
-                check_tight(&p, y, n, false, fc__qisa_name(all_isas[a]));
+                check_against_reference(&p, y, false, fc__isa_name(all_isas[a]));
+                check_tight(&p, y, n, false, fc__isa_name(all_isas[a]));
                 for (int64_t i = 0; i < m; i++) {
                     for (int64_t j = 0; j < n; j++) {
                         double tol;
@@ -300,7 +305,7 @@ static void test_qmatmul_fast_kernels_shapes_isas_threads(void **state) {
                         const double diff = fabs((double)y[i * n + j] - (double)yp[i * n + j]);
                         if (!(diff <= bound))
                             fail_msg("%s vs portable, %s: y[%lld,%lld] %.9g vs %.9g (bound %.3g)",
-                                     fc__qisa_name(all_isas[a]), fc_dtype_name(fast[t]),
+                                     fc__isa_name(all_isas[a]), fc_dtype_name(fast[t]),
                                      (long long)i, (long long)j, y[i * n + j], yp[i * n + j],
                                      bound);
                     }
@@ -326,7 +331,7 @@ static void test_qmatmul_many_rows(void **state) {
         problem_make(&p, fast[t], 70, 5, k, 5u + t);
         float *y = malloc(sizeof(float) * 350);
         assert_non_null(y);
-        assert_int_equal(run(&p, FC__QISA_AUTO, 2, true, y), FC_OK);
+        assert_int_equal(run(&p, AUTO_ISA, 2, true, y), FC_OK);
         check_against_reference(&p, y, true, "auto");
         check_tight(&p, y, 5, true, "auto");
         free(y);
@@ -356,7 +361,7 @@ static void test_qmatmul_strided_operands(void **state) {
         for (int64_t i = 0; i < m * ldy; i++)
             y[i] = -123.0f;
         for (size_t a = 0; a < N_ISAS; a++) {
-            if (!fc__qisa_available(all_isas[a])) continue;
+            if (!fc__qmatmul_isa_runs(all_isas[a])) continue;
             const fc__qgemm g = {.wdt = types[t],
                                  .w = ws,
                                  .ldw = ldw,
@@ -369,6 +374,7 @@ static void test_qmatmul_strided_operands(void **state) {
                                  .y = y,
                                  .ldy = ldy,
                                  .threads = 2,
+                                 .pin_isa = true,
                                  .isa = all_isas[a]};
             assert_int_equal(fc__qgemm_run(&g, NULL, 0), FC_OK);
             for (int64_t i = 0; i < m; i++) {
@@ -401,7 +407,7 @@ static void test_qmatmul_nonfinite_rows_give_nonfinite_outputs(void **state) {
         p.x[2 * k + 9] = INFINITY;
         float y[12];
         for (size_t a = 0; a < N_ISAS; a++) {
-            if (!fc__qisa_available(all_isas[a])) continue;
+            if (!fc__qmatmul_isa_runs(all_isas[a])) continue;
             assert_int_equal(run(&p, all_isas[a], 1, false, y), FC_OK);
             for (int j = 0; j < 4; j++) {
                 assert_true(isfinite(y[j]));
@@ -471,9 +477,9 @@ static void test_qmatmul_errors(void **state) {
     assert_int_equal(fc__qgemm_run(&g, err, sizeof err), FC_ERR_INVALID_ARG);
     g = ok, g.threads = 0;
     assert_int_equal(fc__qgemm_run(&g, err, sizeof err), FC_ERR_INVALID_ARG);
-    g = ok, g.isa = FC__QISA_COUNT;
+    g = ok, g.pin_isa = true, g.isa = FC__ISA_COUNT;
     assert_int_equal(fc__qgemm_run(&g, err, sizeof err), FC_ERR_INVALID_ARG);
-    g = ok, g.isa = (fc__qisa)-3;
+    g = ok, g.pin_isa = true, g.isa = (fc__isa)-3;
     assert_int_equal(fc__qgemm_run(&g, err, sizeof err), FC_ERR_INVALID_ARG);
 
     g = ok, g.m = INT64_MAX / 2, g.ldx = INT64_MAX / 2;
@@ -482,8 +488,8 @@ static void test_qmatmul_errors(void **state) {
     assert_int_equal(fc__qgemm_run(&g, err, sizeof err), FC_ERR_OVERFLOW);
 
     for (size_t a = 0; a < N_ISAS; a++) {
-        g = ok, g.isa = all_isas[a];
-        const fc_status want = fc__qisa_available(all_isas[a]) ? FC_OK : FC_ERR_BACKEND;
+        g = ok, g.pin_isa = true, g.isa = all_isas[a];
+        const fc_status want = fc__qmatmul_isa_runs(all_isas[a]) ? FC_OK : FC_ERR_BACKEND;
         assert_int_equal(fc__qgemm_run(&g, NULL, 0), want);
         for (int i = 0; i < 6; i++)
             y[i] = 7.0f;
@@ -548,7 +554,11 @@ static void test_qmatmul_allocation_and_oom(void **state) {
 static void test_qmatmul_packing_identical_across_isas(void **state) {
     (void)state;
 #ifdef FC__QDOT_X86
-    if (!fc__qisa_available(FC__QISA_AVX2)) skip();
+    if (!fc__qmatmul_isa_runs(FC__ISA_AVX2)) {
+        print_message("skipped: the AVX2 packer needs the avx2 level (here: %s)\n",
+                      fc__isa_name(fc__isa_level()));
+        skip();
+    }
     const int64_t k = 1024;
     float *x = malloc(sizeof(float) * (size_t)k);
     assert_non_null(x);
@@ -587,20 +597,21 @@ static void test_qmatmul_packing_identical_across_isas(void **state) {
 
 static void test_qmatmul_isa_queries(void **state) {
     (void)state;
-    assert_true(fc__qisa_available(FC__QISA_AUTO));
-    assert_true(fc__qisa_available(FC__QISA_PORTABLE));
-    assert_false(fc__qisa_available(FC__QISA_COUNT));
-    assert_false(fc__qisa_available((fc__qisa)-1));
-    const fc__qisa best = fc__qisa_best();
-    assert_true(best >= FC__QISA_PORTABLE && best < FC__QISA_COUNT);
-    assert_true(fc__qisa_available(best));
+    assert_true(fc__qmatmul_isa_runs(FC__ISA_PORTABLE));
+    assert_false(fc__qmatmul_isa_runs(FC__ISA_COUNT));
+    assert_false(fc__qmatmul_isa_runs((fc__isa)-1));
+    const fc__isa best = fc__qmatmul_isa();
+    assert_true(best >= FC__ISA_PORTABLE && best < FC__ISA_COUNT);
+    assert_true(fc__qmatmul_isa_runs(best));
+    assert_true(best <= fc__isa_level());
     /* AVX-512 kernels need the AVX2 ones' features too */
-    if (fc__qisa_available(FC__QISA_AVX512)) assert_true(fc__qisa_available(FC__QISA_AVX2));
-    assert_string_equal(fc__qisa_name(FC__QISA_AUTO), "auto");
-    assert_string_equal(fc__qisa_name(FC__QISA_PORTABLE), "portable");
-    assert_string_equal(fc__qisa_name(FC__QISA_AVX2), "avx2");
-    assert_string_equal(fc__qisa_name(FC__QISA_AVX512), "avx512");
-    assert_string_equal(fc__qisa_name(FC__QISA_COUNT), "invalid");
+    if (fc__qmatmul_isa_runs(FC__ISA_AVX512)) assert_true(fc__qmatmul_isa_runs(FC__ISA_AVX2));
+    /* a test cap below a family turns it off, and lifting the cap restores it */
+    fc__isa keep = fc__isa_set_cap(FC__ISA_PORTABLE);
+    assert_int_equal(fc__qmatmul_isa(), FC__ISA_PORTABLE);
+    assert_false(fc__qmatmul_isa_runs(FC__ISA_AVX2));
+    fc__isa_set_cap(keep);
+    assert_int_equal(fc__qmatmul_isa(), best);
 }
 
 int main(void) {

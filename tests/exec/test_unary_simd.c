@@ -80,7 +80,7 @@ static const fn_case cases[] = {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-static void run_case(fc__usimd_isa isa, const fn_case *c, const float *g, const float *x, float *y,
+static void run_case(fc__isa isa, const fn_case *c, const float *g, const float *x, float *y,
                      int64_t n) {
     bool ok = c->grad ? fc__usimd_grad(isa, c->kind, g, x, y, n)
                       : fc__usimd_forward(isa, c->kind, x, y, n);
@@ -110,10 +110,10 @@ static double contract_ratio(const fn_case *c, double got, double d, double g) {
     return fabs(got - want) / tol;
 }
 
-static bool isa_list(fc__usimd_isa *out, int *n) {
+static bool isa_list(fc__isa *out, int *n) {
     *n = 0;
-    for (int i = 0; i < FC__USIMD_ISA_COUNT; i++)
-        if (fc__usimd_supported((fc__usimd_isa)i)) out[(*n)++] = (fc__usimd_isa)i;
+    for (int i = 0; i < FC__ISA_COUNT; i++)
+        if (fc__isa_enabled((fc__isa)i)) out[(*n)++] = (fc__isa)i;
     return *n > 0;
 }
 
@@ -125,11 +125,11 @@ typedef struct sweep {
     float x[BLOCK], g[BLOCK], y[BLOCK];
     double want[NCASES][BLOCK];
     int64_t n;
-    double worst[FC__USIMD_ISA_COUNT][NCASES];
+    double worst[FC__ISA_COUNT][NCASES];
 } sweep;
 
 static void sweep_flush(sweep *s) {
-    fc__usimd_isa isas[FC__USIMD_ISA_COUNT];
+    fc__isa isas[FC__ISA_COUNT];
     int ni;
     assert_true(isa_list(isas, &ni));
     for (size_t c = 0; c < NCASES; c++)
@@ -143,8 +143,8 @@ static void sweep_flush(sweep *s) {
                 double r = contract_ratio(&cases[c], s->y[i], s->want[c][i], g);
                 if (!(r <= 1))
                     fail_msg("%s %s: f(%a) = %a, want %a (g %a): %.3g of the bound",
-                             fc__usimd_isa_name(isas[j]), cases[c].name, (double)s->x[i],
-                             (double)s->y[i], g * s->want[c][i], g, r);
+                             fc__isa_name(isas[j]), cases[c].name, (double)s->x[i], (double)s->y[i],
+                             g * s->want[c][i], g, r);
                 if (r > s->worst[isas[j]][c]) s->worst[isas[j]][c] = r;
             }
         }
@@ -184,9 +184,9 @@ static void test_unary_simd_accuracy_sweep(void **state) {
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
         sweep_add(&s, edges[i], &rng);
     sweep_flush(&s);
-    for (int j = 0; j < FC__USIMD_ISA_COUNT; j++) {
-        if (!fc__usimd_supported((fc__usimd_isa)j)) continue;
-        printf("# %-8s", fc__usimd_isa_name((fc__usimd_isa)j));
+    for (int j = 0; j < FC__ISA_COUNT; j++) {
+        if (!fc__isa_enabled((fc__isa)j)) continue;
+        printf("# %-8s", fc__isa_name((fc__isa)j));
         for (size_t c = 0; c < NCASES; c++)
             printf(" %s %.2f", cases[c].name, s.worst[j][c]);
         printf("  (worst error / bound)\n");
@@ -195,7 +195,7 @@ static void test_unary_simd_accuracy_sweep(void **state) {
 
 /* ---- special values ---------------------------------------------------------------------- */
 
-static float one(fc__usimd_isa isa, size_t c, float x) {
+static float one(fc__isa isa, size_t c, float x) {
     float g = 1, y = -12345;
     run_case(isa, &cases[c], &g, &x, &y, 1);
     return y;
@@ -208,28 +208,28 @@ static size_t case_of(const char *name) {
     return 0;
 }
 
-static void expect_exact(fc__usimd_isa isa, const char *name, float x, float want) {
+static void expect_exact(fc__isa isa, const char *name, float x, float want) {
     float got = one(isa, case_of(name), x);
     if (!(got == want && signbit(got) == signbit(want)))
-        fail_msg("%s %s(%a) = %a, want %a", fc__usimd_isa_name(isa), name, (double)x, (double)got,
+        fail_msg("%s %s(%a) = %a, want %a", fc__isa_name(isa), name, (double)x, (double)got,
                  (double)want);
 }
 
 /* A zero of either sign: the limit of a derivative that approaches 0 from below. */
-static void expect_zero(fc__usimd_isa isa, const char *name, float x) {
+static void expect_zero(fc__isa isa, const char *name, float x) {
     float got = one(isa, case_of(name), x);
     if (got != 0)
-        fail_msg("%s %s(%a) = %a, want 0", fc__usimd_isa_name(isa), name, (double)x, (double)got);
+        fail_msg("%s %s(%a) = %a, want 0", fc__isa_name(isa), name, (double)x, (double)got);
 }
 
 static void test_unary_simd_special_values(void **state) {
     (void)state;
-    fc__usimd_isa isas[FC__USIMD_ISA_COUNT];
+    fc__isa isas[FC__ISA_COUNT];
     int ni;
     assert_true(isa_list(isas, &ni));
     const float inf = INFINITY, sub = 0x1p-140f;
     for (int j = 0; j < ni; j++) {
-        fc__usimd_isa isa = isas[j];
+        fc__isa isa = isas[j];
         for (size_t c = 0; c < NCASES; c++) {
             assert_true(isnan(one(isa, c, NAN)));
             assert_true(isnan(one(isa, c, -NAN)));
@@ -286,7 +286,7 @@ static void test_unary_simd_special_values(void **state) {
                 run_case(isa, &cases[c], gs, xs, ys, n);
                 int raised = fetestexcept(FE_INVALID | FE_DIVBYZERO);
                 if (raised)
-                    fail_msg("%s %s raised %s", fc__usimd_isa_name(isa), cases[c].name,
+                    fail_msg("%s %s raised %s", fc__isa_name(isa), cases[c].name,
                              raised & FE_INVALID ? "invalid" : "divide-by-zero");
                 for (int64_t i = 0; i < n; i++)
                     assert_false(isnan(ys[i]));
@@ -307,7 +307,7 @@ static void test_unary_simd_lengths(void **state) {
         x[i] = (float)(((double)(rng >> 40) * 0x1p-24 - 0.5) * 24);
         g[i] = 1.0f + (float)(i % 7) * 0.25f;
     }
-    fc__usimd_isa isas[FC__USIMD_ISA_COUNT];
+    fc__isa isas[FC__ISA_COUNT];
     int ni;
     assert_true(isa_list(isas, &ni));
     for (int j = 0; j < ni; j++)
@@ -344,10 +344,10 @@ static void test_unary_simd_dispatch(void **state) {
         x[i] = (float)(i - 128) * 0.0625f;
         g[i] = 0.75f;
     }
-    fc__usimd_isa best = fc__usimd_best();
-    assert_true(fc__usimd_supported(best));
-    assert_true(fc__usimd_supported(FC__USIMD_PORTABLE));
-    assert_false(fc__usimd_supported(FC__USIMD_ISA_COUNT));
+    fc__isa best = fc__isa_level();
+    assert_true(fc__isa_enabled(best));
+    assert_true(fc__isa_enabled(FC__ISA_PORTABLE));
+    assert_false(fc__isa_enabled(FC__ISA_COUNT));
     for (size_t c = 0; c < NCASES; c++) {
         run_case(best, &cases[c], g, x, a, N);
         if (cases[c].grad)

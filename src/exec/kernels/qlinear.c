@@ -87,8 +87,7 @@ fc_tensor *fc__linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tens
                        .y = (float *)fc__raw_base(&out->raw),
                        .ldy = n,
                        .threads = ctx->threads > 0 ? ctx->threads : 1,
-                       .alloc = &ctx->alloc,
-                       .isa = FC__QISA_AUTO};
+                       .alloc = &ctx->alloc};
         char err[256] = "";
         st = fc__qgemm_run(&g, err, sizeof err);
         if (st != FC_OK) fc__fail(ctx, st, "%s: %s", op, err);

@@ -1,4 +1,4 @@
-/* rowwise.c - the row driver of rowwise.h and the CPU feature probe.
+/* rowwise.c - the row driver of rowwise.h.
  *
  * Work split. The rows are cut into `groups` fixed ranges (shape-only) and
  * the groups into one contiguous range per thread slot. A slot walks its
@@ -10,37 +10,6 @@
 #include "exec/kernels/rowwise.h"
 
 #include "core/convert.h"
-
-static atomic_int isa_cap = FC__RW_ISA_AVX512;
-
-static fc__rw_isa probe_isa(void) {
-#ifdef FC__RW_X86
-    /* every thread that races here computes and stores the same answer */
-    static atomic_int cached = -1;
-    int c = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (c < 0) {
-        c = FC__RW_PORTABLE;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-            c = FC__RW_ISA_AVX2;
-            if (__builtin_cpu_supports("avx512f")) c = FC__RW_ISA_AVX512;
-        }
-        atomic_store_explicit(&cached, c, memory_order_relaxed);
-    }
-    return (fc__rw_isa)c;
-#else
-    return FC__RW_PORTABLE;
-#endif
-}
-
-fc__rw_isa fc__rw_isa_level(void) {
-    fc__rw_isa have = probe_isa();
-    int cap = atomic_load_explicit(&isa_cap, memory_order_relaxed);
-    return (int)have < cap ? have : (fc__rw_isa)cap;
-}
-
-fc__rw_isa fc__rw_cap_isa(fc__rw_isa cap) {
-    return (fc__rw_isa)atomic_exchange_explicit(&isa_cap, (int)cap, memory_order_relaxed);
-}
 
 int64_t fc__rows_default_groups(int64_t rows, int64_t dim) {
     int64_t total = rows * dim, g = (total + 16383) / 16384;

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "exec/internal.h"
 #include "fucina/autograd.h"
 
@@ -35,18 +36,10 @@
 #endif
 #define FC__RW_INLINE static inline __attribute__((always_inline))
 
-/* The instruction sets of the row primitives, narrowest first. */
-typedef enum fc__rw_isa { FC__RW_PORTABLE, FC__RW_ISA_AVX2, FC__RW_ISA_AVX512 } fc__rw_isa;
-
-/* The widest set this build and CPU (and OS) run, capped by
- * fc__rw_cap_isa; FC__RW_PORTABLE off x86-64. */
-fc__rw_isa fc__rw_isa_level(void);
-/* Caps the set the dispatched calls use (tests run every set this way);
- * returns the previous cap. Not for use while kernels run. */
-fc__rw_isa fc__rw_cap_isa(fc__rw_isa cap);
-/* True when the dispatched calls run AVX2 + FMA code (or wider). */
-static inline bool fc__rw_avx2(void) { return fc__rw_isa_level() >= FC__RW_ISA_AVX2; }
-static inline bool fc__rw_avx512(void) { return fc__rw_isa_level() >= FC__RW_ISA_AVX512; }
+/* True when the dispatched calls run AVX2 + FMA code (or wider): the level
+ * of core/cpu.h, under FUCINA_ISA and the test cap. */
+static inline bool fc__rw_avx2(void) { return fc__isa_enabled(FC__ISA_AVX2); }
+static inline bool fc__rw_avx512(void) { return fc__isa_enabled(FC__ISA_AVX512); }
 
 /* ---- f32 row primitives (rowsimd.c) ------------------------------------------------------
  * The hot inner loops, written once with AVX2 intrinsics (picked at run

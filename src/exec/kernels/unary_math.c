@@ -25,8 +25,8 @@
 
 /* The fast paths the template takes before its switch: f32 asks
  * unary_simd.c, which declines the kinds it does not cover; f64 has none. */
-#define FAST_FWD_F32(k, x, y, n) fc__usimd_forward(fc__usimd_best(), k, x, y, n)
-#define FAST_GRAD_F32(k, g, v, gin, n) fc__usimd_grad(fc__usimd_best(), k, g, v, gin, n)
+#define FAST_FWD_F32(k, x, y, n) fc__usimd_forward(fc__isa_level(), k, x, y, n)
+#define FAST_GRAD_F32(k, g, v, gin, n) fc__usimd_grad(fc__isa_level(), k, g, v, gin, n)
 #define FAST_FWD_F64(k, x, y, n) false
 #define FAST_GRAD_F64(k, g, v, gin, n) false
 

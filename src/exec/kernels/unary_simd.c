@@ -50,7 +50,6 @@
  * The sets may differ in the last bits (FMA against separate roundings);
  * each is deterministic and lane-wise, so thread splits never change bits. */
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "exec/kernels/unary_simd.h"
@@ -205,51 +204,18 @@ static inline float f32_select(int m, float a, float b) {
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
-static int detect(void) {
+static const usimd_table *table_of(fc__isa isa) {
 #ifdef USIMD_X86
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma"))
-        return FC__USIMD_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return FC__USIMD_AVX2;
-#endif
-    return FC__USIMD_PORTABLE;
-}
-
-/* The widest set the CPU runs; every thread that races here stores the same. */
-static fc__usimd_isa widest(void) {
-    static atomic_int cached = -1;
-    int c = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (c < 0) {
-        c = detect();
-        atomic_store_explicit(&cached, c, memory_order_relaxed);
-    }
-    return (fc__usimd_isa)c;
-}
-
-bool fc__usimd_supported(fc__usimd_isa isa) {
-    return (unsigned)isa < FC__USIMD_ISA_COUNT && isa <= widest();
-}
-
-fc__usimd_isa fc__usimd_best(void) { return widest(); }
-
-const char *fc__usimd_isa_name(fc__usimd_isa isa) {
-    static const char *const names[] = {"portable", "avx2", "avx512"};
-    _Static_assert(sizeof names / sizeof names[0] == FC__USIMD_ISA_COUNT, "one name per set");
-    return (unsigned)isa < FC__USIMD_ISA_COUNT ? names[isa] : "?";
-}
-
-static const usimd_table *table_of(fc__usimd_isa isa) {
-#ifdef USIMD_X86
-    if (fc__usimd_supported(isa)) {
-        if (isa == FC__USIMD_AVX512) return &table_avx512;
-        if (isa == FC__USIMD_AVX2) return &table_avx2;
+    if (fc__isa_enabled(isa)) {
+        if (isa == FC__ISA_AVX512) return &table_avx512;
+        if (isa == FC__ISA_AVX2) return &table_avx2;
     }
 #endif
     (void)isa;
     return &table_portable;
 }
 
-bool fc__usimd_forward(fc__usimd_isa isa, fc__unary_kind k, const float *x, float *y, int64_t n) {
+bool fc__usimd_forward(fc__isa isa, fc__unary_kind k, const float *x, float *y, int64_t n) {
     if ((unsigned)k >= FC__UN_COUNT) return false;
     usimd_map1 f = table_of(isa)->fwd[k];
     if (!f) return false;
@@ -257,7 +223,7 @@ bool fc__usimd_forward(fc__usimd_isa isa, fc__unary_kind k, const float *x, floa
     return true;
 }
 
-bool fc__usimd_grad(fc__usimd_isa isa, fc__unary_kind k, const float *g, const float *v, float *gin,
+bool fc__usimd_grad(fc__isa isa, fc__unary_kind k, const float *g, const float *v, float *gin,
                     int64_t n) {
     if ((unsigned)k >= FC__UN_COUNT) return false;
     usimd_map2 f = table_of(isa)->grad[k];

@@ -12,29 +12,16 @@
 #ifndef FUCINA_EXEC_KERNELS_UNARY_SIMD_H
 #define FUCINA_EXEC_KERNELS_UNARY_SIMD_H
 
+#include "core/cpu.h"
 #include "exec/kernels/pointwise.h"
-
-typedef enum fc__usimd_isa {
-    FC__USIMD_PORTABLE,
-    FC__USIMD_AVX2,   /* AVX2 + FMA */
-    FC__USIMD_AVX512, /* AVX-512F */
-    FC__USIMD_ISA_COUNT
-} fc__usimd_isa;
-
-/* Whether this build and CPU (and OS) run isa's kernels. */
-bool fc__usimd_supported(fc__usimd_isa isa);
-/* The set the dispatched calls use: the widest supported one. */
-fc__usimd_isa fc__usimd_best(void);
-/* "portable", "avx2" or "avx512". */
-const char *fc__usimd_isa_name(fc__usimd_isa isa);
 
 /* y = f(x) over n contiguous floats with isa's kernel (an unsupported isa
  * runs the portable one); y may be x itself, not a partial overlap.
  * Returns false, touching nothing, when kind k has no vectorized forward. */
-bool fc__usimd_forward(fc__usimd_isa isa, fc__unary_kind k, const float *x, float *y, int64_t n);
+bool fc__usimd_forward(fc__isa isa, fc__unary_kind k, const float *x, float *y, int64_t n);
 /* gin = g * f'(v) (v is the kind's saved input, see fc__unary_saves_of),
  * likewise; gin may be g or v. False when k has no vectorized gradient. */
-bool fc__usimd_grad(fc__usimd_isa isa, fc__unary_kind k, const float *g, const float *v, float *gin,
+bool fc__usimd_grad(fc__isa isa, fc__unary_kind k, const float *g, const float *v, float *gin,
                     int64_t n);
 
 #endif /* FUCINA_EXEC_KERNELS_UNARY_SIMD_H */
