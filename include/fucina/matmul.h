@@ -1,7 +1,8 @@
 /* fucina/matmul.h - matrix products through the run-time chosen provider.
  *
  * Providers: ref (portable C; f16, bf16, f32, f64), blas (OpenBLAS; f32,
- * f64), onednn (oneDNN; f32, bf16, f16 with f32 accumulation). The context
+ * f64), onednn (oneDNN; f32, and bf16/f16 with f32 accumulation on CPUs
+ * where oneDNN has those kernels). The context
  * option fc_ctx_opts.backend or FUCINA_BACKEND=ref|blas|onednn selects one;
  * FC_BACKEND_AUTO picks per dtype and size. Selecting a provider that was
  * not built is FC_ERR_BACKEND with a message saying how to build it.
@@ -38,15 +39,23 @@ FC_API fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
  * not in or bias is not [out], FC_ERR_DTYPE when dtypes differ. Borrows its
  * inputs; returns a new reference, or NULL with the error recorded. */
 FC_API fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
-/* Selects the provider for later calls on ctx (FC_BACKEND_AUTO restores the
- * automatic choice: FUCINA_BACKEND when set, else oneDNN for f32, bf16 and
- * f16 products above a few thousand multiply-adds, OpenBLAS for f64 and
- * for tiny f32 products, ref when a library is absent).
+/* Selects the provider for later calls on ctx. FC_BACKEND_AUTO restores the
+ * automatic choice, which never fails for a float dtype: FUCINA_BACKEND
+ * when set; else, for products above a few thousand multiply-adds, f32
+ * through oneDNN on AVX-512 CPUs and OpenBLAS on others (see fucina/cpu.h;
+ * FUCINA_ISA caps this choice and oneDNN with it), bf16 and f16 through
+ * oneDNN where it has that kernel on this CPU (bf16: AVX-512; f16:
+ * AVX512-FP16) and otherwise widened to f32 and multiplied by the f32
+ * choice (still f32 accumulation and one rounding); OpenBLAS for f64 and
+ * tiny f32 products, ref for tiny f16/bf16 ones and when a library is
+ * absent.
  * FC_ERR_BACKEND when that provider was not built (the message says how to
  * build it), FC_ERR_INVALID_ARG for a value out of range, FC_ERR_NULL_ARG
  * for a NULL ctx; errors are also recorded in ctx. An explicit provider that
- * lacks an operand dtype (OpenBLAS has no bf16) makes that matmul fail with
- * FC_ERR_BACKEND rather than silently use another provider. */
+ * lacks an operand dtype makes that matmul fail with FC_ERR_BACKEND rather
+ * than silently use another provider: OpenBLAS has no bf16 or f16, and
+ * oneDNN has bf16 only on AVX-512 CPUs and f16 only with AVX512-FP16 (the
+ * message names the missing feature). */
 FC_API fc_status fc_ctx_set_backend(fc_ctx *ctx, fc_backend backend);
 
 #ifdef __cplusplus

@@ -64,14 +64,19 @@ typedef struct fc__gemm {
     fc__backend_cache *cache;  /* NULL allowed: providers then cache nothing */
 } fc__gemm;
 
-/* One provider. supports() answers for this build and this CPU; gemm() may
- * assume fc__gemm_validate passed and supports(g->dtype) is true. On failure
- * gemm() writes a message into err (errcap bytes, NUL-terminated) and returns
- * the code, leaving C unspecified. */
+/* One provider. supports() answers for this build and this CPU (a dtype the
+ * provider's library implements only on some CPUs is probed, once); gemm()
+ * may assume fc__gemm_validate passed and supports(g->dtype) is true. On
+ * failure gemm() writes a message into err (errcap bytes, NUL-terminated)
+ * and returns the code, leaving C unspecified. */
 typedef struct fc__matmul_provider {
-    const char *name; /* "ref", "blas", "onednn" */
+    const char *name; /* "ref", "blas", "onednn", "widen" */
     fc_backend id;
     bool (*supports)(fc_dtype dtype);
+    /* For a dtype the provider runs on some CPUs but not this one: the
+     * feature it needs, as static text for messages; NULL otherwise (and
+     * a NULL hook: the provider's dtypes do not depend on the CPU). */
+    const char *(*requirement)(fc_dtype dtype);
     fc_status (*gemm)(const fc__gemm *g, char *err, size_t errcap);
     /* Frees the provider's slot of a backend cache (NULL: keeps no state). */
     void (*state_free)(void *state, const fc_allocator *alloc);
@@ -92,11 +97,18 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
 /* Picks the provider for one product. An explicit request must name a
  * provider that was built (FC_ERR_BACKEND, with the way to build it) and
  * that supports dtype (FC_ERR_BACKEND, naming the dtypes it takes).
+ * A provider that has the dtype on other CPUs only (oneDNN's bf16 without
+ * AVX-512) is FC_ERR_BACKEND naming the feature it needs.
  * FC_BACKEND_AUTO reads FUCINA_BACKEND (once per process) and treats a
  * value there as an explicit request (an unknown value is FC_ERR_BACKEND);
- * without it: onednn (f32, bf16, f16) when built and the product is not
- * tiny (m*n*k at most FC__GEMM_TINY: not worth a primitive), else blas for
- * f32/f64 when built, else ref. A dtype that is not f16/bf16/f32/f64 gives
+ * without it the choice never fails for a supported dtype:
+ *  - tiny products (m*n*k at most FC__GEMM_TINY: not worth a primitive or
+ *    a conversion): blas for f32/f64 when built, else ref;
+ *  - f32: fc__backend_f32_inner;
+ *  - f64: blas when built, else ref;
+ *  - bf16, f16: onednn where it runs the dtype natively, else the widen
+ *    adapter over fc__backend_f32_inner's provider, else ref.
+ * A dtype that is not f16/bf16/f32/f64 gives
  * FC_ERR_DTYPE, a backend value out of range FC_ERR_INVALID_ARG, a size
  * below 1 FC_ERR_INVALID_SHAPE. Messages start with "matmul: ". */
 #define FC__GEMM_TINY 4096
@@ -106,6 +118,20 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
 #define FC__DNNL_CACHE 64
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
                               const fc__matmul_provider **out, char *err, size_t errcap);
+
+/* The f32 provider for products that are not tiny, chosen by the SIMD level
+ * in use (core/cpu.h): oneDNN on AVX-512 (its JIT kernels follow the
+ * CPU), OpenBLAS below (see dispatch.c for the measurements); the other
+ * when only one was built; NULL when neither was. */
+const fc__matmul_provider *fc__backend_f32_inner(void);
+
+/* g (f16 or bf16, validated) through inner's f32 kernel: A and B widened
+ * into dense f32 panels in the call's workspace, C rounded once (the old C
+ * added in f32 first when accumulating). inner must take f32 without a
+ * workspace of its own (OpenBLAS, oneDNN). The widen provider's gemm, and
+ * oneDNN's route for a 16-bit shape its library refuses. */
+fc_status fc__gemm_widened(const fc__matmul_provider *inner, const fc__gemm *g, char *err,
+                           size_t errcap);
 
 /* FC_OK when id names a provider of this build (FC_BACKEND_AUTO always
  * does); FC_ERR_INVALID_ARG out of range; FC_ERR_BACKEND with "backend
@@ -151,8 +177,11 @@ int fc__backend_cache_entries(const fc__backend_cache *cache, fc_backend id);
 int fc__omp_threads_push(int threads);
 void fc__omp_threads_pop(int previous);
 
-/* The providers themselves (defined only when built). */
+/* The providers themselves (defined only when built). widen is not a
+ * backend a user can name: it runs f16/bf16 products through
+ * fc__backend_f32_inner's provider on dense f32 panels (widen_gemm.c). */
 extern const fc__matmul_provider fc__provider_ref;
+extern const fc__matmul_provider fc__provider_widen;
 #ifdef FUCINA_HAVE_OPENBLAS
 extern const fc__matmul_provider fc__provider_blas;
 #endif

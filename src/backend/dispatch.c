@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/buffer.h"
+#include "core/cpu.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -131,6 +132,14 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
                  build_hints[id]);
         return FC_ERR_BACKEND;
     }
+    const char *needs = p->requirement ? p->requirement(dtype) : NULL;
+    if (!p->supports(dtype) && needs) {
+        snprintf(err, errcap,
+                 "matmul: backend '%s'%s cannot run %s on this CPU: %s, absent here or capped "
+                 "(level in use: %s); 'auto' runs it through f32",
+                 names[id], via, fc_dtype_name(dtype), needs, fc__isa_name(fc__isa_level()));
+        return FC_ERR_BACKEND;
+    }
     if (!p->supports(dtype)) {
         char list[64];
         supported_list(p, list, sizeof list);
@@ -144,23 +153,47 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
     return FC_OK;
 }
 
+/* The f32 choice follows the SIMD level in use, not a fixed preference.
+ * Measured on 2-core VMs, 2 threads:
+ *  - AVX-512 (AMD Zen 4): f32 n=1024 ran at 326 GFLOP/s through oneDNN
+ *    against 187 through OpenBLAS, whose environment there pinned it to its
+ *    Haswell kernel; the MLP and GPT training steps took 0.56x and 0.66x
+ *    the time. oneDNN's JIT kernels follow the CPU, OpenBLAS's core type
+ *    may not.
+ *  - AVX2 only: the two libraries' AVX2 kernels are close, oneDNN a little
+ *    behind at n >= 1024 (0.91-1.06x and 0.83-1.00x of torch.mm, which is
+ *    OpenBLAS, on Zen 3), and OpenBLAS also skips oneDNN's per-shape
+ *    primitive creation.
+ * A level taken from core/cpu.h also follows FUCINA_ISA, which caps oneDNN
+ * too (onednn_gemm.c), so a capped host chooses as a smaller CPU would. */
+const fc__matmul_provider *fc__backend_f32_inner(void) {
+    const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
+    const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
+    if (dnnl && (!blas || fc__isa_level() >= FC__ISA_AVX512)) return dnnl;
+    return blas;
+}
+
 static const fc__matmul_provider *automatic(fc_dtype dtype, int64_t m, int64_t n, int64_t k) {
     const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
     const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
-    /* oneDNN builds a JIT primitive per new shape (tens of microseconds,
-     * then cached): a tiny product is not worth one. Above that it wins for
-     * f32 too: its kernels follow the CPU's ISA (AVX-512 here), while
-     * OpenBLAS may be pinned to an older kernel (OPENBLAS_CORETYPE); measured
-     * on the 2-core AVX-512 development machine, f32 n=1024 ran at 326
-     * GFLOP/s through oneDNN against 187 through OpenBLAS's Haswell kernel,
-     * and the MLP and GPT training steps took 0.56x and 0.66x the time.
-     * OpenBLAS keeps the tiny products (its small-matrix path costs ~0.2 us
-     * for 4x4) and f64, which oneDNN lacks. The division form cannot
+    /* OpenBLAS keeps the tiny products (its small-matrix path costs ~0.2 us
+     * for 4x4; a oneDNN primitive or a widening pass costs more than the
+     * product) and f64, which oneDNN lacks. The division form cannot
      * overflow. */
-    bool tiny = m <= FC__GEMM_TINY / n / k;
-    if (!tiny && dnnl && dnnl->supports(dtype)) return dnnl;
-    if ((dtype == FC_F32 || dtype == FC_F64) && blas && blas->supports(dtype)) return blas;
-    return &fc__provider_ref;
+    const bool tiny = m <= FC__GEMM_TINY / n / k;
+    const fc__matmul_provider *f32 = fc__backend_f32_inner();
+    switch (dtype) {
+    case FC_F32:
+        if (tiny) return blas ? blas : &fc__provider_ref;
+        return f32 ? f32 : &fc__provider_ref;
+    case FC_F64:
+        return blas ? blas : &fc__provider_ref;
+    default: /* bf16, f16 */
+        if (tiny) return &fc__provider_ref;
+        if (dnnl && dnnl->supports(dtype)) return dnnl;
+        if (fc__provider_widen.supports(dtype)) return &fc__provider_widen;
+        return &fc__provider_ref;
+    }
 }
 
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,

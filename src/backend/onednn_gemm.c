@@ -17,19 +17,30 @@
  * owns its memory objects, which are re-pointed at each call's data; that is
  * safe because a context, and so its cache, is used by one thread at a time.
  *
- * f16: oneDNN 2.6 implements f16 matmul only on CPUs with AVX512-FP16. Where
- * the primitive is unimplemented (probed once per cache) the operands are
- * widened to f32, multiplied by the f32 primitive and C rounded to f16 once,
- * which is the same f32 accumulation the native path would do. */
+ * bf16 and f16: oneDNN 2.6 implements bf16 matmul only on AVX-512 CPUs
+ * (avx512_core; natively with AVX512-BF16, emulated without it) and f16 only
+ * with AVX512-FP16. Whether it does on this CPU is probed once per process
+ * with a tiny primitive, and supports() answers from that probe, so the
+ * automatic choice never sends this provider a product it would refuse
+ * (it widens those through f32 instead, widen_gemm.c) and an explicit
+ * request gets an error that names the missing feature.
+ *
+ * FUCINA_ISA caps oneDNN too: when it is below avx512 and neither
+ * ONEDNN_MAX_CPU_ISA nor DNNL_MAX_CPU_ISA is set, the first use calls
+ * dnnl_set_max_cpu_isa (AVX2, or SSE4.1 for portable), so a capped
+ * AVX-512 host runs the same oneDNN kernels an AVX2 host would. */
 #include <stdio.h>
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include "backend/backend.h"
 #include "core/buffer.h"
-#include "core/convert.h"
+#include "core/cpu.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -74,6 +85,27 @@ static dnnl_status_t pd_make(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const
 static dnnl_status_t append_sum(dnnl_post_ops_t po) { return dnnl_post_ops_append_sum(po, 1.0f); }
 #endif
 
+/* ---- FUCINA_ISA ---------------------------------------------------------------------------- */
+
+/* Caps oneDNN's dispatch at FUCINA_ISA's level before its first kernel is
+ * generated (the call fails once kernels exist, which is harmless: then an
+ * earlier call already capped it). oneDNN's own variables win. */
+static void cap_isa_once(void) {
+    static atomic_int state; /* 0 not yet, 1 being set, 2 done */
+    int expect = 0;
+    if (!atomic_compare_exchange_strong_explicit(&state, &expect, 1, memory_order_acquire,
+                                                 memory_order_acquire)) {
+        /* another thread is setting it: no engine may start before it is set */
+        while (atomic_load_explicit(&state, memory_order_acquire) != 2) {
+        }
+        return;
+    }
+    const fc__isa cap = fc__isa_env_cap();
+    if (cap < FC__ISA_AVX512 && !getenv("ONEDNN_MAX_CPU_ISA") && !getenv("DNNL_MAX_CPU_ISA"))
+        (void)dnnl_set_max_cpu_isa(cap == FC__ISA_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41);
+    atomic_store_explicit(&state, 2, memory_order_release);
+}
+
 /* ---- the cache ----------------------------------------------------------------------------- */
 
 /* Every field int64_t, so the struct has no padding and memcmp compares it. */
@@ -96,7 +128,6 @@ typedef struct dnnl_state {
     dnnl_entry *entries[FC__DNNL_CACHE];
     int count;
     uint64_t clock;
-    int f16_native; /* -1 not probed yet, 0 widen through f32, 1 native */
 } dnnl_state;
 
 static fc_status dnnl_error(dnnl_status_t s, const char *what, const fc__gemm *g, char *err,
@@ -134,7 +165,7 @@ static fc_status state_new(const fc_allocator *alloc, dnnl_state **out, const fc
         return FC_ERR_OOM;
     }
     memset(st, 0, sizeof *st);
-    st->f16_native = -1;
+    cap_isa_once();
     dnnl_status_t s = dnnl_engine_create(&st->engine, dnnl_cpu, 0);
     if (s == dnnl_success)
         s = dnnl_stream_create(&st->stream, st->engine, dnnl_stream_default_flags);
@@ -250,39 +281,60 @@ static dnnl_status_t build_entry(dnnl_state *st, const dnnl_key *key, dnnl_entry
     return s;
 }
 
-/* The cached entry for key, building (and maybe evicting) on a miss. */
+/* The cached entry for key, building (and maybe evicting) on a miss. A
+ * key oneDNN refuses (unimplemented, or arguments this version rejects,
+ * such as a bf16 batch where both operands are broadcast) is cached too, as
+ * an entry without a primitive, so the refusal costs one primitive
+ * creation and not one per call: lookup then returns FC_ERR_BACKEND with
+ * *refused set, and the caller takes another route. */
 static fc_status lookup(dnnl_state *st, const fc_allocator *alloc, const dnnl_key *key,
-                        const fc__gemm *g, dnnl_entry **out, char *err, size_t errcap) {
+                        const fc__gemm *g, dnnl_entry **out, bool *refused, char *err,
+                        size_t errcap) {
+    *refused = false;
     st->clock++;
-    for (int i = 0; i < st->count; i++) {
-        if (memcmp(&st->entries[i]->key, key, sizeof *key) == 0) {
-            st->entries[i]->last_use = st->clock;
-            *out = st->entries[i];
-            return FC_OK;
+    dnnl_entry *e = NULL;
+    for (int i = 0; i < st->count && !e; i++) {
+        if (memcmp(&st->entries[i]->key, key, sizeof *key) == 0) e = st->entries[i];
+    }
+    if (e) {
+        e->last_use = st->clock;
+    } else {
+        e = fc__alloc(alloc, sizeof *e, _Alignof(dnnl_entry));
+        if (!e) {
+            snprintf(err, errcap, "gemm(onednn): out of memory for a cache entry");
+            return FC_ERR_OOM;
         }
-    }
-    dnnl_entry *e = fc__alloc(alloc, sizeof *e, _Alignof(dnnl_entry));
-    if (!e) {
-        snprintf(err, errcap, "gemm(onednn): out of memory for a cache entry");
-        return FC_ERR_OOM;
-    }
-    memset(e, 0, sizeof *e);
-    e->key = *key;
-    e->last_use = st->clock;
-    dnnl_status_t s = build_entry(st, key, e);
-    if (s != dnnl_success) {
-        entry_free(e, alloc);
-        return dnnl_error(s, "primitive creation", g, err, errcap);
-    }
-    if (st->count == FC__DNNL_CACHE) {
-        int victim = 0;
-        for (int i = 1; i < st->count; i++) {
-            if (st->entries[i]->last_use < st->entries[victim]->last_use) victim = i;
+        memset(e, 0, sizeof *e);
+        e->key = *key;
+        e->last_use = st->clock;
+        dnnl_status_t s = build_entry(st, key, e);
+        if (s != dnnl_success) {
+            const bool refusal = s == dnnl_unimplemented || s == dnnl_invalid_arguments;
+            entry_free(e, alloc);
+            if (!refusal) return dnnl_error(s, "primitive creation", g, err, errcap);
+            e = fc__alloc(alloc, sizeof *e, _Alignof(dnnl_entry));
+            if (!e) {
+                snprintf(err, errcap, "gemm(onednn): out of memory for a cache entry");
+                return FC_ERR_OOM;
+            }
+            memset(e, 0, sizeof *e); /* prim == NULL: the refusal */
+            e->key = *key;
+            e->last_use = st->clock;
         }
-        entry_free(st->entries[victim], alloc);
-        st->entries[victim] = st->entries[--st->count];
+        if (st->count == FC__DNNL_CACHE) {
+            int victim = 0;
+            for (int i = 1; i < st->count; i++) {
+                if (st->entries[i]->last_use < st->entries[victim]->last_use) victim = i;
+            }
+            entry_free(st->entries[victim], alloc);
+            st->entries[victim] = st->entries[--st->count];
+        }
+        st->entries[st->count++] = e;
     }
-    st->entries[st->count++] = e;
+    if (!e->prim) {
+        *refused = true;
+        return dnnl_error(dnnl_unimplemented, "primitive creation", g, err, errcap);
+    }
     *out = e;
     return FC_OK;
 }
@@ -329,7 +381,19 @@ static fc_status run_native(dnnl_state *st, const fc_allocator *alloc, const fc_
     }
     int prev = fc__omp_threads_push(threads);
     dnnl_entry *e = NULL;
-    fc_status rc = lookup(st, alloc, &key, g, &e, err, errcap);
+    bool refused = false;
+    fc_status rc = lookup(st, alloc, &key, g, &e, &refused, err, errcap);
+    if (refused && key.batch > 1) { /* the whole batch refused: one 2-D primitive per item */
+        items = key.batch;
+        key.batch = 1, key.stride_a = key.stride_b = key.stride_c = 0;
+        rc = lookup(st, alloc, &key, g, &e, &refused, err, errcap);
+    }
+    if (refused && g->dtype != FC_F32) {
+        /* a 16-bit shape oneDNN refuses even as a 2-D product: its f32
+         * primitive on widened panels (the same f32 accumulation) */
+        fc__omp_threads_pop(prev);
+        return fc__gemm_widened(&fc__provider_onednn, g, err, errcap);
+    }
     size_t es = fc_dtype_size(g->dtype);
     for (int64_t i = 0; rc == FC_OK && i < items; i++) {
         const char *a = (const char *)g->a + (size_t)(i * g->stride_a) * es;
@@ -351,104 +415,46 @@ static fc_status run_native(dnnl_state *st, const fc_allocator *alloc, const fc_
     return rc;
 }
 
-/* Whether oneDNN implements an f16 matmul on this CPU (a tiny probe). */
-static bool probe_f16(dnnl_state *st) {
+/* ---- what this CPU runs --------------------------------------------------------------------- */
+
+/* Whether oneDNN creates a 16x16 matmul primitive of dtype dt here: probed
+ * once per process (every racing first caller stores the same answer). */
+static bool native(fc_dtype dt) {
+    static atomic_int cache[2] = {-1, -1}; /* bf16, f16; -1 not probed */
+    atomic_int *slot = &cache[dt == FC_F16];
+    int v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (v >= 0) return v == 1;
+    cap_isa_once();
+    dnnl_engine_t eng = NULL;
     md_t a = {0}, b = {0}, c = {0};
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_dims_t dims = {16, 16}, strides = {16, 1};
-    dnnl_status_t s = md_make(&a, 2, dims, dnnl_f16, strides);
-    if (s == dnnl_success) s = md_make(&b, 2, dims, dnnl_f16, strides);
-    if (s == dnnl_success) s = md_make(&c, 2, dims, dnnl_f16, strides);
-    if (s == dnnl_success) s = pd_make(&pd, st->engine, &a, &b, &c, NULL);
+    const dnnl_dims_t dims = {16, 16}, strides = {16, 1};
+    const dnnl_data_type_t t = dnnl_dt(dt);
+    dnnl_status_t s = dnnl_engine_create(&eng, dnnl_cpu, 0);
+    if (s == dnnl_success) s = md_make(&a, 2, dims, t, strides);
+    if (s == dnnl_success) s = md_make(&b, 2, dims, t, strides);
+    if (s == dnnl_success) s = md_make(&c, 2, dims, t, strides);
+    if (s == dnnl_success) s = pd_make(&pd, eng, &a, &b, &c, NULL);
     if (pd) dnnl_primitive_desc_destroy(pd);
     md_drop(&a);
     md_drop(&b);
     md_drop(&c);
-    return s == dnnl_success;
+    if (eng) dnnl_engine_destroy(eng);
+    v = s == dnnl_success;
+    atomic_store_explicit(slot, v, memory_order_relaxed);
+    return v == 1;
 }
 
-/* dst (rows x cols, dense) = f32 of an f16 matrix with element strides;
- * rows with unit column stride go through the SIMD row converter. */
-static void widen(const uint16_t *src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
-                  float *dst) {
-    for (int64_t i = 0; i < rows; i++) {
-        if (cs == 1) {
-            fc__f16_to_f32_row(src + i * rs, dst + i * cols, (size_t)cols);
-            continue;
-        }
-        for (int64_t j = 0; j < cols; j++)
-            dst[i * cols + j] = fc_f16_to_f32(src[i * rs + j * cs]);
-    }
+static bool onednn_supports(fc_dtype dt) {
+    if (dt == FC_F32) return true;
+    return (dt == FC_BF16 || dt == FC_F16) && native(dt);
 }
 
-/* c (one row of n f16) = round(src [+ c]); the sum is formed in f32 in
- * place in src (a workspace row) and rounded once. */
-static void narrow_row(uint16_t *c, float *src, int64_t n, bool accumulate) {
-    if (accumulate) {
-        float tmp[256];
-        for (int64_t j0 = 0; j0 < n; j0 += 256) {
-            size_t len = (size_t)(n - j0 < 256 ? n - j0 : 256);
-            fc__f16_to_f32_row(c + j0, tmp, len);
-            for (size_t j = 0; j < len; j++)
-                src[j0 + (int64_t)j] += tmp[j];
-        }
-    }
-    fc__f32_to_f16_row(src, c, (size_t)n);
+static const char *onednn_requirement(fc_dtype dt) {
+    if (dt == FC_BF16) return "oneDNN's bf16 matmul needs AVX-512 (F, BW, VL, DQ)";
+    if (dt == FC_F16) return "oneDNN's f16 matmul needs AVX512-FP16";
+    return NULL;
 }
-
-/* f16 where oneDNN lacks it: widen A and B to dense f32, multiply with the
- * f32 primitive into a dense f32 C, then round C (plus the old C) once.
- * The workspace is fc__gemm_workspace's; cache entries come from the
- * cache's `alloc`. */
-static fc_status run_f16_widened(dnnl_state *st, const fc_allocator *alloc, const fc__gemm *g,
-                                 char *err, size_t errcap) {
-    int64_t na = g->batch > 1 && g->stride_a ? g->batch : 1;
-    int64_t nb = g->batch > 1 && g->stride_b ? g->batch : 1;
-    size_t bytes_a = (size_t)(na * g->m * g->k) * sizeof(float);
-    size_t bytes_b = (size_t)(nb * g->k * g->n) * sizeof(float);
-    size_t bytes_c = (size_t)(g->batch * g->m * g->n) * sizeof(float);
-    /* one workspace: A, B and C in f32, each 64-byte aligned */
-    bytes_a = (bytes_a + 63) / 64 * 64, bytes_b = (bytes_b + 63) / 64 * 64;
-    char *ws = fc__gemm_workspace(g, bytes_a + bytes_b + bytes_c);
-    float *fa = (float *)(void *)ws;
-    float *fb = ws ? (float *)(void *)(ws + bytes_a) : NULL;
-    float *fcw = ws ? (float *)(void *)(ws + bytes_a + bytes_b) : NULL;
-    fc_status rc = FC_OK;
-    if (!fa || !fb || !fcw) {
-        snprintf(err, errcap, "gemm(onednn): out of memory widening f16 operands (%zu bytes)",
-                 bytes_a + bytes_b + bytes_c);
-        rc = FC_ERR_OOM;
-    } else {
-        const uint16_t *a = g->a, *b = g->b;
-        for (int64_t i = 0; i < na; i++) {
-            widen(a + i * g->stride_a, g->trans_a ? 1 : g->lda, g->trans_a ? g->lda : 1, g->m, g->k,
-                  fa + i * g->m * g->k);
-        }
-        for (int64_t i = 0; i < nb; i++) {
-            widen(b + i * g->stride_b, g->trans_b ? 1 : g->ldb, g->trans_b ? g->ldb : 1, g->k, g->n,
-                  fb + i * g->k * g->n);
-        }
-        fc__gemm w = *g;
-        w.dtype = FC_F32;
-        w.a = fa, w.lda = g->k, w.trans_a = false, w.stride_a = na > 1 ? g->m * g->k : 0;
-        w.b = fb, w.ldb = g->n, w.trans_b = false, w.stride_b = nb > 1 ? g->k * g->n : 0;
-        w.c = fcw, w.ldc = g->n, w.stride_c = g->m * g->n, w.accumulate = false;
-        rc = run_native(st, alloc, &w, err, errcap);
-    }
-    if (rc == FC_OK) {
-        for (int64_t bi = 0; bi < g->batch; bi++) {
-            uint16_t *c = (uint16_t *)g->c + bi * g->stride_c;
-            float *src = fcw + bi * g->m * g->n;
-            for (int64_t i = 0; i < g->m; i++) {
-                narrow_row(c + i * g->ldc, src + i * g->n, g->n, g->accumulate);
-            }
-        }
-    }
-    if (ws) fc__gemm_workspace_done(g, ws, bytes_a + bytes_b + bytes_c);
-    return rc;
-}
-
-static bool onednn_supports(fc_dtype dt) { return dt == FC_F32 || dt == FC_BF16 || dt == FC_F16; }
 
 static fc_status onednn_gemm(const fc__gemm *g, char *err, size_t errcap) {
     void **slot = fc__backend_cache_slot(g->cache, FC_BACKEND_ONEDNN);
@@ -459,14 +465,7 @@ static fc_status onednn_gemm(const fc__gemm *g, char *err, size_t errcap) {
         if (rc != FC_OK) return rc;
         if (slot) *slot = st;
     }
-    fc_status rc;
-    if (g->dtype == FC_F16) {
-        if (st->f16_native < 0) st->f16_native = probe_f16(st);
-        rc = st->f16_native ? run_native(st, alloc, g, err, errcap)
-                            : run_f16_widened(st, alloc, g, err, errcap);
-    } else {
-        rc = run_native(st, alloc, g, err, errcap);
-    }
+    fc_status rc = run_native(st, alloc, g, err, errcap);
     if (!slot) state_free(st, alloc); /* no cache: nothing outlives the call */
     return rc;
 }
@@ -475,6 +474,7 @@ const fc__matmul_provider fc__provider_onednn = {
     .name = "onednn",
     .id = FC_BACKEND_ONEDNN,
     .supports = onednn_supports,
+    .requirement = onednn_requirement,
     .gemm = onednn_gemm,
     .state_free = state_free,
     .state_entries = state_entries,

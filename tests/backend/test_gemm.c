@@ -25,11 +25,19 @@
 
 #include "backend/backend.h"
 #include "core/buffer.h"
+#include "core/cpu.h"
 #include "gemm_ref.h"
 
 static const fc_dtype float_dtypes[] = {FC_F16, FC_BF16, FC_F32, FC_F64};
 static const fc_backend provider_ids[] = {FC_BACKEND_REF, FC_BACKEND_BLAS, FC_BACKEND_ONEDNN};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* The named providers, then the f16/bf16 widening adapter (not nameable). */
+#define N_PROVIDERS (COUNT(provider_ids) + 1)
+
+/* Provider pi of N_PROVIDERS, or NULL when it was not built. */
+static const fc__matmul_provider *provider_at(int pi) {
+    return pi < COUNT(provider_ids) ? fc__backend_get(provider_ids[pi]) : &fc__provider_widen;
+}
 
 /* ---- a counting, optionally failing allocator ---------------------------------------------- */
 
@@ -221,8 +229,8 @@ static gcase random_case(fct_rng *r, fc_dtype dt) {
  * padded leading dimensions, accumulate and 1 or 2 threads. */
 static void test_gemm_random_shapes_every_provider(void **state) {
     (void)state;
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
         if (!p) continue;
         fc__backend_cache *cache = fc__backend_cache_new(NULL);
         assert_non_null(cache);
@@ -246,8 +254,8 @@ static void test_gemm_edge_and_blocked_shapes(void **state) {
     static const int64_t shapes[][3] = {
         {1, 129, 65}, {129, 1, 65}, {1, 1, 129}, {65, 63, 1}, {1, 17, 1}, {100, 260, 300},
     };
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
         if (!p) continue;
         fc__backend_cache *cache = fc__backend_cache_new(NULL);
         assert_non_null(cache);
@@ -278,8 +286,8 @@ static void test_gemm_edge_and_blocked_shapes(void **state) {
  * products, transposes and accumulate. */
 static void test_gemm_broadcast_batches(void **state) {
     (void)state;
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
         if (!p) continue;
         fc__backend_cache *cache = fc__backend_cache_new(NULL);
         assert_non_null(cache);
@@ -310,8 +318,8 @@ static void test_gemm_broadcast_batches(void **state) {
  * = 0 rule, oneDNN without a sum post-op). */
 static void test_gemm_overwrite_ignores_old_c(void **state) {
     (void)state;
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
         if (!p) continue;
         for (int di = 0; di < COUNT(float_dtypes); di++) {
             fc_dtype dt = float_dtypes[di];
@@ -358,9 +366,9 @@ static void test_gemm_deterministic(void **state) {
         a[i] = (float)fct_rng_uniform(&r, -1, 1);
     for (int64_t i = 0; i < k * n; i++)
         b[i] = (float)fct_rng_uniform(&r, -1, 1);
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
-        if (!p) continue;
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
+        if (!p || !p->supports(FC_F32)) continue;
         fc__backend_cache *cache = fc__backend_cache_new(NULL);
         fc__gemm g = {.dtype = FC_F32,
                       .m = m,
@@ -380,7 +388,7 @@ static void test_gemm_deterministic(void **state) {
         g.c = c2;
         assert_int_equal(fc__gemm_run(p, &g, err, sizeof err), FC_OK);
         assert_memory_equal(c1, c2, sizeof(float) * (size_t)(m * n));
-        if (provider_ids[pi] == FC_BACKEND_REF) {
+        if (p == &fc__provider_ref) {
             g.threads = 1;
             assert_int_equal(fc__gemm_run(p, &g, err, sizeof err), FC_OK);
             assert_memory_equal(c1, c2, sizeof(float) * (size_t)(m * n));
@@ -467,8 +475,8 @@ static void test_gemm_out_of_memory(void **state) {
     float a[64], b[64], c[64];
     for (int i = 0; i < 64; i++)
         a[i] = b[i] = 1.0f;
-    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
-        const fc__matmul_provider *p = fc__backend_get(provider_ids[pi]);
+    for (int pi = 0; pi < N_PROVIDERS; pi++) {
+        const fc__matmul_provider *p = provider_at(pi);
         if (!p) continue;
         static const fc_dtype dts[] = {FC_F16, FC_F32};
         for (int di = 0; di < COUNT(dts); di++) {
@@ -520,19 +528,49 @@ static void test_gemm_resolve_rules(void **state) {
     const fc__matmul_provider *blas = fc__backend_get(FC_BACKEND_BLAS);
     const fc__matmul_provider *dnnl = fc__backend_get(FC_BACKEND_ONEDNN);
 
-    /* automatic choice per dtype (large enough not to be "tiny") */
-    assert_int_equal(fc__backend_resolve(FC_BACKEND_AUTO, FC_F32, 64, 64, 64, &p, err, sizeof err),
-                     FC_OK);
-    assert_ptr_equal(p, dnnl ? dnnl : blas ? blas : &fc__provider_ref);
-    assert_int_equal(fc__backend_resolve(FC_BACKEND_AUTO, FC_F64, 64, 64, 64, &p, err, sizeof err),
-                     FC_OK);
-    assert_ptr_equal(p, blas ? blas : &fc__provider_ref);
-    assert_int_equal(fc__backend_resolve(FC_BACKEND_AUTO, FC_BF16, 64, 64, 64, &p, err, sizeof err),
-                     FC_OK);
-    assert_ptr_equal(p, dnnl ? dnnl : &fc__provider_ref);
-    assert_int_equal(fc__backend_resolve(FC_BACKEND_AUTO, FC_F16, 64, 64, 64, &p, err, sizeof err),
-                     FC_OK);
-    assert_ptr_equal(p, dnnl ? dnnl : &fc__provider_ref);
+    /* FUCINA_ISA below avx512 caps oneDNN as well (unless oneDNN's own
+     * variable is set): no bf16 kernel then, as on an AVX2-only CPU */
+    if (dnnl && fc__isa_env_cap() < FC__ISA_AVX512 && !getenv("ONEDNN_MAX_CPU_ISA") &&
+        !getenv("DNNL_MAX_CPU_ISA"))
+        assert_false(dnnl->supports(FC_BF16));
+    /* automatic choice per dtype (large enough not to be "tiny"), at every
+     * level this CPU has: the f32 choice follows the level */
+    const fc__isa keep = fc__isa_set_cap(FC__ISA_PORTABLE);
+    for (int lv = FC__ISA_PORTABLE; lv <= (int)fc__isa_detected(); lv++) {
+        fc__isa_set_cap((fc__isa)lv);
+        const fc__matmul_provider *f32 = fc__backend_f32_inner();
+        if (dnnl && blas)
+            assert_ptr_equal(f32, fc__isa_level() >= FC__ISA_AVX512 ? dnnl : blas);
+        else
+            assert_ptr_equal(f32, dnnl ? dnnl : blas);
+        assert_int_equal(
+            fc__backend_resolve(FC_BACKEND_AUTO, FC_F32, 64, 64, 64, &p, err, sizeof err), FC_OK);
+        assert_ptr_equal(p, f32 ? f32 : &fc__provider_ref);
+        assert_int_equal(
+            fc__backend_resolve(FC_BACKEND_AUTO, FC_F64, 64, 64, 64, &p, err, sizeof err), FC_OK);
+        assert_ptr_equal(p, blas ? blas : &fc__provider_ref);
+        for (int h = 0; h < 2; h++) {
+            const fc_dtype dt = h ? FC_F16 : FC_BF16;
+            assert_int_equal(
+                fc__backend_resolve(FC_BACKEND_AUTO, dt, 64, 64, 64, &p, err, sizeof err), FC_OK);
+            /* oneDNN where it has the dtype natively, else f32 panels */
+            const fc__matmul_provider *want = dnnl && dnnl->supports(dt) ? dnnl
+                                              : f32                      ? &fc__provider_widen
+                                                                         : &fc__provider_ref;
+            assert_ptr_equal(p, want);
+            assert_true(p->supports(dt));
+            /* an explicit oneDNN without the kernel names what it needs */
+            if (dnnl && !dnnl->supports(dt)) {
+                assert_int_equal(
+                    fc__backend_resolve(FC_BACKEND_ONEDNN, dt, 64, 64, 64, &p, err, sizeof err),
+                    FC_ERR_BACKEND);
+                assert_non_null(strstr(err, "'onednn' cannot run"));
+                assert_non_null(strstr(err, h ? "AVX512-FP16" : "AVX-512 (F, BW, VL, DQ)"));
+                assert_non_null(strstr(err, "'auto' runs it through f32"));
+            }
+        }
+    }
+    fc__isa_set_cap(keep);
     /* a tiny product never builds a oneDNN primitive; OpenBLAS takes any size */
     assert_int_equal(fc__backend_resolve(FC_BACKEND_AUTO, FC_BF16, 4, 4, 4, &p, err, sizeof err),
                      FC_OK);

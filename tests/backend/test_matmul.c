@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "core/cpu.h"
 #include "counting_alloc.h"
 #include "exec/internal.h"
 #include "fucina.h"
@@ -514,6 +515,49 @@ static void test_matmul_backend_selection(void **state) {
     fc_ctx_free(ctx);
 }
 
+/* The automatic choice never fails for a dtype the library supports, at
+ * every level this CPU has (the f32 choice and the widening of f16/bf16
+ * follow the level; CI also runs the suite under FUCINA_ISA and
+ * ONEDNN_MAX_CPU_ISA caps): tiny, mid-size and batched products in every
+ * layout, each checked against the double reference, with the gradient of
+ * a 16-bit product too. */
+static void test_matmul_automatic_choice_never_fails(void **state) {
+    (void)state;
+    static const int64_t shapes[][3] = {{4, 4, 4}, {17, 63, 65}, {65, 129, 33}, {1, 257, 64}};
+    const fc__isa keep = fc__isa_set_cap(FC__ISA_PORTABLE);
+    for (int lv = FC__ISA_PORTABLE; lv <= (int)fc__isa_detected(); lv++) {
+        fc__isa_set_cap((fc__isa)lv);
+        fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 1});
+        assert_non_null(ctx);
+        for (int di = 0; di < COUNT(float_dtypes); di++) {
+            const fc_dtype dt = float_dtypes[di];
+            fct_rng rng = {7000u + (uint64_t)(lv * 8 + di)};
+            for (int s = 0; s < COUNT(shapes); s++) {
+                const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                const enum layout la = (enum layout)(s % 4), lb = (enum layout)((s + 1) % 4);
+                run_mm(ctx, &rng, dt, (int64_t[]){m, k}, 2, la, (int64_t[]){k, n}, 2, lb);
+                run_mm(ctx, &rng, dt, (int64_t[]){3, m, k}, 3, L_BCAST0, (int64_t[]){k, n}, 2,
+                       L_CONTIG);
+            }
+            if (dt == FC_F64) continue; /* gradients are for f32, f16 and bf16 leaves */
+            fc_scope_begin(ctx);
+            fc_tensor *a = fc_param_randn(ctx, dt, (const int64_t[]){33, 64}, 2, 1.0);
+            fc_tensor *b = fc_param_randn(ctx, dt, (const int64_t[]){64, 65}, 2, 1.0);
+            fc_tensor *loss = fc_sum(ctx, fc_matmul(ctx, a, b), NULL, 0, false);
+            if (!loss || fc_backward(ctx, loss) != FC_OK)
+                fail_msg("level %s, %s: %s", fc__isa_name((fc__isa)lv), fc_dtype_name(dt),
+                         fc_ctx_error(ctx));
+            assert_non_null(fc_grad(a));
+            assert_non_null(fc_grad(b));
+            fc_scope_end(ctx);
+        }
+        assert_int_equal(fc_ctx_status(ctx), FC_OK);
+        expect_no_leaks(ctx);
+        fc_ctx_free(ctx);
+    }
+    fc__isa_set_cap(keep);
+}
+
 /* Same inputs, same provider, same thread count: the same bits. */
 static void test_matmul_deterministic(void **state) {
     (void)state;
@@ -667,6 +711,7 @@ int main(void) {
         cmocka_unit_test(test_linear_every_provider),
         cmocka_unit_test(test_matmul_errors),
         cmocka_unit_test(test_matmul_backend_selection),
+        cmocka_unit_test(test_matmul_automatic_choice_never_fails),
         cmocka_unit_test(test_matmul_deterministic),
         cmocka_unit_test(test_matmul_allocations_return),
         cmocka_unit_test(test_matmul_steady_state_allocates_nothing),

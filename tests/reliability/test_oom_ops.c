@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "backend/backend.h"
 #include "counting_alloc.h"
 #include "oom_sweep.h"
 #include "rel_models.h"
@@ -211,9 +212,11 @@ static fc_status maybe_backward(fc_ctx *ctx, fc_dtype dt, fc_tensor *out) {
  * with bias, and the backward of each, in every dtype of dts. */
 static fc_status matmul_on(fc_ctx *ctx, fc_backend be, const fc_dtype *dts, int ndt) {
     fc_status st = fc_ctx_set_backend(ctx, be);
+    const fc__matmul_provider *p = fc__backend_get(be);
     for (int k = 0; k < ndt && st == FC_OK; k++) {
-        fc_scope_begin(ctx);
         fc_dtype dt = dts[k];
+        if (p && !p->supports(dt)) continue; /* oneDNN's 16-bit kernels need AVX-512 */
+        fc_scope_begin(ctx);
         fc_tensor *a = operand(ctx, dt, (const int64_t[]){2, 3, 8}, 3);
         fc_tensor *b = operand(ctx, dt, (const int64_t[]){8, 5}, 2);
         fc_tensor *bt = fc_transpose(ctx, operand(ctx, dt, (const int64_t[]){5, 8}, 2), 0,
@@ -247,6 +250,25 @@ static fc_status sc_matmul_blas(fc_ctx *ctx) {
 static fc_status sc_matmul_onednn(fc_ctx *ctx) {
     const fc_dtype dts[] = {FC_F32, FC_BF16, FC_F16};
     return matmul_on(ctx, FC_BACKEND_ONEDNN, dts, 3);
+}
+
+/* The automatic choice on products past the tiny bound, every float dtype,
+ * forward and backward: on a CPU where oneDNN lacks a 16-bit kernel this
+ * is the widening adapter (f32 panels in the workspace). */
+static fc_status sc_matmul_auto(fc_ctx *ctx) {
+    const fc_dtype dts[] = {FC_F32, FC_F64, FC_BF16, FC_F16};
+    fc_status st = fc_ctx_set_backend(ctx, FC_BACKEND_AUTO);
+    for (int k = 0; k < 4 && st == FC_OK; k++) {
+        fc_scope_begin(ctx);
+        const fc_dtype dt = dts[k];
+        fc_tensor *a = operand(ctx, dt, (const int64_t[]){2, 20, 24}, 3);
+        fc_tensor *b = operand(ctx, dt, (const int64_t[]){24, 20}, 2);
+        fc_tensor *bt = fc_transpose(ctx, operand(ctx, dt, (const int64_t[]){20, 24}, 2), 0, 1);
+        st = maybe_backward(ctx, dt, fc_add(ctx, fc_matmul(ctx, a, b), fc_matmul(ctx, a, bt)));
+        fc_scope_end(ctx);
+    }
+    if (st == FC_OK) st = done(ctx);
+    return st;
 }
 
 /* f32 activations times block-quantized weights, forward and the gradient
@@ -407,12 +429,18 @@ static void test_oom_ops_matmul_onednn(void **state) {
     sweep_provider(FC_BACKEND_ONEDNN, "onednn", sc_matmul_onednn);
 }
 
+static void test_oom_ops_matmul_auto(void **state) {
+    (void)state;
+    sweep_provider(FC_BACKEND_AUTO, "auto", sc_matmul_auto);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_ops_scenarios),
         cmocka_unit_test(test_oom_ops_matmul_ref),
         cmocka_unit_test(test_oom_ops_matmul_blas),
         cmocka_unit_test(test_oom_ops_matmul_onednn),
+        cmocka_unit_test(test_oom_ops_matmul_auto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
