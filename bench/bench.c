@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fucina.h"
+
 double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -145,6 +147,13 @@ void bench_json_env(FILE *f, int threads) {
         fclose(l);
     }
     const char *be = getenv("FUCINA_BACKEND");
-    fprintf(f, "\"env\": {\"fucina_threads\": %d, \"FUCINA_BACKEND\": \"%s\", \"loadavg\": [%.2f, %.2f, %.2f]}",
-            threads, be ? be : "auto", la[0], la[1], la[2]);
+    const char *dnnl = getenv("ONEDNN_MAX_CPU_ISA"), *ob = getenv("OPENBLAS_CORETYPE");
+    /* the CPU and the SIMD level the run used, so a figure always says
+     * which machine and which kernels it measured */
+    fprintf(f,
+            "\"env\": {\"fucina_threads\": %d, \"FUCINA_BACKEND\": \"%s\", \"cpu\": \"%s\", "
+            "\"isa\": \"%s\", \"ONEDNN_MAX_CPU_ISA\": \"%s\", \"OPENBLAS_CORETYPE\": \"%s\", "
+            "\"loadavg\": [%.2f, %.2f, %.2f]}",
+            threads, be ? be : "auto", fc_cpu_name(), fc_cpu_isa(), dnnl ? dnnl : "",
+            ob ? ob : "", la[0], la[1], la[2]);
 }

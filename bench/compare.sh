@@ -9,6 +9,14 @@
 # FUCINA_BENCH_BIN runs another build's fucina-bench (default build/bench/fucina-bench,
 # built here when missing); PEERS_DIR another peers folder.
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
+#
+# The CPU decides the peers' tuned configuration: PyTorch gets the widest
+# ATEN_CPU_CAPABILITY the CPU has (avx512 only where AVX-512 F/BW/VL/DQ are
+# present; avx2 with AVX2+FMA; its default otherwise). FUCINA_ISA=avx2 (or
+# portable) measures an AVX-512 host as a smaller CPU: fucina's oneDNN and
+# OpenBLAS are capped with it (ONEDNN_MAX_CPU_ISA=AVX2, OPENBLAS_CORETYPE=
+# Haswell unless already set) and PyTorch runs at the same level, so the
+# pairing stays like for like. The table's header names the CPU and levels.
 # Exits non-zero when fucina-bench fails on a workload (a peer failing only
 # leaves its column empty). CI runs it with a smoke protocol (.ci/run).
 set -euo pipefail
@@ -31,13 +39,42 @@ fi
 WORKLOADS=("$@")
 [ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train qmatvec)
 [ -d "$PEERS" ] || echo "compare.sh: no peers folder at $PEERS (PEERS_DIR); running fucina only" >&2
+# The widest level the CPU has, then FUCINA_ISA's cap on it.
+flags="$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)"
+has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
+LEVEL=portable
+has avx2 fma f16c && LEVEL=avx2
+has avx2 fma f16c avx512f avx512bw avx512vl avx512dq && LEVEL=avx512
+HOST_LEVEL=$LEVEL
+case "${FUCINA_ISA:-}" in
+  portable) LEVEL=portable ;;
+  avx2) [ "$LEVEL" = avx512 ] && LEVEL=avx2 ;;
+esac
+case "$LEVEL" in
+  avx512) ATEN=avx512 ;;
+  avx2) ATEN=avx2
+        export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
+        export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}" ;;
+  *) ATEN=default
+     export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-SSE41}" ;;
+esac
+CPU="$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | sed 's/^[^:]*: *//' || true)"
+printf '{"cpu": "%s", "level": "%s", "peer_tuned_aten_cpu_capability": "%s", "ONEDNN_MAX_CPU_ISA": "%s", "OPENBLAS_CORETYPE": "%s"}\n' \
+  "${CPU:-unknown}" "$LEVEL" "$ATEN" "${ONEDNN_MAX_CPU_ISA:-}" "${OPENBLAS_CORETYPE:-}" > "$OUT/host.json"
+echo "compare.sh: CPU ${CPU:-unknown}; level $LEVEL; PyTorch tuned with ATEN_CPU_CAPABILITY=$ATEN" >&2
+# The tuned peer always runs at the level; the default one too when the
+# level is a cap below the host's (else it would pick the host's widest).
+aten_env=(ATEN_CPU_CAPABILITY="$ATEN")
+default_env=()
+[ "$LEVEL" != "$HOST_LEVEL" ] && default_env=(ATEN_CPU_CAPABILITY="$ATEN")
 failed=()
 for w in "${WORKLOADS[@]}"; do
   echo "== $w" >&2
   "$BIN" "$w" > "$OUT/$w.fucina.json" || { echo "{}" > "$OUT/$w.fucina.json"; failed+=("$w"); }
   if [ "$have_torch" = 1 ] && [ -f "$PEERS/$w.py" ]; then
-    "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" || echo "{}" > "$OUT/$w.peer_default.json"
-    OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY=avx512 "$PY" "$PEERS/$w.py" \
+    env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" \
+      || echo "{}" > "$OUT/$w.peer_default.json"
+    env OMP_WAIT_POLICY=PASSIVE "${aten_env[@]}" "$PY" "$PEERS/$w.py" \
       > "$OUT/$w.peer_tuned.json" || echo "{}" > "$OUT/$w.peer_tuned.json"
   fi
 done

@@ -59,6 +59,20 @@ METRICS = [
      "time <= 0.5x"),
 ]
 
+# Which machine and which kernels: compare.sh's host line, and the level
+# fucina-bench itself reported (its JSON env), which must agree.
+try:
+    with open(os.path.join(out_dir, "host.json")) as f:
+        host = json.loads(f.read())
+except (OSError, ValueError):
+    host = {}
+levels = sorted({get(load(w, "fucina"), ["env", "isa"]) for w in workloads} - {None})
+print(f"CPU: {host.get('cpu', 'unknown')}; fucina ISA level: {', '.join(levels) or 'n/a'}; "
+      f"PyTorch tuned: ATEN_CPU_CAPABILITY={host.get('peer_tuned_aten_cpu_capability', 'n/a')}; "
+      f"ONEDNN_MAX_CPU_ISA={host.get('ONEDNN_MAX_CPU_ISA') or '-'}; "
+      f"OPENBLAS_CORETYPE={host.get('OPENBLAS_CORETYPE') or '-'}")
+print()
+
 rows = []
 for w, label, fp, pp, higher, target in METRICS:
     if w not in workloads:

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fucina's build, tests, examples and benchmarks
-# need, when they are missing. Idempotent and non-interactive; needs root
+# need, when they are missing (gnuplot-nox draws the trainers' loss curves). Idempotent and non-interactive; needs root
 # (or sudo) only when something is actually missing.
 #   scripts/deps.sh           build, tests, examples
 #   scripts/deps.sh --bench   also Debian's PyTorch, for bench/compare.sh's peers
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
-      zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist)
+      zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
+      gnuplot-nox)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch python3-numpy); fi
 missing=()
 for p in "${PKGS[@]}"; do
