@@ -56,7 +56,7 @@ static void detect_x86(fc__cpu_info *c) {
     const bool avx = ymm && bit(cx, 28);
     c->fma = avx && bit(cx, 12);
     c->f16c = avx && bit(cx, 29);
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    const unsigned max_leaf = (unsigned)__get_cpuid_max(0, NULL);
     if (max_leaf >= 7 && __get_cpuid_count(7, 0, &a, &b, &cx, &d)) {
         c->avx2 = avx && bit(b, 5);
         c->avx512f = zmm && bit(b, 16);
@@ -70,7 +70,8 @@ static void detect_x86(fc__cpu_info *c) {
             c->avx512bf16 = c->avx512f && bit(a, 5);
         }
     }
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    /* gcc declares the result unsigned, clang int */
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         unsigned r[12];
         for (unsigned i = 0; i < 3; i++)
             __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
