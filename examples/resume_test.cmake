@@ -2,12 +2,14 @@
 # go must end with the same losses, to the last printed digit, as 15 steps
 # (--stop-after, same schedule) followed by a resumed run to step 30.
 # Run as: cmake -DTRAINER=<train_gpt> -DDIR=<scratch dir> -P resume_test.cmake
+# In a cross build, -DEMULATOR="<command line>" (qemu-user say) runs TRAINER.
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
 set(common --d-model 32 --layers 1 --heads 2 --block 16 --batch 8 --steps 30 --warmup 5
     --eval-every 15 --sample-every 0 --sample-len 0 --minutes 0 --threads 1)
 file(REMOVE_RECURSE ${DIR}/straight ${DIR}/split)
 
 function(run_trainer out)
-  execute_process(COMMAND ${TRAINER} ${common} ${ARGN} OUTPUT_VARIABLE o ERROR_VARIABLE e
+  execute_process(COMMAND ${emu} ${TRAINER} ${common} ${ARGN} OUTPUT_VARIABLE o ERROR_VARIABLE e
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "train_gpt ${ARGN} failed (${rc}):\n${o}\n${e}")

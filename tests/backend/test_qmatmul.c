@@ -589,6 +589,7 @@ static void test_qmatmul_packing_identical_across_isas(void **state) {
     }
     free(x);
 #else
+    fprintf(stderr, "SKIP: the AVX2 activation packing is built on x86-64 only\n");
     skip();
 #endif
 }

@@ -1,6 +1,14 @@
 # Installs the build tree into WORK/prefix, then configures and builds the
 # consumer with find_package(fucina CONFIG), runs it, and compiles it once
 # more with the flags pkg-config gives for fucina.pc.
+# In a cross build, TOOLCHAIN is the toolchain file the consumer is configured
+# with too, and EMULATOR (a space-separated command line, qemu-user say) runs
+# the programs it builds.
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
+set(toolchain)
+if(TOOLCHAIN)
+  set(toolchain -DCMAKE_TOOLCHAIN_FILE=${TOOLCHAIN})
+endif()
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BIN} --prefix ${WORK}/prefix
                 RESULT_VARIABLE rc)
@@ -8,7 +16,7 @@ if(rc)
   message(FATAL_ERROR "install failed")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/build
-                -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_C_COMPILER=${C_COMPILER}
+                ${toolchain} -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_C_COMPILER=${C_COMPILER}
                 -DHELLO_SRC=${HELLO}
                 RESULT_VARIABLE rc)
 if(rc)
@@ -18,11 +26,11 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build RESULT_VARIABLE r
 if(rc)
   message(FATAL_ERROR "consumer build failed")
 endif()
-execute_process(COMMAND ${WORK}/build/consumer RESULT_VARIABLE rc)
+execute_process(COMMAND ${emu} ${WORK}/build/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "consumer (find_package) failed: ${rc}")
 endif()
-execute_process(COMMAND ${WORK}/build/hello RESULT_VARIABLE rc)
+execute_process(COMMAND ${emu} ${WORK}/build/hello RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "README hello (find_package) failed: ${rc}")
 endif()
@@ -41,7 +49,7 @@ if(PKGCONF)
     message(FATAL_ERROR "consumer (pkg-config) build failed")
   endif()
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${WORK}/prefix/lib
-                  ${WORK}/consumer_pc RESULT_VARIABLE rc)
+                  ${emu} ${WORK}/consumer_pc RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "consumer (pkg-config) failed: ${rc}")
   endif()
@@ -52,7 +60,7 @@ if(PKGCONF)
     message(FATAL_ERROR "README hello (pkg-config) build failed")
   endif()
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${WORK}/prefix/lib
-                  ${WORK}/hello_pc RESULT_VARIABLE rc)
+                  ${emu} ${WORK}/hello_pc RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "README hello (pkg-config) failed: ${rc}")
   endif()
