@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "core/cpu.h"
 #include "fc_test_data.h"
 #include "fct_tensor.h"
 #include "fucina.h"
@@ -234,13 +235,12 @@ static void test_binary_large(void **state) {
     fc_scope_end(ctx);
 }
 
-/* f32 outputs of 8 MiB and more are streamed around the cache on AVX-512
- * CPUs (contiguous chunks; plain stores for an unaligned head and the
+/* f32 outputs of 8 MiB and more are streamed around the cache on AVX2 and
+ * AVX-512 CPUs (contiguous chunks; plain stores for an unaligned head and the
  * tail): add, sub, mul, div into fresh outputs, into an out= destination
  * that starts one element past a cache line, and in place; every element
  * against the double reference, rounded once. */
-static void test_binary_large_streamed(void **state) {
-    fc_ctx *ctx = *state;
+static void large_streamed_once(fc_ctx *ctx) {
     const int64_t N = ((int64_t)8 << 20) / 4 + 37; /* just over the threshold, odd tail */
     float *a = malloc(sizeof *a * (size_t)N), *b = malloc(sizeof *b * (size_t)N);
     uint64_t rng = 11;
@@ -274,6 +274,17 @@ static void test_binary_large_streamed(void **state) {
     fc_scope_end(ctx);
     free(a);
     free(b);
+}
+
+/* ...at every level this CPU has (AVX-512 and AVX2 stream, portable does not). */
+static void test_binary_large_streamed(void **state) {
+    fc_ctx *ctx = *state;
+    const fc__isa keep = fc__isa_set_cap(FC__ISA_PORTABLE);
+    for (int lv = FC__ISA_PORTABLE; lv <= (int)fc__isa_detected(); lv++) {
+        fc__isa_set_cap((fc__isa)lv);
+        large_streamed_once(ctx);
+    }
+    fc__isa_set_cap(keep);
 }
 
 /* ---- integers ------------------------------------------------------------------------ */

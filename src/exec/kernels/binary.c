@@ -127,8 +127,8 @@ static void bin_inner(void *arg, char **p, const int64_t *s, int64_t n) {
         [BIN_ADD] = '+', [BIN_SUB] = '-', [BIN_MUL] = '*', [BIN_DIV] = '/',
         [BIN_POW] = 0,   [BIN_MAX] = 0,   [BIN_MIN] = 0};
     if (ba->stream && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
-        fc__rw_stream_binary_avx512(stream_op[ba->kind], (float *)p[0], (const float *)p[1],
-                                    (const float *)p[2], n))
+        fc__rw_stream_binary(stream_op[ba->kind], (float *)p[0], (const float *)p[1],
+                             (const float *)p[2], n))
         return;
 #endif
     switch (ba->dt) {
@@ -266,7 +266,7 @@ static fc_tensor *binary(fc_ctx *ctx, const char *op, bin_kind k, fc_tensor *a, 
     }
     fc_tensor *out = fc__tensor_new(ctx, op, dt, shape, rank);
     if (!out) return NULL;
-    bin_arg arg = {k, dt, fc__rw_stream_output(&out->raw)};
+    bin_arg arg = {k, dt, fc__rw_stream_binary_output(&out->raw)};
     fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     out = fc__finish(ctx, op, out);
@@ -407,7 +407,7 @@ static fc_status write_binary(const char *op, bin_kind k, fc_tensor *dst, fc_ten
                         FC__SHAPE_STR(shape, rank, so), fc__desc(dst, sd, (int)sizeof sd));
     }
     fc__buffer_bump_generation(dst->raw.buf);
-    bin_arg arg = {k, dt, fc__rw_stream_output(&dst->raw)};
+    bin_arg arg = {k, dt, fc__rw_stream_binary_output(&dst->raw)};
     fc_raw *ops[3] = {&dst->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     return inplace_finish(op, dst);

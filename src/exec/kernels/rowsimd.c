@@ -429,6 +429,60 @@ FC__RW_AVX2 static void norm_sums_avx2(const float *x, const float *g, const flo
     *sa = a + ta;
     *sb = b + tb;
 }
+
+/* o = a op b with 256-bit non-temporal stores: the AVX2 twin of
+ * rowsimd512.c's streamed binary kernels, one rounding per element as the
+ * plain loops, so the same bits. */
+#define STREAM_BINARY8(NAME, EXPR_V, EXPR_S)                                                       \
+    FC__RW_AVX2 static void NAME(float *o, const float *a, const float *b, int64_t n) {            \
+        int64_t j = 0;                                                                             \
+        for (; j < n && (uintptr_t)(o + j) % 32 != 0; j++)                                         \
+            o[j] = EXPR_S(a[j], b[j]);                                                             \
+        for (; j + 8 <= n; j += 8)                                                                 \
+            _mm256_stream_ps(o + j, EXPR_V(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j)));       \
+        for (; j < n; j++)                                                                         \
+            o[j] = EXPR_S(a[j], b[j]);                                                             \
+    }
+#define S_ADD(x, y) ((x) + (y))
+#define S_SUB(x, y) ((x) - (y))
+#define S_MUL(x, y) ((x) * (y))
+#define S_DIV(x, y) ((x) / (y))
+STREAM_BINARY8(stream_add8, _mm256_add_ps, S_ADD)
+STREAM_BINARY8(stream_sub8, _mm256_sub_ps, S_SUB)
+STREAM_BINARY8(stream_mul8, _mm256_mul_ps, S_MUL)
+STREAM_BINARY8(stream_div8, _mm256_div_ps, S_DIV)
+#undef STREAM_BINARY8
+#undef S_ADD
+#undef S_SUB
+#undef S_MUL
+#undef S_DIV
+
+static bool stream_binary_avx2(char op, float *o, const float *a, const float *b, int64_t n) {
+    switch (op) {
+    case '+':
+        stream_add8(o, a, b, n);
+        break;
+    case '-':
+        stream_sub8(o, a, b, n);
+        break;
+    case '*':
+        stream_mul8(o, a, b, n);
+        break;
+    case '/':
+        stream_div8(o, a, b, n);
+        break;
+    default:
+        return false;
+    }
+    fc__rw_stream_fence();
+    return true;
+}
+
+bool fc__rw_stream_binary(char op, float *o, const float *a, const float *b, int64_t n) {
+    if (fc__rw_avx512()) return fc__rw_stream_binary_avx512(op, o, a, b, n);
+    if (fc__rw_avx2()) return stream_binary_avx2(op, o, a, b, n);
+    return false;
+}
 #endif
 
 /* ---- dispatch ------------------------------------------------------------------------------- */

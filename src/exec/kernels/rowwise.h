@@ -97,9 +97,10 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 
 /* ---- streaming stores -----------------------------------------------------------------
  * An f32 output of at least FC__RW_STREAM_MIN_BYTES is written around the
- * cache (AVX-512 non-temporal stores) by softmax, the norms and add, sub,
- * mul, div: it cannot stay cached until the next op reads it, and a plain
- * store first reads every line it writes, a third more memory traffic. A
+ * cache (non-temporal stores) by softmax and the norms on AVX-512 CPUs and
+ * by add, sub, mul, div on AVX2 and AVX-512 CPUs: it cannot stay cached
+ * until the next op reads it, and a plain store first reads every line it
+ * writes, a third more memory traffic. A
  * row kernel (rows up to FC__RW_STREAM_ROW_MAX floats, 64-byte aligned and
  * a whole number of vectors) either stages a row in L1 scratch and streams
  * it out, or streams each vector as it computes it. The bits are the same
@@ -107,8 +108,14 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 #define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
 #define FC__RW_STREAM_ROW_MAX 4096
 
-/* Whether an f32 output this large should be streamed out on this CPU.
- * Row kernels stream only rows they write in place (inner == 1). */
+/* Whether an f32 output this large should be streamed out on this CPU:
+ * add, sub, mul, div's test (fc__rw_stream_binary). */
+static inline bool fc__rw_stream_binary_output(const fc_raw *out) {
+    return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
+           fc__rw_avx2();
+}
+/* The row kernels' test: their streamed paths are AVX-512 only, and they
+ * stream only rows they write in place (inner == 1). */
 static inline bool fc__rw_stream_output(const fc_raw *out) {
     return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
            fc__rw_avx512();
@@ -127,6 +134,9 @@ void fc__rw_stream_fence(void);
  * (any alignment: the unaligned head and the tail are plain stores), then
  * fenced. False, touching nothing, for another op. */
 bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float *b, int64_t n);
+/* The same at the widest level in use: AVX-512, else AVX2 (256-bit
+ * streams); false, touching nothing, below AVX2 or for another op. */
+bool fc__rw_stream_binary(char op, float *o, const float *a, const float *b, int64_t n);
 #endif
 
 /* ---- the row driver ------------------------------------------------------------------- */
