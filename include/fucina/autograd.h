@@ -31,16 +31,20 @@
 extern "C" {
 #endif
 
-/* Marks a leaf as requiring a gradient (or not). FC_ERR_DTYPE for dtypes
- * other than f32, f16, bf16; FC_ERR_INVALID_ARG for a non-leaf (a tensor
- * produced by a recorded op). */
+/* Marks a leaf as requiring a gradient (or not). Returns FC_OK;
+ * FC_ERR_NULL_ARG for a NULL t; FC_ERR_DTYPE (when on) for dtypes other than
+ * f32, f16, bf16; FC_ERR_INVALID_ARG for a non-leaf (a tensor produced by a
+ * recorded op). Errors but the NULL t are recorded in t's context. */
 FC_API fc_status fc_requires_grad(fc_tensor *t, bool on);
+/* False for NULL. */
 FC_API bool fc_tensor_requires_grad(const fc_tensor *t);
-/* True for tensors made by the user (not by a recorded op). */
+/* True for tensors made by the user (not by a recorded op); false for NULL. */
 FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
 
 /* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
- * fc_tensor_from_data, then fc_requires_grad(t, true). */
+ * fc_tensor_from_data, then fc_requires_grad(t, true). Each returns a new
+ * reference, or NULL with the constructor's error or FC_ERR_DTYPE (a dtype
+ * other than f32, f16, bf16) recorded in ctx. */
 FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                  double std);
@@ -48,27 +52,38 @@ FC_API fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t 
                                      const void *data);
 
 /* Backward from a one-element loss (its gradient is 1). Gradients of leaves
- * accumulate across calls until fc_zero_grad. */
+ * accumulate across calls until fc_zero_grad. Borrows loss. Returns FC_OK;
+ * FC_ERR_NULL_ARG for a NULL ctx (not recorded) or loss;
+ * FC_ERR_INVALID_SHAPE when loss has more than one element; FC_ERR_NO_GRAD
+ * when it does not require grad; FC_ERR_SAVED_MODIFIED (see above);
+ * FC_ERR_STATE when the graph's saved values were freed by an earlier
+ * backward; FC_ERR_OOM. Errors are recorded in ctx. */
 FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 /* Backward from any output with an explicit gradient of the same shape
  * (any float dtype; used as f32). retain_graph keeps the saved values so
- * the graph can be walked again. */
+ * the graph can be walked again. Borrows out and grad_out. Errors as
+ * fc_backward (out may have any number of elements), with FC_ERR_NULL_ARG
+ * for a NULL out or grad_out, FC_ERR_SHAPE_MISMATCH when the shapes differ
+ * and FC_ERR_DTYPE when grad_out is not f16, bf16, f32 or f64. */
 FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
                                   bool retain_graph);
 
 /* The f32 gradient of a leaf (borrowed: valid until fc_zero_grad or the
  * leaf's release), or NULL when backward has not reached it. */
 FC_API fc_tensor *fc_grad(const fc_tensor *t);
-/* Drops the gradient of each of n leaves (NULL entries allowed). */
+/* Drops the gradient of each of n leaves (params and its entries NULL
+ * allowed). */
 FC_API void fc_zero_grad(fc_tensor *const *params, int n);
 
 /* Grad mode: while any fc_no_grad_begin is open, ops record nothing.
- * Nestable; unbalanced ends are ignored. */
+ * Nestable; unbalanced ends are ignored; NULL is a no-op. fc_grad_enabled
+ * is false inside such a block and for a NULL ctx. */
 FC_API void fc_no_grad_begin(fc_ctx *ctx);
 FC_API void fc_no_grad_end(fc_ctx *ctx);
 FC_API bool fc_grad_enabled(const fc_ctx *ctx);
-/* A view of t's storage that requires no grad and has no graph. Returns a
- * new reference. */
+/* A view of t's storage that requires no grad and has no graph. Borrows t;
+ * returns a new reference, or NULL (FC_ERR_NULL_ARG for a NULL t, FC_ERR_OOM
+ * recorded in ctx). */
 FC_API fc_tensor *fc_detach(fc_ctx *ctx, fc_tensor *t);
 
 /* ---- gradcheck ------------------------------------------------------------------

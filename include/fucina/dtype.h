@@ -1,11 +1,11 @@
 /* fucina/dtype.h - the dtype registry, its predicates, the float
  * compute/output policy and the scalar conversions.
  *
- * The first 40 values follow seed 000 section 8.1 in order. Two dtypes that
- * the spec's list lacks are appended (new values only ever go at the end):
+ * The enum values are fixed: new dtypes only ever go at the end. The last two
+ * were added after the first 40:
  *
  *   FC_Q2_0_G64  ggml master's q2_0: 64 elements / 18 bytes ({f16 d; u8 qs[16]}).
- *                It shares GGUF type id 42 with the spec's 128-element q2_0
+ *                It shares GGUF type id 42 with the 128-element q2_0
  *                (FC_Q2_0, the PrismML layout); readers tell them apart by size.
  *   FC_NF4       16-level NF4 codebook, 64 elements / 34 bytes per block:
  *                {f16 absmax; u8 codes[32]}, codes packed low nibble first.
@@ -93,6 +93,8 @@ FC_API const char *fc_dtype_name(fc_dtype dtype);
 /* Name -> dtype, case-sensitive, accepting the names of fc_dtype_name.
  * Returns FC_ERR_NULL_ARG for NULL pointers, FC_ERR_DTYPE for an unknown name. */
 FC_API fc_status fc_dtype_from_name(const char *name, fc_dtype *out);
+/* The dtype's kind; FC_KIND_SCALAR for an invalid dtype (fc_dtype_is_scalar and
+ * fc_dtype_is_block are both false for it). */
 FC_API fc_dtype_kind fc_dtype_kind_of(fc_dtype dtype);
 FC_API bool fc_dtype_is_scalar(fc_dtype dtype);
 FC_API bool fc_dtype_is_block(fc_dtype dtype);
@@ -101,7 +103,7 @@ FC_API size_t fc_dtype_size(fc_dtype dtype);
 /* Logical elements per storage element: 1 for scalars, the block size otherwise. */
 FC_API int64_t fc_dtype_block_elems(fc_dtype dtype);
 
-/* ---- predicates (seed 000 section 8.2) ----------------------------------- */
+/* ---- predicates (false for an invalid dtype) ------------------------------ */
 FC_API bool fc_dtype_is_f8(fc_dtype dtype);              /* f8_e4m3, f8_e5m2 */
 FC_API bool fc_dtype_is_signed_int(fc_dtype dtype);      /* i8 i16 i32 i64 */
 FC_API bool fc_dtype_is_unsigned_int(fc_dtype dtype);    /* u8 u16 */
@@ -112,10 +114,11 @@ FC_API bool fc_dtype_supports_int_math(fc_dtype dtype);  /* u8 u16 i8 i16 i32 i6
 FC_API bool fc_dtype_supports_to_float(fc_dtype dtype);  /* floats, f8, every block dtype */
 FC_API bool fc_dtype_supports_quantized_matmul_rhs(fc_dtype dtype); /* blocks but q8_1, q8_k */
 FC_API bool fc_dtype_supports_quantized_get_rows(fc_dtype dtype);   /* every block dtype */
-/* Block dtypes and the f8 storage floats map to f32; other scalars to themselves. */
+/* Block dtypes and the f8 storage floats map to f32; other scalars (and an
+ * invalid dtype) to themselves. */
 FC_API fc_dtype fc_dtype_logical(fc_dtype dtype);
 
-/* The accumulator a reduction over this dtype uses (seed 000 8.2). */
+/* The accumulator a reduction over this dtype uses. */
 typedef enum fc_accum {
     FC_ACCUM_NONE, /* block dtypes and invalid input: no scalar accumulator */
     FC_ACCUM_F32,  /* f16, bf16, f32, f8 storage floats */
@@ -125,7 +128,7 @@ typedef enum fc_accum {
 } fc_accum;
 FC_API fc_accum fc_dtype_accumulator(fc_dtype dtype);
 
-/* ---- float compute/output policy (seed 000 section 8.3) ------------------ */
+/* ---- float compute/output policy ------------------------------------------ */
 typedef enum fc_float_op {
     FC_FLOAT_OP_POINTWISE,
     FC_FLOAT_OP_WIDENED,
@@ -134,11 +137,16 @@ typedef enum fc_float_op {
     FC_FLOAT_OP_COUNT
 } fc_float_op;
 
-/* Resolves the compute and output dtype for an op family on an input dtype.
- * Block dtypes return themselves (the quantized paths handle them). Where the
- * seed's table says "compile error" (f8 in math, bool in pointwise math,
- * integers in widened or matmul ops) this returns FC_ERR_DTYPE and leaves the
- * outputs untouched. Either output pointer may be NULL. */
+/* Resolves the compute and output dtype for an op family on an input dtype:
+ * f64 computes and outputs f64 for every op; f16 and f32 pointwise compute in
+ * themselves, bf16 pointwise in f32; widened and matmul ops on f16, bf16 and
+ * f32 compute in f32 and output the input dtype; their reductions compute
+ * and output f32; integers pointwise stay themselves, and integer and bool
+ * reductions give i64. Block dtypes return themselves (the quantized paths
+ * handle them). Returns FC_OK, or FC_ERR_DTYPE, leaving the outputs
+ * untouched, for an invalid dtype or op, an f8 dtype (any op), bool in any
+ * op but FC_FLOAT_OP_REDUCTION, and integers in widened or matmul ops.
+ * Either output pointer may be NULL. */
 FC_API fc_status fc_dtype_policy(fc_float_op op, fc_dtype input, fc_dtype *compute,
                                  fc_dtype *output);
 
@@ -157,7 +165,7 @@ FC_API uint8_t fc_f32_to_e4m3(float value);
 FC_API float fc_e5m2_to_f32(uint8_t bits);
 FC_API uint8_t fc_f32_to_e5m2(float value);
 
-/* General scalar cast between non-block dtypes (seed 000 8.2): integer ->
+/* General scalar cast between non-block dtypes: integer ->
  * integer wraps (two's complement), float -> integer truncates toward zero
  * and saturates with NaN -> 0, anything -> bool is (value != 0), bool ->
  * number is 0/1, float -> float rounds to nearest even (through f64 when the

@@ -5,7 +5,7 @@
  * NumPy-style, right-aligned, wherever an op combines several tensors.
  * Inputs may be any view (transposed, narrowed, broadcast).
  *
- * Dtype policy (seed 000 section 8.3): operands of one op must share a dtype
+ * Dtype policy: operands of one op must share a dtype
  * (FC_ERR_DTYPE naming both otherwise; cast with fc_to). Pointwise math runs
  * on f16, bf16 (through f32, rounded once on store), f32, f64 and, for the
  * arithmetic ops, on integers with wrapping semantics; the "widened" ops
@@ -248,32 +248,78 @@ FC_API fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *ta
  * (FC_ERR_SHAPE_MISMATCH). The result has the inputs' dtype. */
 FC_API fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction);
 
-/* ---- layout (views share storage; no copy unless stated) -------------------------------- */
-/* A view when x is contiguous, else a contiguous copy. One dim may be -1. */
+/* ---- layout (views share storage; no copy unless stated) -------------------------------- *
+ * Every tensor has 1 to FC_MAX_DIMS axes (there are no rank-0 tensors) and
+ * every dim is >= 1. Axes may be negative (counting from the end); an axis
+ * out of range is FC_ERR_AXIS. A block-quantized tensor only gets the
+ * identity view: any view that changes its shape or start is
+ * FC_ERR_UNSUPPORTED_VIEW (convert with fc_to(..., FC_F32) first). Each op
+ * borrows x and returns a new reference, or NULL with the error recorded;
+ * the gradient is routed back to x's elements. */
+/* A view when x is contiguous, else a contiguous copy. One dim may be -1
+ * (inferred). FC_ERR_NULL_ARG for a NULL shape, FC_ERR_RANK for rank outside
+ * 1..FC_MAX_DIMS, FC_ERR_INVALID_SHAPE for another dim < 1 or an element
+ * count that differs from x's. */
 FC_API fc_tensor *fc_reshape(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank);
-/* Always a view: FC_ERR_UNSUPPORTED_VIEW when x is not contiguous. */
+/* Always a view: as fc_reshape, plus FC_ERR_UNSUPPORTED_VIEW when x is not
+ * contiguous. */
 FC_API fc_tensor *fc_view(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank);
+/* View with axes reordered: result axis i is x's axis perm[i]. perm holds
+ * rank(x) axes, each once. FC_ERR_NULL_ARG for a NULL perm, FC_ERR_AXIS for
+ * an axis out of range, FC_ERR_INVALID_ARG for a repeated axis. */
 FC_API fc_tensor *fc_permute(fc_ctx *ctx, fc_tensor *x, const int *perm);
+/* View with axes axis0 and axis1 swapped (equal axes: the identity view).
+ * FC_ERR_AXIS for an axis out of range. */
 FC_API fc_tensor *fc_transpose(fc_ctx *ctx, fc_tensor *x, int axis0, int axis1);
-/* length elements of axis from start. */
+/* View of length elements of axis from start. FC_ERR_EMPTY_SELECTION for
+ * length 0, FC_ERR_INVALID_ARG for length < 0, FC_ERR_INDEX when start is
+ * not in [0, dim) or start + length > dim. */
 FC_API fc_tensor *fc_narrow(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, int64_t length);
-/* Python-style start:stop:step (step >= 1; negative start/stop count from
- * the end; clamped like Python; an empty result is FC_ERR_EMPTY_SELECTION). */
+/* Python-style start:stop:step view (negative start/stop count from the end;
+ * clamped like Python). FC_ERR_INVALID_ARG for step < 1, an empty result is
+ * FC_ERR_EMPTY_SELECTION. */
 FC_API fc_tensor *fc_slice(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, int64_t stop,
                            int64_t step);
-/* Broadcast view to shape (-1 keeps a dim). */
+/* Broadcast view to shape, aligned right: new leading axes and size-1 axes
+ * that grow get stride 0; -1 keeps an existing dim. FC_ERR_NULL_ARG for a
+ * NULL shape; FC_ERR_RANK for rank outside 1..FC_MAX_DIMS or below x's;
+ * FC_ERR_INVALID_SHAPE for a dim < 1 (or -1 on a new axis);
+ * FC_ERR_SHAPE_MISMATCH when an axis of size > 1 would change;
+ * FC_ERR_OVERFLOW when the element count does not fit. */
 FC_API fc_tensor *fc_expand(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank);
+/* View without axis, which must have size 1: FC_ERR_INVALID_SHAPE when its
+ * size is not 1, FC_ERR_RANK when x has only that one axis (a tensor keeps
+ * at least one). */
 FC_API fc_tensor *fc_squeeze(fc_ctx *ctx, fc_tensor *x, int axis);
+/* View with a new size-1 axis at position axis, in [-(rank + 1), rank].
+ * FC_ERR_RANK when x already has FC_MAX_DIMS axes. */
 FC_API fc_tensor *fc_unsqueeze(fc_ctx *ctx, fc_tensor *x, int axis);
-/* Copies; every input has the same dtype and the same shape off axis. */
+/* Joins n >= 1 tensors along an existing axis (of xs[0]'s rank) into a new
+ * contiguous tensor (a copy; block dtypes too). Borrows every xs[i].
+ * FC_ERR_NULL_ARG for a NULL xs or entry, FC_ERR_INVALID_ARG for n < 1,
+ * FC_ERR_AXIS, and when input k differs from input 0: FC_ERR_DTYPE (dtype),
+ * FC_ERR_RANK (rank) or FC_ERR_SHAPE_MISMATCH (a dim off axis);
+ * FC_ERR_OVERFLOW when the joined axis grows too long. */
 FC_API fc_tensor *fc_concat(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis);
+/* Joins n >= 1 tensors of one dtype and one shape along a new axis of size
+ * n at position axis, in [-(rank + 1), rank] (a copy). Errors as
+ * fc_concat, with any dim that differs FC_ERR_SHAPE_MISMATCH; also
+ * FC_ERR_RANK when the inputs already have FC_MAX_DIMS axes, and
+ * FC_ERR_UNSUPPORTED_VIEW for a new last axis on block-quantized inputs. */
 FC_API fc_tensor *fc_stack(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis);
-/* Views: out[i] gets sizes[i] elements of axis (sum must equal the dim).
- * Returns FC_OK or the error; on error no out[] is set. */
+/* Views: out[i] gets sizes[i] elements of axis (sizes >= 1, summing to the
+ * dim), each a new reference. Returns FC_OK; FC_ERR_NULL_ARG for a NULL
+ * ctx, x, sizes or out; FC_ERR_AXIS; FC_ERR_INVALID_ARG for n < 1 or a size
+ * < 1; FC_ERR_SHAPE_MISMATCH when the sizes do not sum to the dim;
+ * FC_ERR_OOM. Errors are also recorded in ctx (when it is not NULL); on
+ * error no out[] is set. */
 FC_API fc_status fc_split(fc_ctx *ctx, fc_tensor *x, int axis, const int64_t *sizes, int n,
                           fc_tensor **out);
-/* Constant padding: pads[2*i], pads[2*i+1] = before/after for axis i
- * (rank pairs, >= 0). */
+/* Constant padding into a new tensor: pads[2*i], pads[2*i+1] = before/after
+ * for axis i (rank pairs, >= 0), value converted with fc_cast_scalar's
+ * rules. FC_ERR_NULL_ARG for NULL pads, FC_ERR_DTYPE for block dtypes,
+ * FC_ERR_INVALID_ARG for a negative pad, FC_ERR_OVERFLOW when an axis grows
+ * too long. */
 FC_API fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double value);
 
 /* ---- indexing ------------------------------------------------------------------------------ */

@@ -59,26 +59,38 @@ FC_API fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts,
                                     fc_tensor *const *params, int n);
 /* Releases the parameters and the state. NULL is a no-op. */
 FC_API void fc_optim_free(fc_optim *opt);
-/* One update of every parameter that has a gradient. */
+/* One update of every parameter that has a gradient; counts one step.
+ * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_READ_ONLY or
+ * FC_ERR_UNSUPPORTED_VIEW for a parameter that cannot be written in place;
+ * FC_ERR_OOM creating state. Errors are recorded in the context. */
 FC_API fc_status fc_optim_step(fc_optim *opt);
-/* Drops every parameter's gradient. */
+/* Drops every parameter's gradient. NULL is a no-op. */
 FC_API void fc_optim_zero_grad(fc_optim *opt);
-/* Learning rate of every group (for schedules), or of one group. */
+/* Learning rate of every group (for schedules), or of one group: finite and
+ * >= 0, else FC_ERR_INVALID_ARG; FC_ERR_INDEX for a group out of range;
+ * FC_ERR_NULL_ARG for a NULL opt. Errors but the NULL opt are recorded in
+ * the context. fc_optim_get_lr gives 0 for a NULL opt or a bad group. */
 FC_API fc_status fc_optim_set_lr(fc_optim *opt, double lr);
 FC_API fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr);
 FC_API double fc_optim_get_lr(const fc_optim *opt, int group);
 
 /* ---- state, for checkpoints ---------------------------------------------------- */
+/* Counts; 0 for NULL. */
 FC_API int fc_optim_num_params(const fc_optim *opt);
 FC_API int fc_optim_num_groups(const fc_optim *opt);
-/* The i-th parameter (borrowed). */
+/* The i-th parameter (borrowed), or NULL for a NULL opt or i out of range. */
 FC_API fc_tensor *fc_optim_param(const fc_optim *opt, int i);
-/* Group options (copy), and which group parameter i belongs to. */
+/* Group options (copy): FC_OK, FC_ERR_NULL_ARG, or FC_ERR_INDEX for a group
+ * out of range (neither recorded). Which group parameter i belongs to: -1
+ * for a NULL opt or i out of range. */
 FC_API fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out);
 FC_API int fc_optim_param_group(const fc_optim *opt, int i);
-/* Replaces a group's options (same kind; validated like fc_optim_new). */
+/* Replaces a group's options (same kind; validated like fc_optim_new).
+ * FC_ERR_NULL_ARG, FC_ERR_INDEX for a group out of range, FC_ERR_INVALID_ARG
+ * for another kind or a bad option (recorded in the context). */
 FC_API fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_optim_opts *opts);
-/* Number of steps taken (Adam's t). */
+/* Number of steps taken (Adam's t); 0 for NULL. The setter takes steps >= 0
+ * (FC_ERR_INVALID_ARG otherwise, recorded; FC_ERR_NULL_ARG for NULL). */
 FC_API int64_t fc_optim_step_count(const fc_optim *opt);
 FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
@@ -92,8 +104,12 @@ FC_API fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool cr
 
 /* ---- clipping -------------------------------------------------------------------- */
 /* Scales all gradients so their global L2 norm is at most max_norm
- * (like torch.nn.utils.clip_grad_norm_). total_norm (NULL allowed) gets
- * the norm before clipping. */
+ * (like torch.nn.utils.clip_grad_norm_: by max_norm / (norm + 1e-6) when
+ * that is below 1). total_norm (NULL allowed) gets the norm before
+ * clipping. Parameters without a gradient, and NULL entries, are skipped.
+ * Returns FC_OK; FC_ERR_NULL_ARG for a NULL ctx or (n > 0) params;
+ * FC_ERR_INVALID_ARG for n < 0 or max_norm not > 0. Errors but the NULL ctx
+ * are recorded in ctx. */
 FC_API fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double max_norm,
                                    double *total_norm);
 
@@ -102,13 +118,15 @@ typedef enum fc_lr_kind { FC_LR_CONSTANT, FC_LR_STEP, FC_LR_COSINE } fc_lr_kind;
 typedef struct fc_lr_schedule {
     fc_lr_kind kind;
     double base_lr;
-    int64_t warmup_steps; /* linear warm-up from 0 over these steps (all kinds) */
+    int64_t warmup_steps; /* linear warm-up over these steps (all kinds; see fc_lr_at) */
     int64_t step_size;    /* FC_LR_STEP: multiply by gamma every step_size steps */
     double gamma;
     int64_t total_steps; /* FC_LR_COSINE: decay to min_lr at total_steps */
     double min_lr;
 } fc_lr_schedule;
-/* Learning rate at step (0-based). */
+/* Learning rate at step (0-based; a negative step counts as 0); 0 for a NULL
+ * s. During warm-up (step < warmup_steps) it is base_lr * (step + 1) /
+ * warmup_steps. */
 FC_API double fc_lr_at(const fc_lr_schedule *s, int64_t step);
 
 #ifdef __cplusplus

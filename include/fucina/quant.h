@@ -1,5 +1,5 @@
 /* fucina/quant.h - block-quantized rows (ggml wire formats) and the blockwise
- * int8 / int4 / NF4 quantization of seed 004 with double quantization.
+ * int8 / int4 / NF4 quantization (QLoRA style) with double quantization.
  *
  * Part 1: ggml block formats. A matrix of nrows x ncols f32 values is stored
  * row by row; each row is ncols / fc_dtype_block_elems(dtype) packed blocks of
@@ -26,7 +26,7 @@
  *    toward zero until 127 times it is finite. ggml would store inf/NaN
  *    there; fucina keeps every dequantized value finite for finite input.
  *
- * Part 2: blockwise absmax quantization (seed 004, QLoRA style). n values in
+ * Part 2: blockwise absmax quantization (QLoRA style). n values in
  * consecutive blocks of block_size (the last block may be shorter and is
  * scaled by its own absmax). Each block stores one f32 scale = its absmax and
  * one int8 code per value:
@@ -118,7 +118,7 @@ FC_API fc_status fc_quantize_ex(fc_dtype dtype, const float *src, void *dst, int
 FC_API fc_status fc_dequantize(fc_dtype dtype, const void *src, float *dst, int64_t nrows,
                                int64_t ncols);
 
-/* ---- blockwise int8 / int4 / NF4 (seed 004) ------------------------------------ */
+/* ---- blockwise int8 / int4 / NF4 ------------------------------------------------- */
 
 typedef enum fc_blockq_kind {
     FC_BLOCKQ_INT8, /* symmetric, codes [-127, 127] */

@@ -3,12 +3,20 @@
  * Error model. Functions that produce a tensor return a new reference, or
  * NULL after recording a status code and a message in the context (the
  * FIRST error is kept until fc_ctx_clear_error). A NULL input makes an op
- * return NULL without touching the recorded error, so a forward pass can be
- * written as nested expressions and checked once. Every other fallible
- * function returns an fc_status.
+ * return NULL and record FC_ERR_NULL_ARG, which an earlier error takes
+ * precedence over, so a forward pass can be written as nested expressions
+ * and checked once. A NULL ctx makes a tensor-producing call return NULL and
+ * record nothing. Every other fallible function returns an fc_status.
  *
  * Ownership. "Returns a new reference": the caller owns it and drops it with
- * fc_release. "Borrows": the callee does not keep the handle past the call.
+ * fc_release. "Borrows": the callee does not keep the handle past the call
+ * (unless it says it retains it). "Steals": the callee takes over the
+ * caller's reference. "NULL allowed": the argument may be NULL.
+ *
+ * Shapes. Every tensor has 1 to FC_MAX_DIMS axes, each of size >= 1: there
+ * are no rank-0 and no empty tensors. A scalar is a one-element tensor such
+ * as shape [1] (fc_scalar, fc_tensor_item); reductions over every axis give
+ * shape [1] (without keepdim).
  * Inside fc_scope_begin/fc_scope_end every tensor created is also recorded
  * by the scope; fc_scope_end releases the ones still alive unless fc_keep
  * was called on them, so a training step needs no manual release.
@@ -61,6 +69,7 @@ extern "C" {
 typedef struct fc_ctx fc_ctx;
 typedef struct fc_tensor fc_tensor;
 
+/* The most axes a tensor has (ranks are 1..FC_MAX_DIMS). */
 #define FC_MAX_DIMS 8
 
 /* Matmul providers (see fucina/matmul.h). */
@@ -97,8 +106,10 @@ typedef struct fc_ctx_stats {
 
 /* ---- context ------------------------------------------------------------- */
 
-/* Creates a context (opts NULL: defaults). Returns NULL only when the
- * allocator fails or opts are invalid (threads < 0, backend out of range). */
+/* Creates a context (opts NULL allowed: defaults). Returns the new context,
+ * to be freed with fc_ctx_free, or NULL only when the allocator fails or opts
+ * are invalid (threads < 0, backend out of range, an allocator whose alloc or
+ * free is NULL). */
 FC_API fc_ctx *fc_ctx_new(const fc_ctx_opts *opts);
 /* Frees the context and every tensor of it still alive (their handles
  * become invalid). NULL is a harmless no-op. */
@@ -108,34 +119,49 @@ FC_API void fc_ctx_free(fc_ctx *ctx);
 FC_API fc_status fc_ctx_status(const fc_ctx *ctx);
 /* The first error's message ("add: shapes [2,3] and [4] do not broadcast"),
  * or "" when there is none. Owned by the context, valid until the next
- * clear. */
+ * clear. Never NULL: a NULL ctx gives a static message saying so. */
 FC_API const char *fc_ctx_error(const fc_ctx *ctx);
+/* Forgets the recorded error: the status is FC_OK and the message "" again.
+ * NULL is a harmless no-op. */
 FC_API void fc_ctx_clear_error(fc_ctx *ctx);
-/* Records an error as an op would (useful in user-written composite ops).
- * Keeps an earlier error. Returns status. */
+/* Records an error as an op would (useful in user-written composite ops):
+ * status and the printf-formatted message (fmt NULL allowed: ""). Keeps an
+ * earlier error; records nothing for FC_OK or a NULL ctx. Returns status. */
 FC_API fc_status fc_ctx_fail(fc_ctx *ctx, fc_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* The number of threads ops of ctx use (>= 1); 0 for NULL. */
 FC_API int fc_ctx_threads(const fc_ctx *ctx);
+/* Sets that number; 0 means every online core. Returns FC_OK,
+ * FC_ERR_NULL_ARG for a NULL ctx, or FC_ERR_INVALID_ARG (also recorded in
+ * ctx) for threads < 0, leaving the setting unchanged. */
 FC_API fc_status fc_ctx_set_threads(fc_ctx *ctx, int threads);
+/* Turns check_finite mode on or off (see fc_ctx_opts). NULL: no-op. */
 FC_API void fc_ctx_set_check_finite(fc_ctx *ctx, bool on);
+/* Restarts the context RNG: stream seed, offset 0. NULL: no-op. */
 FC_API void fc_ctx_seed(fc_ctx *ctx, uint64_t seed);
+/* Fills *out with ctx's memory statistics; a NULL ctx or out is a no-op. */
 FC_API void fc_ctx_get_stats(const fc_ctx *ctx, fc_ctx_stats *out);
-/* Returns every parked pool buffer to the allocator. */
+/* Returns every parked pool buffer to the allocator. NULL: no-op. */
 FC_API void fc_ctx_pool_trim(fc_ctx *ctx);
 
-/* RNG state, for checkpoints: (seed, offset) fully determine the stream. */
+/* RNG state, for checkpoints: (seed, offset) fully determine the stream;
+ * fc_rand and fc_randn advance offset by the numel they draw, and fc_dropout
+ * (training, p > 0) advances it too. rng_get: seed and offset NULL allowed
+ * (not written). A NULL ctx is a no-op for both. */
 FC_API void fc_ctx_rng_get(const fc_ctx *ctx, uint64_t *seed, uint64_t *offset);
 FC_API void fc_ctx_rng_set(fc_ctx *ctx, uint64_t seed, uint64_t offset);
 
 /* ---- scopes -------------------------------------------------------------- */
 
-/* Opens a scope (they nest). */
+/* Opens a scope (they nest, 256 deep; a deeper level records FC_ERR_STATE
+ * once and its tensors belong to the enclosing scope). NULL: no-op. */
 FC_API void fc_scope_begin(fc_ctx *ctx);
 /* Releases the creation reference of every tensor made since the matching
- * fc_scope_begin that was not fc_keep'ed. Unbalanced calls are ignored. */
+ * fc_scope_begin that was not fc_keep'ed. Unbalanced calls and NULL are
+ * ignored. */
 FC_API void fc_scope_end(fc_ctx *ctx);
 /* Takes t out of its scope: the caller now owns that reference. Returns t
  * (NULL allowed). */
@@ -150,44 +176,63 @@ FC_API void fc_release(fc_tensor *t);
 /* The context a tensor belongs to (NULL for NULL). */
 FC_API fc_ctx *fc_tensor_ctx(const fc_tensor *t);
 
-/* ---- creation (each returns a new reference, or NULL + ctx error) -------- */
+/* ---- creation (each returns a new reference, or NULL + ctx error) --------
+ * A new contiguous tensor of shape[0..rank). Errors: FC_ERR_DTYPE for an
+ * invalid dtype; FC_ERR_NULL_ARG for a NULL shape; FC_ERR_RANK for rank
+ * outside 1..FC_MAX_DIMS; FC_ERR_INVALID_SHAPE for a dim < 1 or, for a block
+ * dtype, a last dim that is not a multiple of its block size;
+ * FC_ERR_OVERFLOW when the element or byte count does not fit; FC_ERR_OOM. */
 
+/* Contents unspecified. Every dtype, block dtypes included (as storage). */
 FC_API fc_tensor *fc_empty(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
+/* fc_zeros, fc_ones, fc_full and fc_scalar take scalar dtypes only:
+ * FC_ERR_DTYPE for a block dtype. */
 FC_API fc_tensor *fc_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_ones(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
-/* value is cast with fc_cast_scalar's rules. Scalar dtypes only. */
+/* value is cast with fc_cast_scalar's rules. */
 FC_API fc_tensor *fc_full(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                           double value);
 /* A rank-1 {1} tensor holding value. */
 FC_API fc_tensor *fc_scalar(fc_ctx *ctx, fc_dtype dtype, double value);
-/* start, start+step, ... < stop (> stop for negative step); FC_ERR_INVALID_ARG
- * for step 0 or an empty range. */
+/* Rank 1: start, start+step, ... < stop (> stop for negative step), each
+ * converted to dtype. FC_ERR_INVALID_ARG for step 0 or a non-finite
+ * argument, FC_ERR_EMPTY_SELECTION for an empty range, FC_ERR_OVERFLOW for
+ * too many elements, FC_ERR_DTYPE for bool, f8 and block dtypes. */
 FC_API fc_tensor *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, double step);
-/* Copies storage bytes (numel * size for scalars, blocks for block dtypes). */
+/* Copies fc_tensor_nbytes bytes of storage from data (borrowed; numel *
+ * size for scalars, whole blocks for block dtypes). FC_ERR_NULL_ARG for NULL
+ * data. */
 FC_API fc_tensor *fc_tensor_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                       const void *data);
-/* Aliases caller memory, which must outlive every view of the tensor.
- * read_only: mutable access and in-place ops fail with FC_ERR_READ_ONLY. */
+/* Aliases caller memory (contiguous, row-major), which must outlive every
+ * view of the tensor; the library never frees it. read_only: mutable access
+ * and in-place ops fail with FC_ERR_READ_ONLY. FC_ERR_NULL_ARG for NULL
+ * data. */
 FC_API fc_tensor *fc_tensor_from_borrowed(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape,
                                           int rank, void *data, bool read_only);
-/* Uniform [0, 1) and standard normal, float dtypes, from the context RNG
- * (counter-based: same seed, same values, whatever the thread count). */
+/* Uniform [0, 1) and standard normal, from the context RNG (counter-based:
+ * same seed, same values, whatever the thread count). f16, bf16, f32 and f64
+ * only: FC_ERR_DTYPE otherwise. */
 FC_API fc_tensor *fc_rand(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 
 /* ---- queries (NULL-safe: 0 / NULL / false for NULL) ------------------------ */
 
+/* The dtype; FC_DTYPE_COUNT (not a valid dtype) for NULL. */
 FC_API fc_dtype fc_tensor_dtype(const fc_tensor *t);
+/* 1..FC_MAX_DIMS; 0 only for NULL. */
 FC_API int fc_tensor_rank(const fc_tensor *t);
 /* Borrowed pointer to rank dims, valid while t lives. */
 FC_API const int64_t *fc_tensor_shape(const fc_tensor *t);
-/* Dim of a (possibly negative) axis; 0 when out of range. */
+/* Dim of a (possibly negative) axis; 0 when out of range or t is NULL. */
 FC_API int64_t fc_tensor_dim(const fc_tensor *t, int axis);
-/* Strides and offset in storage elements (blocks for block dtypes). */
+/* Strides (rank entries, borrowed like the shape) and offset in storage
+ * elements (blocks for block dtypes). */
 FC_API const int64_t *fc_tensor_strides(const fc_tensor *t);
 FC_API int64_t fc_tensor_offset(const fc_tensor *t);
 FC_API int64_t fc_tensor_numel(const fc_tensor *t);
-/* Bytes of the logical contents when materialised. */
+/* Bytes of the logical contents when materialised: numel * size for scalar
+ * dtypes, whole blocks for block dtypes. */
 FC_API size_t fc_tensor_nbytes(const fc_tensor *t);
 FC_API bool fc_tensor_is_contiguous(const fc_tensor *t);
 /* Storage mutation generation (bumped by every mutable access). */
@@ -195,39 +240,62 @@ FC_API uint32_t fc_tensor_generation(const fc_tensor *t);
 
 /* ---- data access ------------------------------------------------------------ */
 
-/* Read-only pointer to the first element; NULL + FC_ERR_UNSUPPORTED_VIEW in
- * the context when t is not contiguous (use fc_contiguous first). */
+/* Read-only pointer to the first element, borrowed from the storage (valid
+ * while a tensor holds it); NULL for NULL t, or NULL + FC_ERR_UNSUPPORTED_VIEW
+ * recorded in t's context when t is not contiguous (use fc_contiguous
+ * first). */
 FC_API const void *fc_tensor_data(const fc_tensor *t);
 /* Mutable pointer; bumps the storage generation (so autograd can tell that a
- * saved value changed). NULL + FC_ERR_READ_ONLY for read-only storage. */
+ * saved value changed). NULL for NULL t; NULL + FC_ERR_READ_ONLY for
+ * read-only storage or FC_ERR_UNSUPPORTED_VIEW when t is not contiguous,
+ * recorded in t's context. */
 FC_API void *fc_tensor_data_mut(fc_tensor *t);
 /* Copies the logical contents (any layout) into dst of exactly
- * fc_tensor_nbytes(t) bytes. */
+ * fc_tensor_nbytes(t) bytes, row-major. Returns FC_OK; FC_ERR_NULL_ARG for a
+ * NULL t or dst; FC_ERR_DATA_LENGTH when nbytes differs. Errors but the NULL
+ * t are also recorded in t's context (so are those of the two below). */
 FC_API fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes);
-/* The single element of a one-element tensor, as double. */
+/* The single element of a one-element tensor (any shape of all ones), as
+ * double. Returns FC_OK; FC_ERR_NULL_ARG for a NULL t or out;
+ * FC_ERR_INVALID_SHAPE when numel is not 1 (block dtypes never are). */
 FC_API fc_status fc_tensor_item(const fc_tensor *t, double *out);
-/* Element at a full index, as double (scalar dtypes). */
+/* Element at a full index (rank entries, each in [0, dim)), converted to
+ * double with fc_cast_scalar's rules. Returns FC_OK; FC_ERR_NULL_ARG for a
+ * NULL t, index or out; FC_ERR_DTYPE for a block dtype; FC_ERR_INDEX for an
+ * index out of bounds. */
 FC_API fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out);
 
 /* ---- conversion and materialisation ------------------------------------------- */
 
-/* Cast to dtype. Returns a new reference: a new tensor, or, when dtype is
- * already t's, a new handle sharing t's storage. Every pair of non-block
- * dtypes; block -> f32 dequantizes and f32 -> block quantizes. Float ->
- * float casts are differentiable (the gradient is cast back); casts to
- * integers cut the graph. */
+/* Cast to dtype, with fc_cast_scalar's rules. Borrows t; returns a new
+ * reference: a new tensor, or, when dtype is already t's, a new handle
+ * sharing t's storage. Every pair of non-block dtypes; block -> f32
+ * dequantizes and f32 -> block quantizes (as fc_dequantize / fc_quantize
+ * over the rows of the last axis, with their errors: e.g. FC_ERR_NON_FINITE
+ * for NaN or inf input). FC_ERR_DTYPE for an invalid dtype or a block dtype
+ * to or from anything but f32; FC_ERR_INVALID_SHAPE for a last dim that is
+ * not a multiple of the target's block size. Float -> float casts are
+ * differentiable (the gradient is cast back); casts to integers cut the
+ * graph. */
 FC_API fc_tensor *fc_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype);
 /* A new handle sharing t's storage when t is contiguous, else a contiguous
- * copy. Differentiable (identity gradient), like fc_clone. */
+ * copy. Differentiable (identity gradient), like fc_clone. Borrows t;
+ * returns a new reference (FC_ERR_NULL_ARG, FC_ERR_OOM). */
 FC_API fc_tensor *fc_contiguous(fc_ctx *ctx, fc_tensor *t);
-/* A fresh contiguous copy, never sharing storage. */
+/* A fresh contiguous copy, never sharing storage. Borrows t; returns a new
+ * reference (FC_ERR_NULL_ARG, FC_ERR_OOM). */
 FC_API fc_tensor *fc_clone(fc_ctx *ctx, fc_tensor *t);
-/* Copies src into dst in place (same shape and dtype; dst may be a view,
- * but not a broadcast one: FC_ERR_UNSUPPORTED_VIEW). A mutation of dst;
- * not recorded by autograd, so a dst that requires grad is refused with
- * FC_ERR_INVALID_ARG unless grad mode is off (fc_no_grad_begin). */
+/* Copies src into dst in place (dst may be a view, but not a broadcast one:
+ * FC_ERR_UNSUPPORTED_VIEW). A mutation of dst; not recorded by autograd, so
+ * a dst that requires grad is refused with FC_ERR_INVALID_ARG unless grad
+ * mode is off (fc_no_grad_begin). Returns FC_OK; FC_ERR_NULL_ARG; FC_ERR_DTYPE
+ * when the dtypes differ; FC_ERR_SHAPE_MISMATCH when the shapes differ;
+ * FC_ERR_READ_ONLY for read-only dst storage. Errors are recorded in dst's
+ * context (src's when dst is NULL); nothing is written on error. Borrows
+ * both. */
 FC_API fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src);
-/* Writes "f32[2,3]" into buf; returns buf. */
+/* Writes "f32[2,3]" ("NULL" for a NULL t) into buf of cap bytes, truncated
+ * and NUL-terminated; returns buf (untouched when buf is NULL or cap 0). */
 FC_API const char *fc_tensor_describe(const fc_tensor *t, char *buf, size_t cap);
 
 #ifdef __cplusplus
