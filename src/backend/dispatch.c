@@ -160,10 +160,13 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
  *    Haswell kernel; the MLP and GPT training steps took 0.56x and 0.66x
  *    the time. oneDNN's JIT kernels follow the CPU, OpenBLAS's core type
  *    may not.
- *  - AVX2 only: the two libraries' AVX2 kernels are close, oneDNN a little
- *    behind at n >= 1024 (0.91-1.06x and 0.83-1.00x of torch.mm, which is
- *    OpenBLAS, on Zen 3), and OpenBLAS also skips oneDNN's per-shape
- *    primitive creation.
+ *  - AVX2 only: the two libraries' AVX2 kernels are close. On Zen 3,
+ *    fc_matmul through oneDNN reached only 0.91-1.06x and 0.83-1.00x of
+ *    torch.mm (OpenBLAS underneath) at n = 1024 and 2048; on a Xeon
+ *    (Sapphire Rapids) capped to AVX2, alternating runs put the two within
+ *    their noise (n = 1024: oneDNN 97-134, OpenBLAS 121-133 GFLOP/s;
+ *    n = 2048: 147-151 against 131-161). OpenBLAS also skips oneDNN's
+ *    per-shape primitive creation, so it takes AVX2 hosts.
  * A level taken from core/cpu.h also follows FUCINA_ISA, which caps oneDNN
  * too (onednn_gemm.c), so a capped host chooses as a smaller CPU would. */
 const fc__matmul_provider *fc__backend_f32_inner(void) {
