@@ -435,7 +435,10 @@ static void run_square(const fc__matmul_provider *p, fc__backend_cache *cache, i
 static void test_gemm_onednn_cache(void **state) {
     (void)state;
     const fc__matmul_provider *p = fc__backend_get(FC_BACKEND_ONEDNN);
-    if (!p) skip();
+    if (!p) {
+        print_message("skipped: the oneDNN provider was not built\n");
+        skip();
+    }
     counting ca;
     counting_init(&ca);
     fc__backend_cache *cache = fc__backend_cache_new(&ca.a);
@@ -463,7 +466,10 @@ static void test_gemm_onednn_cache(void **state) {
 static void test_gemm_onednn_without_cache(void **state) {
     (void)state;
     const fc__matmul_provider *p = fc__backend_get(FC_BACKEND_ONEDNN);
-    if (!p) skip();
+    if (!p) {
+        print_message("skipped: the oneDNN provider was not built\n");
+        skip();
+    }
     run_square(p, NULL, 5, false);
     run_square(p, NULL, 5, true);
 }
