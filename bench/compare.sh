@@ -40,12 +40,8 @@ WORKLOADS=("$@")
 [ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train qmatvec)
 [ -d "$PEERS" ] || echo "compare.sh: no peers folder at $PEERS (PEERS_DIR); running fucina only" >&2
 # The widest level the CPU has, then FUCINA_ISA's cap on it.
-flags="$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)"
-has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
-LEVEL=portable
-has avx2 fma f16c && LEVEL=avx2
-has avx2 fma f16c avx512f avx512bw avx512vl avx512dq && LEVEL=avx512
-HOST_LEVEL=$LEVEL
+HOST_LEVEL="$(bash scripts/cpu_level.sh)"
+LEVEL=$HOST_LEVEL
 case "${FUCINA_ISA:-}" in
   portable) LEVEL=portable ;;
   avx2) [ "$LEVEL" = avx512 ] && LEVEL=avx2 ;;

@@ -15,14 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${FUCINA_BUILD_DIR:-build}"
 [ -f "$BUILD/CTestTestfile.cmake" ] || { echo "test_levels: no build at $BUILD (run scripts/test.sh)" >&2; exit 1; }
-flags="$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)"
-has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
-if ! has avx2 fma f16c; then
-  echo "test_levels: this CPU has no AVX2; scripts/test.sh already ran the portable level"
-  exit 0
-fi
-levels=(portable)
-has avx512f avx512bw avx512vl avx512dq && levels=(avx2 portable)
+case "$(bash scripts/cpu_level.sh)" in
+  avx512) levels=(avx2 portable) ;;
+  avx2) levels=(portable) ;;
+  *) echo "test_levels: this CPU has no AVX2; scripts/test.sh already ran the portable level"
+     exit 0 ;;
+esac
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 for lv in "${levels[@]}"; do
   case "$lv" in

@@ -132,15 +132,15 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
                  build_hints[id]);
         return FC_ERR_BACKEND;
     }
-    const char *needs = p->requirement ? p->requirement(dtype) : NULL;
-    if (!p->supports(dtype) && needs) {
-        snprintf(err, errcap,
-                 "matmul: backend '%s'%s cannot run %s on this CPU: %s, absent here or capped "
-                 "(level in use: %s); 'auto' runs it through f32",
-                 names[id], via, fc_dtype_name(dtype), needs, fc__isa_name(fc__isa_level()));
-        return FC_ERR_BACKEND;
-    }
     if (!p->supports(dtype)) {
+        const char *needs = p->requirement ? p->requirement(dtype) : NULL;
+        if (needs) {
+            snprintf(err, errcap,
+                     "matmul: backend '%s'%s cannot run %s on this CPU: %s, absent here or "
+                     "capped (level in use: %s); 'auto' runs it through f32",
+                     names[id], via, fc_dtype_name(dtype), needs, fc__isa_name(fc__isa_level()));
+            return FC_ERR_BACKEND;
+        }
         char list[64];
         supported_list(p, list, sizeof list);
         snprintf(err, errcap,

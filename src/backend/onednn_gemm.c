@@ -35,6 +35,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -90,20 +91,16 @@ static dnnl_status_t append_sum(dnnl_post_ops_t po) { return dnnl_post_ops_appen
 /* Caps oneDNN's dispatch at FUCINA_ISA's level before its first kernel is
  * generated (the call fails once kernels exist, which is harmless: then an
  * earlier call already capped it). oneDNN's own variables win. */
-static void cap_isa_once(void) {
-    static atomic_int state; /* 0 not yet, 1 being set, 2 done */
-    int expect = 0;
-    if (!atomic_compare_exchange_strong_explicit(&state, &expect, 1, memory_order_acquire,
-                                                 memory_order_acquire)) {
-        /* another thread is setting it: no engine may start before it is set */
-        while (atomic_load_explicit(&state, memory_order_acquire) != 2) {
-        }
-        return;
-    }
+static void cap_isa(void) {
     const fc__isa cap = fc__isa_env_cap();
     if (cap < FC__ISA_AVX512 && !getenv("ONEDNN_MAX_CPU_ISA") && !getenv("DNNL_MAX_CPU_ISA"))
         (void)dnnl_set_max_cpu_isa(cap == FC__ISA_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41);
-    atomic_store_explicit(&state, 2, memory_order_release);
+}
+
+/* Every engine is created after this returns, so none starts uncapped. */
+static void cap_isa_once(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    (void)pthread_once(&once, cap_isa);
 }
 
 /* ---- the cache ----------------------------------------------------------------------------- */
@@ -138,11 +135,18 @@ static fc_status dnnl_error(dnnl_status_t s, const char *what, const fc__gemm *g
     return s == dnnl_out_of_memory ? FC_ERR_OOM : FC_ERR_BACKEND;
 }
 
-static void entry_free(dnnl_entry *e, const fc_allocator *alloc) {
+/* Drops what build_entry made (all of it or part), leaving e a refusal. */
+static void entry_clear(dnnl_entry *e) {
     if (e->mem_a) dnnl_memory_destroy(e->mem_a);
     if (e->mem_b) dnnl_memory_destroy(e->mem_b);
     if (e->mem_c) dnnl_memory_destroy(e->mem_c);
     if (e->prim) dnnl_primitive_destroy(e->prim);
+    e->mem_a = e->mem_b = e->mem_c = NULL;
+    e->prim = NULL;
+}
+
+static void entry_free(dnnl_entry *e, const fc_allocator *alloc) {
+    entry_clear(e);
     fc__free(alloc, e, sizeof *e);
 }
 
@@ -308,18 +312,11 @@ static fc_status lookup(dnnl_state *st, const fc_allocator *alloc, const dnnl_ke
         e->key = *key;
         e->last_use = st->clock;
         dnnl_status_t s = build_entry(st, key, e);
-        if (s != dnnl_success) {
-            const bool refusal = s == dnnl_unimplemented || s == dnnl_invalid_arguments;
+        if (s == dnnl_unimplemented || s == dnnl_invalid_arguments) {
+            entry_clear(e); /* kept without a primitive: the refusal */
+        } else if (s != dnnl_success) {
             entry_free(e, alloc);
-            if (!refusal) return dnnl_error(s, "primitive creation", g, err, errcap);
-            e = fc__alloc(alloc, sizeof *e, _Alignof(dnnl_entry));
-            if (!e) {
-                snprintf(err, errcap, "gemm(onednn): out of memory for a cache entry");
-                return FC_ERR_OOM;
-            }
-            memset(e, 0, sizeof *e); /* prim == NULL: the refusal */
-            e->key = *key;
-            e->last_use = st->clock;
+            return dnnl_error(s, "primitive creation", g, err, errcap);
         }
         if (st->count == FC__DNNL_CACHE) {
             int victim = 0;

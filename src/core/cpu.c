@@ -4,11 +4,12 @@
  * __builtin_cpu_supports: compilers disagree on which names the builtin
  * accepts (clang 14 refuses "f16c" and the newer AVX-512 extensions), and a
  * feature is only usable when the OS saves its registers, which XCR0 says.
- * CPUID may trap to a hypervisor, so it runs once and the answers are
- * cached; every racing first caller computes and stores the same values. */
+ * CPUID may trap to a hypervisor, so it runs once (pthread_once) and the
+ * answers are cached; the levels read them with relaxed loads. */
 #include "core/cpu.h"
 #include "fucina/cpu.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,26 +96,19 @@ static void detect_x86(fc__cpu_info *c) {
 #endif
 
 static fc__cpu_info info;
-static atomic_int info_ready; /* 0 not yet, 1 filled (release/acquire) */
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
+
+static void detect(void) {
+    memset(&info, 0, sizeof info);
+    strcpy(info.name, "unknown");
+#ifdef CPU_X86
+    detect_x86(&info);
+#endif
+}
 
 const fc__cpu_info *fc__cpu(void) {
-    if (atomic_load_explicit(&info_ready, memory_order_acquire)) return &info;
-    /* Racing first callers each fill a local copy with the same values;
-     * the first to finish publishes it, the others find it published. */
-    fc__cpu_info c;
-    memset(&c, 0, sizeof c);
-    strcpy(c.name, "unknown");
-#ifdef CPU_X86
-    detect_x86(&c);
-#endif
-    static atomic_flag writing = ATOMIC_FLAG_INIT;
-    if (!atomic_flag_test_and_set_explicit(&writing, memory_order_acquire)) {
-        info = c;
-        atomic_store_explicit(&info_ready, 1, memory_order_release);
-        return &info;
-    }
-    while (!atomic_load_explicit(&info_ready, memory_order_acquire)) {
-    }
+    /* pthread_once cannot fail here: its routine never cancels the thread */
+    (void)pthread_once(&info_once, detect);
     return &info;
 }
 
@@ -131,8 +125,6 @@ enum { UNKNOWN = -1 };
 static atomic_int detected = UNKNOWN;
 static atomic_int env_cap = UNKNOWN;
 static atomic_int test_cap = FC__ISA_COUNT - 1;
-/* min of the three, recomputed when the test cap changes; UNKNOWN until first use */
-static atomic_int effective = UNKNOWN;
 
 fc__isa fc__isa_detected(void) {
     int v = atomic_load_explicit(&detected, memory_order_relaxed);
@@ -155,21 +147,12 @@ fc__isa fc__isa_env_cap(void) {
     return (fc__isa)v;
 }
 
-static int compute_effective(void) {
+fc__isa fc__isa_level(void) {
     int v = (int)fc__isa_detected();
     int e = (int)fc__isa_env_cap();
     int t = atomic_load_explicit(&test_cap, memory_order_relaxed);
     if (e < v) v = e;
     if (t < v) v = t;
-    return v;
-}
-
-fc__isa fc__isa_level(void) {
-    int v = atomic_load_explicit(&effective, memory_order_relaxed);
-    if (v == UNKNOWN) {
-        v = compute_effective();
-        atomic_store_explicit(&effective, v, memory_order_relaxed);
-    }
     return (fc__isa)v;
 }
 
@@ -179,9 +162,7 @@ bool fc__isa_enabled(fc__isa isa) {
 
 fc__isa fc__isa_set_cap(fc__isa cap) {
     if ((unsigned)cap >= FC__ISA_COUNT) cap = FC__ISA_COUNT - 1;
-    int prev = atomic_exchange_explicit(&test_cap, (int)cap, memory_order_relaxed);
-    atomic_store_explicit(&effective, compute_effective(), memory_order_relaxed);
-    return (fc__isa)prev;
+    return (fc__isa)atomic_exchange_explicit(&test_cap, (int)cap, memory_order_relaxed);
 }
 
 /* ---- public ---------------------------------------------------------------------------------- */

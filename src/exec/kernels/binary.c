@@ -266,7 +266,7 @@ static fc_tensor *binary(fc_ctx *ctx, const char *op, bin_kind k, fc_tensor *a, 
     }
     fc_tensor *out = fc__tensor_new(ctx, op, dt, shape, rank);
     if (!out) return NULL;
-    bin_arg arg = {k, dt, fc__rw_stream_binary_output(&out->raw)};
+    bin_arg arg = {k, dt, fc__rw_stream_output(&out->raw, FC__ISA_AVX2)};
     fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     out = fc__finish(ctx, op, out);
@@ -407,7 +407,7 @@ static fc_status write_binary(const char *op, bin_kind k, fc_tensor *dst, fc_ten
                         FC__SHAPE_STR(shape, rank, so), fc__desc(dst, sd, (int)sizeof sd));
     }
     fc__buffer_bump_generation(dst->raw.buf);
-    bin_arg arg = {k, dt, fc__rw_stream_binary_output(&dst->raw)};
+    bin_arg arg = {k, dt, fc__rw_stream_output(&dst->raw, FC__ISA_AVX2)};
     fc_raw *ops[3] = {&dst->raw, &a->raw, &b->raw};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
     return inplace_finish(op, dst);

@@ -472,31 +472,17 @@ STREAM_BINARY8(stream_div8, _mm256_div_ps, S_DIV)
 #undef S_MUL
 #undef S_DIV
 
-static bool stream_binary_avx2(char op, float *o, const float *a, const float *b, int64_t n) {
-    switch (op) {
-    case '+':
-        stream_add8(o, a, b, n);
-        break;
-    case '-':
-        stream_sub8(o, a, b, n);
-        break;
-    case '*':
-        stream_mul8(o, a, b, n);
-        break;
-    case '/':
-        stream_div8(o, a, b, n);
-        break;
-    default:
-        return false;
-    }
-    fc__rw_stream_fence();
-    return true;
-}
+static const fc__rw_stream_fn stream_binary_avx2[4] = {stream_add8, stream_sub8, stream_mul8,
+                                                       stream_div8};
 
 bool fc__rw_stream_binary(char op, float *o, const float *a, const float *b, int64_t n) {
-    if (fc__rw_avx512()) return fc__rw_stream_binary_avx512(op, o, a, b, n);
-    if (fc__rw_avx2()) return stream_binary_avx2(op, o, a, b, n);
-    return false;
+    static const char ops[4] = {'+', '-', '*', '/'}; /* the tables' order */
+    const char *at = op ? memchr(ops, op, sizeof ops) : NULL;
+    if (!at || !fc__rw_avx2()) return false;
+    const fc__rw_stream_fn *t = fc__rw_avx512() ? fc__rw_stream_binary_avx512 : stream_binary_avx2;
+    t[at - ops](o, a, b, n);
+    fc__rw_stream_fence();
+    return true;
 }
 #endif
 

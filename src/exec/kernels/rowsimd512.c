@@ -245,26 +245,8 @@ STREAM_BINARY(stream_sub, _mm512_sub_ps, S_SUB)
 STREAM_BINARY(stream_mul, _mm512_mul_ps, S_MUL)
 STREAM_BINARY(stream_div, _mm512_div_ps, S_DIV)
 
-bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float *b, int64_t n) {
-    switch (op) {
-    case '+':
-        stream_add(o, a, b, n);
-        break;
-    case '-':
-        stream_sub(o, a, b, n);
-        break;
-    case '*':
-        stream_mul(o, a, b, n);
-        break;
-    case '/':
-        stream_div(o, a, b, n);
-        break;
-    default:
-        return false;
-    }
-    fc__rw_stream_fence();
-    return true;
-}
+const fc__rw_stream_fn fc__rw_stream_binary_avx512[4] = {stream_add, stream_sub, stream_mul,
+                                                         stream_div};
 
 FC__RW_AVX512 void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w,
                                            int64_t n, float mu, float rs, double *sa, double *sb) {

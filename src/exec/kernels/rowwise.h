@@ -108,17 +108,13 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 #define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
 #define FC__RW_STREAM_ROW_MAX 4096
 
-/* Whether an f32 output this large should be streamed out on this CPU:
- * add, sub, mul, div's test (fc__rw_stream_binary). */
-static inline bool fc__rw_stream_binary_output(const fc_raw *out) {
+/* Whether an f32 output this large should be streamed out by kernels that
+ * stream at level `from` and up: add, sub, mul, div from AVX2
+ * (fc__rw_stream_binary), the row kernels from AVX-512, and those only for
+ * rows they write in place (inner == 1). */
+static inline bool fc__rw_stream_output(const fc_raw *out, fc__isa from) {
     return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
-           fc__rw_avx2();
-}
-/* The row kernels' test: their streamed paths are AVX-512 only, and they
- * stream only rows they write in place (inner == 1). */
-static inline bool fc__rw_stream_output(const fc_raw *out) {
-    return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
-           fc__rw_avx512();
+           fc__isa_enabled(from);
 }
 /* Whether rows of dim floats starting at y can be streamed. */
 static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
@@ -130,12 +126,14 @@ static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
  * it returns to the row driver. AVX-512 only (fc__rw_stream_output). */
 void fc__rw_stream_scaled_avx512(float *dst, const float *src, int64_t n, float s);
 void fc__rw_stream_fence(void);
-/* o = a op b over n contiguous floats (op one of + - * /), o streamed out
- * (any alignment: the unaligned head and the tail are plain stores), then
- * fenced. False, touching nothing, for another op. */
-bool fc__rw_stream_binary_avx512(char op, float *o, const float *a, const float *b, int64_t n);
-/* The same at the widest level in use: AVX-512, else AVX2 (256-bit
- * streams); false, touching nothing, below AVX2 or for another op. */
+/* o = a op b over n contiguous floats, o streamed out (any alignment: the
+ * unaligned head and the tail are plain stores), not fenced; one per op in
+ * the order + - * /. The AVX-512 set (rowsimd512.c); rowsimd.c has AVX2's. */
+typedef void (*fc__rw_stream_fn)(float *o, const float *a, const float *b, int64_t n);
+extern const fc__rw_stream_fn fc__rw_stream_binary_avx512[4];
+/* o = a op b (op one of + - * /) with the streamed kernel of the widest
+ * level in use, then fenced; false, touching nothing, below AVX2 or for
+ * another op. */
 bool fc__rw_stream_binary(char op, float *o, const float *a, const float *b, int64_t n);
 #endif
 

@@ -255,7 +255,7 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
                         .fn = softmax_bwd_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw, FC__ISA_AVX512);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
 }
@@ -293,7 +293,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
                         .fn = softmax_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX512);
     fc_status st = fc__rows_run(ctx, name, &job);
     fc_release(xc);
     if (st != FC_OK) {
