@@ -681,6 +681,38 @@ static void test_gemm_resolve_environment(void **state) {
     fc__backend_env_refresh();
 }
 
+/* The widening adapter sizes its f32 panels before it touches anything: sizes
+ * whose panels overflow size_t are FC_ERR_OVERFLOW, with no allocation. */
+static void test_gemm_widen_panels_overflow(void **state) {
+    (void)state;
+    if (!fc__provider_widen.supports(FC_BF16)) {
+        print_message("skipped: no f32 provider (OpenBLAS or oneDNN) to widen into\n");
+        skip();
+    }
+    uint16_t a[4] = {0}, b[4] = {0}, c[4] = {0};
+    counting ca;
+    counting_init(&ca);
+    const int64_t big = INT64_MAX / 4;
+    fc__gemm g = {.dtype = FC_BF16,
+                  .m = big,
+                  .n = 2,
+                  .k = big,
+                  .a = a,
+                  .lda = big,
+                  .b = b,
+                  .ldb = 2,
+                  .c = c,
+                  .ldc = 2,
+                  .batch = 1,
+                  .threads = 1,
+                  .alloc = &ca.a};
+    char err[256];
+    assert_int_equal(fc__gemm_run(&fc__provider_widen, &g, err, sizeof err), FC_ERR_OVERFLOW);
+    assert_non_null(strstr(err, "gemm(widen)"));
+    assert_non_null(strstr(err, "overflow"));
+    assert_int_equal(ca.allocs, 0);
+}
+
 static void test_gemm_validate_rejects_bad_input(void **state) {
     (void)state;
     float a[16], b[16], c[16];
@@ -743,6 +775,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_out_of_memory),
         cmocka_unit_test(test_gemm_resolve_rules),
         cmocka_unit_test(test_gemm_resolve_environment),
+        cmocka_unit_test(test_gemm_widen_panels_overflow),
         cmocka_unit_test(test_gemm_validate_rejects_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
