@@ -11,7 +11,10 @@
  * axis) is always summed by one thread in row order. */
 #include <string.h>
 
+#include "exec/kernels/copy.h"
 #include "ag/tape.h"
+#include "exec/iter.h"
+#include "exec/parallel.h"
 
 /* Work per thread below which a second thread costs more than it saves. */
 #define ACC_GRAIN 32768
@@ -191,7 +194,7 @@ static bool takeable(const fc_tensor *r, fc_dtype gdt) {
  * value seen at every position (a sum's gradient, expanded with stride 0)
  * is written by a fill, with no strided walk. */
 static fc_tensor *own_copy(fc_ctx *ctx, fc_tensor *r) {
-    if (!fc__single_value(&r->raw)) return fc_clone(ctx, r);
+    if (!fc__single_value(&r->raw)) return fc__copy_clone(ctx, "backward", r);
     fc_tensor *c = fc__tensor_new(ctx, "backward", r->raw.dtype, r->raw.shape, r->raw.rank);
     if (c) fill_value(c, fc__raw_base(&r->raw));
     return c;
@@ -204,12 +207,12 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     if (!*target) {
         fc_tensor *c = takeable(r, gdt)      ? r
                        : r->raw.dtype == gdt ? own_copy(ctx, r)
-                                             : fc_to(ctx, r, gdt);
+                                             : fc__copy_cast(ctx, "backward", r, gdt);
         if (!c) return fc_ctx_status(ctx);
         *target = fc_retain(c);
         return FC_OK;
     }
-    fc_tensor *c = r->raw.dtype == gdt ? r : fc_to(ctx, r, gdt);
+    fc_tensor *c = r->raw.dtype == gdt ? r : fc__copy_cast(ctx, "backward", r, gdt);
     if (!c) return fc_ctx_status(ctx);
     fc__buffer_bump_generation((*target)->raw.buf);
     acc_raw(ctx, &(*target)->raw, &c->raw);
@@ -272,7 +275,7 @@ fc_status fc__ag_region_check(fc_ctx *ctx, const fc_node *node, int k, const fc_
 
 fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                             const int64_t *shape, int rank, const fc__ag_region *reg) {
-    fc_tensor *c = g->raw.dtype == gdt ? g : fc_to(ctx, g, gdt);
+    fc_tensor *c = g->raw.dtype == gdt ? g : fc__copy_cast(ctx, "backward", g, gdt);
     if (!c) return fc_ctx_status(ctx);
     fc_tensor *dst = *target;
     bool fresh = !dst;

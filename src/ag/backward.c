@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/kernels/copy.h"
 #include "ag/tape.h"
 
 
@@ -276,7 +277,7 @@ fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int
     int64_t n = fc__raw_numel(&t->raw);
     for (int64_t i = 0; i < n; i++) p[i] = (float)(p[i] * std);
     if (dtype != FC_F32) {
-        fc_tensor *c = fc_to(ctx, t, dtype);
+        fc_tensor *c = fc__copy_cast(ctx, "fc_param_randn", t, dtype);
         fc_release(t);
         t = c;
     }

@@ -16,6 +16,7 @@
  *   cumsum     dx = reverse cumsum of g */
 #include <math.h>
 
+#include "exec/iter.h"
 #include "ag/tape.h"
 #include "exec/kernels/reduce.h"
 #include "exec/kernels/rowwise.h"

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "exec/kernels/copy.h"
 #include "ag/tape.h"
 
 /* L = sum(y * w) in f64 (y any layout/dtype) */
@@ -91,7 +92,7 @@ fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *c
     }
     fc_tensor *const *in = inputs;
     fc_zero_grad(in, n);
-    fc_tensor *wg = y->raw.dtype == FC_F64 ? fc_retain(wt) : fc_to(ctx, wt, FC_F32);
+    fc_tensor *wg = y->raw.dtype == FC_F64 ? fc_retain(wt) : fc__copy_cast(ctx, "fc_gradcheck", wt, FC_F32);
     st = wg ? fc_backward_with(ctx, y, wg, false) : fc_ctx_status(ctx);
     fc_release(wg);
     if (st != FC_OK) goto done;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "exec/parallel.h"
 #include "ag/tape.h"
 #include "core/cpu.h"
 #include "fucina/optim.h"

@@ -25,7 +25,7 @@
 #ifndef FUCINA_AG_TAPE_H
 #define FUCINA_AG_TAPE_H
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina/autograd.h"
 
 #define FC__AG_MAX_IN 4

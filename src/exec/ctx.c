@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "exec/pool.h"
 
 /* ---- counting allocator ---------------------------------------------------- */

@@ -7,7 +7,9 @@
  * one division and then only increments. */
 #include <string.h>
 
-#include "exec/internal.h"
+#include "exec/iter.h"
+#include "exec/parallel.h"
+#include "exec/tensor.h"
 
 void fc__bcast_strides(const fc_raw *t, const int64_t *shape, int rank, int64_t *out) {
     int64_t es = (int64_t)fc_dtype_size(t->dtype);

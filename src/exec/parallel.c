@@ -2,7 +2,7 @@
  * kernels get a [begin, end) slice and never create threads. Reductions
  * use fixed-size chunks so their partial sums, combined in index order, are
  * the same bits for any thread count and any schedule. */
-#include "exec/internal.h"
+#include "exec/parallel.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>

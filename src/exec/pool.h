@@ -4,7 +4,7 @@
 #ifndef FUCINA_EXEC_POOL_H
 #define FUCINA_EXEC_POOL_H
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 
 fc_status fc__pool_init(fc__pool *pool, bool enabled);
 void fc__pool_destroy(fc__pool *pool);

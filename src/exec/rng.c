@@ -4,7 +4,8 @@
  * schedule, and a checkpoint restores the stream with two integers. */
 #include <math.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
+#include "exec/parallel.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "exec/pool.h"
 
 /* ---- handle lifetime ------------------------------------------------------------ */

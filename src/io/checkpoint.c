@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ag/tape.h"
+#include "exec/kernels/copy.h"
 #include "fucina/checkpoint.h"
 #include "fucina/io.h"
 #include "io/io.h"
@@ -211,7 +211,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     for (int64_t i = 0; i < nt && st == FC_OK; i++) {
         /* a new reference (ts[i] itself, retained, when already contiguous:
          * no scope records that one), released at `out` */
-        fc_tensor *c = fc_contiguous(ctx, ts[i]);
+        fc_tensor *c = fc__copy_contiguous(ctx, fn, ts[i]);
         if (!c) {
             st = fc_ctx_status(ctx);
             break;

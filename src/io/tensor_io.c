@@ -17,7 +17,8 @@
  * itself when it already is) and hands the bytes to the format writer. */
 #include <string.h>
 
-#include "exec/internal.h"
+#include "exec/kernels/copy.h"
+#include "exec/tensor.h"
 #include "io/io.h"
 
 /* Largest power of two dividing the element (or block) size, at most 8. */
@@ -134,7 +135,7 @@ static fc_status save_set_make(fc_ctx *ctx, const char *op, const char *const *n
     for (int64_t i = 0; i < n; i++) {
         if (!tensors[i])
             return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: tensor %lld is NULL", op, (long long)i);
-        fc_tensor *c = fc_contiguous(ctx, tensors[i]);
+        fc_tensor *c = fc__copy_contiguous(ctx, op, tensors[i]);
         if (!c) return fc_ctx_status(ctx);
         s->contig[i] = c;
         fc_io_tensor *d = &s->desc[i];

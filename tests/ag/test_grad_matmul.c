@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina.h"
 #include "gemm_ref.h"
 

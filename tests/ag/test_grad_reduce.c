@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fc_test_data.h"
 #include "fucina/autograd.h"
 #include "fucina/ops.h"

@@ -27,7 +27,7 @@
 #include "backend/backend.h"
 #include "core/cpu.h"
 #include "counting_alloc.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina.h"
 #include "gemm_ref.h"
 

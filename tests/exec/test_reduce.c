@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fc_test_data.h"
 #include "fct_f64.h"
 #include "fucina/ops.h"

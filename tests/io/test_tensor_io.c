@@ -7,7 +7,7 @@
 #include "io_testutil.h"
 
 #include "counting_alloc.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina.h"
 
 #define ST_REF FUCINA_TEST_DATA_DIR "/io/st_reference.safetensors"

@@ -33,7 +33,7 @@
 
 #include "core/raw.h"
 #include "counting_alloc.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "rel_models.h"
 
 #define NTHREADS 4

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fc_test_data.h"
 
 const char *const fct_layout_names[FCT_LAYOUT_COUNT] = {"contiguous", "transposed", "strided"};

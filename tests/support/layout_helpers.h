@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina.h"
 
 enum { LH_CONTIG, LH_TRANSPOSED, LH_NARROWED, LH_BROADCAST, LH_LAYOUTS };

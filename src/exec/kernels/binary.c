@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdatomic.h>
 
+#include "fucina.h"
 #include "ag/grad_pointwise.h"
 #include "exec/kernels/pointwise.h"
 #include "exec/kernels/rowwise.h"

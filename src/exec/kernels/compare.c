@@ -18,8 +18,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "fucina.h"
 #include "ag/grad_pointwise.h"
 #include "exec/kernels/pointwise.h"
+#include "exec/parallel.h"
 
 typedef enum cmp_kind { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE } cmp_kind;
 

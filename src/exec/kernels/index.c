@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exec/parallel.h"
+#include "fucina.h"
 #include "exec/kernels/shape_ops.h"
 #include "fucina/quant.h"
 

@@ -17,6 +17,8 @@
  * base's shape); pad fills a fresh tensor and copies x into its interior. */
 #include <string.h>
 
+#include "exec/parallel.h"
+#include "fucina.h"
 #include "exec/kernels/shape_ops.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
  * the base's elements (src/ag/grad_layout.c, same order as this file). */
 #include <string.h>
 
+#include "fucina.h"
 #include "exec/kernels/shape_ops.h"
 
 /* ---- shared helpers ------------------------------------------------------------------------- */

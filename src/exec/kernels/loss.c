@@ -14,6 +14,8 @@
  *
  * mse_loss: (a - b)^2 over the broadcast shape, then mean/sum through the
  * reduction engine (fixed chunks); backward 2 * scale * g * (a - b). */
+#include "exec/iter.h"
+#include "fucina.h"
 #include "ag/tape.h"
 #include "core/convert.h"
 #include "exec/kernels/reduce.h"
@@ -243,7 +245,7 @@ static fc_status ce_check(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets, co
 /* Targets as a new i64 tensor [n], each checked against [0, classes). */
 static fc_tensor *ce_targets(fc_ctx *ctx, fc_tensor *targets, int64_t n, int64_t classes,
                              const fc_ce_opts *o) {
-    fc_tensor *tc = fc__rw_contiguous(ctx, targets);
+    fc_tensor *tc = fc__copy_contiguous_ref(ctx, "fc_contiguous", targets);
     fc_tensor *t = tc ? fc__tensor_new(ctx, "cross_entropy", FC_I64, &n, 1) : NULL;
     if (!t) {
         fc_release(tc);
@@ -278,7 +280,7 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
     fc_dtype dt = logits->raw.dtype, ct = fc__rw_float_ct(dt);
     int64_t dim = logits->raw.shape[logits->raw.rank - 1], n = fc__raw_numel(&logits->raw) / dim;
     fc_tensor *tg = ce_targets(ctx, targets, n, dim, &o);
-    fc_tensor *xc = tg ? fc__rw_contiguous(ctx, logits) : NULL;
+    fc_tensor *xc = tg ? fc__copy_contiguous_ref(ctx, "fc_contiguous", logits) : NULL;
     fc_tensor *lse = xc ? fc__tensor_new(ctx, "cross_entropy", ct, &n, 1) : NULL;
     fc_buffer *lb = lse ? fc__ctx_buffer(ctx, (size_t)n * sizeof(double)) : NULL;
     fc_tensor *out = NULL;
@@ -391,7 +393,7 @@ fc_tensor *fc__mse_backward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_tensor *
 }
 
 /* a, b as the compute dtype (new references). */
-static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) { return fc__rw_to(ctx, t, ct); }
+static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) { return fc__copy_cast(ctx, "fc_to", t, ct); }
 
 fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction) {
     FC__CHECK_CTX(ctx);
@@ -430,7 +432,7 @@ fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction red
         fc__iter_init(&it, shape, rank, 3, ops);
         fc__iter_run(ctx, &it, mse_inner, &arg);
         if (reduction == FC_REDUCE_NONE) {
-            out = fc__rw_to(ctx, sq, dt);
+            out = fc__copy_cast(ctx, "fc_to", sq, dt);
         } else {
             bool mask[FC_MAX_RANK];
             for (int i = 0; i < rank; i++)
@@ -440,7 +442,7 @@ fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction red
             fc_tensor *r = fc__tensor_new(ctx, "mse_loss", ct, &one, 1);
             if (r &&
                 fc__red_run(ctx, "mse_loss", FC__RED_SUM, &sq->raw, mask, &prm, &r->raw) == FC_OK)
-                out = fc__rw_to(ctx, r, dt);
+                out = fc__copy_cast(ctx, "fc_to", r, dt);
             fc_release(r);
         }
     }

@@ -17,6 +17,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "exec/parallel.h"
+#include "fucina.h"
 #include "core/convert.h"
 #include "exec/kernels/shape_ops.h"
 

@@ -26,10 +26,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fucina.h"
 #include "ag/grad_matmul.h"
 #include "ag/tape.h"
 #include "backend/backend.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
+#include "exec/parallel.h"
 
 static bool is_float(fc_dtype dt) {
     return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;

@@ -19,6 +19,7 @@
  * groups are added in order: the bits do not depend on the thread count.
  * Large f32 outputs (y, dx) are staged a row at a time in L1 and streamed
  * out (rowwise.h, streaming stores). */
+#include "fucina.h"
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
@@ -315,8 +316,8 @@ static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, in
 /* p as a contiguous tensor of compute values (a new reference; p itself,
  * retained, when it already is one). NULL with the error recorded. */
 static fc_tensor *param_ct(fc_ctx *ctx, fc_tensor *p, fc_dtype ct) {
-    fc_tensor *c = fc__rw_contiguous(ctx, p);
-    fc_tensor *v = c ? fc__rw_to(ctx, c, ct) : NULL;
+    fc_tensor *c = fc__copy_contiguous_ref(ctx, "fc_contiguous", p);
+    fc_tensor *v = c ? fc__copy_cast(ctx, "fc_to", c, ct) : NULL;
     fc_release(c);
     return v;
 }
@@ -490,7 +491,7 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
     fc_dtype ct = fc__rw_float_ct(dt);
     int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
     bool rec = fc__ag_wants(ctx, 3, (fc_tensor *[]){x, w, b});
-    fc_tensor *xc = fc__rw_contiguous(ctx, x);
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
     fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
     fc_tensor *mean = rec && !rms ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
     fc_tensor *rstd = rec ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exec/parallel.h"
 #include "core/convert.h"
 #include "exec/kernels/pointwise.h"
 

@@ -12,7 +12,8 @@
 #ifndef FUCINA_EXEC_KERNELS_POINTWISE_H
 #define FUCINA_EXEC_KERNELS_POINTWISE_H
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
+#include "exec/iter.h"
 
 /* Marks a loop whose iterations are independent: each reads and writes
  * index i only, which still holds when the output is exactly an input (the

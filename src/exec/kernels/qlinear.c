@@ -11,7 +11,7 @@
 
 #include "ag/tape.h"
 #include "backend/qmatmul.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 #include "fucina/matmul.h"
 
 fc_tensor *fc__linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);

@@ -14,7 +14,7 @@
 #ifndef FUCINA_EXEC_KERNELS_REDUCE_H
 #define FUCINA_EXEC_KERNELS_REDUCE_H
 
-#include "exec/internal.h"
+#include "exec/tensor.h"
 
 typedef enum fc__red_op {
     FC__RED_SUM,

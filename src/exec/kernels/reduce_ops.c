@@ -5,6 +5,7 @@
  * Output dtypes: sum/prod/max/min give f32 for f16, bf16 and f32, f64 for
  * f64 and i64 for integers and bool; mean/var/std/logsumexp take floats
  * only and give f32 or f64; argmax/argmin give i64; all/any give bool. */
+#include "fucina.h"
 #include "ag/tape.h"
 #include "exec/kernels/reduce.h"
 #include "fucina/ops.h"

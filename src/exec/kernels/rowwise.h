@@ -26,8 +26,9 @@
 #include <string.h>
 
 #include "core/cpu.h"
-#include "exec/internal.h"
-#include "fucina/autograd.h"
+#include "exec/tensor.h"
+#include "exec/kernels/copy.h"
+#include "exec/parallel.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FC__RW_X86 1
@@ -162,30 +163,6 @@ int64_t fc__rows_default_groups(int64_t rows, int64_t dim);
 /* Runs job over every row; FC_ERR_OOM (recorded, naming op) when the
  * scratch tiles cannot be allocated. */
 fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job);
-
-/* The status after a call that returned NULL: the recorded error (which
- * that call recorded unless an earlier one was kept), never FC_OK. */
-static inline fc_status fc__failed(const fc_ctx *ctx) {
-    fc_status st = fc_ctx_status(ctx);
-    return st != FC_OK ? st : FC_ERR_STATE;
-}
-
-/* fc_contiguous / fc_to for a kernel's own use: outside the graph (the op
- * records its own node for the original input). New references (t itself,
- * retained, when it already is contiguous: the caller releases either). */
-static inline fc_tensor *fc__rw_contiguous(fc_ctx *ctx, fc_tensor *t) {
-    if (fc__raw_is_contiguous(&t->raw)) return fc_retain(t);
-    fc_no_grad_begin(ctx);
-    fc_tensor *c = fc_contiguous(ctx, t);
-    fc_no_grad_end(ctx);
-    return c;
-}
-static inline fc_tensor *fc__rw_to(fc_ctx *ctx, fc_tensor *t, fc_dtype dtype) {
-    fc_no_grad_begin(ctx);
-    fc_tensor *c = fc_to(ctx, t, dtype);
-    fc_no_grad_end(ctx);
-    return c;
-}
 
 /* Compute dtype of the row kernels for a float storage dtype. */
 static inline fc_dtype fc__rw_float_ct(fc_dtype dt) { return dt == FC_F64 ? FC_F64 : FC_F32; }

@@ -6,6 +6,7 @@
  * accumulate in double and every prefix is rounded once to the f32 result;
  * f64 in f64; integers and bool in wrapping 64-bit integers (i64 result).
  * The reverse scan (suffix sums) is cumsum's backward. */
+#include "fucina.h"
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
@@ -49,7 +50,7 @@ static void scan_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
 fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse) {
     fc_dtype dt = x->raw.dtype;
     fc_dtype ct = fc_dtype_is_float(dt) ? fc__rw_float_ct(dt) : FC_I64;
-    fc_tensor *xc = fc__rw_contiguous(ctx, x);
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
     if (!xc) return NULL;
     fc_tensor *out = fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank);
     if (!out) {

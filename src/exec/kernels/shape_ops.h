@@ -13,7 +13,7 @@
 #define FUCINA_EXEC_KERNELS_SHAPE_OPS_H
 
 #include "ag/tape.h"
-#include "exec/internal.h"
+#include "exec/tensor.h"
 
 /* ---- argument helpers (layout.c) ------------------------------------------------------------ */
 

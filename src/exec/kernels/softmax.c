@@ -15,6 +15,7 @@
  * A row with a NaN gives NaN everywhere; a row of -inf gives NaN (as in
  * PyTorch). Large f32 softmax outputs (y, dx) are streamed around the cache
  * (rowwise.h, streaming stores). */
+#include "fucina.h"
 #include "ag/tape.h"
 #include "exec/kernels/rowwise.h"
 #include "fucina/ops.h"
@@ -278,7 +279,7 @@ static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int 
                  fc__desc(x, d, (int)sizeof d));
         return NULL;
     }
-    fc_tensor *xc = fc__rw_contiguous(ctx, x);
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
     if (!xc) return NULL;
     fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
     if (!y) {

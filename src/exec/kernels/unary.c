@@ -8,6 +8,7 @@
  * goes straight to the math kernel; f16, bf16 and strided runs go through
  * stack chunks. neg, abs, sign and square also take signed integers, with
  * wrapping (abs and neg of INT_MIN give INT_MIN). */
+#include "fucina.h"
 #include "ag/grad_pointwise.h"
 #include "exec/kernels/pointwise.h"
 #include "fucina/ops.h"
