@@ -91,8 +91,9 @@ FC_API fc_status fc_fill_(fc_tensor *dst, double value);
 /* ---- comparison and logic (result dtype bool, never recorded by autograd) ------------
  * Comparisons need one dtype on both sides: any scalar dtype but the f8
  * storage formats (FC_ERR_DTYPE otherwise, as for mixed dtypes); shapes
- * broadcast. IEEE semantics: every comparison with NaN is false except ne,
- * and -0.0 == 0.0. */
+ * broadcast (FC_ERR_SHAPE_MISMATCH otherwise); a NULL input is
+ * FC_ERR_NULL_ARG. IEEE semantics: every comparison with NaN is false
+ * except ne, and -0.0 == 0.0. */
 FC_API fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_ne(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_lt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
@@ -106,26 +107,30 @@ FC_API fc_tensor *fc_eq_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_lt_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 FC_API fc_tensor *fc_gt_scalar(fc_ctx *ctx, fc_tensor *a, double s);
 /* Operands of any non-block dtype (they may differ), read with fc_is_truthy
- * (-0.0 false, NaN true); shapes broadcast. */
+ * (-0.0 false, NaN true); shapes broadcast. FC_ERR_DTYPE for a block
+ * dtype, FC_ERR_SHAPE_MISMATCH, FC_ERR_NULL_ARG. */
 FC_API fc_tensor *fc_logical_and(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_logical_or(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 FC_API fc_tensor *fc_logical_not(fc_ctx *ctx, fc_tensor *a);
 /* cond ? a : b. cond of any non-block dtype (truthiness); a and b of one
  * scalar dtype (any, f8 and bool included: elements are copied bit-exactly),
  * which is the result's; all three broadcast ("where: shapes [2,3], [4] and
- * [3] do not broadcast"). Gradient: g to a where cond holds, to b elsewhere,
- * zero to cond. */
+ * [3] do not broadcast": FC_ERR_SHAPE_MISMATCH). FC_ERR_DTYPE when a and b
+ * differ in dtype or cond is block-quantized. Gradient: g to a where cond
+ * holds, to b elsewhere, zero to cond. */
 FC_API fc_tensor *fc_where(fc_ctx *ctx, fc_tensor *cond, fc_tensor *a, fc_tensor *b);
 /* x (any scalar dtype) with value (converted to x's dtype) wherever mask
  * (any non-block dtype, truthiness) holds; mask must broadcast to x's shape
- * (FC_ERR_SHAPE_MISMATCH). Gradient: g where the mask is false, 0 where it
- * filled, zero to the mask. */
+ * (FC_ERR_SHAPE_MISMATCH); FC_ERR_DTYPE for a block-quantized x or mask.
+ * Gradient: g where the mask is false, 0 where it filled, zero to the
+ * mask. */
 FC_API fc_tensor *fc_masked_fill(fc_ctx *ctx, fc_tensor *x, fc_tensor *mask, double value);
 
 /* ---- unary (float dtypes; neg/abs/sign/square also on signed integers) ------------
  * Same shape and dtype as x; f16/bf16/f32 compute in f32 and f64 in f64.
  * Integers wrap (neg and abs of INT_MIN give INT_MIN). Other dtypes are
- * FC_ERR_DTYPE. NaN propagates through every op. */
+ * FC_ERR_DTYPE (naming the op and the dtype); a NULL x is FC_ERR_NULL_ARG.
+ * NaN propagates through every op. */
 FC_API fc_tensor *fc_neg(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x);  /* abs'(0) = 0 */
 /* -1, 0 or 1 (a zero keeps its sign, NaN stays NaN); gradient 0. */
@@ -185,7 +190,8 @@ FC_API fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes,
 FC_API fc_tensor *fc_max(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 FC_API fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 /* Index (i64) of the first max/min along one axis; the first NaN when the
- * row has one (as PyTorch). Floats, integers, bool. Not differentiable. */
+ * row has one (as PyTorch). Floats, integers, bool (FC_ERR_DTYPE for f8 and
+ * blocks); FC_ERR_AXIS for an axis out of range. Not differentiable. */
 FC_API fc_tensor *fc_argmax(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
 FC_API fc_tensor *fc_argmin(fc_ctx *ctx, fc_tensor *x, int axis, bool keepdim);
 /* Variance / standard deviation: sum((x - mean)^2) / max(0, n - correction)
@@ -205,14 +211,16 @@ FC_API fc_tensor *fc_all(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, 
 FC_API fc_tensor *fc_any(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 /* Inclusive prefix sum along axis: f32 for f16/bf16/f32 (the running sum is
  * a double, each prefix rounded once), f64 for f64, i64 (wrapping) for
- * integers and bool. Gradient: the reverse cumulative sum of g. */
+ * integers and bool; FC_ERR_AXIS for an axis out of range, FC_ERR_DTYPE for
+ * f8 and block dtypes. Gradient: the reverse cumulative sum of g. */
 FC_API fc_tensor *fc_cumsum(fc_ctx *ctx, fc_tensor *x, int axis);
 
 /* ---- softmax, normalisation, losses ---------------------------------------------------
  * Float dtypes only; the result has the input's dtype (f16/bf16 compute in
  * f32). Backward rules are fused kernels. */
-/* softmax / log_softmax along any axis (negative allowed; FC_ERR_AXIS).
- * A row containing NaN, or only -inf, gives NaN (as PyTorch). */
+/* softmax / log_softmax along any axis (negative allowed; FC_ERR_AXIS when
+ * out of range; FC_ERR_DTYPE for a non-float x). A row containing NaN, or
+ * only -inf, gives NaN (as PyTorch). */
 FC_API fc_tensor *fc_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
 FC_API fc_tensor *fc_log_softmax(fc_ctx *ctx, fc_tensor *x, int axis);
 /* Normalises over the last axis: (x - mean) / sqrt(var + eps) * weight +
@@ -323,23 +331,46 @@ FC_API fc_status fc_split(fc_ctx *ctx, fc_tensor *x, int axis, const int64_t *si
 FC_API fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double value);
 
 /* ---- indexing ------------------------------------------------------------------------------ */
-/* Rows of x along axis picked by an integer index tensor (any rank; the
- * result replaces that axis by the index's shape). FC_ERR_INDEX names the
- * bad index. Block-quantized x is dequantized row by row to f32. */
+/* Indexing. An index tensor has an integer dtype (u8, u16, i8, i16, i32,
+ * i64; FC_ERR_DTYPE otherwise) and values in [0, dim) of the axis it
+ * indexes: FC_ERR_INDEX names the first bad value, its position and the
+ * bound (negative indices are not allowed). An axis out of range is
+ * FC_ERR_AXIS; a NULL input FC_ERR_NULL_ARG. Gradients flow to x (and to
+ * src for scatter_add), never to an index. */
+/* Rows of x along axis picked by an index of any rank: the result replaces
+ * that axis by the index's shape (FC_ERR_RANK when that passes
+ * FC_MAX_DIMS). Block-quantized x is dequantized row by row to f32 (it must
+ * be contiguous: FC_ERR_UNSUPPORTED_VIEW). */
 FC_API fc_tensor *fc_index_select(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index);
-/* table [V, D], ids any shape -> [..., D] (index_select on axis 0). */
+/* table [V, D], ids any shape -> [..., D] (index_select on axis 0);
+ * FC_ERR_RANK for a table that is not rank 2. */
 FC_API fc_tensor *fc_embedding(fc_ctx *ctx, fc_tensor *table, fc_tensor *ids);
-/* out[i][j] = x[i][index[i][j]] along axis (index has x's rank). */
+/* out[i][j] = x[i][index[i][j]] along axis. index has x's rank
+ * (FC_ERR_RANK) and no dim off the axis larger than x's
+ * (FC_ERR_SHAPE_MISMATCH); the result has the index's shape.
+ * FC_ERR_DTYPE for block-quantized x. */
 FC_API fc_tensor *fc_gather(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index);
-/* x with src added at index along axis (a copy of x, not in place). */
+/* x with src added at index along axis (a copy of x, not in place): the
+ * index fits x and src as for fc_gather; x and src share one float or
+ * integer dtype (FC_ERR_DTYPE). Repeated indices add up. */
 FC_API fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index,
                                  fc_tensor *src);
+/* index's shape plus a last axis of num_classes (>= 1, FC_ERR_INVALID_ARG;
+ * values in [0, num_classes), FC_ERR_INDEX), ones and zeros in dtype (any
+ * scalar dtype, FC_ERR_DTYPE otherwise); FC_ERR_RANK when index already has
+ * FC_MAX_DIMS axes. Not differentiable. */
 FC_API fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype);
-/* Upper/lower triangle of the last two axes (diagonal offset k). */
+/* Upper/lower triangle of the last two axes (diagonal offset k; any k),
+ * zeros elsewhere. x needs at least two axes (FC_ERR_RANK) and a scalar
+ * dtype (FC_ERR_DTYPE for blocks). Gradient: g masked the same way. */
 FC_API fc_tensor *fc_triu(fc_ctx *ctx, fc_tensor *x, int64_t k);
 FC_API fc_tensor *fc_tril(fc_ctx *ctx, fc_tensor *x, int64_t k);
 /* Zeroes each element with probability p and scales the rest by 1/(1-p)
- * (identity when !training or p == 0), from the context RNG. */
+ * (identity when !training or p == 0), from the context RNG: the mask
+ * depends on the seed, the stream position and the shape, never on the
+ * thread count. Float
+ * dtypes only (FC_ERR_DTYPE); p outside [0, 1) is FC_ERR_INVALID_ARG.
+ * Gradient: g through the same mask and scale. */
 FC_API fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training);
 
 #ifdef __cplusplus
