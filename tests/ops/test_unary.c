@@ -1,5 +1,5 @@
-/* test_unary.c - the unary family (src/exec/kernels/unary.c and
- * unary_math.c): every op in every float dtype and layout against a double
+/* test_unary.c - the unary family (src/ops/unary.c over
+ * src/exec/kernels/unary.c and unary_math.c): every op in every float dtype and layout against a double
  * reference written here, the special values (NaN, signed zeros, infinities,
  * the saturating tails of sigmoid/silu/softplus), the signed-integer forms
  * with wrapping, and the refusals.
