@@ -47,7 +47,9 @@ static const struct {
 };
 _Static_assert(sizeof info / sizeof info[0] == FC__UN_COUNT, "one info row per unary kind");
 
-/* The node: the kind, its two parameters, and at most one saved value. */
+/* The node: one input, the kind, its two parameters, and at most one
+ * saved value. */
+enum { UNARY_IN_X };
 enum { UNARY_I_KIND };
 enum { UNARY_F_P0, UNARY_F_P1 };
 enum { UNARY_SAVED_V };
@@ -64,7 +66,7 @@ static fc_status unary_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_
         fc__tensor_new(ctx, info[k].name, gout->raw.dtype, gout->raw.shape, gout->raw.rank);
     if (!out) return fc_ctx_status(ctx);
     fc__unary_grad_run(ctx, k, p, &out->raw, &gout->raw, &v->raw);
-    gin[0] = out;
+    gin[UNARY_IN_X] = out;
     return fc_ctx_status(ctx);
 }
 

@@ -689,7 +689,7 @@ static void test_binary_inplace_refusals(void **state) {
     fc_scope_end(ctx);
 }
 
-/* ---- ties ---------------------------------------------------------------------------------- */
+/* ---- gradients: ties of maximum/minimum split the gradient 0.5 / 0.5 (PyTorch's rule) --- */
 
 static void test_binary_grad_minmax_ties_split(void **state) {
     fc_ctx *ctx = *state;
