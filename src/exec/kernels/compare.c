@@ -1,54 +1,44 @@
-/* compare.c - comparisons, logic and selection: eq/ne/lt/le/gt/ge (tensor
- * and scalar forms), logical and/or/not, where and masked_fill. The two
- * selections are differentiable (grad_compare.c); the rest make bool masks
- * and record nothing.
+/* compare.c - the comparison, logic and selection kernels (compare.h):
+ * eq/ne/lt/le/gt/ge against a tensor or an exact scalar, logical
+ * and/or/not, where and masked_fill (with its attention-mask fast path).
+ * The ops over them are in src/ops/compare.c.
  *
  *   a [..A], b [..B] -> bool [broadcast(A, B)]
  *   cond [..C], a [..A], b [..B] -> where [broadcast(C, A, B)], a's dtype
  *   x [..X], mask [..M broadcasting to X] -> masked_fill [..X], x's dtype
  *
- * Comparisons need one dtype on both sides (any scalar dtype but the f8
- * storage formats; f16/bf16 compare exactly through f32) and follow IEEE:
- * every comparison with NaN is false except ne. The scalar forms compare
- * the exact values: the scalar is NOT rounded to the tensor's dtype first
- * (i32 2 < 2.5 is true; an i64 beyond 2^53 still compares exactly).
- * Logic and conditions read any non-block dtype by truthiness (value != 0;
- * -0.0 false, NaN true), so operand dtypes may differ there. where and
- * masked_fill move elements by size, so they take every scalar dtype. */
+ * Dtypes and semantics: see compare.h. */
 #include <math.h>
 #include <string.h>
 
-#include "fucina.h"
-#include "ag/grad_pointwise.h"
+#include "exec/kernels/compare.h"
 #include "exec/kernels/pointwise.h"
 #include "exec/parallel.h"
-
-typedef enum cmp_kind { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE } cmp_kind;
 
 /* ---- tensor-tensor comparison ------------------------------------------------------ */
 
 #define CMP_FN(NAME, T)                                                                            \
-    static void NAME(cmp_kind k, char **p, const int64_t *s, int64_t n) {                          \
+    static void NAME(fc__compare_kind k, char **p, const int64_t *s, int64_t n) {                  \
         uint8_t *o = (uint8_t *)p[0];                                                              \
         const T *a = (const T *)p[1], *b = (const T *)p[2];                                        \
         int64_t so = s[0], sa = s[1] / (int64_t)sizeof(T), sb = s[2] / (int64_t)sizeof(T);         \
         switch (k) {                                                                               \
-        case CMP_EQ:                                                                               \
+        case FC__CMP_EQ:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x == y);                                 \
             break;                                                                                 \
-        case CMP_NE:                                                                               \
+        case FC__CMP_NE:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x != y);                                 \
             break;                                                                                 \
-        case CMP_LT:                                                                               \
+        case FC__CMP_LT:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x < y);                                  \
             break;                                                                                 \
-        case CMP_LE:                                                                               \
+        case FC__CMP_LE:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x <= y);                                 \
             break;                                                                                 \
-        case CMP_GT:                                                                               \
+        case FC__CMP_GT:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x > y);                                  \
             break;                                                                                 \
-        case CMP_GE:                                                                               \
+        case FC__CMP_GE:                                                                           \
             FC__PW_LOOP2(T, o, a, b, so, sa, sb, n, x, y, x >= y);                                 \
             break;                                                                                 \
         }                                                                                          \
@@ -63,7 +53,7 @@ CMP_FN(cmp_f32, float)
 CMP_FN(cmp_f64, double)
 
 typedef struct cmp_arg {
-    cmp_kind k;
+    fc__compare_kind k;
     fc_dtype dt;
     double s; /* scalar forms */
 } cmp_arg;
@@ -110,42 +100,11 @@ static void cmp_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     }
 }
 
-static fc_tensor *compare(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a, fc_tensor *b) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, op, a);
-    FC__CHECK_INPUT(ctx, op, b);
-    fc_dtype dt = a->raw.dtype;
-    int64_t shape[FC_MAX_RANK];
-    int rank;
-    if (fc__pw_same_dtype(ctx, op, a, b) != FC_OK ||
-        fc__pw_scalar_dtype(ctx, op, dt, false) != FC_OK ||
-        fc__pw_broadcast(ctx, op, a, b, shape, &rank) != FC_OK)
-        return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, op, FC_BOOL, shape, rank);
-    if (!out) return NULL;
-    cmp_arg c = {k, dt, 0};
-    fc_raw *ops[3] = {&out->raw, &a->raw, &b->raw};
+void fc__compare_run(fc_ctx *ctx, fc__compare_kind k, fc_raw *out, const fc_raw *a,
+                     const fc_raw *b) {
+    cmp_arg c = {k, a->dtype, 0};
+    fc_raw *ops[3] = {out, (fc_raw *)a, (fc_raw *)b};
     fc__pw_run(ctx, 3, ops, cmp_inner, &c);
-    return fc__finish(ctx, op, out);
-}
-
-fc_tensor *fc_eq(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "eq", CMP_EQ, a, b);
-}
-fc_tensor *fc_ne(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "ne", CMP_NE, a, b);
-}
-fc_tensor *fc_lt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "lt", CMP_LT, a, b);
-}
-fc_tensor *fc_le(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "le", CMP_LE, a, b);
-}
-fc_tensor *fc_gt(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "gt", CMP_GT, a, b);
-}
-fc_tensor *fc_ge(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return compare(ctx, "ge", CMP_GE, a, b);
 }
 
 /* ---- tensor-scalar comparison (exact) ----------------------------------------------------
@@ -175,7 +134,7 @@ static int_cut cut_of(double s) {
     return c;
 }
 
-static uint8_t int_vs(cmp_kind k, int64_t x, const int_cut *c) {
+static uint8_t int_vs(fc__compare_kind k, int64_t x, const int_cut *c) {
     if (c->always == 2) return 0;
     int sign; /* of x - s */
     if (c->always)
@@ -186,7 +145,7 @@ static uint8_t int_vs(cmp_kind k, int64_t x, const int_cut *c) {
         sign = -1;
     else
         sign = 0;
-    return k == CMP_EQ ? sign == 0 : k == CMP_LT ? sign < 0 : sign > 0;
+    return k == FC__CMP_EQ ? sign == 0 : k == FC__CMP_LT ? sign < 0 : sign > 0;
 }
 
 static void cmp_scalar_inner(void *arg, char **p, const int64_t *s, int64_t n) {
@@ -206,11 +165,11 @@ static void cmp_scalar_inner(void *arg, char **p, const int64_t *s, int64_t n) {
         double x[FC__PW_CHUNK], v = c->s;
         fc__pw_load_f64(c->dt, p[1] + i * s[1], s[1], m, x);
         switch (c->k) {
-        case CMP_EQ:
+        case FC__CMP_EQ:
             for (int64_t j = 0; j < m; j++)
                 o[j * s[0]] = x[j] == v;
             break;
-        case CMP_LT:
+        case FC__CMP_LT:
             for (int64_t j = 0; j < m; j++)
                 o[j * s[0]] = x[j] < v;
             break;
@@ -222,34 +181,17 @@ static void cmp_scalar_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     }
 }
 
-static fc_tensor *compare_scalar(fc_ctx *ctx, const char *op, cmp_kind k, fc_tensor *a, double v) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, op, a);
-    if (fc__pw_scalar_dtype(ctx, op, a->raw.dtype, false) != FC_OK) return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, op, FC_BOOL, a->raw.shape, a->raw.rank);
-    if (!out) return NULL;
-    cmp_arg c = {k, a->raw.dtype, v};
-    fc_raw *ops[2] = {&out->raw, &a->raw};
+void fc__compare_scalar_run(fc_ctx *ctx, fc__compare_kind k, fc_raw *out, const fc_raw *a,
+                            double s) {
+    cmp_arg c = {k, a->dtype, s};
+    fc_raw *ops[2] = {out, (fc_raw *)a};
     fc__pw_run(ctx, 2, ops, cmp_scalar_inner, &c);
-    return fc__finish(ctx, op, out);
-}
-
-fc_tensor *fc_eq_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
-    return compare_scalar(ctx, "eq_scalar", CMP_EQ, a, s);
-}
-fc_tensor *fc_lt_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
-    return compare_scalar(ctx, "lt_scalar", CMP_LT, a, s);
-}
-fc_tensor *fc_gt_scalar(fc_ctx *ctx, fc_tensor *a, double s) {
-    return compare_scalar(ctx, "gt_scalar", CMP_GT, a, s);
 }
 
 /* ---- logic --------------------------------------------------------------------------------- */
 
-typedef enum logic_kind { LOGIC_AND, LOGIC_OR, LOGIC_NOT } logic_kind;
-
 typedef struct logic_arg {
-    logic_kind k;
+    fc__logic_kind k;
     fc_dtype da, db;
 } logic_arg;
 
@@ -260,13 +202,13 @@ static void logic_inner(void *arg, char **p, const int64_t *s, int64_t n) {
         int64_t m = n - i < FC__PW_CHUNK ? n - i : FC__PW_CHUNK;
         uint8_t *o = (uint8_t *)(p[0] + i * s[0]);
         fc__pw_truthy(l->da, p[1] + i * s[1], s[1], m, ta);
-        if (l->k == LOGIC_NOT) {
+        if (l->k == FC__LOGIC_NOT) {
             for (int64_t j = 0; j < m; j++)
                 o[j * s[0]] = !ta[j];
             continue;
         }
         fc__pw_truthy(l->db, p[2] + i * s[2], s[2], m, tb);
-        if (l->k == LOGIC_AND)
+        if (l->k == FC__LOGIC_AND)
             for (int64_t j = 0; j < m; j++)
                 o[j * s[0]] = ta[j] & tb[j];
         else
@@ -275,33 +217,11 @@ static void logic_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     }
 }
 
-static fc_tensor *logic(fc_ctx *ctx, const char *op, logic_kind k, fc_tensor *a, fc_tensor *b) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, op, a);
-    if (k != LOGIC_NOT) FC__CHECK_INPUT(ctx, op, b);
-    if (fc__pw_scalar_dtype(ctx, op, a->raw.dtype, true) != FC_OK ||
-        (b && fc__pw_scalar_dtype(ctx, op, b->raw.dtype, true) != FC_OK))
-        return NULL;
-    int64_t shape[FC_MAX_RANK];
-    int rank = a->raw.rank;
-    memcpy(shape, a->raw.shape, sizeof shape);
-    if (b && fc__pw_broadcast(ctx, op, a, b, shape, &rank) != FC_OK) return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, op, FC_BOOL, shape, rank);
-    if (!out) return NULL;
-    logic_arg l = {k, a->raw.dtype, b ? b->raw.dtype : FC_BOOL};
-    fc_raw *ops[3] = {&out->raw, &a->raw, b ? &b->raw : NULL};
+void fc__compare_logic_run(fc_ctx *ctx, fc__logic_kind k, fc_raw *out, const fc_raw *a,
+                           const fc_raw *b) {
+    logic_arg l = {k, a->dtype, b ? b->dtype : FC_BOOL};
+    fc_raw *ops[3] = {out, (fc_raw *)a, (fc_raw *)b};
     fc__pw_run(ctx, b ? 3 : 2, ops, logic_inner, &l);
-    return fc__finish(ctx, op, out);
-}
-
-fc_tensor *fc_logical_and(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return logic(ctx, "logical_and", LOGIC_AND, a, b);
-}
-fc_tensor *fc_logical_or(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    return logic(ctx, "logical_or", LOGIC_OR, a, b);
-}
-fc_tensor *fc_logical_not(fc_ctx *ctx, fc_tensor *a) {
-    return logic(ctx, "logical_not", LOGIC_NOT, a, NULL);
 }
 
 /* ---- selection ------------------------------------------------------------------------------- */
@@ -417,90 +337,41 @@ static void mfill_slice(void *arg, int64_t begin, int64_t end) {
 /* Runs the fast path and returns true when x and mask have its layout. A
  * one-byte mask of any non-f8 dtype is truthy exactly where its byte is
  * non-zero, as fc__pw_truthy reads it. */
-static bool masked_fill_fast(fc_ctx *ctx, fc_tensor *out, const fc_tensor *x, const fc_tensor *mask,
+static bool masked_fill_fast(fc_ctx *ctx, fc_raw *out, const fc_raw *x, const fc_raw *mr,
                              const unsigned char *fill) {
-    const fc_raw *mr = &mask->raw;
     if (fc_dtype_size(mr->dtype) != 1 || fc_dtype_is_f8(mr->dtype) || !fc__raw_is_contiguous(mr) ||
-        !fc__raw_is_contiguous(&x->raw))
+        !fc__raw_is_contiguous(x))
         return false;
     int lead = 0;
     while (lead < mr->rank && mr->shape[lead] == 1)
         lead++;
     int tail = mr->rank - lead;
-    if (tail > x->raw.rank ||
-        !fc__shape_equal(mr->shape + lead, tail, x->raw.shape + (x->raw.rank - tail), tail))
+    if (tail > x->rank ||
+        !fc__shape_equal(mr->shape + lead, tail, x->shape + (x->rank - tail), tail))
         return false;
-    int64_t n = fc__raw_numel(&x->raw), mn = fc__raw_numel(mr);
+    int64_t n = fc__raw_numel(x), mn = fc__raw_numel(mr);
     if (n == 0) return true;
-    mfill_job j = {.out = fc__raw_base(&out->raw),
-                   .x = fc__raw_base(&x->raw),
+    mfill_job j = {.out = fc__raw_base(out),
+                   .x = fc__raw_base(x),
                    .mask = (const uint8_t *)fc__raw_base(mr),
                    .mask_n = mn,
-                   .es = fc_dtype_size(x->raw.dtype),
+                   .es = fc_dtype_size(x->dtype),
                    .fill = fill};
     fc__parallel_for(ctx, n, 32768, mfill_slice, &j);
     return true;
 }
 
-fc_tensor *fc_where(fc_ctx *ctx, fc_tensor *cond, fc_tensor *a, fc_tensor *b) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "where", cond);
-    FC__CHECK_INPUT(ctx, "where", a);
-    FC__CHECK_INPUT(ctx, "where", b);
-    fc_tensor *all[3] = {cond, a, b};
-    int64_t shape[FC_MAX_RANK];
-    int rank;
-    if (fc__pw_scalar_dtype(ctx, "where", cond->raw.dtype, true) != FC_OK ||
-        fc__pw_same_dtype(ctx, "where", a, b) != FC_OK ||
-        fc__pw_scalar_dtype(ctx, "where", a->raw.dtype, true) != FC_OK ||
-        fc__pw_broadcast_n(ctx, "where", 3, all, shape, &rank) != FC_OK)
-        return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, "where", a->raw.dtype, shape, rank);
-    if (!out) return NULL;
-    select_arg sa = {cond->raw.dtype, fc_dtype_size(a->raw.dtype), NULL};
-    fc_raw *ops[4] = {&out->raw, &cond->raw, &a->raw, &b->raw};
+void fc__compare_where_run(fc_ctx *ctx, fc_raw *out, const fc_raw *cond, const fc_raw *a,
+                           const fc_raw *b) {
+    select_arg sa = {cond->dtype, fc_dtype_size(a->dtype), NULL};
+    fc_raw *ops[4] = {out, (fc_raw *)cond, (fc_raw *)a, (fc_raw *)b};
     fc__pw_run(ctx, 4, ops, where_inner, &sa);
-    out = fc__finish(ctx, "where", out);
-    if (!out || !fc__ag_wants(ctx, 3, all)) return out;
-    fc_node *nd = fc__ag_record(ctx, "where", fc__grad_where, out, 3, all);
-    if (!nd || fc__ag_save(ctx, nd, "condition", cond) != FC_OK) {
-        fc_release(out);
-        return NULL;
-    }
-    return out;
 }
 
-fc_tensor *fc_masked_fill(fc_ctx *ctx, fc_tensor *x, fc_tensor *mask, double value) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "masked_fill", x);
-    FC__CHECK_INPUT(ctx, "masked_fill", mask);
-    fc_dtype dt = x->raw.dtype;
-    int64_t shape[FC_MAX_RANK];
-    int rank;
-    if (fc__pw_scalar_dtype(ctx, "masked_fill", dt, true) != FC_OK ||
-        fc__pw_scalar_dtype(ctx, "masked_fill", mask->raw.dtype, true) != FC_OK ||
-        fc__pw_broadcast(ctx, "masked_fill", x, mask, shape, &rank) != FC_OK)
-        return NULL;
-    if (!fc__shape_equal(shape, rank, x->raw.shape, x->raw.rank)) {
-        char a[160], b[160];
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "masked_fill: mask %s does not broadcast to x %s",
-                 fc__desc(mask, b, (int)sizeof b), fc__desc(x, a, (int)sizeof a));
-        return NULL;
-    }
-    fc_tensor *out = fc__tensor_new(ctx, "masked_fill", dt, shape, rank);
-    if (!out) return NULL;
-    unsigned char v[8];
-    fc__store_f64(dt, v, value);
-    select_arg sa = {mask->raw.dtype, fc_dtype_size(dt), v};
-    fc_raw *ops[3] = {&out->raw, &x->raw, &mask->raw};
-    if (!masked_fill_fast(ctx, out, x, mask, v)) fc__pw_run(ctx, 3, ops, masked_fill_inner, &sa);
-    out = fc__finish(ctx, "masked_fill", out);
-    fc_tensor *in[2] = {x, mask};
-    if (!out || !fc__ag_wants(ctx, 2, in)) return out;
-    fc_node *nd = fc__ag_record(ctx, "masked_fill", fc__grad_masked_fill, out, 2, in);
-    if (!nd || fc__ag_save(ctx, nd, "mask", mask) != FC_OK) {
-        fc_release(out);
-        return NULL;
-    }
-    return out;
+void fc__compare_masked_fill_run(fc_ctx *ctx, fc_raw *out, const fc_raw *x, const fc_raw *mask,
+                                 const unsigned char *fill) {
+    if (masked_fill_fast(ctx, out, x, mask, fill)) return;
+    select_arg sa = {mask->dtype, fc_dtype_size(x->dtype), fill};
+    fc_raw *ops[3] = {out, (fc_raw *)x, (fc_raw *)mask};
+    fc__pw_run(ctx, 3, ops, masked_fill_inner, &sa);
 }

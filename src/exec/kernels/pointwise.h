@@ -1,6 +1,7 @@
-/* exec/kernels/pointwise.h - what the pointwise kernel files (binary.c,
- * compare.c, unary.c, unary_math.c) share with each other and with their
- * backward rules in src/ag/grad_binary.c, grad_unary.c, grad_compare.c.
+/* exec/kernels/pointwise.h - the shared pointwise engine (pointwise.c):
+ * what the elementwise kernel files (binary.c, compare.c, unary.c,
+ * unary_math.c) share with each other and with the ops over them in
+ * src/ops (which validate through the fc__pw_ checks). Records nothing.
  *
  * Every elementwise kernel is an fc__inner_fn: it gets one run of n
  * elements per operand (operand 0 is the output) with byte strides, either
@@ -111,69 +112,5 @@ void fc__pw_load_i64(fc_dtype dt, const char *p, int64_t s, int64_t n, int64_t *
 /* Truthiness (value != 0; -0.0 false, NaN true) of n elements of any
  * non-block dtype, as 0/1. */
 void fc__pw_truthy(fc_dtype dt, const char *p, int64_t s, int64_t n, uint8_t *out);
-
-/* ---- kernels the backward rules call ---------------------------------------------- */
-
-/* binary.c. a and b share a float dtype (f32 or f64; rules convert 16-bit
- * inputs first); g is the output gradient in the same dtype. Each returns a
- * new scope-registered tensor of the broadcast shape, or NULL + error. */
-/* g * v where v is a raw view in g's dtype (a saved value, read without a
- * handle of its own): what fc_mul(g, v) computes, the same bits and the
- * same "mul" messages, without recording a node. */
-fc_tensor *fc__mul_raw(fc_ctx *ctx, fc_tensor *g, const fc_raw *v);
-/* d pow(a, b) / da * g = g * b * a^(b-1), 0 where b == 0 (PyTorch). */
-fc_tensor *fc__pow_grad_a(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b);
-/* d pow(a, b) / db * g = g * a^b * log(a), 0 where a == 0 and b >= 0. */
-fc_tensor *fc__pow_grad_b(fc_ctx *ctx, fc_tensor *g, fc_tensor *a, fc_tensor *b);
-/* The share of the gradient of maximum(a, b) (minimum when is_min) that
- * goes to a: 1 where a wins or is NaN, 0.5 on ties, 0 where b wins. */
-fc_tensor *fc__minmax_weight(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, bool is_min);
-
-/* ---- the unary family (unary.c drives, unary_math.c computes) -------------------------- */
-
-typedef enum fc__unary_kind {
-    FC__UN_NEG,
-    FC__UN_ABS,
-    FC__UN_SIGN,
-    FC__UN_SQUARE,
-    FC__UN_SQRT,
-    FC__UN_RSQRT,
-    FC__UN_RECIPROCAL,
-    FC__UN_EXP,
-    FC__UN_LOG,
-    FC__UN_LOG1P,
-    FC__UN_EXPM1,
-    FC__UN_SIN,
-    FC__UN_COS,
-    FC__UN_TANH,
-    FC__UN_SIGMOID,
-    FC__UN_RELU,
-    FC__UN_LEAKY_RELU, /* p[0] = slope */
-    FC__UN_GELU,
-    FC__UN_GELU_TANH,
-    FC__UN_SILU,
-    FC__UN_SOFTPLUS,
-    FC__UN_CLAMP, /* p[0] = lo, p[1] = hi */
-    FC__UN_COUNT
-} fc__unary_kind;
-
-/* What a kind's derivative is written in terms of: its input, its output,
- * or nothing (neg: -1, sign: 0). Backward saves exactly that value. */
-typedef enum fc__unary_saves { FC__SAVES_NONE, FC__SAVES_INPUT, FC__SAVES_OUTPUT } fc__unary_saves;
-fc__unary_saves fc__unary_saves_of(fc__unary_kind k);
-
-/* y = f(x) over n contiguous elements (unary_math.c). */
-void fc__unary_f32(fc__unary_kind k, const double *p, const float *x, float *y, int64_t n);
-void fc__unary_f64(fc__unary_kind k, const double *p, const double *x, double *y, int64_t n);
-/* gin = g * f'(v), v being the kind's saved value (input or output). */
-void fc__unary_grad_f32(fc__unary_kind k, const double *p, const float *g, const float *v,
-                        float *gin, int64_t n);
-void fc__unary_grad_f64(fc__unary_kind k, const double *p, const double *g, const double *v,
-                        double *gin, int64_t n);
-
-/* gin = g * f'(v) as a new tensor of g's dtype (f32 or f64) and shape; v
- * is the saved value (any float dtype, any layout, g's shape). */
-fc_tensor *fc__unary_grad(fc_ctx *ctx, fc__unary_kind k, const double *p, fc_tensor *g,
-                          fc_tensor *v);
 
 #endif /* FUCINA_EXEC_KERNELS_POINTWISE_H */

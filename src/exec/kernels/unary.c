@@ -1,49 +1,35 @@
-/* unary.c - the unary family's entry points: validation, layout, dispatch
- * and autograd recording. The formulas live in unary_math.c; the backward
- * rule (one for the whole family) in src/ag/grad_unary.c.
+/* unary.c - the unary family's layout and dispatch (unary.h): integer
+ * loops, and the f32/f64 drivers that hand contiguous runs straight to the
+ * formulas of unary_math.c and gather f16, bf16 and strided runs through
+ * stack chunks; forward and derivative alike. The ops (validation,
+ * recording, the rule) are in src/ops/unary.c.
  *
  *   x [..] -> y [..], same shape and dtype
+ *   g [..], v [..] -> gin [..], g's dtype (f32 or f64)
  *
- * Float dtypes compute in f32 (f64 for f64): a contiguous f32 or f64 run
- * goes straight to the math kernel; f16, bf16 and strided runs go through
- * stack chunks. neg, abs, sign and square also take signed integers, with
- * wrapping (abs and neg of INT_MIN give INT_MIN). */
-#include "fucina.h"
-#include "ag/grad_pointwise.h"
+ * Float dtypes compute in f32 (f64 for f64). neg, abs, sign and square
+ * also take signed integers, with wrapping (abs and neg of INT_MIN give
+ * INT_MIN). */
+#include "exec/kernels/unary.h"
 #include "exec/kernels/pointwise.h"
-#include "fucina/ops.h"
 
-static const struct {
-    const char *name;
-    bool ints; /* also defined on signed integers */
-    fc__unary_saves saves;
-} info[] = {
-    [FC__UN_NEG] = {"neg", true, FC__SAVES_NONE},
-    [FC__UN_ABS] = {"abs", true, FC__SAVES_INPUT},
-    [FC__UN_SIGN] = {"sign", true, FC__SAVES_NONE},
-    [FC__UN_SQUARE] = {"square", true, FC__SAVES_INPUT},
-    [FC__UN_SQRT] = {"sqrt", false, FC__SAVES_OUTPUT},
-    [FC__UN_RSQRT] = {"rsqrt", false, FC__SAVES_OUTPUT},
-    [FC__UN_RECIPROCAL] = {"reciprocal", false, FC__SAVES_OUTPUT},
-    [FC__UN_EXP] = {"exp", false, FC__SAVES_OUTPUT},
-    [FC__UN_LOG] = {"log", false, FC__SAVES_INPUT},
-    [FC__UN_LOG1P] = {"log1p", false, FC__SAVES_INPUT},
-    [FC__UN_EXPM1] = {"expm1", false, FC__SAVES_OUTPUT},
-    [FC__UN_SIN] = {"sin", false, FC__SAVES_INPUT},
-    [FC__UN_COS] = {"cos", false, FC__SAVES_INPUT},
-    [FC__UN_TANH] = {"tanh", false, FC__SAVES_OUTPUT},
-    [FC__UN_SIGMOID] = {"sigmoid", false, FC__SAVES_OUTPUT},
-    [FC__UN_RELU] = {"relu", false, FC__SAVES_OUTPUT},
-    [FC__UN_LEAKY_RELU] = {"leaky_relu", false, FC__SAVES_INPUT},
-    [FC__UN_GELU] = {"gelu", false, FC__SAVES_INPUT},
-    [FC__UN_GELU_TANH] = {"gelu", false, FC__SAVES_INPUT},
-    [FC__UN_SILU] = {"silu", false, FC__SAVES_INPUT},
-    [FC__UN_SOFTPLUS] = {"softplus", false, FC__SAVES_INPUT},
-    [FC__UN_CLAMP] = {"clamp", false, FC__SAVES_INPUT},
+/* What each kind's derivative formula in unary_math.c reads as v. */
+static const fc__unary_saves saves[] = {
+    [FC__UN_NEG] = FC__SAVES_NONE,          [FC__UN_ABS] = FC__SAVES_INPUT,
+    [FC__UN_SIGN] = FC__SAVES_NONE,         [FC__UN_SQUARE] = FC__SAVES_INPUT,
+    [FC__UN_SQRT] = FC__SAVES_OUTPUT,       [FC__UN_RSQRT] = FC__SAVES_OUTPUT,
+    [FC__UN_RECIPROCAL] = FC__SAVES_OUTPUT, [FC__UN_EXP] = FC__SAVES_OUTPUT,
+    [FC__UN_LOG] = FC__SAVES_INPUT,         [FC__UN_LOG1P] = FC__SAVES_INPUT,
+    [FC__UN_EXPM1] = FC__SAVES_OUTPUT,      [FC__UN_SIN] = FC__SAVES_INPUT,
+    [FC__UN_COS] = FC__SAVES_INPUT,         [FC__UN_TANH] = FC__SAVES_OUTPUT,
+    [FC__UN_SIGMOID] = FC__SAVES_OUTPUT,    [FC__UN_RELU] = FC__SAVES_OUTPUT,
+    [FC__UN_LEAKY_RELU] = FC__SAVES_INPUT,  [FC__UN_GELU] = FC__SAVES_INPUT,
+    [FC__UN_GELU_TANH] = FC__SAVES_INPUT,   [FC__UN_SILU] = FC__SAVES_INPUT,
+    [FC__UN_SOFTPLUS] = FC__SAVES_INPUT,    [FC__UN_CLAMP] = FC__SAVES_INPUT,
 };
-_Static_assert(sizeof info / sizeof info[0] == FC__UN_COUNT, "one info row per unary kind");
+_Static_assert(sizeof saves / sizeof saves[0] == FC__UN_COUNT, "one saves entry per unary kind");
 
-fc__unary_saves fc__unary_saves_of(fc__unary_kind k) { return info[k].saves; }
+fc__unary_saves fc__unary_saves_of(fc__unary_kind k) { return saves[k]; }
 
 /* ---- integer kernels (strided; integer unary math is never hot) ------------------------ */
 
@@ -169,90 +155,15 @@ static void un_grad_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     }
 }
 
-fc_tensor *fc__unary_grad(fc_ctx *ctx, fc__unary_kind k, const double *prm, fc_tensor *g,
-                          fc_tensor *v) {
-    fc_tensor *out = fc__tensor_new(ctx, info[k].name, g->raw.dtype, g->raw.shape, g->raw.rank);
-    if (!out) return NULL;
-    un_arg u = {k, v->raw.dtype, prm};
-    fc_raw *ops[3] = {&out->raw, &g->raw, &v->raw};
-    fc__pw_run(ctx, 3, ops, un_grad_inner, &u);
-    return out;
-}
-
-/* ---- the ops --------------------------------------------------------------------------- */
-
-static fc_tensor *unary(fc_ctx *ctx, fc__unary_kind k, fc_tensor *x, double p0, double p1) {
-    const char *op = info[k].name;
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, op, x);
-    fc_dtype dt = x->raw.dtype;
-    if (!fc_dtype_is_float(dt) && !(info[k].ints && fc_dtype_is_signed_int(dt))) {
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "%s: dtype %s is not supported (float dtypes%s only; cast with fc_to)", op,
-                 fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
-        return NULL;
-    }
-    fc_tensor *out = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
-    if (!out) return NULL;
-    double prm[2] = {p0, p1};
-    un_arg u = {k, dt, prm};
-    fc_raw *ops[2] = {&out->raw, &x->raw};
+void fc__unary_run(fc_ctx *ctx, fc__unary_kind k, const double *p, fc_raw *y, const fc_raw *x) {
+    un_arg u = {k, x->dtype, p};
+    fc_raw *ops[2] = {y, (fc_raw *)x};
     fc__pw_run(ctx, 2, ops, un_inner, &u);
-    out = fc__finish(ctx, op, out);
-    if (!out || !fc__ag_wants(ctx, 1, &x)) return out;
-
-    fc_node *nd = fc__ag_record(ctx, op, fc__grad_unary, out, 1, &x);
-    fc_status st = nd ? FC_OK : FC_ERR_OOM;
-    if (nd) {
-        nd->i[0] = k;
-        nd->f[0] = p0;
-        nd->f[1] = p1;
-        if (info[k].saves == FC__SAVES_INPUT) st = fc__ag_save(ctx, nd, "input", x);
-        if (info[k].saves == FC__SAVES_OUTPUT) st = fc__ag_save(ctx, nd, "output", out);
-    }
-    if (st != FC_OK) {
-        fc_release(out);
-        return NULL;
-    }
-    return out;
 }
 
-fc_tensor *fc_neg(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_NEG, x, 0, 0); }
-fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_ABS, x, 0, 0); }
-fc_tensor *fc_sign(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIGN, x, 0, 0); }
-fc_tensor *fc_square(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SQUARE, x, 0, 0); }
-fc_tensor *fc_sqrt(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SQRT, x, 0, 0); }
-fc_tensor *fc_rsqrt(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_RSQRT, x, 0, 0); }
-fc_tensor *fc_reciprocal(fc_ctx *ctx, fc_tensor *x) {
-    return unary(ctx, FC__UN_RECIPROCAL, x, 0, 0);
-}
-fc_tensor *fc_exp(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_EXP, x, 0, 0); }
-fc_tensor *fc_log(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_LOG, x, 0, 0); }
-fc_tensor *fc_log1p(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_LOG1P, x, 0, 0); }
-fc_tensor *fc_expm1(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_EXPM1, x, 0, 0); }
-fc_tensor *fc_sin(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIN, x, 0, 0); }
-fc_tensor *fc_cos(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_COS, x, 0, 0); }
-fc_tensor *fc_tanh(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_TANH, x, 0, 0); }
-fc_tensor *fc_sigmoid(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIGMOID, x, 0, 0); }
-fc_tensor *fc_relu(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_RELU, x, 0, 0); }
-fc_tensor *fc_leaky_relu(fc_ctx *ctx, fc_tensor *x, double slope) {
-    return unary(ctx, FC__UN_LEAKY_RELU, x, slope, 0);
-}
-fc_tensor *fc_gelu(fc_ctx *ctx, fc_tensor *x, bool tanh_approx) {
-    return unary(ctx, tanh_approx ? FC__UN_GELU_TANH : FC__UN_GELU, x, 0, 0);
-}
-fc_tensor *fc_silu(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SILU, x, 0, 0); }
-fc_tensor *fc_softplus(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SOFTPLUS, x, 0, 0); }
-
-fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "clamp", x);
-    if (lo != lo || hi != hi || lo > hi) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG,
-                 "clamp: bounds [%g, %g] are not an interval (need lo <= "
-                 "hi, neither NaN)",
-                 lo, hi);
-        return NULL;
-    }
-    return unary(ctx, FC__UN_CLAMP, x, lo, hi);
+void fc__unary_grad_run(fc_ctx *ctx, fc__unary_kind k, const double *p, fc_raw *gin,
+                        const fc_raw *g, const fc_raw *v) {
+    un_arg u = {k, v->dtype, p};
+    fc_raw *ops[3] = {gin, (fc_raw *)g, (fc_raw *)v};
+    fc__pw_run(ctx, 3, ops, un_grad_inner, &u);
 }

@@ -1,7 +1,7 @@
 /* unary_math.c - the formulas of the unary family, forward and derivative
  * side by side, in f32 (the compute dtype of f16, bf16 and f32) and f64.
- * unary.c validates, lays out and dispatches; this file only maps
- * contiguous arrays.
+ * unary.c lays out and dispatches (src/ops/unary.c validates); this file
+ * only maps contiguous arrays.
  *
  *   x [n] -> y [n] = f(x);   g [n], v [n] -> gin [n] = g * f'(v)
  *
@@ -21,6 +21,7 @@
 #include <tgmath.h>
 
 #include "exec/kernels/pointwise.h"
+#include "exec/kernels/unary.h"
 #include "exec/kernels/unary_simd.h"
 
 /* The fast paths the template takes before its switch: f32 asks

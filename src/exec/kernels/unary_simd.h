@@ -14,6 +14,7 @@
 
 #include "core/cpu.h"
 #include "exec/kernels/pointwise.h"
+#include "exec/kernels/unary.h"
 
 /* y = f(x) over n contiguous floats with isa's kernel (an unsupported isa
  * runs the portable one); y may be x itself, not a partial overlap.

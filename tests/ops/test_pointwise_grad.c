@@ -1,18 +1,20 @@
-/* test_grad_pointwise.c - gradients of the pointwise families
- * (src/ag/grad_binary.c, grad_unary.c, grad_compare.c) and the autograd
- * engine checks that belong with them.
+/* test_pointwise_grad.c - gradients of the pointwise op families
+ * (the rules in src/ops/binary.c, unary.c and compare.c), which share one
+ * gradcheck harness here, and the autograd engine checks that belong with
+ * them. The family-specific gradient cases sit with each family's tests:
+ * the maximum/minimum tie split in test_binary.c, the zero gradient of a
+ * where / masked_fill condition in test_compare.c.
  *
  * 1. fc_gradcheck (central differences in f64) on every differentiable op:
  *    contiguous inputs; a transposed input with an explicitly expanded
  *    (stride-0) partner; and an implicitly broadcast partner whose gradient
  *    the engine must sum. The inputs avoid the kinks (|x| >= 0.2 for abs,
  *    relu, ...; no ties for maximum/minimum; away from clamp's bounds).
- * 2. Ties of maximum/minimum split the gradient 0.5 / 0.5 (PyTorch's rule).
- * 3. f32, f16 and bf16 leaves get f32 gradients that match the same graph
+ * 2. f32, f16 and bf16 leaves get f32 gradients that match the same graph
  *    computed on f32 leaves holding the same values: exactly for f32,
  *    within 5e-3 (f16) and 4e-2 (bf16) relative to max(1, |g|), the error
  *    of rounding each intermediate to the 16-bit dtype.
- * 4. The engine: the saved-value check and its message, mutations that do
+ * 3. The engine: the saved-value check and its message, mutations that do
  *    not touch saved values, read-only access, freed graphs, accumulation,
  *    no-grad nesting, detach, which leaves may require grad, and rule
  *    gradients that broadcast with their input in either direction.
@@ -334,7 +336,7 @@ static void run_gradcheck(fc_ctx *ctx, gop o, glayout l, uint64_t *rng) {
     fc_release(c.cond);
 }
 
-static void test_grad_pointwise_gradcheck_all_ops(void **state) {
+static void test_pointwise_grad_gradcheck_all_ops(void **state) {
     fc_ctx *ctx = *state;
     uint64_t rng = 1;
     for (int o = 0; o < G_COUNT; o++)
@@ -350,7 +352,7 @@ static fc_tensor *wrong_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user)
     return fc_mul(ctx, in[0], fc_detach(ctx, in[0])); /* d/dx x*x with one path cut: x, not 2x */
 }
 
-static void test_grad_pointwise_gradcheck_detects_errors(void **state) {
+static void test_pointwise_grad_gradcheck_detects_errors(void **state) {
     fc_ctx *ctx = *state;
     double v[3] = {1, -2, 3};
     fc_tensor *x = fct_make(ctx, FC_F64, (const int64_t[]){3}, 1, v, FCT_CONTIG);
@@ -360,31 +362,6 @@ static void test_grad_pointwise_gradcheck_detects_errors(void **state) {
     assert_false(rep.passed);
     fc_ctx_clear_error(ctx);
     fc_release(x);
-}
-
-/* ---- ties ---------------------------------------------------------------------------------- */
-
-static void test_grad_pointwise_minmax_ties_split(void **state) {
-    fc_ctx *ctx = *state;
-    fc_scope_begin(ctx);
-    double av[4] = {1, 2, 3, NAN}, bv[4] = {1, 5, -1, 0};
-    for (int m = 0; m < 2; m++) {
-        fc_tensor *a = fct_make(ctx, FC_F32, (const int64_t[]){4}, 1, av, FCT_CONTIG);
-        fc_tensor *b = fct_make(ctx, FC_F32, (const int64_t[]){4}, 1, bv, FCT_CONTIG);
-        assert_int_equal(fc_requires_grad(a, true), FC_OK);
-        assert_int_equal(fc_requires_grad(b, true), FC_OK);
-        fc_tensor *y = m ? fc_minimum(ctx, a, b) : fc_maximum(ctx, a, b);
-        assert_int_equal(
-            fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1), false), FC_OK);
-        double ga[4], gb[4];
-        fct_read(fc_grad(a), ga, 4);
-        fct_read(fc_grad(b), gb, 4);
-        assert_true(ga[0] == 0.5 && gb[0] == 0.5); /* tie */
-        assert_true(ga[1] == (m ? 1 : 0) && gb[1] == (m ? 0 : 1));
-        assert_true(ga[2] == (m ? 0 : 1) && gb[2] == (m ? 1 : 0));
-        assert_true(ga[3] == 1 && gb[3] == 0); /* the NaN that propagated gets it */
-    }
-    fc_scope_end(ctx);
 }
 
 /* ---- 16-bit leaves ------------------------------------------------------------------------------
@@ -398,7 +375,7 @@ static fc_tensor *graph(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
     return fc_add(ctx, z, fc_gelu(ctx, x, false));
 }
 
-static void test_grad_pointwise_half_leaves_match_f32(void **state) {
+static void test_pointwise_grad_half_leaves_match_f32(void **state) {
     fc_ctx *ctx = *state;
     const int64_t shape[2] = {5, 6}, wshape = 6;
     double xv[30], wv[6];
@@ -442,7 +419,7 @@ static void test_grad_pointwise_half_leaves_match_f32(void **state) {
 /* ---- the engine
  * ------------------------------------------------------------------------------------ */
 
-static void test_grad_pointwise_saved_value_check(void **state) {
+static void test_pointwise_grad_saved_value_check(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t shape[2] = {4, 8};
@@ -489,7 +466,7 @@ static void test_grad_pointwise_saved_value_check(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_grad_pointwise_freed_graph_and_accumulation(void **state) {
+static void test_pointwise_grad_freed_graph_and_accumulation(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t one = 1;
@@ -518,7 +495,7 @@ static void test_grad_pointwise_freed_graph_and_accumulation(void **state) {
     fc_scope_end(ctx);
 }
 
-static void test_grad_pointwise_no_grad_and_detach(void **state) {
+static void test_pointwise_grad_no_grad_and_detach(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 3;
@@ -555,35 +532,7 @@ static void test_grad_pointwise_no_grad_and_detach(void **state) {
     fc_scope_end(ctx);
 }
 
-/* A condition that itself requires grad gets a zero gradient. */
-static void test_grad_pointwise_condition_gradients(void **state) {
-    fc_ctx *ctx = *state;
-    fc_scope_begin(ctx);
-    const int64_t s = 4;
-    double cv[4] = {1, 0, -2, 0}, av[4] = {1, 2, 3, 4};
-    fc_tensor *c = fct_make(ctx, FC_F32, &s, 1, cv, FCT_CONTIG);
-    fc_tensor *a = fct_make(ctx, FC_F32, &s, 1, av, FCT_CONTIG);
-    c = fc_clone(ctx, c), a = fc_clone(ctx, a);
-    assert_int_equal(fc_requires_grad(c, true), FC_OK);
-    assert_int_equal(fc_requires_grad(a, true), FC_OK);
-    fc_tensor *ones = fc_ones(ctx, FC_F32, &s, 1);
-    assert_int_equal(fc_backward_with(ctx, fc_where(ctx, c, a, fc_neg(ctx, a)), ones, false),
-                     FC_OK);
-    double gc[4], ga[4];
-    fct_read(fc_grad(c), gc, 4);
-    fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++)
-        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 1 : -1));
-    fc_zero_grad((fc_tensor *[]){a, c}, 2);
-    assert_int_equal(fc_backward_with(ctx, fc_masked_fill(ctx, a, c, 9), ones, false), FC_OK);
-    fct_read(fc_grad(c), gc, 4);
-    fct_read(fc_grad(a), ga, 4);
-    for (int i = 0; i < 4; i++)
-        assert_true(gc[i] == 0 && ga[i] == (cv[i] != 0 ? 0 : 1));
-    fc_scope_end(ctx);
-}
-
-static void test_grad_pointwise_requires_grad_dtypes(void **state) {
+static void test_pointwise_grad_requires_grad_dtypes(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s = 2;
@@ -624,7 +573,7 @@ static fc_tensor *const_grad_op(fc_ctx *ctx, fc_tensor *x, int64_t d0, int64_t d
     return y;
 }
 
-static void test_grad_pointwise_engine_broadcast_gradients(void **state) {
+static void test_pointwise_grad_engine_broadcast_gradients(void **state) {
     fc_ctx *ctx = *state;
     fc_scope_begin(ctx);
     const int64_t s23[2] = {2, 3};
@@ -658,18 +607,16 @@ static void test_grad_pointwise_engine_broadcast_gradients(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_all_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_gradcheck_detects_errors, setup,
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_gradcheck_all_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_gradcheck_detects_errors, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_minmax_ties_split, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_half_leaves_match_f32, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_saved_value_check, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_freed_graph_and_accumulation, setup,
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_half_leaves_match_f32, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_saved_value_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_freed_graph_and_accumulation, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_no_grad_and_detach, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_condition_gradients, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_requires_grad_dtypes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grad_pointwise_engine_broadcast_gradients, setup,
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_no_grad_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_requires_grad_dtypes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_grad_engine_broadcast_gradients, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

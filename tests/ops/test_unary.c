@@ -1,8 +1,9 @@
-/* test_unary.c - the unary family (src/exec/kernels/unary.c and
- * unary_math.c): every op in every float dtype and layout against a double
- * reference written here, the special values (NaN, signed zeros, infinities,
- * the saturating tails of sigmoid/silu/softplus), the signed-integer forms
- * with wrapping, and the refusals.
+/* test_unary.c - the unary family (src/ops/unary.c over
+ * src/exec/kernels/unary.c and unary_math.c): every op in every float
+ * dtype and layout against a double reference written here, the special
+ * values (NaN, signed zeros, infinities, the saturating tails of
+ * sigmoid/silu/softplus), the signed-integer forms with wrapping, and the
+ * refusals. Gradients are checked in test_pointwise_grad.c.
  *
  * Tolerance: the kernels compute f16/bf16/f32 in f32 with libm's float
  * functions and f64 in double, so a result may sit a few f32 (or f64) ulps

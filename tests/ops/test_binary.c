@@ -1,6 +1,8 @@
-/* test_binary.c - binary arithmetic (src/exec/kernels/binary.c): add, sub,
- * mul, div, pow, maximum, minimum, the scalar forms, the in-place forms and
- * add_out.
+/* test_binary.c - binary arithmetic (src/ops/binary.c over
+ * src/exec/kernels/binary.c): add, sub, mul, div, pow, maximum, minimum,
+ * the scalar forms, the in-place forms and add_out; and the gradient split
+ * of maximum/minimum ties (the finite-difference checks of every
+ * pointwise gradient are in test_pointwise_grad.c).
  *
  * References are plain double-precision code in this file. For + - * / and
  * max/min the expected value is the exact result rounded once to the dtype
@@ -687,6 +689,31 @@ static void test_binary_inplace_refusals(void **state) {
     fc_scope_end(ctx);
 }
 
+/* ---- gradients: ties of maximum/minimum split the gradient 0.5 / 0.5 (PyTorch's rule) --- */
+
+static void test_binary_grad_minmax_ties_split(void **state) {
+    fc_ctx *ctx = *state;
+    fc_scope_begin(ctx);
+    double av[4] = {1, 2, 3, NAN}, bv[4] = {1, 5, -1, 0};
+    for (int m = 0; m < 2; m++) {
+        fc_tensor *a = fct_make(ctx, FC_F32, (const int64_t[]){4}, 1, av, FCT_CONTIG);
+        fc_tensor *b = fct_make(ctx, FC_F32, (const int64_t[]){4}, 1, bv, FCT_CONTIG);
+        assert_int_equal(fc_requires_grad(a, true), FC_OK);
+        assert_int_equal(fc_requires_grad(b, true), FC_OK);
+        fc_tensor *y = m ? fc_minimum(ctx, a, b) : fc_maximum(ctx, a, b);
+        assert_int_equal(
+            fc_backward_with(ctx, y, fc_ones(ctx, FC_F32, (const int64_t[]){4}, 1), false), FC_OK);
+        double ga[4], gb[4];
+        fct_read(fc_grad(a), ga, 4);
+        fct_read(fc_grad(b), gb, 4);
+        assert_true(ga[0] == 0.5 && gb[0] == 0.5); /* tie */
+        assert_true(ga[1] == (m ? 1 : 0) && gb[1] == (m ? 0 : 1));
+        assert_true(ga[2] == (m ? 0 : 1) && gb[2] == (m ? 1 : 0));
+        assert_true(ga[3] == 1 && gb[3] == 0); /* the NaN that propagated gets it */
+    }
+    fc_scope_end(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_binary_float_layouts, setup, teardown),
@@ -701,6 +728,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_binary_check_finite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_inplace_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_inplace_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_grad_minmax_ties_split, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,146 @@
+/* ops/unary.c - the unary family as differentiable ops: fc_neg .. fc_clamp.
+ * The computation is in exec/kernels/unary.c (layout, dispatch) and
+ * unary_math.c (the formulas, forward and derivative side by side); this
+ * file validates, records, and holds the family's one backward rule.
+ *
+ *   x [..] -> y [..], same shape and dtype
+ *   g [..] (f32, or f64 for f64 graphs), v [..] -> gin [..] = g * f'(v)
+ *
+ * Float dtypes only, except neg, abs, sign and square, which also take
+ * signed integers. Rule: one serves every kind; the node carries the kind
+ * and its parameters (slope; clamp's lo, hi). v is the one saved value
+ * (the input or the output, whichever the derivative is written in; see
+ * fc__unary_saves_of), or g itself for the kinds whose derivative needs no
+ * value (neg: -1, sign: 0). */
+#include "exec/kernels/unary.h"
+#include "ag/tape.h"
+#include "exec/kernels/pointwise.h"
+#include "fucina.h"
+#include "ops/pointwise_grad.h"
+
+static const struct {
+    const char *name;
+    bool ints; /* also defined on signed integers */
+} info[] = {
+    [FC__UN_NEG] = {"neg", true},
+    [FC__UN_ABS] = {"abs", true},
+    [FC__UN_SIGN] = {"sign", true},
+    [FC__UN_SQUARE] = {"square", true},
+    [FC__UN_SQRT] = {"sqrt", false},
+    [FC__UN_RSQRT] = {"rsqrt", false},
+    [FC__UN_RECIPROCAL] = {"reciprocal", false},
+    [FC__UN_EXP] = {"exp", false},
+    [FC__UN_LOG] = {"log", false},
+    [FC__UN_LOG1P] = {"log1p", false},
+    [FC__UN_EXPM1] = {"expm1", false},
+    [FC__UN_SIN] = {"sin", false},
+    [FC__UN_COS] = {"cos", false},
+    [FC__UN_TANH] = {"tanh", false},
+    [FC__UN_SIGMOID] = {"sigmoid", false},
+    [FC__UN_RELU] = {"relu", false},
+    [FC__UN_LEAKY_RELU] = {"leaky_relu", false},
+    [FC__UN_GELU] = {"gelu", false},
+    [FC__UN_GELU_TANH] = {"gelu", false},
+    [FC__UN_SILU] = {"silu", false},
+    [FC__UN_SOFTPLUS] = {"softplus", false},
+    [FC__UN_CLAMP] = {"clamp", false},
+};
+_Static_assert(sizeof info / sizeof info[0] == FC__UN_COUNT, "one info row per unary kind");
+
+/* The node: one input, the kind, its two parameters, and at most one
+ * saved value. */
+enum { UNARY_IN_X };
+enum { UNARY_I_KIND };
+enum { UNARY_F_P0, UNARY_F_P1 };
+enum { UNARY_SAVED_V };
+
+/* gin = g * f'(v) */
+static fc_status unary_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc__unary_kind k = (fc__unary_kind)node->i[UNARY_I_KIND];
+    fc_tensor *v = fc__unary_saves_of(k) == FC__SAVES_NONE
+                       ? gout
+                       : fc__ag_saved_tensor(ctx, node, UNARY_SAVED_V);
+    if (!v) return fc_ctx_status(ctx);
+    double p[2] = {node->f[UNARY_F_P0], node->f[UNARY_F_P1]};
+    fc_tensor *out =
+        fc__tensor_new(ctx, info[k].name, gout->raw.dtype, gout->raw.shape, gout->raw.rank);
+    if (!out) return fc_ctx_status(ctx);
+    fc__unary_grad_run(ctx, k, p, &out->raw, &gout->raw, &v->raw);
+    gin[UNARY_IN_X] = out;
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *unary(fc_ctx *ctx, fc__unary_kind k, fc_tensor *x, double p0, double p1) {
+    const char *op = info[k].name;
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, op, x);
+    fc_dtype dt = x->raw.dtype;
+    if (!fc_dtype_is_float(dt) && !(info[k].ints && fc_dtype_is_signed_int(dt))) {
+        fc__fail(ctx, FC_ERR_DTYPE,
+                 "%s: dtype %s is not supported (float dtypes%s only; cast with fc_to)", op,
+                 fc_dtype_name(dt), info[k].ints ? " and signed integers" : "");
+        return NULL;
+    }
+    fc_tensor *out = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
+    if (!out) return NULL;
+    double prm[2] = {p0, p1};
+    fc__unary_run(ctx, k, prm, &out->raw, &x->raw);
+    out = fc__finish(ctx, op, out);
+    if (!out || !fc__ag_wants(ctx, 1, &x)) return out;
+
+    fc_node *nd = fc__ag_record(ctx, op, unary_backward, out, 1, &x);
+    fc_status st = nd ? FC_OK : FC_ERR_OOM;
+    if (nd) {
+        nd->i[UNARY_I_KIND] = k;
+        nd->f[UNARY_F_P0] = p0;
+        nd->f[UNARY_F_P1] = p1;
+        fc__unary_saves saves = fc__unary_saves_of(k);
+        if (saves == FC__SAVES_INPUT) st = pw_save_at(ctx, nd, UNARY_SAVED_V, "input", x);
+        if (saves == FC__SAVES_OUTPUT) st = pw_save_at(ctx, nd, UNARY_SAVED_V, "output", out);
+    }
+    if (st != FC_OK) {
+        fc_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+fc_tensor *fc_neg(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_NEG, x, 0, 0); }
+fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_ABS, x, 0, 0); }
+fc_tensor *fc_sign(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIGN, x, 0, 0); }
+fc_tensor *fc_square(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SQUARE, x, 0, 0); }
+fc_tensor *fc_sqrt(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SQRT, x, 0, 0); }
+fc_tensor *fc_rsqrt(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_RSQRT, x, 0, 0); }
+fc_tensor *fc_reciprocal(fc_ctx *ctx, fc_tensor *x) {
+    return unary(ctx, FC__UN_RECIPROCAL, x, 0, 0);
+}
+fc_tensor *fc_exp(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_EXP, x, 0, 0); }
+fc_tensor *fc_log(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_LOG, x, 0, 0); }
+fc_tensor *fc_log1p(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_LOG1P, x, 0, 0); }
+fc_tensor *fc_expm1(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_EXPM1, x, 0, 0); }
+fc_tensor *fc_sin(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIN, x, 0, 0); }
+fc_tensor *fc_cos(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_COS, x, 0, 0); }
+fc_tensor *fc_tanh(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_TANH, x, 0, 0); }
+fc_tensor *fc_sigmoid(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SIGMOID, x, 0, 0); }
+fc_tensor *fc_relu(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_RELU, x, 0, 0); }
+fc_tensor *fc_leaky_relu(fc_ctx *ctx, fc_tensor *x, double slope) {
+    return unary(ctx, FC__UN_LEAKY_RELU, x, slope, 0);
+}
+fc_tensor *fc_gelu(fc_ctx *ctx, fc_tensor *x, bool tanh_approx) {
+    return unary(ctx, tanh_approx ? FC__UN_GELU_TANH : FC__UN_GELU, x, 0, 0);
+}
+fc_tensor *fc_silu(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SILU, x, 0, 0); }
+fc_tensor *fc_softplus(fc_ctx *ctx, fc_tensor *x) { return unary(ctx, FC__UN_SOFTPLUS, x, 0, 0); }
+
+fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, "clamp", x);
+    if (lo != lo || hi != hi || lo > hi) {
+        fc__fail(ctx, FC_ERR_INVALID_ARG,
+                 "clamp: bounds [%g, %g] are not an interval (need lo <= "
+                 "hi, neither NaN)",
+                 lo, hi);
+        return NULL;
+    }
+    return unary(ctx, FC__UN_CLAMP, x, lo, hi);
+}
