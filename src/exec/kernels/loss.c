@@ -1,5 +1,5 @@
 /* loss.c - cross_entropy (fused log-softmax + NLL) and mse_loss, forward
- * and backward kernels (the rules are in src/ag/grad_loss.c).
+ * and backward kernels (the ops and their rules are in src/ops/loss.c).
  *
  * cross_entropy, per row i with target t and C classes, lse = log sum exp x:
  *   loss_i = lse - (1 - eps) * x_t - (eps / C) * sum_c x_c      (label smoothing eps)
@@ -14,16 +14,11 @@
  *
  * mse_loss: (a - b)^2 over the broadcast shape, then mean/sum through the
  * reduction engine (fixed chunks); backward 2 * scale * g * (a - b). */
-#include "exec/iter.h"
-#include "fucina.h"
-#include "ag/tape.h"
+#include "exec/kernels/loss.h"
 #include "core/convert.h"
+#include "exec/iter.h"
 #include "exec/kernels/reduce.h"
 #include "exec/kernels/rowwise.h"
-#include "fucina/ops.h"
-
-fc_status fc__grad_cross_entropy(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__grad_mse_loss(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 /* ---- cross_entropy rows ---------------------------------------------------------------------- */
 
@@ -177,9 +172,8 @@ static void ceb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int6
 }
 
 fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *lse,
-                                      fc_tensor *targets, fc_tensor *g, int reduction,
-                                      double smoothing, double mean_scale, bool use_ignore,
-                                      int64_t ignore_index) {
+                                      fc_tensor *targets, fc_tensor *g, const fc__ce_params *p,
+                                      double mean_scale) {
     const char *op = "cross_entropy_backward";
     fc_dtype ct = g->raw.dtype;
     int64_t dim = logits->raw.shape[logits->raw.rank - 1];
@@ -187,13 +181,13 @@ fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor 
     if (!dx) return NULL;
     ce_arg a = {.ct = ct,
                 .target = (const int64_t *)fc__raw_base(&targets->raw),
-                .use_ignore = use_ignore,
-                .ignore = ignore_index,
-                .eps = smoothing,
+                .use_ignore = p->use_ignore,
+                .ignore = p->ignore_index,
+                .eps = p->smoothing,
                 .lse = fc__raw_base(&lse->raw),
                 .g = fc__raw_base(&g->raw),
-                .per_row = reduction == FC_REDUCE_NONE,
-                .scale = reduction == FC_REDUCE_MEAN ? mean_scale : 1.0};
+                .per_row = p->per_row,
+                .scale = !p->per_row && p->mean ? mean_scale : 1.0};
     fc__rows_job job = {.outer = fc__raw_numel(&logits->raw) / dim,
                         .dim = dim,
                         .inner = 1,
@@ -207,90 +201,25 @@ fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor 
     return dx;
 }
 
-/* ---- cross_entropy ------------------------------------------------------------------------------
- */
+/* ---- cross_entropy forward -------------------------------------------------------------- */
 
-static fc_status ce_check(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets, const fc_ce_opts *o) {
-    char a[160], b[160];
-    fc_dtype dt = logits->raw.dtype, tdt = targets->raw.dtype;
-    if (!fc_dtype_is_float(dt))
-        return fc__fail(ctx, FC_ERR_DTYPE,
-                        "cross_entropy: logits dtype %s is not a float dtype; cast with fc_to",
-                        fc_dtype_name(dt));
-    if (!fc_dtype_supports_int_math(tdt))
-        return fc__fail(ctx, FC_ERR_DTYPE,
-                        "cross_entropy: targets dtype %s is not an integer dtype",
-                        fc_dtype_name(tdt));
-    int lr = logits->raw.rank;
-    int64_t n = lr == 2 ? logits->raw.shape[0] : 1;
-    if (lr > 2)
-        return fc__fail(ctx, FC_ERR_RANK, "cross_entropy: logits %s must be [N, C] or [C]",
-                        fc__desc(logits, a, (int)sizeof a));
-    bool ok = lr == 2 ? targets->raw.rank == 1 && targets->raw.shape[0] == n
-                      : fc__raw_numel(&targets->raw) == 1;
-    if (!ok)
-        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                        "cross_entropy: targets %s do not match logits %s (need [%lld])",
-                        fc__desc(targets, b, (int)sizeof b), fc__desc(logits, a, (int)sizeof a),
-                        (long long)n);
-    if ((int)o->reduction < 0 || o->reduction > FC_REDUCE_NONE)
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "cross_entropy: unknown reduction %d",
-                        (int)o->reduction);
-    if (!(o->label_smoothing >= 0 && o->label_smoothing <= 1))
-        return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                        "cross_entropy: label_smoothing %g is outside [0, 1]", o->label_smoothing);
-    return FC_OK;
-}
-
-/* Targets as a new i64 tensor [n], each checked against [0, classes). */
-static fc_tensor *ce_targets(fc_ctx *ctx, fc_tensor *targets, int64_t n, int64_t classes,
-                             const fc_ce_opts *o) {
-    fc_tensor *tc = fc__copy_contiguous_ref(ctx, "fc_contiguous", targets);
-    fc_tensor *t = tc ? fc__tensor_new(ctx, "cross_entropy", FC_I64, &n, 1) : NULL;
-    if (!t) {
-        fc_release(tc);
-        return NULL;
-    }
-    int64_t *p = (int64_t *)fc__raw_base(&t->raw);
-    fc__load_i64_row(tc->raw.dtype, fc__raw_base(&tc->raw), p, (size_t)n);
-    fc_release(tc);
-    for (int64_t i = 0; i < n; i++) {
-        if (o->use_ignore && p[i] == o->ignore_index) continue;
-        if (p[i] < 0 || p[i] >= classes) {
-            fc__fail(ctx, FC_ERR_INDEX,
-                     "cross_entropy: target %lld at position %lld is outside [0, %lld)",
-                     (long long)p[i], (long long)i, (long long)classes);
-            fc_release(t);
-            return NULL;
-        }
-    }
-    return t;
-}
-
-/* Saved: 0 logits (contiguous), 1 lse; aux: the i64 targets. node->i[0]
- * reduction, i[1] use_ignore, i[2] ignore_index; f[0] smoothing, f[1] 1/count. */
-fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
-                            const fc_ce_opts *opts) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "cross_entropy", logits);
-    FC__CHECK_INPUT(ctx, "cross_entropy", targets);
-    fc_ce_opts o = {.reduction = FC_REDUCE_MEAN};
-    if (opts) o = *opts;
-    if (ce_check(ctx, logits, targets, &o) != FC_OK) return NULL;
+fc_tensor *fc__cross_entropy_forward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
+                                     const fc__ce_params *p, int64_t *count, fc_tensor **logits_c,
+                                     fc_tensor **lse_out) {
     fc_dtype dt = logits->raw.dtype, ct = fc__rw_float_ct(dt);
     int64_t dim = logits->raw.shape[logits->raw.rank - 1], n = fc__raw_numel(&logits->raw) / dim;
-    fc_tensor *tg = ce_targets(ctx, targets, n, dim, &o);
-    fc_tensor *xc = tg ? fc__copy_contiguous_ref(ctx, "fc_contiguous", logits) : NULL;
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", logits);
     fc_tensor *lse = xc ? fc__tensor_new(ctx, "cross_entropy", ct, &n, 1) : NULL;
     fc_buffer *lb = lse ? fc__ctx_buffer(ctx, (size_t)n * sizeof(double)) : NULL;
     fc_tensor *out = NULL;
+    *count = 0;
     if (lse && !lb) fc__fail(ctx, FC_ERR_OOM, "cross_entropy: out of memory for row losses");
     if (lb) {
         ce_arg a = {.ct = ct,
-                    .target = (const int64_t *)fc__raw_base(&tg->raw),
-                    .use_ignore = o.use_ignore,
-                    .ignore = o.ignore_index,
-                    .eps = o.label_smoothing,
+                    .target = (const int64_t *)fc__raw_base(&targets->raw),
+                    .use_ignore = p->use_ignore,
+                    .ignore = p->ignore_index,
+                    .eps = p->smoothing,
                     .loss = lb->data,
                     .lse = fc__raw_base(&lse->raw)};
         fc__rows_job job = {.outer = n,
@@ -301,43 +230,32 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
                             .ct = ct,
                             .fn = ce_rows,
                             .arg = &a};
-        int64_t count = 0, one = 1;
+        int64_t one = 1;
         if (fc__rows_run(ctx, "cross_entropy", &job) == FC_OK)
-            out = fc__tensor_new(ctx, "cross_entropy", dt,
-                                 o.reduction == FC_REDUCE_NONE ? &n : &one, 1);
-        if (out && o.reduction == FC_REDUCE_NONE) {
+            out = fc__tensor_new(ctx, "cross_entropy", dt, p->per_row ? &n : &one, 1);
+        if (out && p->per_row) {
             fc__store_f64_row(dt, a.loss, fc__raw_base(&out->raw), (size_t)n);
         } else if (out) {
             double s = 0;
             for (int64_t i = 0; i < n; i++) {
                 s += a.loss[i];
-                count += !(o.use_ignore && a.target[i] == o.ignore_index);
+                *count += !(p->use_ignore && a.target[i] == p->ignore_index);
             }
-            if (o.reduction == FC_REDUCE_MEAN) s /= (double)count;
+            if (p->mean) s /= (double)*count;
             fc__store_f64_row(dt, &s, fc__raw_base(&out->raw), 1);
         }
         fc__buffer_release(lb);
-        if (out && fc__ag_wants(ctx, 1, &logits)) {
-            fc_node *nd =
-                fc__ag_record(ctx, "cross_entropy", fc__grad_cross_entropy, out, 1, &logits);
-            if (nd && fc__ag_save(ctx, nd, "logits", xc) == FC_OK &&
-                fc__ag_save(ctx, nd, "lse", lse) == FC_OK) {
-                nd->aux = fc_keep(fc_retain(tg));
-                nd->i[0] = o.reduction;
-                nd->i[1] = o.use_ignore;
-                nd->i[2] = o.ignore_index;
-                nd->f[0] = o.label_smoothing;
-                nd->f[1] = count > 0 ? 1.0 / (double)count : 0.0;
-            } else {
-                fc_release(out);
-                out = NULL;
-            }
-        }
     }
-    fc_release(tg);
+    if (out && logits_c && lse_out) {
+        *logits_c = xc;
+        *lse_out = lse;
+        return out;
+    }
+    if (logits_c) *logits_c = NULL;
+    if (lse_out) *lse_out = NULL;
     fc_release(xc);
     fc_release(lse);
-    return fc__finish(ctx, "cross_entropy", out);
+    return out;
 }
 
 /* ---- mse_loss -----------------------------------------------------------------------------------
@@ -393,45 +311,23 @@ fc_tensor *fc__mse_backward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_tensor *
 }
 
 /* a, b as the compute dtype (new references). */
-static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) { return fc__copy_cast(ctx, "fc_to", t, ct); }
+static fc_tensor *as_ct(fc_ctx *ctx, fc_tensor *t, fc_dtype ct) {
+    return fc__copy_cast(ctx, "fc_to", t, ct);
+}
 
-fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "mse_loss", a);
-    FC__CHECK_INPUT(ctx, "mse_loss", b);
-    char da[160], db[160];
-    fc_dtype dt = a->raw.dtype;
-    if (!fc_dtype_is_float(dt) || b->raw.dtype != dt) {
-        fc__fail(ctx, FC_ERR_DTYPE, "mse_loss: dtypes %s and %s %s; cast with fc_to",
-                 fc_dtype_name(dt), fc_dtype_name(b->raw.dtype),
-                 fc_dtype_is_float(dt) ? "differ" : "are not both float dtypes");
-        return NULL;
-    }
-    int64_t shape[FC_MAX_RANK];
-    int rank;
-    if (fc__shape_broadcast(a->raw.shape, a->raw.rank, b->raw.shape, b->raw.rank, shape, &rank) !=
-        FC_OK) {
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "mse_loss: shapes of %s and %s do not broadcast",
-                 fc__desc(a, da, (int)sizeof da), fc__desc(b, db, (int)sizeof db));
-        return NULL;
-    }
-    if ((int)reduction < 0 || reduction > FC_REDUCE_NONE) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "mse_loss: unknown reduction %d", (int)reduction);
-        return NULL;
-    }
-    fc_dtype ct = fc__rw_float_ct(dt);
+fc_tensor *fc__mse_forward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, const int64_t *shape, int rank,
+                           bool reduce, double scale) {
+    fc_dtype dt = a->raw.dtype, ct = fc__rw_float_ct(dt);
     fc_tensor *ac = as_ct(ctx, a, ct), *bc = ac ? as_ct(ctx, b, ct) : NULL;
     fc_tensor *sq = bc ? fc__tensor_new(ctx, "mse_loss", ct, shape, rank) : NULL;
     fc_tensor *out = NULL;
-    int64_t numel = fc__shape_product(shape, rank);
-    double scale = reduction == FC_REDUCE_MEAN ? 1.0 / (double)numel : 1.0;
     if (sq) {
         fc_raw *ops[3] = {&sq->raw, &ac->raw, &bc->raw};
         mse_arg arg = {ct, 0};
         fc__iter it;
         fc__iter_init(&it, shape, rank, 3, ops);
         fc__iter_run(ctx, &it, mse_inner, &arg);
-        if (reduction == FC_REDUCE_NONE) {
+        if (!reduce) {
             out = fc__copy_cast(ctx, "fc_to", sq, dt);
         } else {
             bool mask[FC_MAX_RANK];
@@ -449,15 +345,5 @@ fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction red
     fc_release(ac);
     fc_release(bc);
     fc_release(sq);
-    fc_tensor *in[2] = {a, b};
-    if (out && fc__ag_wants(ctx, 2, in)) {
-        fc_node *nd = fc__ag_record(ctx, "mse_loss", fc__grad_mse_loss, out, 2, in);
-        if (!nd || fc__ag_save(ctx, nd, "a", a) != FC_OK || fc__ag_save(ctx, nd, "b", b) != FC_OK) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = reduction;
-        nd->f[0] = scale;
-    }
-    return fc__finish(ctx, "mse_loss", out);
+    return out;
 }

@@ -1,5 +1,5 @@
 /* norm.c - layer_norm and rms_norm over the last axis, forward and the
- * fused backward kernel (the rule in src/ag/grad_norm.c calls it).
+ * fused backward kernel (the ops and their rule are in src/ops/norm.c).
  *
  *   layer_norm  y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps)
  *   rms_norm    y = x * rstd * w,               rstd = 1 / sqrt(mean(x^2) + eps)
@@ -19,15 +19,11 @@
  * groups are added in order: the bits do not depend on the thread count.
  * Large f32 outputs (y, dx) are staged a row at a time in L1 and streamed
  * out (rowwise.h, streaming stores). */
-#include "fucina.h"
-#include "ag/tape.h"
+#include "exec/kernels/norm.h"
 #include "exec/kernels/rowwise.h"
-#include "fucina/ops.h"
 #ifdef FC__RW_X86
 #include <immintrin.h>
 #endif
-
-fc_status fc__grad_norm(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 #define NORM_GROUPS 64    /* row groups of the backward's dw/db partial sums */
 #define ONEPASS_MIN 32768 /* longer rows leave L2 between passes: one-pass statistics */
@@ -430,80 +426,26 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
     return st;
 }
 
-/* ---- public ops ------------------------------------------------------------------------------ */
+/* ---- forward kernel ---------------------------------------------------------------------- */
 
-static fc_status check_param(fc_ctx *ctx, const char *name, const char *role, fc_tensor *x,
-                             fc_tensor *p) {
-    char a[160], b[160];
-    if (!p) return FC_OK;
-    if (p->raw.dtype != x->raw.dtype)
-        return fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to",
-                        name, role, fc_dtype_name(p->raw.dtype), fc_dtype_name(x->raw.dtype));
-    if (p->raw.rank != 1 || p->raw.shape[0] != x->raw.shape[x->raw.rank - 1])
-        return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                        "%s: %s %s must have shape [%lld], the last axis of x %s", name, role,
-                        fc__desc(p, a, (int)sizeof a), (long long)x->raw.shape[x->raw.rank - 1],
-                        fc__desc(x, b, (int)sizeof b));
-    return FC_OK;
-}
-
-/* Saved values: 0 the input, then the weight (if any), the mean (layer_norm)
- * and rstd; node->i[0..2] hold their indices (-1: absent), i[3] rms. */
-static fc_status record(fc_ctx *ctx, const char *name, bool rms, fc_tensor *y, fc_tensor *x,
-                        fc_tensor *xc, fc_tensor *w, fc_tensor *b, fc_tensor *mean,
-                        fc_tensor *rstd) {
-    fc_tensor *in[3] = {x, w, b};
-    fc_node *nd = fc__ag_record(ctx, name, fc__grad_norm, y, 3, in);
-    if (!nd) return fc__failed(ctx);
-    nd->i[3] = rms;
-    nd->i[0] = nd->i[1] = -1;
-    fc_status st = fc__ag_save(ctx, nd, "input", xc);
-    if (st == FC_OK && w) {
-        nd->i[0] = nd->n_saved;
-        st = fc__ag_save(ctx, nd, "weight", w);
-    }
-    if (st == FC_OK && !rms) {
-        nd->i[1] = nd->n_saved;
-        st = fc__ag_save(ctx, nd, "mean", mean);
-    }
-    nd->i[2] = nd->n_saved;
-    return st == FC_OK ? fc__ag_save(ctx, nd, "rstd", rstd) : st;
-}
-
-static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *x, fc_tensor *w,
-                            fc_tensor *b, double eps) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, name, x);
-    char d[160];
-    fc_dtype dt = x->raw.dtype;
-    if (!fc_dtype_is_float(dt)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s of %s is not a float dtype; cast with fc_to",
-                 name, fc_dtype_name(dt), fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    if (!(eps >= 0) || !isfinite(eps)) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", name, eps);
-        return NULL;
-    }
-    if (check_param(ctx, name, "weight", x, w) != FC_OK ||
-        check_param(ctx, name, "bias", x, b) != FC_OK)
-        return NULL;
-    fc_dtype ct = fc__rw_float_ct(dt);
+fc_tensor *fc__norm_forward(fc_ctx *ctx, const char *op, bool rms, fc_tensor *x, fc_tensor *w,
+                            fc_tensor *b, double eps, fc__norm_stats *stats) {
+    bool keep = stats != NULL;
+    fc_dtype dt = x->raw.dtype, ct = fc__rw_float_ct(dt);
     int64_t dim = x->raw.shape[x->raw.rank - 1], rows = fc__raw_numel(&x->raw) / dim;
-    bool rec = fc__ag_wants(ctx, 3, (fc_tensor *[]){x, w, b});
     fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
-    fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
-    fc_tensor *mean = rec && !rms ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
-    fc_tensor *rstd = rec ? fc__tensor_new(ctx, name, ct, &rows, 1) : NULL;
+    fc_tensor *y = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
+    fc_tensor *mean = keep && !rms ? fc__tensor_new(ctx, op, ct, &rows, 1) : NULL;
+    fc_tensor *rstd = keep ? fc__tensor_new(ctx, op, ct, &rows, 1) : NULL;
     fc_tensor *wv = w ? param_ct(ctx, w, ct) : NULL;
     fc_tensor *bv = b && !rms ? param_ct(ctx, b, ct) : NULL;
     fc_buffer *buf = fc__ctx_buffer(ctx, 2 * (size_t)dim * fc_dtype_size(ct));
     fc_status st =
-        !xc || !y || (rec && (!rstd || (!rms && !mean))) || (w && !wv) || (b && !rms && !bv)
+        !xc || !y || (keep && (!rstd || (!rms && !mean))) || (w && !wv) || (b && !rms && !bv)
             ? fc__failed(ctx)
             : FC_OK;
     if (st == FC_OK && !buf)
-        st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for parameter rows", name);
+        st = fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for parameter rows", op);
     if (st == FC_OK) {
         norm_arg arg = {.ct = ct, .rms = rms, .eps = eps};
         char *sc = buf->data;
@@ -522,12 +464,16 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
                             .ct = ct,
                             .fn = norm_rows,
                             .arg = &arg};
-        st = fc__rows_run(ctx, name, &job);
+        st = fc__rows_run(ctx, op, &job);
     }
     if (buf) fc__buffer_release(buf);
     fc_release(wv);
     fc_release(bv);
-    if (st == FC_OK && rec) st = record(ctx, name, rms, y, x, xc, w, b, mean, rstd);
+    if (st == FC_OK && keep) {
+        *stats = (fc__norm_stats){xc, mean, rstd};
+        return y;
+    }
+    if (keep) *stats = (fc__norm_stats){0};
     fc_release(xc);
     fc_release(mean);
     fc_release(rstd);
@@ -535,14 +481,5 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
         fc_release(y);
         return NULL;
     }
-    return fc__finish(ctx, name, y);
-}
-
-fc_tensor *fc_layer_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
-                         double eps) {
-    return norm_impl(ctx, "layer_norm", false, x, weight, bias, eps);
-}
-
-fc_tensor *fc_rms_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, double eps) {
-    return norm_impl(ctx, "rms_norm", true, x, weight, NULL, eps);
+    return y;
 }

@@ -171,30 +171,8 @@ static inline fc_dtype fc__rw_float_ct(fc_dtype dt) { return dt == FC_F64 ? FC_F
  * Each returns a new scope-registered tensor (or NULL with the error
  * recorded). Tensors passed in are contiguous unless stated. */
 
-/* dx along axis: softmax y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g).
- * y has the forward's dtype, g the gradient dtype; dx has g's dtype. */
-fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axis, bool is_log);
 /* Inclusive prefix sum along axis (reverse: suffix sum) of x of any layout,
  * in the reduction policy's dtype. */
 fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse);
-/* layer_norm / rms_norm backward over the last axis. x is the saved
- * (contiguous) input, g the output gradient, w the weight (NULL allowed),
- * mean (layer_norm only) and rstd the saved per-row statistics in the
- * gradient dtype. Sets *dx, *dw (when w and want_w), *db (when want_b). */
-fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, fc_tensor *w,
-                            fc_tensor *mean, fc_tensor *rstd, bool want_x, bool want_w, bool want_b,
-                            fc_tensor **dx, fc_tensor **dw, fc_tensor **db);
-/* cross_entropy backward: logits [N, C] (contiguous), per-row lse [N] and
- * targets i64 [N], g the loss gradient ([1] or [N] for reduction none). */
-fc_tensor *fc__cross_entropy_backward(fc_ctx *ctx, fc_tensor *logits, fc_tensor *lse,
-                                      fc_tensor *targets, fc_tensor *g, int reduction,
-                                      double smoothing, double mean_scale, bool use_ignore,
-                                      int64_t ignore_index);
-
-/* mse_loss backward: sign * 2 * scale * g * (a - b) over the broadcast
- * shape; a and b in g's dtype (any layout), g [1]-shaped (seen with stride
- * 0) or of the broadcast shape. */
-fc_tensor *fc__mse_backward(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_tensor *g,
-                            const int64_t *shape, int rank, double scale, double sign);
 
 #endif /* FUCINA_EXEC_KERNELS_ROWWISE_H */

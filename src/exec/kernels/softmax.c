@@ -1,5 +1,5 @@
 /* softmax.c - softmax and log_softmax along any axis, forward and the
- * fused backward kernels (the rules in src/ag/grad_softmax.c call them).
+ * fused backward kernels (the ops and their rules are in src/ops/softmax.c).
  *
  * A row is read from memory once: the max pass brings it into L1 and the
  * exp, sum and scale passes run on the cached row (for the [4096, 1024]
@@ -15,17 +15,12 @@
  * A row with a NaN gives NaN everywhere; a row of -inf gives NaN (as in
  * PyTorch). Large f32 softmax outputs (y, dx) are streamed around the cache
  * (rowwise.h, streaming stores). */
-#include "fucina.h"
-#include "ag/tape.h"
+#include "exec/kernels/softmax.h"
 #include "exec/kernels/rowwise.h"
-#include "fucina/ops.h"
 
 #ifdef FC__RW_X86
 #include <immintrin.h>
 #endif
-
-fc_status fc__grad_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__grad_log_softmax(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 typedef struct sm_arg {
     fc_dtype ct;
@@ -162,6 +157,34 @@ static void softmax_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, 
     softmax_f32_base(rows[0], rows[1], nrows, dim, a->is_log);
 }
 
+/* ---- forward kernel ----------------------------------------------------------------------- */
+
+fc_tensor *fc__softmax_forward(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool is_log) {
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
+    if (!xc) return NULL;
+    fc_tensor *y = fc__tensor_new(ctx, op, x->raw.dtype, x->raw.shape, x->raw.rank);
+    if (!y) {
+        fc_release(xc);
+        return NULL;
+    }
+    sm_arg arg = {fc__rw_float_ct(x->raw.dtype), is_log, false};
+    fc__rows_job job = {.nin = 1,
+                        .nout = 1,
+                        .ops = {&xc->raw, &y->raw},
+                        .ct = arg.ct,
+                        .fn = softmax_rows,
+                        .arg = &arg};
+    fc__shape_axis_geometry(x->raw.shape, x->raw.rank, axis, &job.outer, &job.dim, &job.inner);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX512);
+    fc_status st = fc__rows_run(ctx, op, &job);
+    fc_release(xc);
+    if (st != FC_OK) {
+        fc_release(y);
+        return NULL;
+    }
+    return y;
+}
+
 /* ---- backward rows ------------------------------------------------------------------------ */
 
 FC__RW_INLINE void softmax_bwd_f32_body(const float *y, const float *g, float *dx, int64_t nrows,
@@ -259,64 +282,4 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
     arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw, FC__ISA_AVX512);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
-}
-
-/* ---- public ops ------------------------------------------------------------------------------ */
-
-static fc_tensor *softmax_impl(fc_ctx *ctx, const char *name, fc_tensor *x, int axis, bool is_log) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, name, x);
-    char d[160];
-    fc_dtype dt = x->raw.dtype;
-    if (!fc_dtype_is_float(dt)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtype %s of %s is not a float dtype; cast with fc_to",
-                 name, fc_dtype_name(dt), fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    int a;
-    if (fc__shape_norm_axis(axis, x->raw.rank, &a) != FC_OK) {
-        fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", name, axis,
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "fc_contiguous", x);
-    if (!xc) return NULL;
-    fc_tensor *y = fc__tensor_new(ctx, name, dt, x->raw.shape, x->raw.rank);
-    if (!y) {
-        fc_release(xc);
-        return NULL;
-    }
-    sm_arg arg = {fc__rw_float_ct(dt), is_log, false};
-    fc__rows_job job = {.nin = 1,
-                        .nout = 1,
-                        .ops = {&xc->raw, &y->raw},
-                        .ct = arg.ct,
-                        .fn = softmax_rows,
-                        .arg = &arg};
-    fc__shape_axis_geometry(x->raw.shape, x->raw.rank, a, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX512);
-    fc_status st = fc__rows_run(ctx, name, &job);
-    fc_release(xc);
-    if (st != FC_OK) {
-        fc_release(y);
-        return NULL;
-    }
-    if (fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd =
-            fc__ag_record(ctx, name, is_log ? fc__grad_log_softmax : fc__grad_softmax, y, 1, &x);
-        if (!nd || fc__ag_save(ctx, nd, "output", y) != FC_OK) {
-            fc_release(y);
-            return NULL;
-        }
-        nd->i[0] = a;
-    }
-    return fc__finish(ctx, name, y);
-}
-
-fc_tensor *fc_softmax(fc_ctx *ctx, fc_tensor *x, int axis) {
-    return softmax_impl(ctx, "softmax", x, axis, false);
-}
-
-fc_tensor *fc_log_softmax(fc_ctx *ctx, fc_tensor *x, int axis) {
-    return softmax_impl(ctx, "log_softmax", x, axis, true);
 }

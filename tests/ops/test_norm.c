@@ -1,7 +1,9 @@
-/* test_softmax_norm.c - softmax, log_softmax, layer_norm and rms_norm,
- * forward and backward, against double-precision references written here,
- * on contiguous rows, non-last axes, transposed views and every float
- * dtype; thread-count independence; and the error paths. */
+/* test_norm.c - layer_norm and rms_norm, forward and backward, against
+ * double-precision references written here, with and without weight and
+ * bias, rows past the one-pass threshold, means far from zero, a transposed
+ * input and every float dtype; thread-count independence of the gradients;
+ * the error paths; and fc_gradcheck (f64) of both on contiguous and strided
+ * inputs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,53 +59,6 @@ static void expect_close(const double *got, const double *want, int64_t n, doubl
 
 /* ---- references ------------------------------------------------------------------------------ */
 
-static void geometry(const int64_t *shape, int rank, int axis, int64_t *outer, int64_t *dim,
-                     int64_t *inner) {
-    *outer = *inner = 1;
-    for (int i = 0; i < axis; i++)
-        *outer *= shape[i];
-    for (int i = axis + 1; i < rank; i++)
-        *inner *= shape[i];
-    *dim = shape[axis];
-}
-
-static void ref_softmax(const double *x, const int64_t *shape, int rank, int axis, bool lg,
-                        double *y) {
-    int64_t outer, dim, inner;
-    geometry(shape, rank, axis, &outer, &dim, &inner);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            double m = -INFINITY, s = 0;
-            for (int64_t d = 0; d < dim; d++)
-                m = fmax(m, x[(o * dim + d) * inner + i]);
-            for (int64_t d = 0; d < dim; d++)
-                s += exp(x[(o * dim + d) * inner + i] - m);
-            for (int64_t d = 0; d < dim; d++) {
-                double v = x[(o * dim + d) * inner + i] - m;
-                y[(o * dim + d) * inner + i] = lg ? v - log(s) : exp(v) / s;
-            }
-        }
-}
-
-/* dx of softmax / log_softmax given y (the reference output) and g */
-static void ref_softmax_grad(const double *y, const double *g, const int64_t *shape, int rank,
-                             int axis, bool lg, double *dx) {
-    int64_t outer, dim, inner;
-    geometry(shape, rank, axis, &outer, &dim, &inner);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            double s = 0;
-            for (int64_t d = 0; d < dim; d++) {
-                int64_t e = (o * dim + d) * inner + i;
-                s += lg ? g[e] : g[e] * y[e];
-            }
-            for (int64_t d = 0; d < dim; d++) {
-                int64_t e = (o * dim + d) * inner + i;
-                dx[e] = lg ? g[e] - exp(y[e]) * s : y[e] * (g[e] - s);
-            }
-        }
-}
-
 /* layer_norm (rms: rms_norm) over the last axis; w, b may be NULL */
 static void ref_norm(const double *x, int64_t rows, int64_t dim, const double *w, const double *b,
                      double eps, bool rms, double *y) {
@@ -151,169 +106,6 @@ static void ref_norm_grad(const double *x, int64_t rows, int64_t dim, const doub
             dx[r * dim + j] = rs * (gy - (rms ? 0 : sa / (double)dim) - xh * sb / (double)dim);
         }
     }
-}
-
-/* ---- softmax forward ---------------------------------------------------------------------------
- */
-
-static void softmax_case(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, int axis,
-                         bool lg, uint64_t seed) {
-    double *xv;
-    fc_tensor *x = random_tensor(ctx, dt, shape, rank, seed, -6, 6, &xv);
-    fc_tensor *y = lg ? fc_log_softmax(ctx, x, axis) : fc_softmax(ctx, x, axis);
-    if (!y) fail_msg("%s", fc_ctx_error(ctx));
-    assert_int_equal(fc_tensor_dtype(y), dt);
-    int64_t n = fc_tensor_numel(x);
-    double *want = malloc(sizeof *want * (size_t)n), *got = values(y);
-    ref_softmax(xv, shape, rank, (axis + rank) % rank, lg, want);
-    expect_close(got, want, n, dtype_tol(dt) * (lg ? 4 : 1), lg ? "log_softmax" : "softmax");
-    free(want);
-    free(got);
-    free(xv);
-    fc_release(y);
-    fc_release(x);
-}
-
-static void test_softmax_forward(void **state) {
-    (void)state;
-    fc_ctx *ctx = new_ctx(2);
-    fc_dtype dts[] = {FC_F32, FC_F64, FC_F16, FC_BF16};
-    for (int d = 0; d < 4; d++)
-        for (int lg = 0; lg < 2; lg++) {
-            softmax_case(ctx, dts[d], (const int64_t[]){5, 37}, 2, -1, lg, 1);
-            softmax_case(ctx, dts[d], (const int64_t[]){5, 37}, 2, 0, lg, 2);
-            softmax_case(ctx, dts[d], (const int64_t[]){2, 3, 19}, 3, 1, lg, 3);
-            softmax_case(ctx, dts[d], (const int64_t[]){3, 2000}, 2, 1, lg, 4);
-            softmax_case(ctx, dts[d], (const int64_t[]){40, 3}, 2, 0, lg, 5);
-            softmax_case(ctx, dts[d], (const int64_t[]){7}, 1, 0, lg, 6);
-            softmax_case(ctx, dts[d], (const int64_t[]){2, 40000}, 2, 1, lg, 7); /* online */
-        }
-    free_ctx(ctx);
-}
-
-static void test_softmax_transposed_view(void **state) {
-    (void)state;
-    fc_ctx *ctx = new_ctx(2);
-    double *bv;
-    fc_tensor *base = random_tensor(ctx, FC_F32, (const int64_t[]){6, 9}, 2, 8, -3, 3, &bv);
-    fc_tensor *xt =
-        fc__tensor_view(ctx, "test", base, (const int64_t[]){9, 6}, (const int64_t[]){1, 9}, 2, 0);
-    double tv[54], want[54];
-    for (int i = 0; i < 9; i++)
-        for (int j = 0; j < 6; j++)
-            tv[i * 6 + j] = bv[j * 9 + i];
-    for (int axis = 0; axis < 2; axis++)
-        for (int lg = 0; lg < 2; lg++) {
-            fc_tensor *y = lg ? fc_log_softmax(ctx, xt, axis) : fc_softmax(ctx, xt, axis);
-            assert_non_null(y);
-            assert_true(fc_tensor_is_contiguous(y));
-            ref_softmax(tv, (const int64_t[]){9, 6}, 2, axis, lg, want);
-            double *got = values(y);
-            expect_close(got, want, 54, 1e-5, "softmax of a transposed view");
-            free(got);
-            fc_release(y);
-        }
-    free(bv);
-    fc_release(xt);
-    fc_release(base);
-    free_ctx(ctx);
-}
-
-static void test_softmax_masked_and_nan_rows(void **state) {
-    (void)state;
-    fc_ctx *ctx = new_ctx(1);
-    double v[12] = {1,         -INFINITY, 2,         -INFINITY, /* masked row */
-                    -INFINITY, -INFINITY, -INFINITY, -INFINITY, /* all masked: NaN */
-                    1,         NAN,       2,         3};        /* NaN: NaN row */
-    fc_tensor *x = from_f64(ctx, FC_F32, (const int64_t[]){3, 4}, 2, v);
-    fc_tensor *y = fc_softmax(ctx, x, 1);
-    double *got = values(y);
-    double e = exp(-1.0);
-    assert_true(fabs(got[0] - e / (1 + e)) < 1e-6 && got[1] == 0 && got[3] == 0);
-    assert_true(fabs(got[2] - 1 / (1 + e)) < 1e-6);
-    for (int i = 4; i < 12; i++)
-        assert_true(isnan(got[i]));
-    free(got);
-    fc_release(y);
-    y = fc_log_softmax(ctx, x, 1);
-    got = values(y);
-    assert_true(got[1] == -INFINITY && fabs(got[2] + log1p(e)) < 1e-6);
-    for (int i = 8; i < 12; i++)
-        assert_true(isnan(got[i]));
-    free(got);
-    fc_release(y);
-    fc_release(x);
-    /* a long (online path) row whose first blocks are all masked */
-    int64_t long_shape[2] = {2, 40000};
-    double *lv = malloc(sizeof *lv * 80000), *lw = malloc(sizeof *lw * 80000);
-    for (int i = 0; i < 80000; i++)
-        lv[i] = (i % 40000) < 9000 ? -INFINITY : (i < 40000 ? 0.001 * (i % 97) : -INFINITY);
-    lv[79999] = 2.0; /* second row: all masked but its last element */
-    x = from_f64(ctx, FC_F32, long_shape, 2, lv);
-    for (int lg = 0; lg < 2; lg++) {
-        y = lg ? fc_log_softmax(ctx, x, 1) : fc_softmax(ctx, x, 1);
-        ref_softmax(lv, long_shape, 2, 1, lg, lw);
-        got = values(y);
-        expect_close(got, lw, 80000, 1e-5, "masked long row");
-        free(got);
-        fc_release(y);
-    }
-    free(lv);
-    free(lw);
-    fc_release(x);
-    /* huge logits do not overflow */
-    double big[3] = {1000, 999, -1000};
-    x = from_f64(ctx, FC_F32, (const int64_t[]){3}, 1, big);
-    y = fc_softmax(ctx, x, 0);
-    got = values(y);
-    assert_true(fabs(got[0] - 1 / (1 + e)) < 1e-6 && got[2] == 0);
-    free(got);
-    fc_release(y);
-    fc_release(x);
-    free_ctx(ctx);
-}
-
-/* ---- softmax backward ------------------------------------------------------------------------ */
-
-static void softmax_grad_case(fc_ctx *ctx, const int64_t *shape, int rank, int axis, bool lg,
-                              fc_dtype dt) {
-    double *xv, *gv;
-    fc_tensor *x = random_tensor(ctx, dt, shape, rank, 21, -4, 4, &xv);
-    fc_tensor *g = random_tensor(ctx, FC_F32, shape, rank, 22, -1, 1, &gv);
-    assert_int_equal(fc_requires_grad(x, true), FC_OK);
-    fc_tensor *y = lg ? fc_log_softmax(ctx, x, axis) : fc_softmax(ctx, x, axis);
-    assert_non_null(y);
-    assert_int_equal(fc_backward_with(ctx, y, g, false), FC_OK);
-    fc_tensor *dx = fc_grad(x);
-    assert_non_null(dx);
-    assert_int_equal(fc_tensor_dtype(dx), FC_F32);
-    int64_t n = fc_tensor_numel(x);
-    double *yr = malloc(sizeof *yr * (size_t)n), *want = malloc(sizeof *want * (size_t)n);
-    ref_softmax(xv, shape, rank, axis, lg, yr);
-    ref_softmax_grad(yr, gv, shape, rank, axis, lg, want);
-    double *got = values(dx);
-    expect_close(got, want, n, dt == FC_F32 ? 1e-5 : 2e-2, "softmax backward");
-    free(got);
-    free(want);
-    free(yr);
-    free(xv);
-    free(gv);
-    fc_release(y);
-    fc_release(g);
-    fc_release(x);
-}
-
-static void test_softmax_backward(void **state) {
-    (void)state;
-    fc_ctx *ctx = new_ctx(2);
-    for (int lg = 0; lg < 2; lg++) {
-        softmax_grad_case(ctx, (const int64_t[]){6, 50}, 2, 1, lg, FC_F32);
-        softmax_grad_case(ctx, (const int64_t[]){6, 50}, 2, 0, lg, FC_F32);
-        softmax_grad_case(ctx, (const int64_t[]){3, 4, 5}, 3, 1, lg, FC_F32);
-        softmax_grad_case(ctx, (const int64_t[]){4, 33}, 2, 1, lg, FC_BF16);
-        softmax_grad_case(ctx, (const int64_t[]){4, 33}, 2, 0, lg, FC_F16);
-    }
-    free_ctx(ctx);
 }
 
 /* ---- layer_norm / rms_norm forward and backward ---------------------------------------------- */
@@ -419,10 +211,10 @@ static void test_norm_strided_input(void **state) {
 
 /* ---- the same bits for one and two threads --------------------------------------------------- */
 
-static void test_softmax_norm_thread_independent(void **state) {
+static void test_norm_thread_independent(void **state) {
     (void)state;
     int64_t shape[2] = {300, 1000}, n = 300000;
-    uint32_t *bits[2][4];
+    uint32_t *bits[2][3];
     for (int t = 0; t < 2; t++) {
         fc_ctx *ctx = new_ctx(t + 1);
         double *xv, *gv, *wv;
@@ -433,11 +225,10 @@ static void test_softmax_norm_thread_independent(void **state) {
         assert_int_equal(fc_requires_grad(x, true), FC_OK);
         assert_int_equal(fc_requires_grad(w, true), FC_OK);
         assert_int_equal(fc_requires_grad(b, true), FC_OK);
-        fc_tensor *s = fc_softmax(ctx, x, 1);
         fc_tensor *ln = fc_layer_norm(ctx, x, w, b, 1e-5);
         assert_int_equal(fc_backward_with(ctx, ln, g, false), FC_OK);
-        fc_tensor *outs[4] = {s, fc_grad(x), fc_grad(w), fc_grad(b)};
-        for (int k = 0; k < 4; k++) {
+        fc_tensor *outs[3] = {fc_grad(x), fc_grad(w), fc_grad(b)};
+        for (int k = 0; k < 3; k++) {
             size_t nb = sizeof(uint32_t) * (size_t)fc_tensor_numel(outs[k]);
             bits[t][k] = malloc(nb);
             assert_int_equal(fc_tensor_copy_to(outs[k], bits[t][k], nb), FC_OK);
@@ -445,7 +236,6 @@ static void test_softmax_norm_thread_independent(void **state) {
         free(xv);
         free(gv);
         free(wv);
-        fc_release(s);
         fc_release(ln);
         fc_release(x);
         fc_release(g);
@@ -453,16 +243,15 @@ static void test_softmax_norm_thread_independent(void **state) {
         fc_release(b);
         free_ctx(ctx);
     }
-    int64_t sizes[4] = {n, n, shape[1], shape[1]};
-    for (int k = 0; k < 4; k++) {
+    int64_t sizes[3] = {n, shape[1], shape[1]};
+    for (int k = 0; k < 3; k++) {
         assert_memory_equal(bits[0][k], bits[1][k], sizeof(uint32_t) * (size_t)sizes[k]);
         free(bits[0][k]);
         free(bits[1][k]);
     }
 }
 
-/* ---- errors
- * ---------------------------------------------------------------------------------------- */
+/* ---- errors --------------------------------------------------------------------------------- */
 
 static void expect_error(fc_ctx *ctx, fc_tensor *t, fc_status code, const char *needle) {
     assert_null(t);
@@ -472,7 +261,7 @@ static void expect_error(fc_ctx *ctx, fc_tensor *t, fc_status code, const char *
     fc_ctx_clear_error(ctx);
 }
 
-static void test_softmax_norm_errors(void **state) {
+static void test_norm_errors(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx(1);
     fc_tensor *x = fc_zeros(ctx, FC_F32, (const int64_t[]){2, 3}, 2);
@@ -481,9 +270,6 @@ static void test_softmax_norm_errors(void **state) {
     fc_tensor *w2 = fc_ones(ctx, FC_F32, (const int64_t[]){2}, 1);
     fc_tensor *w3d = fc_ones(ctx, FC_F64, (const int64_t[]){3}, 1);
     fc_tensor *w13 = fc_ones(ctx, FC_F32, (const int64_t[]){1, 3}, 2);
-    expect_error(ctx, fc_softmax(ctx, xi, 0), FC_ERR_DTYPE, "softmax: dtype i32");
-    expect_error(ctx, fc_log_softmax(ctx, x, 2), FC_ERR_AXIS, "log_softmax: axis 2");
-    expect_error(ctx, fc_softmax(ctx, x, -3), FC_ERR_AXIS, "softmax");
     expect_error(ctx, fc_layer_norm(ctx, xi, NULL, NULL, 1e-5), FC_ERR_DTYPE, "layer_norm");
     expect_error(ctx, fc_layer_norm(ctx, x, w2, NULL, 1e-5), FC_ERR_SHAPE_MISMATCH,
                  "layer_norm: weight f32[2]");
@@ -494,8 +280,6 @@ static void test_softmax_norm_errors(void **state) {
     expect_error(ctx, fc_rms_norm(ctx, x, NULL, -1), FC_ERR_INVALID_ARG, "rms_norm: eps");
     expect_error(ctx, fc_layer_norm(ctx, x, NULL, NULL, NAN), FC_ERR_INVALID_ARG, "layer_norm");
     fc_ctx_fail(ctx, FC_ERR_STATE, "earlier");
-    assert_null(fc_softmax(ctx, NULL, 0));
-    assert_null(fc_log_softmax(ctx, NULL, 0));
     assert_null(fc_layer_norm(ctx, NULL, w3, NULL, 1e-5));
     assert_null(fc_rms_norm(ctx, NULL, NULL, 1e-5));
     assert_int_equal(fc_ctx_status(ctx), FC_ERR_STATE);
@@ -512,16 +296,126 @@ static void test_softmax_norm_errors(void **state) {
     free_ctx(ctx);
 }
 
+/* ---- gradient checks (fc_gradcheck, f64 central differences) ------------------------------ */
+
+enum op { OP_LAYER_NORM, OP_LAYER_NORM_BARE, OP_RMS_NORM };
+
+enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
+
+typedef struct gc_case {
+    const char *name;
+    enum op op;
+    enum view view;
+    int axes[3], naxes;
+    bool keepdim;
+    int correction; /* var/std; the axis for cumsum/softmax */
+    fc_reduction red;
+    fc_tensor *targets; /* cross_entropy */
+} gc_case;
+
+/* The op's input as the checked function sees it: in[0] itself or a view
+ * of it made by the (differentiable) layout ops. Transpose swaps the first
+ * two axes; narrow drops the first and last element of the last axis;
+ * broadcast expands a leading axis of 1 to 3. */
+static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
+    int r = fc_tensor_rank(x);
+    int64_t shape[FC_MAX_RANK];
+    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
+    switch (v) {
+    case V_TRANSPOSE:
+        return fc_transpose(ctx, x, 0, 1);
+    case V_NARROW:
+        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
+    case V_BROADCAST:
+        shape[0] = 3;
+        return fc_expand(ctx, x, shape, r);
+    default:
+        return fc_retain(x);
+    }
+}
+
+static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    const gc_case *c = user;
+    fc_tensor *x = viewed(ctx, in[0], c->view), *y = NULL;
+    assert_non_null(x);
+    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
+    switch (c->op) {
+    case OP_LAYER_NORM:
+        y = fc_layer_norm(ctx, x, in[1], in[2], 1e-5);
+        break;
+    case OP_LAYER_NORM_BARE:
+        y = fc_layer_norm(ctx, x, NULL, NULL, 1e-3);
+        break;
+    case OP_RMS_NORM:
+        y = fc_rms_norm(ctx, x, in[1], 1e-5);
+        break;
+    }
+    (void)n;
+    fc_release(x);
+    return y;
+}
+
+static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
+                             double hi) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    double *v = malloc(sizeof *v * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
+        v[i] = lo + (hi - lo) * u;
+    }
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
+    free(v);
+    assert_non_null(t);
+    return t;
+}
+
+static void check(fc_ctx *ctx, gc_case *c, fc_tensor *const *in, int n) {
+    fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
+    fc_gradcheck_report rep;
+    fc_status st = fc_gradcheck(ctx, apply, c, in, n, &o, &rep);
+    if (st != FC_OK) fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
+    assert_true(rep.passed);
+    assert_true(rep.checked > 0);
+}
+
+static fc_ctx *gc_ctx(void) {
+    fc_ctx_opts o = {.threads = 2, .seed = 1};
+    fc_ctx *ctx = fc_ctx_new(&o);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+static void test_grad_norms(void **state) {
+    (void)state;
+    fc_ctx *ctx = gc_ctx();
+    const int64_t leaf2[4][2] = {{3, 6}, {6, 3}, {3, 8}, {1, 6}};
+    int64_t d6 = 6;
+    for (int v = V_CONTIG; v <= V_BROADCAST; v++) {
+        fc_scope_begin(ctx);
+        fc_tensor *in[3] = {random_f64(ctx, leaf2[v], 2, 300, -2, 2),
+                            random_f64(ctx, &d6, 1, 301, 0.5, 1.5),
+                            random_f64(ctx, &d6, 1, 302, -1, 1)};
+        gc_case ln = {"layer_norm", OP_LAYER_NORM, (enum view)v, {0}, 0, false, 0, 0, NULL};
+        check(ctx, &ln, in, 3);
+        gc_case rms = {"rms_norm", OP_RMS_NORM, (enum view)v, {0}, 0, false, 0, 0, NULL};
+        check(ctx, &rms, in, 2);
+        gc_case bare = {
+            "layer_norm bare", OP_LAYER_NORM_BARE, (enum view)v, {0}, 0, false, 0, 0, NULL};
+        check(ctx, &bare, in, 1);
+        fc_scope_end(ctx);
+    }
+    free_ctx(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_softmax_forward),
-        cmocka_unit_test(test_softmax_transposed_view),
-        cmocka_unit_test(test_softmax_masked_and_nan_rows),
-        cmocka_unit_test(test_softmax_backward),
         cmocka_unit_test(test_norm_forward_backward),
         cmocka_unit_test(test_norm_strided_input),
-        cmocka_unit_test(test_softmax_norm_thread_independent),
-        cmocka_unit_test(test_softmax_norm_errors),
+        cmocka_unit_test(test_norm_thread_independent),
+        cmocka_unit_test(test_norm_errors),
+        cmocka_unit_test(test_grad_norms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
