@@ -174,9 +174,6 @@ static inline fc_dtype fc__rw_float_ct(fc_dtype dt) { return dt == FC_F64 ? FC_F
 /* dx along axis: softmax y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g).
  * y has the forward's dtype, g the gradient dtype; dx has g's dtype. */
 fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axis, bool is_log);
-/* Inclusive prefix sum along axis (reverse: suffix sum) of x of any layout,
- * in the reduction policy's dtype. */
-fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse);
 /* layer_norm / rms_norm backward over the last axis. x is the saved
  * (contiguous) input, g the output gradient, w the weight (NULL allowed),
  * mean (layer_norm only) and rstd the saved per-row statistics in the
