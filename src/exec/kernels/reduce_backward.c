@@ -26,16 +26,17 @@ static inline void st(fc_dtype dt, char *p, double v) {
 
 fc_tensor *fc__red_expand(fc_ctx *ctx, const char *op, fc_tensor *g, const int64_t *xshape,
                           int xrank, const bool *mask) {
-    int64_t st[FC_MAX_RANK], acc = 1;
+    /* zeroed: gcc cannot see that the loop covers the rank */
+    int64_t strides[FC_MAX_RANK] = {0}, acc = 1;
     for (int i = xrank - 1; i >= 0; i--) {
         if (mask[i] || xshape[i] == 1) {
-            st[i] = 0;
+            strides[i] = 0;
         } else {
-            st[i] = acc;
+            strides[i] = acc;
             acc *= xshape[i];
         }
     }
-    return fc__tensor_view(ctx, op, g, xshape, st, xrank, g->raw.offset);
+    return fc__tensor_view(ctx, op, g, xshape, strides, xrank, g->raw.offset);
 }
 
 fc_tensor *fc__red_scaled(fc_ctx *ctx, const char *op, const fc_tensor *g, double scale) {
