@@ -1,6 +1,7 @@
-/* matmul.c - fc_matmul, fc_linear and fc_ctx_set_backend: tensors in,
- * fc__gemm calls out (src/backend/backend.h). The op never knows which
- * provider ran.
+/* matmul.c - the dense products behind fc_matmul and fc_linear (their
+ * checks, records and rules are in src/ops/matmul.c): tensors in, fc__gemm
+ * calls out (src/backend/backend.h). The caller never knows which provider
+ * ran. Nothing here records on the tape.
  *
  * Shapes follow NumPy's matmul: a [..., m, k] . b [..., k, n] -> [..., m, n]
  * with the batch axes broadcast; a 1-D a is a row [1, k] and a 1-D b a
@@ -11,31 +12,25 @@
  * leading dimension): one of its two strides 1 and the other at least the
  * row length. Transposed and narrowed views qualify and are never copied;
  * anything else (a stride-0 expand inside the matrix, every-other-column
- * views) is copied once with fc_contiguous. Batch axes are coalesced where
- * the strides allow; the innermost mergeable run becomes the gemm's batch
- * (one provider call) and the rest an outer odometer loop. A shared right
- * operand with a row-contiguous batched left operand ([B, T, C] . [C, N], the
- * linear-layer shape) folds the batch into m: one large product instead of
- * B small ones.
+ * views) is copied once (fc__copy_contiguous_ref). Batch axes are coalesced
+ * where the strides allow; the innermost mergeable run becomes the gemm's
+ * batch (one provider call) and the rest an outer odometer loop. A shared
+ * right operand with a row-contiguous batched left operand ([B, T, C] .
+ * [C, N], the linear-layer shape) folds the batch into m: one large product
+ * instead of B small ones.
  *
- * fc_linear computes x . w^T + bias by viewing w [out, in] as its transpose
- * (no copy) and, with a bias, first writing the bias into every output row
- * and then accumulating (C += x.w^T), so 16-bit outputs round once.
- *
- * Autograd: both ops record a node (rules in src/ag/grad_matmul.c). */
+ * fc__linear computes x . w^T + bias by viewing w [out, in] as its
+ * transpose (no copy) and, with a bias, first writing the bias into every
+ * output row and then accumulating (C += x.w^T), so 16-bit outputs round
+ * once. */
 #include <stdio.h>
 #include <string.h>
 
-#include "fucina.h"
-#include "ag/grad_matmul.h"
-#include "ag/tape.h"
-#include "backend/backend.h"
-#include "exec/tensor.h"
-#include "exec/parallel.h"
+#include "exec/kernels/matmul.h"
 
-static bool is_float(fc_dtype dt) {
-    return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;
-}
+#include "backend/backend.h"
+#include "exec/kernels/copy.h"
+#include "exec/parallel.h"
 
 /* ---- layout analysis ------------------------------------------------------------------------ */
 
@@ -93,7 +88,7 @@ static void operand_geometry(operand *o, bool left) {
 /* Replaces o's tensor by a contiguous copy (owned by o). Records the error
  * on failure. */
 static bool operand_make_contiguous(fc_ctx *ctx, const char *op, bool left, operand *o) {
-    fc_tensor *c = fc_contiguous(ctx, o->t);
+    fc_tensor *c = fc__copy_contiguous_ref(ctx, op, o->t);
     if (!c) return false;
     o->t = c;
     o->owned = true;
@@ -291,9 +286,8 @@ static fc_status run_plan(fc_ctx *ctx, const fc__matmul_provider *p, fc__gemm *g
     }
 }
 
-/* a . b (+ bias in every row); a, b already of one float dtype. */
-static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b,
-                             fc_tensor *bias) {
+fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b,
+                      fc_tensor *bias) {
     operand A = {0}, B = {0};
     fc_tensor *out = NULL, *bias_c = NULL;
     if (!operand_prepare(ctx, op, a, true, &A)) goto done;
@@ -342,7 +336,7 @@ static fc_tensor *mm_forward(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tenso
     out = fc__tensor_new(ctx, op, dt, s.out_shape, s.out_rank);
     if (!out) goto done;
     if (bias) {
-        bias_c = fc_contiguous(ctx, bias);
+        bias_c = fc__copy_contiguous_ref(ctx, op, bias);
         if (!bias_c) goto fail;
         fill_rows(ctx, out, bias_c, s.n);
     }
@@ -386,125 +380,13 @@ done:
     return out;
 }
 
-/* ---- public ops ---------------------------------------------------------------------------- */
-
-/* FC_ERR_DTYPE unless a and b share a float dtype; names both. */
-static bool check_dtypes(fc_ctx *ctx, const char *op, const char *what_a, const fc_tensor *a,
-                         const char *what_b, const fc_tensor *b) {
-    fc_dtype da = a->raw.dtype, db = b->raw.dtype;
-    if (!is_float(da)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: %s has dtype %s; matmul takes f16, bf16, f32, f64", op,
-                 what_a, fc_dtype_name(da));
-        return false;
-    }
-    if (da != db) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: dtypes %s (%s) and %s (%s) differ; cast one with fc_to",
-                 op, fc_dtype_name(da), what_a, fc_dtype_name(db), what_b);
-        return false;
-    }
-    return true;
-}
-
-/* A block-quantized right operand next to an f32 left one is dequantized to
- * f32 once and the dense product runs (quantized weights never require
- * grad; the left operand's gradient uses the dequantized copy). Returns b
- * itself otherwise, or NULL with the error recorded. */
-static fc_tensor *dense_rhs(fc_ctx *ctx, const char *op, fc_tensor *left, fc_tensor *b) {
-    if (!fc_dtype_is_block(b->raw.dtype) || left->raw.dtype != FC_F32) return b;
-    if (!fc_dtype_supports_quantized_matmul_rhs(b->raw.dtype)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: %s is not a weight format (it quantizes activations)", op,
-                 fc_dtype_name(b->raw.dtype));
-        return NULL;
-    }
-    return fc_to(ctx, b, FC_F32);
-}
-
-fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "matmul", a);
-    FC__CHECK_INPUT(ctx, "matmul", b);
-    fc_tensor *bd = dense_rhs(ctx, "matmul", a, b);
-    if (!bd) return NULL;
-    fc_tensor *out = NULL;
-    if (check_dtypes(ctx, "matmul", "a", a, "b", bd)) out = mm_forward(ctx, "matmul", a, bd, NULL);
-    if (out && fc__ag_wants(ctx, 2, (fc_tensor *[]){a, b})) {
-        fc_node *nd = fc__ag_record(ctx, "matmul", fc__grad_matmul, out, 2, (fc_tensor *[]){a, b});
-        if (!nd || fc__ag_save(ctx, nd, "a", a) != FC_OK ||
-            fc__ag_save(ctx, nd, "b", bd) != FC_OK) {
-            fc_release(out);
-            out = NULL;
-        }
-    }
-    if (bd != b) fc_release(bd);
-    return out ? fc__finish(ctx, "matmul", out) : NULL;
-}
-
-static fc_tensor *linear_dense(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
-/* qlinear.c: block-quantized weights decoded inside the kernel */
-fc_tensor *fc__linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
-
-fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "linear", x);
-    FC__CHECK_INPUT(ctx, "linear", w);
-    if (fc_dtype_is_block(w->raw.dtype)) return fc__linear_quantized(ctx, x, w, bias);
-    fc_tensor *wd = dense_rhs(ctx, "linear", x, w);
-    if (!wd) return NULL;
-    fc_tensor *out = linear_dense(ctx, x, wd, bias);
-    fc_tensor *ins[3] = {x, w, bias};
-    if (out && fc__ag_wants(ctx, 3, ins)) {
-        fc_node *nd = fc__ag_record(ctx, "linear", fc__grad_linear, out, 3, ins);
-        if (!nd || fc__ag_save(ctx, nd, "x", x) != FC_OK ||
-            fc__ag_save(ctx, nd, "weight", wd) != FC_OK) {
-            fc_release(out);
-            out = NULL;
-        }
-    }
-    if (wd != w) fc_release(wd);
-    return out ? fc__finish(ctx, "linear", out) : NULL;
-}
-
-/* x . w^T + bias for a dense w: checks, then the shared forward. */
-static fc_tensor *linear_dense(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
-    char xs[160], ws[160], bs[160];
-    if (!check_dtypes(ctx, "linear", "x", x, "weight", w)) return NULL;
-    if (bias && bias->raw.dtype != x->raw.dtype) {
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "linear: dtypes %s (x) and %s (bias) differ; cast one with fc_to",
-                 fc_dtype_name(x->raw.dtype), fc_dtype_name(bias->raw.dtype));
-        return NULL;
-    }
-    const fc_raw *wr = &w->raw, *xr = &x->raw;
-    if (wr->rank != 2) {
-        fc__fail(ctx, FC_ERR_RANK, "linear: weight %s must be 2-D [out, in]", fc__desc(w, ws, 160));
-        return NULL;
-    }
-    if (xr->shape[xr->rank - 1] != wr->shape[1]) {
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                 "linear: x %s and weight %s do not match (%lld input features vs %lld)",
-                 fc__desc(x, xs, 160), fc__desc(w, ws, 160), (long long)xr->shape[xr->rank - 1],
-                 (long long)wr->shape[1]);
-        return NULL;
-    }
-    if (bias && (bias->raw.rank != 1 || bias->raw.shape[0] != wr->shape[0])) {
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "linear: bias %s must be [%lld] for weight %s",
-                 fc__desc(bias, bs, 160), (long long)wr->shape[0], fc__desc(w, ws, 160));
-        return NULL;
-    }
+fc_tensor *fc__linear(fc_ctx *ctx, const char *op, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
     /* w^T as a view: [in, out] with the strides swapped, no copy */
+    const fc_raw *wr = &w->raw;
     int64_t shape[2] = {wr->shape[1], wr->shape[0]}, strides[2] = {wr->strides[1], wr->strides[0]};
-    fc_tensor *wt = fc__tensor_view(ctx, "linear", w, shape, strides, 2, wr->offset);
+    fc_tensor *wt = fc__tensor_view(ctx, op, w, shape, strides, 2, wr->offset);
     if (!wt) return NULL;
-    fc_tensor *out = mm_forward(ctx, "linear", x, wt, bias);
+    fc_tensor *out = fc__matmul(ctx, op, x, wt, bias);
     fc_release(wt);
     return out;
-}
-
-fc_status fc_ctx_set_backend(fc_ctx *ctx, fc_backend backend) {
-    if (!ctx) return FC_ERR_NULL_ARG;
-    char err[256];
-    fc_status st = fc__backend_check_built(backend, err, sizeof err);
-    if (st != FC_OK) return fc__fail(ctx, st, "fc_ctx_set_backend: %s", err);
-    ctx->backend = backend;
-    return FC_OK;
 }

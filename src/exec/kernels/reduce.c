@@ -759,3 +759,39 @@ fc_status fc__red_run(fc_ctx *ctx, const char *opname, fc__red_op op, const fc_r
     }
     return FC_OK;
 }
+
+/* ---- axes ---------------------------------------------------------------------------------- */
+
+fc_status fc__red_axes(fc_ctx *ctx, const char *op, const fc_tensor *x, const int *axes, int naxes,
+                       bool keepdim, bool *mask, int64_t *oshape, int *orank, int64_t *count) {
+    int rank = x->raw.rank;
+    char d[160];
+    if (naxes < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+    if (naxes > rank)
+        return fc__fail(ctx, FC_ERR_RANK, "%s: %d axes given for %s of rank %d", op, naxes,
+                        fc__desc(x, d, (int)sizeof d), rank);
+    if (naxes > 0 && !axes)
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: axes is NULL with naxes %d", op, naxes);
+    for (int i = 0; i < rank; i++)
+        mask[i] = naxes == 0;
+    for (int k = 0; k < naxes; k++) {
+        int a;
+        if (fc__shape_norm_axis(axes[k], rank, &a) != FC_OK)
+            return fc__fail(ctx, FC_ERR_AXIS, "%s: axis %d is out of range for %s", op, axes[k],
+                            fc__desc(x, d, (int)sizeof d));
+        if (mask[a])
+            return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: axis %d is repeated in the axes of %s",
+                            op, axes[k], fc__desc(x, d, (int)sizeof d));
+        mask[a] = true;
+    }
+    int r = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (mask[i]) n *= x->raw.shape[i];
+        if (!mask[i] || keepdim) oshape[r++] = mask[i] ? 1 : x->raw.shape[i];
+    }
+    if (r == 0) oshape[r++] = 1;
+    *orank = r;
+    if (count) *count = n;
+    return FC_OK;
+}

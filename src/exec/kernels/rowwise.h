@@ -1,7 +1,8 @@
 /* exec/kernels/rowwise.h - what the reduction, softmax, norm, loss and scan
  * kernels share: the row driver, the f32 row primitives (sums with wide
- * partials, max/min, a vectorized exp; AVX2 picked at run time), and the
- * internal entry points the backward rules in src/ag call.
+ * partials, max/min, a vectorized exp; AVX2 or AVX-512 picked at run
+ * time) and the streamed-store helpers. Each family's own entry points are
+ * declared in its header (kernels/norm.h, softmax.h, loss.h, scan.h).
  *
  * Row driver. Softmax, the norms, the losses and cumsum all work on rows:
  * an operand is viewed as a contiguous [outer, dim, inner] block and a row
@@ -166,13 +167,5 @@ fc_status fc__rows_run(fc_ctx *ctx, const char *op, fc__rows_job *job);
 
 /* Compute dtype of the row kernels for a float storage dtype. */
 static inline fc_dtype fc__rw_float_ct(fc_dtype dt) { return dt == FC_F64 ? FC_F64 : FC_F32; }
-
-/* ---- internal kernels used by the backward rules (src/ag) --------------------------------
- * Each returns a new scope-registered tensor (or NULL with the error
- * recorded). Tensors passed in are contiguous unless stated. */
-
-/* Inclusive prefix sum along axis (reverse: suffix sum) of x of any layout,
- * in the reduction policy's dtype. */
-fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool reverse);
 
 #endif /* FUCINA_EXEC_KERNELS_ROWWISE_H */

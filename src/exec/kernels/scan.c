@@ -1,4 +1,5 @@
-/* scan.c - cumsum: inclusive prefix sums along one axis.
+/* scan.c - cumsum's kernel: inclusive prefix sums along one axis (the
+ * public op and its rule are in src/ops/scan.c).
  *
  * Rows along the axis go through the row driver (rowwise.h); each row is
  * scanned sequentially, so the result does not depend on the thread
@@ -6,12 +7,10 @@
  * accumulate in double and every prefix is rounded once to the f32 result;
  * f64 in f64; integers and bool in wrapping 64-bit integers (i64 result).
  * The reverse scan (suffix sums) is cumsum's backward. */
-#include "fucina.h"
-#include "ag/tape.h"
-#include "exec/kernels/rowwise.h"
-#include "fucina/ops.h"
+#include "exec/kernels/scan.h"
 
-fc_status fc__grad_cumsum(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+#include "exec/kernels/copy.h"
+#include "exec/kernels/rowwise.h"
 
 typedef struct scan_arg {
     fc_dtype ct;
@@ -68,34 +67,4 @@ fc_tensor *fc__cumsum(fc_ctx *ctx, const char *op, fc_tensor *x, int axis, bool 
         return NULL;
     }
     return out;
-}
-
-fc_tensor *fc_cumsum(fc_ctx *ctx, fc_tensor *x, int axis) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "cumsum", x);
-    char d[160];
-    fc_dtype dt = x->raw.dtype;
-    if (!fc_dtype_is_scalar(dt) || fc_dtype_is_f8(dt)) {
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "cumsum: dtype %s of %s is not supported (floats, integers and bool); cast with "
-                 "fc_to",
-                 fc_dtype_name(dt), fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    int a;
-    if (fc__shape_norm_axis(axis, x->raw.rank, &a) != FC_OK) {
-        fc__fail(ctx, FC_ERR_AXIS, "cumsum: axis %d is out of range for %s", axis,
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    fc_tensor *out = fc__cumsum(ctx, "cumsum", x, a, false);
-    if (out && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, "cumsum", fc__grad_cumsum, out, 1, &x);
-        if (!nd) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = a;
-    }
-    return fc__finish(ctx, "cumsum", out);
 }

@@ -1,4 +1,4 @@
-/* test_grad_cast.c - casts and copies are differentiable: fc_to between
+/* test_cast_grad.c - casts and copies (src/ops/cast.c) are differentiable: fc_to between
  * float dtypes, fc_clone and fc_contiguous pass the gradient through (cast
  * back to the input's gradient dtype); casts to integers cut the graph; and
  * in-place fc_copy_ into a tensor that requires grad is refused. */

@@ -1,4 +1,4 @@
-/* test_grad_matmul.c - gradients of fc_matmul and fc_linear.
+/* test_matmul_grad.c - gradients of fc_matmul and fc_linear (src/ops/matmul.c).
  *
  * f64: fc_gradcheck (central differences, PyTorch's default tolerances) on
  * every shape family (2-D, vectors, broadcast batches, the shared-weight

@@ -1,5 +1,7 @@
-/* test_reduce.c - the reductions and cumsum of fucina/ops.h against a
- * double-precision reference written here.
+/* test_reduce.c - the reductions of fucina/ops.h (src/ops/reduce.c)
+ * against a double-precision reference written here (cumsum is in
+ * test_scan.c, the reductions' gradients in test_reduce_grad.c; the error
+ * checks below cover cumsum's too).
  *
  * The reference walks the logical elements in row-major order, so each
  * output sees its elements in row-major order of the reduced axes (which
@@ -517,87 +519,6 @@ static void test_reduce_nan_inf_ties(void **state) {
     free_ctx(ctx);
 }
 
-/* ---- cumsum
- * -------------------------------------------------------------------------------------- */
-
-static void ref_cumsum(const double *v, const int64_t *shape, int rank, int axis, double *out) {
-    int64_t outer = 1, inner = 1, dim = shape[axis];
-    for (int i = 0; i < axis; i++)
-        outer *= shape[i];
-    for (int i = axis + 1; i < rank; i++)
-        inner *= shape[i];
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            double s = 0;
-            for (int64_t d = 0; d < dim; d++) {
-                int64_t e = (o * dim + d) * inner + i;
-                s += v[e];
-                out[e] = s;
-            }
-        }
-}
-
-static void test_reduce_cumsum(void **state) {
-    (void)state;
-    fc_ctx *ctx = new_ctx(2);
-    int64_t shape[3] = {3, 40, 5};
-    double v[600], want[600];
-    fill_random(v, 600, 5, -4, 4);
-    for (int i = 0; i < 600; i++)
-        v[i] = floor(v[i]);
-    fc_dtype dts[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I32, FC_U8, FC_BOOL};
-    for (int d = 0; d < 7; d++) {
-        double q[600];
-        for (int i = 0; i < 600; i++)
-            q[i] = dts[d] == FC_BOOL ? (v[i] > 0) : dts[d] == FC_U8 ? fabs(v[i]) : v[i];
-        fc_tensor *x = from_f64(ctx, dts[d], shape, 3, q);
-        for (int axis = -3; axis < 3; axis++) {
-            fc_tensor *y = fc_cumsum(ctx, x, axis);
-            assert_non_null(y);
-            fc_dtype want_dt = dts[d] == FC_F64            ? FC_F64
-                               : fc_dtype_is_float(dts[d]) ? FC_F32
-                                                           : FC_I64;
-            assert_int_equal(fc_tensor_dtype(y), want_dt);
-            ref_cumsum(q, shape, 3, (axis + 3) % 3, want);
-            double *got = values(y);
-            for (int i = 0; i < 600; i++)
-                assert_true(got[i] == want[i]); /* integers: exact */
-            free(got);
-            fc_release(y);
-        }
-        fc_release(x);
-    }
-    /* a transposed view and fractional values */
-    double f[600];
-    fill_random(f, 600, 9, -1, 1);
-    fc_tensor *base = from_f64(ctx, FC_F32, shape, 3, f);
-    double *q = values(base);
-    int64_t tshape[3] = {5, 40, 3}, tst[3] = {1, 5, 200};
-    fc_tensor *x = fc__tensor_view(ctx, "test", base, tshape, tst, 3, 0);
-    double tv[600];
-    view_values(q, tshape, tst, 3, 0, tv);
-    fc_tensor *y = fc_cumsum(ctx, x, 1);
-    ref_cumsum(tv, tshape, 3, 1, want);
-    double *got = values(y);
-    for (int i = 0; i < 600; i++)
-        assert_true(fabs(got[i] - want[i]) < 1e-5);
-    free(got);
-    free(q);
-    fc_release(y);
-    fc_release(x);
-    fc_release(base);
-    /* integer wrap */
-    int64_t big[2] = {INT64_MAX, 2};
-    x = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){2}, 1, big);
-    y = fc_cumsum(ctx, x, 0);
-    int64_t out[2];
-    assert_int_equal(fc_tensor_copy_to(y, out, sizeof out), FC_OK);
-    assert_true(out[0] == INT64_MAX && out[1] == INT64_MIN + 1);
-    fc_release(y);
-    fc_release(x);
-    free_ctx(ctx);
-}
-
 /* ---- errors
  * ---------------------------------------------------------------------------------------- */
 
@@ -683,7 +604,6 @@ int main(void) {
         cmocka_unit_test(test_reduce_bf16_ones_sum_exactly),
         cmocka_unit_test(test_reduce_large_deterministic),
         cmocka_unit_test(test_reduce_nan_inf_ties),
-        cmocka_unit_test(test_reduce_cumsum),
         cmocka_unit_test(test_reduce_errors),
         cmocka_unit_test(test_reduce_check_finite),
     };
