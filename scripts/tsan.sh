@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the threaded parts of fucina: the exec layer (the
-# thread team, the buffer pool, every kernel), the matmul providers, autograd
-# and the optimizers, and the concurrency contract of include/fucina/tensor.h
+# thread team, the buffer pool, every kernel), the matmul providers, the ops
+# (tests/ops), autograd and the optimizers, and the concurrency contract of include/fucina/tensor.h
 # (tests/reliability/test_threads.c). Builds the library and only those
 # tests, with clang, into build-tsan/.
 #
@@ -35,7 +35,7 @@ cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInf
       -DFUCINA_BUILD_EXAMPLES=OFF -DFUCINA_BUILD_BENCH=OFF > "$BUILD.configure.log" 2>&1 \
   || { cat "$BUILD.configure.log"; exit 1; }
 TARGETS=(test_threads)
-for f in tests/exec/test_*.c tests/backend/test_*.c tests/ag/test_*.c; do
+for f in tests/exec/test_*.c tests/backend/test_*.c tests/ag/test_*.c tests/ops/test_*.c; do
   TARGETS+=("$(basename "$f" .c)")
 done
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
@@ -44,4 +44,4 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-$TSAN_DEFAULTS suppressions=$PWD/.ci/tsan.s
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 if [ "$OMP" = ON ]; then export OMP_TOOL_LIBRARIES="$ARCHER"; fi
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" \
-      -R '^(exec|backend|ag)/|^reliability/test_threads$'
+      -R '^(exec|backend|ag|ops)/|^reliability/test_threads$'
