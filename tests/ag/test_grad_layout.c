@@ -68,129 +68,6 @@ static void gradcheck(fc_gradcheck_fn fn, void *user, fc_tensor **in, int n, con
         fc_release(in[k]);
 }
 
-/* ---- views ---------------------------------------------------------------------------------- */
-
-static fc_tensor *fn_reshape(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n;
-    fc_tensor *x = u ? fc_transpose(c, in[0], 0, 2) : in[0]; /* u: the copying path */
-    return fc_reshape(c, x, (const int64_t[]){4, -1}, 2);
-}
-static fc_tensor *fn_view(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_view(c, in[0], (const int64_t[]){6, 4}, 2);
-}
-static fc_tensor *fn_permute(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_permute(c, in[0], (const int[]){2, 0, 1});
-}
-static fc_tensor *fn_transpose(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_transpose(c, in[0], -1, 0);
-}
-static fc_tensor *fn_narrow(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_narrow(c, in[0], 1, 1, 2);
-}
-static fc_tensor *fn_slice(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_slice(c, fc_slice(c, in[0], 2, -4, INT64_MAX, 2), 0, 1, 2, 1);
-}
-static fc_tensor *fn_expand(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u; /* [3,1] -> [2,3,4]: a new axis and a size-1 axis both sum */
-    return fc_expand(c, in[0], (const int64_t[]){2, -1, 4}, 3);
-}
-static fc_tensor *fn_squeeze(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_unsqueeze(c, fc_squeeze(c, in[0], 1), -1);
-}
-/* narrow of a transpose of an expand; a slice of a permute of an unsqueeze */
-static fc_tensor *fn_chain(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    fc_tensor *a = fc_narrow(
-        c, fc_transpose(c, fc_expand(c, in[0], (const int64_t[]){5, 3, 4}, 3), 0, 2), 2, 1, 3);
-    fc_tensor *b =
-        fc_slice(c, fc_permute(c, fc_unsqueeze(c, in[0], 1), (const int[]){2, 1, 0}), 0, 0, 4, 3);
-    return fc_concat(c,
-                     (fc_tensor *[]){fc_reshape(c, a, (const int64_t[]){-1}, 1),
-                                     fc_reshape(c, b, (const int64_t[]){-1}, 1)},
-                     2, 0);
-}
-
-static void test_grad_views(void **state) {
-    (void)state;
-    const int64_t s3[3] = {2, 3, 4};
-    gradcheck(fn_reshape, NULL, (fc_tensor *[]){leaf(s3, 3)}, 1, "reshape (view)");
-    gradcheck(fn_reshape, g_ctx, (fc_tensor *[]){leaf(s3, 3)}, 1, "reshape (copy)");
-    gradcheck(fn_view, NULL, (fc_tensor *[]){leaf(s3, 3)}, 1, "view");
-    gradcheck(fn_permute, NULL, (fc_tensor *[]){leaf(s3, 3)}, 1, "permute");
-    gradcheck(fn_transpose, NULL, (fc_tensor *[]){leaf(s3, 3)}, 1, "transpose");
-    gradcheck(fn_narrow, NULL, (fc_tensor *[]){leaf(s3, 3)}, 1, "narrow");
-    gradcheck(fn_slice, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 2, 7}, 3)}, 1, "slice");
-    gradcheck(fn_expand, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 1}, 2)}, 1, "expand");
-    gradcheck(fn_squeeze, NULL, (fc_tensor *[]){leaf((const int64_t[]){2, 1, 3}, 3)}, 1,
-              "squeeze/unsqueeze");
-    gradcheck(fn_chain, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 1}, 2)}, 1, "chain");
-}
-
-/* ---- joins ---------------------------------------------------------------------------------- */
-
-static fc_tensor *fn_concat(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)u; /* inputs as they are and as transposed views, plus a constant */
-    fc_tensor *xs[8];
-    for (int k = 0; k < n; k++)
-        xs[k] = k % 2 ? fc_transpose(c, in[k], 0, 1) : in[k];
-    xs[n] = fc_ones(c, FC_F64, fc_tensor_shape(xs[0]), 2);
-    return fc_concat(c, xs, n + 1, 0);
-}
-static fc_tensor *fn_stack(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)u;
-    fc_tensor *xs[8];
-    for (int k = 0; k < n; k++)
-        xs[k] = in[k];
-    xs[n] = fc_zeros(c, FC_F64, fc_tensor_shape(in[0]), 2);
-    return fc_stack(c, xs, n + 1, 1);
-}
-static fc_tensor *fn_split(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u; /* the middle piece is unused: its gradient must be zero */
-    fc_tensor *p[3];
-    if (fc_split(c, in[0], 1, (const int64_t[]){2, 1, 3}, 3, p) != FC_OK) return NULL;
-    return fc_concat(c, (fc_tensor *[]){p[2], p[0]}, 2, 1);
-}
-static fc_tensor *fn_pad(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
-    (void)n, (void)u;
-    return fc_pad(c, fc_transpose(c, in[0], 0, 1), (const int64_t[]){1, 2, 0, 3}, 0.5);
-}
-
-static void test_grad_joins(void **state) {
-    (void)state;
-    const int64_t s[2] = {3, 3};
-    gradcheck(fn_concat, NULL, (fc_tensor *[]){leaf(s, 2), leaf(s, 2)}, 2, "concat of 3");
-    /* 7 inputs + a constant: more than a node holds, so grouped nodes */
-    fc_tensor *seven[7];
-    for (int k = 0; k < 7; k++)
-        seven[k] = leaf(s, 2);
-    gradcheck(fn_concat, NULL, seven, 7, "concat of 8");
-    fc_tensor *five[5];
-    for (int k = 0; k < 5; k++)
-        five[k] = leaf((const int64_t[]){2, 3}, 2);
-    gradcheck(fn_stack, NULL, five, 5, "stack of 6");
-    gradcheck(fn_split, NULL, (fc_tensor *[]){leaf((const int64_t[]){2, 6}, 2)}, 1, "split");
-    gradcheck(fn_pad, NULL, (fc_tensor *[]){leaf((const int64_t[]){3, 2}, 2)}, 1, "pad");
-
-    /* the unused split piece really gets zeros, the others ones */
-    fc_tensor *x = fc_param_zeros(g_ctx, FC_F32, (const int64_t[]){2, 6}, 2);
-    fc_tensor *y = fn_split(g_ctx, (fc_tensor *[]){x}, 1, NULL);
-    fc_tensor *g = fc_ones(g_ctx, FC_F32, fc_tensor_shape(y), 2);
-    assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
-    const float *gx = fc_tensor_data(fc_grad(x));
-    for (int i = 0; i < 12; i++)
-        assert_true(gx[i] == (i % 6 == 2 ? 0.0f : 1.0f));
-    fc_zero_grad(&x, 1);
-    fc_release(g);
-    fc_release(y);
-    fc_release(x);
-}
-
 /* ---- indexing ------------------------------------------------------------------------------- */
 
 static fc_tensor *index_of(fc_ctx *c, fc_dtype dt, const int64_t *shape, int rank,
@@ -380,8 +257,6 @@ static void test_grad_f16_leaf_gets_f32_gradient(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        T(test_grad_views),
-        T(test_grad_joins),
         T(test_grad_indexing),
         T(test_grad_embedding_deterministic),
         T(test_grad_saved_index_modified),

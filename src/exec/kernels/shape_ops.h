@@ -15,16 +15,7 @@
 #include "ag/tape.h"
 #include "exec/tensor.h"
 
-/* ---- argument helpers (layout.c) ------------------------------------------------------------ */
-
-/* Normalises axis against rank (negative counts from the end). On failure
- * records FC_ERR_AXIS naming op, the axis and x, and returns false. */
-bool fc__op_axis(fc_ctx *ctx, const char *op, int axis, int rank, const fc_tensor *x, int *out);
-/* A view of x (shape/strides/absolute offset in storage elements) sharing
- * its storage, registered in the current scope. Block-quantized x allows
- * only the identity view: anything else records FC_ERR_UNSUPPORTED_VIEW. */
-fc_tensor *fc__layout_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
-                           const int64_t *strides, int rank, int64_t offset);
+#include "exec/kernels/layout.h"
 
 /* ---- integer index tensors (index.c) -------------------------------------------------------- */
 
@@ -61,14 +52,7 @@ fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double 
 
 /* ---- backward rules (src/ag/grad_*.c) ------------------------------------------------------- */
 
-fc_status fc__bw_reshape(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__bw_permute(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__bw_slice(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__bw_expand(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
-fc_status fc__bw_concat(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__bw_stack(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
-fc_status fc__bw_pad(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 fc_status fc__bw_index_select(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 fc_status fc__bw_gather(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
