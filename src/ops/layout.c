@@ -94,15 +94,21 @@ static fc_tensor *reshape_impl(fc_ctx *ctx, const char *op, fc_tensor *x, const 
                                int rank, bool allow_copy) {
     int64_t target[FC_MAX_RANK];
     if (!resolve_shape(ctx, op, x, shape, rank, target)) return NULL;
-    if (!allow_copy && !fc__raw_is_contiguous(&x->raw)) {
+    fc_tensor *out;
+    if (fc__raw_is_contiguous(&x->raw)) {
+        out = fc__layout_reshape_view(ctx, op, x, target, rank);
+    } else if (!allow_copy) {
         char d[160];
         fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW,
                  "%s: %s is not contiguous, so it has no view of another shape; use "
                  "fc_reshape (copies) or fc_contiguous first",
                  op, fc__desc(x, d, (int)sizeof d));
         return NULL;
+    } else {
+        /* the row-major order is what a reshape preserves, so the logical
+         * contents copied in order are already the result */
+        out = fc__layout_reshape_copy(ctx, op, x, target, rank);
     }
-    fc_tensor *out = fc__layout_reshape(ctx, op, x, target, rank);
     if (!out) return NULL;
     fc_node *nd;
     return finish(ctx, op, reshape_backward, out, x, &nd);

@@ -2,8 +2,8 @@
  * validates, records and holds the rules).
  *
  * Every function here returns a new handle on x's storage (no data is
- * copied or allocated) except fc__layout_reshape of a non-contiguous
- * tensor, which copies once into a fresh contiguous tensor. A write through
+ * copied or allocated) except fc__layout_reshape_copy, which copies a
+ * non-contiguous tensor once into a fresh contiguous one. A write through
  * a view is therefore visible in its base and in every other view of the
  * same storage, and the storage generation they share lets autograd see
  * such writes.
@@ -44,9 +44,8 @@ fc_tensor *fc__layout_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int6
 
 /* ---- reshape -------------------------------------------------------------------------------- */
 
-/* A contiguous view of x (which must be contiguous) with a new shape. */
-static fc_tensor *contiguous_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
-                                  int rank) {
+fc_tensor *fc__layout_reshape_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
+                                   int rank) {
     int64_t sshape[FC_MAX_RANK], strides[FC_MAX_RANK];
     memcpy(sshape, shape, sizeof(int64_t) * (size_t)rank);
     sshape[rank - 1] /= fc_dtype_block_elems(x->raw.dtype);
@@ -54,11 +53,8 @@ static fc_tensor *contiguous_view(fc_ctx *ctx, const char *op, fc_tensor *x, con
     return fc__layout_view(ctx, op, x, shape, strides, rank, x->raw.offset);
 }
 
-fc_tensor *fc__layout_reshape(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
-                              int rank) {
-    if (fc__raw_is_contiguous(&x->raw)) return contiguous_view(ctx, op, x, shape, rank);
-    /* the row-major order is what a reshape preserves, so the logical
-     * contents copied in order are already the result */
+fc_tensor *fc__layout_reshape_copy(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
+                                   int rank) {
     fc_tensor *out = fc__tensor_new(ctx, op, x->raw.dtype, shape, rank);
     if (!out) return NULL;
     fc_status st = fc__raw_copy_to(&x->raw, fc__raw_base(&out->raw), fc_tensor_nbytes(out));

@@ -22,11 +22,14 @@ bool fc__op_axis(fc_ctx *ctx, const char *op, int axis, int rank, const fc_tenso
 fc_tensor *fc__layout_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
                            const int64_t *strides, int rank, int64_t offset);
 
-/* x with shape[rank], which has x's element count (checked by the caller):
- * a contiguous view when x is contiguous, else a fresh contiguous copy of
- * x's elements in row-major order (the order a reshape preserves). */
-fc_tensor *fc__layout_reshape(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
-                              int rank);
+/* Reshape: shape[rank] has x's element count (checked by the caller).
+ * fc__layout_reshape_view needs a contiguous x and gives a contiguous view;
+ * fc__layout_reshape_copy gives a fresh contiguous copy of x's elements in
+ * row-major order (the order a reshape preserves), for any x. */
+fc_tensor *fc__layout_reshape_view(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
+                                   int rank);
+fc_tensor *fc__layout_reshape_copy(fc_ctx *ctx, const char *op, fc_tensor *x, const int64_t *shape,
+                                   int rank);
 
 /* out axis i = x axis perm[i]; perm is a permutation of x's axes, already
  * normalised to [0, rank). */
