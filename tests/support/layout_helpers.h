@@ -12,6 +12,7 @@
 #ifndef FUCINA_TEST_LAYOUT_HELPERS_H
 #define FUCINA_TEST_LAYOUT_HELPERS_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,33 @@ static inline fc_tensor *lh_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape,
     fc_tensor *v = fc__tensor_view(ctx, "test", base, shape, strides, rank, offset);
     fc_release(base);
     return v;
+}
+
+/* ---- gradient checks ------------------------------------------------------------------------ */
+
+/* The context seed the families' gradient checks were written against: a
+ * gradient test calls fc_ctx_rng_set(ctx, LH_GRAD_SEED, 0) first, so its
+ * random leaves are the ones they were always checked on. */
+#define LH_GRAD_SEED 11
+
+/* A random f64 leaf for fc_gradcheck. */
+static inline fc_tensor *lh_leaf(fc_ctx *ctx, const int64_t *shape, int rank) {
+    return fc_randn(ctx, FC_F64, shape, rank);
+}
+
+/* Gradchecks fn on the n inputs (f64 central differences of a random
+ * projection of the output, projection seed 3), releases them, and returns
+ * whether the check passed and checked something; prints what failed. */
+static inline bool lh_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor **in, int n,
+                                const char *what) {
+    fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 3};
+    fc_gradcheck_report rep;
+    fc_status st = fc_gradcheck(ctx, fn, user, in, n, &o, &rep);
+    bool ok = st == FC_OK && rep.passed && rep.checked != 0;
+    if (!ok) fprintf(stderr, "%s: %s (%s)\n", what, fc_status_name(st), fc_ctx_error(ctx));
+    for (int k = 0; k < n; k++)
+        fc_release(in[k]);
+    return ok;
 }
 
 #endif /* FUCINA_TEST_LAYOUT_HELPERS_H */

@@ -1,11 +1,13 @@
-/* index.c - integer indexing: index_select, embedding, gather, scatter_add,
- * one_hot, and the index-add kernel their backward rules use.
+/* index.c - integer indexing kernels: index_select (and embedding),
+ * gather, scatter_add, one_hot, and the index-add kernel the index_select
+ * backward uses (src/ops/index.c validates, records and holds the rules).
  *
  * Index tensors may have any integer dtype and any layout; they are read
- * once into int64 (fc__index_load) and every value is checked before any
- * output is touched: a negative or too large value is FC_ERR_INDEX with the
- * value, its position in the index tensor and the bound (negative indices
- * are errors here, not Python-style counts from the end).
+ * once into int64 (fc__index_load) and every value is checked
+ * (fc__index_check) before any output is touched: a negative or too large
+ * value is FC_ERR_INDEX with the value, its position in the index tensor
+ * and the bound (negative indices are errors here, not Python-style counts
+ * from the end).
  *
  * index_select views x as [O, D, I] around the axis (O rows before it, I
  * elements after it) and copies O * J rows of I elements, J = the index's
@@ -21,9 +23,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exec/kernels/copy.h"
+#include "exec/kernels/index.h"
 #include "exec/parallel.h"
-#include "fucina.h"
-#include "exec/kernels/shape_ops.h"
 #include "fucina/quant.h"
 
 /* ---- index tensors -------------------------------------------------------------------------- */
@@ -94,17 +96,6 @@ void fc__index_free(fc__index *ix) {
     if (ix->scratch) fc__buffer_release(ix->scratch);
     ix->scratch = NULL;
     ix->v = NULL;
-}
-
-/* Loads and bounds-checks index against axis `axis` of x. */
-static bool load_checked(fc_ctx *ctx, const char *op, const fc_tensor *x, int axis,
-                         const fc_tensor *index, fc__index *ix) {
-    if (!fc__index_load(ctx, op, index, ix)) return false;
-    char what[200], d[160];
-    snprintf(what, sizeof what, "axis %d of %s", axis, fc__desc(x, d, (int)sizeof d));
-    if (fc__index_check(ctx, op, ix, index, x->raw.shape[axis], what)) return true;
-    fc__index_free(ix);
-    return false;
 }
 
 /* ---- index_select / embedding --------------------------------------------------------------- */
@@ -227,90 +218,41 @@ static fc_status select_block(fc_ctx *ctx, const fc_tensor *x, int a, const fc__
     return (fc_status)atomic_load(&job.status);
 }
 
-static fc_tensor *select_impl(fc_ctx *ctx, const char *op, fc_tensor *x, int axis,
-                              fc_tensor *index) {
-    char d[160];
-    int a;
-    if (!fc__op_axis(ctx, op, axis, x->raw.rank, x, &a)) return NULL;
+fc_tensor *fc__index_select(fc_ctx *ctx, const char *op, const fc_tensor *x, int a,
+                            const fc_tensor *index, const fc__index *ix) {
     bool block = fc_dtype_is_block(x->raw.dtype);
-    if (block && !fc__raw_is_contiguous(&x->raw)) {
-        fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: block-quantized %s is not contiguous", op,
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
     int xr = x->raw.rank, ir = index->raw.rank, r = xr - 1 + ir;
-    if (r > FC_MAX_RANK) {
-        char e[160];
-        fc__fail(ctx, FC_ERR_RANK, "%s: selecting %s by index %s gives rank %d > %d", op,
-                 fc__desc(x, d, (int)sizeof d), fc__desc(index, e, (int)sizeof e), r, FC_MAX_RANK);
-        return NULL;
-    }
-    fc__index ix;
-    if (!load_checked(ctx, op, x, a, index, &ix)) return NULL;
     int64_t shape[FC_MAX_RANK];
     memcpy(shape, x->raw.shape, sizeof(int64_t) * (size_t)a);
     memcpy(shape + a, index->raw.shape, sizeof(int64_t) * (size_t)ir);
     memcpy(shape + a + ir, x->raw.shape + a + 1, sizeof(int64_t) * (size_t)(xr - a - 1));
     fc_tensor *out = fc__tensor_new(ctx, op, block ? FC_F32 : x->raw.dtype, shape, r);
-    if (!out) {
-        fc__index_free(&ix);
-        return NULL;
-    }
+    if (!out) return NULL;
     if (block) {
-        fc_status st = select_block(ctx, x, a, &ix, out);
-        fc__index_free(&ix);
+        fc_status st = select_block(ctx, x, a, ix, out);
         if (st != FC_OK) {
+            char d[160];
             fc__fail(ctx, st, "%s: cannot dequantize rows of %s: %s", op,
                      fc__desc(x, d, (int)sizeof d), fc_strerror(st));
             fc_release(out);
             return NULL;
         }
-        return fc__finish(ctx, op, out); /* block tensors never require grad */
+        return out;
     }
     select_job job = {&x->raw,
                       a,
-                      ix.v,
-                      ix.n,
+                      ix->v,
+                      ix->n,
                       x->raw.shape[a],
                       fc__shape_product(x->raw.shape + a + 1, xr - a - 1),
                       fc__raw_base(&out->raw),
                       fc_dtype_size(x->raw.dtype)};
-    int64_t rows = fc__shape_product(x->raw.shape, a) * ix.n;
+    int64_t rows = fc__shape_product(x->raw.shape, a) * ix->n;
     int64_t row_bytes = job.I * (int64_t)job.es;
     int64_t grain = row_bytes >= 16384 ? 1 : 16384 / row_bytes;
     fc__parallel_for(ctx, rows, grain,
                      fc__raw_is_contiguous(&x->raw) ? select_contiguous : select_strided, &job);
-    fc__index_free(&ix);
-    out = fc__finish(ctx, op, out);
-    if (out && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, op, fc__bw_index_select, out, 1, &x);
-        if (!nd || fc__ag_save(ctx, nd, "index", index) != FC_OK) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = a;
-    }
     return out;
-}
-
-fc_tensor *fc_index_select(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "index_select", x);
-    FC__CHECK_INPUT(ctx, "index_select", index);
-    return select_impl(ctx, "index_select", x, axis, index);
-}
-
-fc_tensor *fc_embedding(fc_ctx *ctx, fc_tensor *table, fc_tensor *ids) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "embedding", table);
-    FC__CHECK_INPUT(ctx, "embedding", ids);
-    if (table->raw.rank != 2) {
-        char d[160];
-        fc__fail(ctx, FC_ERR_RANK, "embedding: table %s must have rank 2 ([V, D])",
-                 fc__desc(table, d, (int)sizeof d));
-        return NULL;
-    }
-    return select_impl(ctx, "embedding", table, 0, ids);
 }
 
 /* ---- index add (backward of index_select) --------------------------------------------------- */
@@ -356,7 +298,7 @@ fc_tensor *fc__index_add_rows(fc_ctx *ctx, fc_tensor *g, const int64_t *xshape, 
     snprintf(what, sizeof what, "axis %d", axis);
     fc_tensor *out = NULL, *gc = NULL;
     if (!fc__index_check(ctx, op, &ix, index, xshape[axis], what)) goto done;
-    gc = fc_contiguous(ctx, g);
+    gc = fc__copy_contiguous_ref(ctx, op, g);
     out = gc ? fc_zeros(ctx, g->raw.dtype, xshape, xrank) : NULL;
     if (!out) goto done;
     int64_t I = fc__shape_product(xshape + axis + 1, xrank - axis - 1);
@@ -423,26 +365,6 @@ static void fibers_run(fc_ctx *ctx, fiber_walk *w, const fc_raw *index, int axis
     fc__parallel_for(ctx, fibers, len >= 4096 ? 1 : 4096 / len, fiber_slice, w);
 }
 
-/* Checks index against x (and src) like PyTorch: same rank; index dims no
- * larger than x's off the axis and than src's everywhere. */
-static bool check_fiber_shapes(fc_ctx *ctx, const char *op, const fc_tensor *x, int a,
-                               const fc_tensor *index, const fc_tensor *src) {
-    char d[160], e[160], f[160];
-    const fc_raw *ir = &index->raw;
-    bool ok = ir->rank == x->raw.rank && (!src || src->raw.rank == ir->rank);
-    for (int i = 0; ok && i < ir->rank; i++)
-        ok = (i == a || ir->shape[i] <= x->raw.shape[i]) &&
-             (!src || ir->shape[i] <= src->raw.shape[i]);
-    if (ok) return true;
-    fc__fail(ctx, ir->rank == x->raw.rank ? FC_ERR_SHAPE_MISMATCH : FC_ERR_RANK,
-             "%s: index %s does not fit x %s%s%s on axis %d: need the same rank, index dims <= "
-             "x's off the axis%s",
-             op, fc__desc(index, d, (int)sizeof d), fc__desc(x, e, (int)sizeof e),
-             src ? " and src " : "", src ? fc__desc(src, f, (int)sizeof f) : "", a,
-             src ? " and <= src's everywhere" : "");
-    return false;
-}
-
 /* Element strides of raw t, 0 on the axis (fibers start at coordinate 0). */
 static void fiber_strides(const fc_raw *t, int axis, int64_t *out, int64_t *along) {
     memcpy(out, t->strides, sizeof(int64_t) * (size_t)t->rank);
@@ -470,27 +392,11 @@ static void gather_fiber(void *arg, const int64_t *off) {
                j->es);
 }
 
-fc_tensor *fc_gather(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "gather", x);
-    FC__CHECK_INPUT(ctx, "gather", index);
-    int a;
-    char d[160];
-    if (!fc__op_axis(ctx, "gather", axis, x->raw.rank, x, &a)) return NULL;
-    if (fc_dtype_is_block(x->raw.dtype)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "gather: %s is block-quantized; convert with fc_to first",
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    if (!check_fiber_shapes(ctx, "gather", x, a, index, NULL)) return NULL;
-    fc__index ix;
-    if (!load_checked(ctx, "gather", x, a, index, &ix)) return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, "gather", x->raw.dtype, index->raw.shape, index->raw.rank);
-    if (!out) {
-        fc__index_free(&ix);
-        return NULL;
-    }
-    gather_job job = {ix.v,
+fc_tensor *fc__index_gather(fc_ctx *ctx, const char *op, const fc_tensor *x, int a,
+                            const fc_tensor *index, const fc__index *ix) {
+    fc_tensor *out = fc__tensor_new(ctx, op, x->raw.dtype, index->raw.shape, index->raw.rank);
+    if (!out) return NULL;
+    gather_job job = {ix->v,
                       index->raw.shape[a],
                       0,
                       0,
@@ -501,16 +407,6 @@ fc_tensor *fc_gather(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index) {
     fiber_strides(&out->raw, a, w.strides[0], &job.is);
     fiber_strides(&x->raw, a, w.strides[1], &job.xs);
     fibers_run(ctx, &w, &index->raw, a);
-    fc__index_free(&ix);
-    out = fc__finish(ctx, "gather", out);
-    if (out && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, "gather", fc__bw_gather, out, 1, &x);
-        if (!nd || fc__ag_save(ctx, nd, "index", index) != FC_OK) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = a;
-    }
     return out;
 }
 
@@ -576,43 +472,20 @@ static void scatter_fiber(void *arg, const int64_t *off) {
     }
 }
 
-fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index, fc_tensor *src) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "scatter_add", x);
-    FC__CHECK_INPUT(ctx, "scatter_add", index);
-    FC__CHECK_INPUT(ctx, "scatter_add", src);
-    int a;
-    char d[160], e[160];
-    if (!fc__op_axis(ctx, "scatter_add", axis, x->raw.rank, x, &a)) return NULL;
+fc_tensor *fc__index_scatter_add(fc_ctx *ctx, const char *op, const fc_tensor *x, int a,
+                                 const fc_tensor *index, const fc__index *ix,
+                                 const fc_tensor *src) {
     fc_dtype dt = x->raw.dtype;
-    if (src->raw.dtype != dt) {
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "scatter_add: x %s and src %s differ in dtype; cast one with "
-                 "fc_to",
-                 fc__desc(x, d, (int)sizeof d), fc__desc(src, e, (int)sizeof e));
-        return NULL;
-    }
-    if (!fc_dtype_is_float(dt) && !fc_dtype_supports_int_math(dt)) {
-        fc__fail(ctx, FC_ERR_DTYPE,
-                 "scatter_add: dtype %s cannot be added (float or integer "
-                 "dtypes only; cast with fc_to)",
-                 fc_dtype_name(dt));
-        return NULL;
-    }
-    if (!check_fiber_shapes(ctx, "scatter_add", x, a, index, src)) return NULL;
-    fc__index ix;
-    if (!load_checked(ctx, "scatter_add", x, a, index, &ix)) return NULL;
-    fc_tensor *out = fc__tensor_new(ctx, "scatter_add", dt, x->raw.shape, x->raw.rank);
+    fc_tensor *out = fc__tensor_new(ctx, op, dt, x->raw.shape, x->raw.rank);
     fc_status st =
         out ? fc__raw_copy_to(&x->raw, fc__raw_base(&out->raw), fc_tensor_nbytes(out)) : FC_ERR_OOM;
     if (st != FC_OK) {
-        if (out) fc__fail(ctx, st, "scatter_add: cannot copy x: %s", fc_strerror(st));
+        if (out) fc__fail(ctx, st, "%s: cannot copy x: %s", op, fc_strerror(st));
         fc_release(out);
-        fc__index_free(&ix);
         return NULL;
     }
     scatter_job job = {
-        ix.v, index->raw.shape[a], 0, 0, 0, fc__raw_base(&src->raw), fc__raw_base(&out->raw), dt};
+        ix->v, index->raw.shape[a], 0, 0, 0, fc__raw_base(&src->raw), fc__raw_base(&out->raw), dt};
     int64_t istr[FC_MAX_RANK];
     fc__shape_contiguous_strides(index->raw.shape, index->raw.rank, istr);
     fiber_walk w = {.nops = 3, .fn = scatter_fiber, .arg = &job};
@@ -622,62 +495,25 @@ fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index,
     fiber_strides(&src->raw, a, w.strides[1], &job.ss);
     fiber_strides(&out->raw, a, w.strides[2], &job.os);
     fibers_run(ctx, &w, &index->raw, a);
-    fc__index_free(&ix);
-    out = fc__finish(ctx, "scatter_add", out);
-    fc_tensor *in[2] = {x, src};
-    if (out && fc__ag_wants(ctx, 2, in)) {
-        fc_node *nd = fc__ag_record(ctx, "scatter_add", fc__bw_scatter_add, out, 2, in);
-        if (!nd || fc__ag_save(ctx, nd, "index", index) != FC_OK) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = a;
-    }
     return out;
 }
 
-/* ---- one_hot
- * ------------------------------------------------------------------------------------- */
+/* ---- one_hot -------------------------------------------------------------------------------- */
 
-fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "one_hot", index);
-    char d[160];
-    if (!fc_dtype_is_valid(dtype) || fc_dtype_is_block(dtype)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "one_hot: result dtype %s must be a scalar dtype",
-                 fc_dtype_is_valid(dtype) ? fc_dtype_name(dtype) : "(invalid)");
-        return NULL;
-    }
-    if (num_classes < 1) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "one_hot: num_classes is %lld; need >= 1",
-                 (long long)num_classes);
-        return NULL;
-    }
+fc_tensor *fc__index_one_hot(fc_ctx *ctx, const char *op, const fc_tensor *index,
+                             const fc__index *ix, int64_t num_classes, fc_dtype dtype) {
     int r = index->raw.rank;
-    if (r == FC_MAX_RANK) {
-        fc__fail(ctx, FC_ERR_RANK, "one_hot: index %s already has the maximum rank %d",
-                 fc__desc(index, d, (int)sizeof d), FC_MAX_RANK);
-        return NULL;
-    }
-    fc__index ix;
-    if (!fc__index_load(ctx, "one_hot", index, &ix)) return NULL;
-    if (!fc__index_check(ctx, "one_hot", &ix, index, num_classes, "num_classes")) {
-        fc__index_free(&ix);
-        return NULL;
-    }
     int64_t shape[FC_MAX_RANK];
     memcpy(shape, index->raw.shape, sizeof(int64_t) * (size_t)r);
     shape[r] = num_classes;
-    fc_tensor *out = fc__tensor_new(ctx, "one_hot", dtype, shape, r + 1);
-    if (out) {
-        size_t es = fc_dtype_size(dtype);
-        unsigned char one[8];
-        fc__store_f64(dtype, one, 1.0);
-        char *p = fc__raw_base(&out->raw);
-        memset(p, 0, fc_tensor_nbytes(out));
-        for (int64_t i = 0; i < ix.n; i++)
-            memcpy(p + (size_t)(i * num_classes + ix.v[i]) * es, one, es);
-    }
-    fc__index_free(&ix);
-    return fc__finish(ctx, "one_hot", out);
+    fc_tensor *out = fc__tensor_new(ctx, op, dtype, shape, r + 1);
+    if (!out) return NULL;
+    size_t es = fc_dtype_size(dtype);
+    unsigned char one[8];
+    fc__store_f64(dtype, one, 1.0);
+    char *p = fc__raw_base(&out->raw);
+    memset(p, 0, fc_tensor_nbytes(out));
+    for (int64_t i = 0; i < ix->n; i++)
+        memcpy(p + (size_t)(i * num_classes + ix->v[i]) * es, one, es);
+    return out;
 }

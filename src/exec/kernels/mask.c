@@ -1,5 +1,6 @@
-/* mask.c - triu, tril and dropout: ops that keep some elements and zero the
- * rest.
+/* mask.c - the kernels behind triu, tril and dropout: ops that keep some
+ * elements and zero the rest (src/ops/mask.c validates, records and holds
+ * the rules).
  *
  * triu/tril work on the last two axes ([..., R, C]); every row of every
  * matrix keeps one contiguous column range, so a row is a memcpy of the kept
@@ -12,15 +13,15 @@
  * seed, the stream position and i: the same for any thread count, and a
  * checkpointed (seed, offset) replays it. An element is kept when its word
  * is >= p * 2^32 (probability 1 - p) and then scaled by 1 / (1 - p). The
- * mask is saved (one byte per element) so backward applies the very same
- * one. */
+ * mask can be returned (one byte per element) so backward applies the very
+ * same one (fc__dropout_apply). */
 #include <math.h>
 #include <string.h>
 
-#include "exec/parallel.h"
-#include "fucina.h"
 #include "core/convert.h"
-#include "exec/kernels/shape_ops.h"
+#include "exec/kernels/copy.h"
+#include "exec/kernels/mask.h"
+#include "exec/parallel.h"
 
 /* ---- triu / tril ---------------------------------------------------------------------------- */
 
@@ -54,19 +55,8 @@ static void tri_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-static fc_tensor *triangle(fc_ctx *ctx, const char *op, fc_tensor *x, int64_t k, bool upper) {
-    char d[160];
+fc_tensor *fc__mask_triangle(fc_ctx *ctx, const char *op, fc_tensor *x, int64_t k, bool upper) {
     int r = x->raw.rank;
-    if (r < 2) {
-        fc__fail(ctx, FC_ERR_RANK, "%s: %s needs at least two axes (it masks the last two)", op,
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    if (fc_dtype_is_block(x->raw.dtype)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "%s: %s is block-quantized; convert with fc_to first", op,
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
     fc_tensor *out = fc__tensor_new(ctx, op, x->raw.dtype, x->raw.shape, r);
     if (!out) return NULL;
     int64_t R = x->raw.shape[r - 2], C = x->raw.shape[r - 1];
@@ -78,6 +68,7 @@ static fc_tensor *triangle(fc_ctx *ctx, const char *op, fc_tensor *x, int64_t k,
     } else {
         fc_status st = fc__raw_copy_into(&x->raw, &out->raw);
         if (st != FC_OK) {
+            char d[160];
             fc__fail(ctx, st, "%s: cannot copy %s: %s", op, fc__desc(x, d, (int)sizeof d),
                      fc_strerror(st));
             fc_release(out);
@@ -86,29 +77,7 @@ static fc_tensor *triangle(fc_ctx *ctx, const char *op, fc_tensor *x, int64_t k,
     }
     int64_t rows = fc__raw_numel(&x->raw) / C, row_bytes = C * (int64_t)job.es;
     fc__parallel_for(ctx, rows, row_bytes >= 16384 ? 1 : 16384 / row_bytes, tri_rows, &job);
-    out = fc__finish(ctx, op, out);
-    if (out && fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, op, fc__bw_triangle, out, 1, &x);
-        if (!nd) {
-            fc_release(out);
-            return NULL;
-        }
-        nd->i[0] = k;
-        nd->i[1] = upper;
-    }
     return out;
-}
-
-fc_tensor *fc_triu(fc_ctx *ctx, fc_tensor *x, int64_t k) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "triu", x);
-    return triangle(ctx, "triu", x, k, true);
-}
-
-fc_tensor *fc_tril(fc_ctx *ctx, fc_tensor *x, int64_t k) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "tril", x);
-    return triangle(ctx, "tril", x, k, false);
 }
 
 /* ---- dropout -------------------------------------------------------------------------------- */
@@ -185,43 +154,13 @@ static void drop_slice(void *arg, int64_t b0, int64_t b1) {
     }
 }
 
-/* identity (eval mode, p == 0): a view of x with a pass-through node */
-static fc_tensor *drop_identity(fc_ctx *ctx, fc_tensor *x) {
-    fc_raw v;
-    if (fc__raw_view(&x->raw, &v) != FC_OK) {
-        fc__fail(ctx, FC_ERR_NULL_ARG, "dropout: input has no storage");
-        return NULL;
-    }
-    fc_tensor *out = fc__finish(ctx, "dropout", fc__tensor_wrap(ctx, "dropout", &v));
-    if (out && fc__ag_wants(ctx, 1, &x) &&
-        !fc__ag_record(ctx, "dropout", fc__bw_dropout, out, 1, &x)) {
-        fc_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "dropout", x);
-    char d[160];
-    if (!fc_dtype_is_float(x->raw.dtype)) {
-        fc__fail(ctx, FC_ERR_DTYPE, "dropout: %s is not a float tensor (f16, bf16, f32, f64)",
-                 fc__desc(x, d, (int)sizeof d));
-        return NULL;
-    }
-    if (!(p >= 0.0 && p < 1.0)) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "dropout: p = %g is outside [0, 1)", p);
-        return NULL;
-    }
-    if (!training || p == 0.0) return drop_identity(ctx, x);
-    bool grad = fc__ag_wants(ctx, 1, &x);
-    fc_tensor *xc = fc_contiguous(ctx, x);
+fc_tensor *fc__mask_dropout(fc_ctx *ctx, fc_tensor *x, double p, fc_tensor **mask) {
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, "dropout", x);
     fc_tensor *out =
         xc ? fc__tensor_new(ctx, "dropout", x->raw.dtype, x->raw.shape, x->raw.rank) : NULL;
-    fc_tensor *mask =
-        out && grad ? fc__tensor_new(ctx, "dropout", FC_U8, x->raw.shape, x->raw.rank) : NULL;
-    if (!out || (grad && !mask)) {
+    fc_tensor *m =
+        out && mask ? fc__tensor_new(ctx, "dropout", FC_U8, x->raw.shape, x->raw.rank) : NULL;
+    if (!out || (mask && !m)) {
         fc_release(xc);
         fc_release(out);
         return NULL;
@@ -230,25 +169,15 @@ fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training) {
     drop_job job = {ctx->rng_seed,
                     fc__rng_reserve(ctx, (uint64_t)groups),
                     (uint64_t)ceil(p * 4294967296.0),
-                    1.0 / (1.0 - p),
+                    fc__dropout_scale(p),
                     x->raw.dtype,
                     fc__raw_base(&xc->raw),
                     fc__raw_base(&out->raw),
-                    mask ? (uint8_t *)fc__raw_base(&mask->raw) : NULL};
+                    m ? (uint8_t *)fc__raw_base(&m->raw) : NULL};
     drop_range range = {&job, n};
     fc__parallel_for(ctx, (n + DROP_BLOCK - 1) / DROP_BLOCK, 4, drop_slice, &range);
     fc_release(xc);
-    out = fc__finish(ctx, "dropout", out);
-    if (out && grad) {
-        fc_node *nd = fc__ag_record(ctx, "dropout", fc__bw_dropout, out, 1, &x);
-        if (!nd || fc__ag_save(ctx, nd, "mask", mask) != FC_OK) {
-            fc_release(out);
-            out = NULL;
-        } else {
-            nd->f[0] = job.scale;
-        }
-    }
-    fc_release(mask);
+    if (mask) *mask = m;
     return out;
 }
 
@@ -279,10 +208,10 @@ static void apply_slice(void *arg, int64_t b, int64_t e) {
 }
 
 fc_tensor *fc__dropout_apply(fc_ctx *ctx, fc_tensor *g, fc_tensor *mask, double scale) {
-    fc_tensor *gc = fc_contiguous(ctx, g), *mc = gc ? fc_contiguous(ctx, mask) : NULL;
-    fc_tensor *out =
-        mc ? fc__tensor_new(ctx, "backward of dropout", g->raw.dtype, g->raw.shape, g->raw.rank)
-           : NULL;
+    const char *op = "backward of dropout";
+    fc_tensor *gc = fc__copy_contiguous_ref(ctx, op, g);
+    fc_tensor *mc = gc ? fc__copy_contiguous_ref(ctx, op, mask) : NULL;
+    fc_tensor *out = mc ? fc__tensor_new(ctx, op, g->raw.dtype, g->raw.shape, g->raw.rank) : NULL;
     if (out) {
         apply_job job = {fc__raw_base(&gc->raw), (const uint8_t *)fc__raw_base(&mc->raw),
                          fc__raw_base(&out->raw), scale, g->raw.dtype == FC_F64};

@@ -1,11 +1,14 @@
-/* test_join.c - concat, stack, split and pad (src/exec/kernels/join.c).
+/* test_join.c - concat, stack, split and pad (src/ops/join.c over
+ * src/exec/kernels/join.c), forward and backward.
  *
  * Inputs come in every scalar dtype and in mixed layouts (each input of one
  * call in a different layout, so the memcpy path and the strided path run
  * side by side). Every output element is compared exactly with the input
  * element that index arithmetic says it came from. Block dtypes join as
- * bytes. Each test runs in a scope on a counting allocator; the teardown
- * requires zero live tensors and zero live blocks. */
+ * bytes. Gradients are gradchecked in f64, joins of more inputs than a node
+ * holds exercising the grouped nodes; split pieces left unused must get
+ * zero gradient. Each test runs in a scope on a counting allocator; the
+ * teardown requires zero live tensors and zero live blocks. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -331,6 +334,72 @@ static void test_join_pad_every_dtype_and_layout(void **state) {
     fc_release(q);
 }
 
+/* ---- joins ---------------------------------------------------------------------------------- */
+
+static fc_tensor *fn_concat(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)u; /* inputs as they are and as transposed views, plus a constant */
+    fc_tensor *xs[8];
+    for (int k = 0; k < n; k++)
+        xs[k] = k % 2 ? fc_transpose(c, in[k], 0, 1) : in[k];
+    xs[n] = fc_ones(c, FC_F64, fc_tensor_shape(xs[0]), 2);
+    return fc_concat(c, xs, n + 1, 0);
+}
+static fc_tensor *fn_stack(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)u;
+    fc_tensor *xs[8];
+    for (int k = 0; k < n; k++)
+        xs[k] = in[k];
+    xs[n] = fc_zeros(c, FC_F64, fc_tensor_shape(in[0]), 2);
+    return fc_stack(c, xs, n + 1, 1);
+}
+static fc_tensor *fn_split(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u; /* the middle piece is unused: its gradient must be zero */
+    fc_tensor *p[3];
+    if (fc_split(c, in[0], 1, (const int64_t[]){2, 1, 3}, 3, p) != FC_OK) return NULL;
+    return fc_concat(c, (fc_tensor *[]){p[2], p[0]}, 2, 1);
+}
+static fc_tensor *fn_pad(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_pad(c, fc_transpose(c, in[0], 0, 1), (const int64_t[]){1, 2, 0, 3}, 0.5);
+}
+
+static void test_grad_joins(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    const int64_t s[2] = {3, 3};
+    assert_true(lh_gradcheck(g_ctx, fn_concat, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, s, 2), lh_leaf(g_ctx, s, 2)}, 2,
+                             "concat of 3"));
+    /* 7 inputs + a constant: more than a node holds, so grouped nodes */
+    fc_tensor *seven[7];
+    for (int k = 0; k < 7; k++)
+        seven[k] = lh_leaf(g_ctx, s, 2);
+    assert_true(lh_gradcheck(g_ctx, fn_concat, NULL, seven, 7, "concat of 8"));
+    fc_tensor *five[5];
+    for (int k = 0; k < 5; k++)
+        five[k] = lh_leaf(g_ctx, (const int64_t[]){2, 3}, 2);
+    assert_true(lh_gradcheck(g_ctx, fn_stack, NULL, five, 5, "stack of 6"));
+    assert_true(lh_gradcheck(g_ctx, fn_split, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){2, 6}, 2)}, 1,
+                             "split"));
+    assert_true(lh_gradcheck(g_ctx, fn_pad, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){3, 2}, 2)}, 1,
+                             "pad"));
+
+    /* the unused split piece really gets zeros, the others ones */
+    fc_tensor *x = fc_param_zeros(g_ctx, FC_F32, (const int64_t[]){2, 6}, 2);
+    fc_tensor *y = fn_split(g_ctx, (fc_tensor *[]){x}, 1, NULL);
+    fc_tensor *g = fc_ones(g_ctx, FC_F32, fc_tensor_shape(y), 2);
+    assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
+    const float *gx = fc_tensor_data(fc_grad(x));
+    for (int i = 0; i < 12; i++)
+        assert_true(gx[i] == (i % 6 == 2 ? 0.0f : 1.0f));
+    fc_zero_grad(&x, 1);
+    fc_release(g);
+    fc_release(y);
+    fc_release(x);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -342,6 +411,7 @@ int main(void) {
         T(test_join_stack_every_dtype_axis_and_layout),
         T(test_join_split_views),
         T(test_join_pad_every_dtype_and_layout),
+        T(test_grad_joins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* test_index.c - index_select, embedding, gather, scatter_add, one_hot
- * (src/exec/kernels/index.c).
+ * (src/ops/index.c over src/exec/kernels/index.c), forward and backward.
  *
  * Sources come in every scalar dtype and layout, index tensors in every
  * integer dtype, contiguous or strided, of rank 1 and 2. Each output element
@@ -7,7 +7,11 @@
  * index arithmetic; scatter_add's reference accumulates in int64 (integers,
  * then wrapped by fc_cast_scalar) or in double (floats, exact for the small
  * values used). Bad indices must name the value, its position and the
- * bound. scatter_add must give the same bits for any thread count. */
+ * bound. scatter_add must give the same bits for any thread count.
+ * Gradients are gradchecked in f64 (index dtypes and layouts varied); the
+ * index-add backward must give the same bits for any thread count, a saved
+ * index modified in place must be refused, and f16/bf16 leaves get f32
+ * gradients through a chain of views and a select. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -487,6 +491,155 @@ static void test_index_one_hot(void **state) {
     fc_release(index);
 }
 
+/* ---- indexing ------------------------------------------------------------------------------- */
+
+static fc_tensor *index_of(fc_ctx *c, fc_dtype dt, const int64_t *shape, int rank,
+                           const int64_t *v) {
+    double d[64];
+    for (int64_t i = 0; i < lh_numel(shape, rank); i++)
+        d[i] = (double)v[i];
+    return lh_from_f64(c, dt, shape, rank, d);
+}
+
+static fc_tensor *fn_index_select(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n;
+    int axis = *(const int *)u;
+    fc_tensor *idx =
+        index_of(c, FC_I32, (const int64_t[]){2, 3}, 2, (const int64_t[]){1, 0, 1, 2, 1, 0});
+    return fc_index_select(c, fc_transpose(c, in[0], 0, 1), axis, idx);
+}
+static fc_tensor *fn_embedding(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    fc_tensor *ids =
+        index_of(c, FC_I64, (const int64_t[]){2, 4}, 2, (const int64_t[]){4, 0, 4, 4, 1, 2, 0, 4});
+    return fc_embedding(c, in[0], ids);
+}
+static fc_tensor *fn_gather(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    fc_tensor *idx = index_of(c, FC_U8, (const int64_t[]){2, 5}, 2,
+                              (const int64_t[]){3, 3, 0, 1, 3, 2, 0, 0, 1, 2});
+    return fc_gather(c, in[0], 1, idx);
+}
+static fc_tensor *fn_scatter_add(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u; /* src [3,4] is larger than the index [2,3] */
+    fc_tensor *idx =
+        index_of(c, FC_I16, (const int64_t[]){2, 3}, 2, (const int64_t[]){2, 0, 2, 1, 1, 0});
+    return fc_scatter_add(c, fc_expand(c, in[0], (const int64_t[]){3, 4}, 2), 0, idx, in[1]);
+}
+
+static void test_grad_indexing(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    int axis0 = 0, axis1 = -1;
+    assert_true(lh_gradcheck(g_ctx, fn_index_select, &axis0,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){4, 3}, 2)}, 1,
+                             "index_select axis 0"));
+    assert_true(lh_gradcheck(g_ctx, fn_index_select, &axis1,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){4, 3}, 2)}, 1,
+                             "index_select axis 1"));
+    assert_true(lh_gradcheck(g_ctx, fn_embedding, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){5, 3}, 2)}, 1,
+                             "embedding"));
+    assert_true(lh_gradcheck(g_ctx, fn_gather, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){3, 4}, 2)}, 1,
+                             "gather"));
+    assert_true(lh_gradcheck(g_ctx, fn_scatter_add, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){1, 4}, 2),
+                                             lh_leaf(g_ctx, (const int64_t[]){3, 4}, 2)},
+                             2, "scatter_add"));
+}
+
+/* The embedding backward sums colliding rows in index order: same bits for
+ * any thread count. */
+static void test_grad_embedding_deterministic(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    int64_t ids_v[64];
+    for (int i = 0; i < 64; i++)
+        ids_v[i] = (i * 7) % 5;
+    fc_tensor *table = fc_param_randn(g_ctx, FC_F32, (const int64_t[]){5, 1100}, 2, 1.0);
+    fc_tensor *ids = index_of(g_ctx, FC_I64, (const int64_t[]){64}, 1, ids_v);
+    fc_tensor *g = fc_randn(g_ctx, FC_F32, (const int64_t[]){64, 1100}, 2);
+    fc_tensor *first = NULL;
+    for (int threads = 1; threads <= 4; threads++) {
+        fc_ctx_set_threads(g_ctx, threads);
+        fc_tensor *y = fc_embedding(g_ctx, table, ids);
+        assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
+        if (!first)
+            first = fc_clone(g_ctx, fc_grad(table));
+        else
+            assert_memory_equal(fc_tensor_data(fc_grad(table)), fc_tensor_data(first),
+                                5 * 1100 * 4);
+        fc_zero_grad(&table, 1);
+        fc_release(y);
+    }
+    /* and the values are the row sums, accumulated in index order */
+    const float *gv = fc_tensor_data(g), *fv = fc_tensor_data(first);
+    for (int r = 0; r < 5; r++) {
+        for (int c = 0; c < 1100; c += 37) {
+            float want = 0.0f;
+            for (int i = 0; i < 64; i++)
+                if (ids_v[i] == r) want += gv[i * 1100 + c];
+            assert_true(fv[r * 1100 + c] == want);
+        }
+    }
+    fc_release(first);
+    fc_release(g);
+    fc_release(ids);
+    fc_release(table);
+}
+
+static void test_grad_saved_index_modified(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_tensor *x = fc_param_randn(g_ctx, FC_F32, (const int64_t[]){4, 2}, 2, 1.0);
+    fc_tensor *idx = index_of(g_ctx, FC_I64, (const int64_t[]){2}, 1, (const int64_t[]){3, 1});
+    fc_tensor *y = fc_index_select(g_ctx, x, 0, idx);
+    int64_t *p = fc_tensor_data_mut(idx);
+    p[0] = 0;
+    fc_tensor *g = fc_ones(g_ctx, FC_F32, (const int64_t[]){2, 2}, 2);
+    assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_ERR_SAVED_MODIFIED);
+    assert_non_null(strstr(fc_ctx_error(g_ctx), "index_select"));
+    assert_non_null(strstr(fc_ctx_error(g_ctx), "index"));
+    fc_ctx_clear_error(g_ctx);
+    fc_release(g);
+    fc_release(y);
+    fc_release(idx);
+    fc_release(x);
+}
+
+/* ---- reduced-precision leaves --------------------------------------------------------------- */
+
+static void test_grad_f16_leaf_gets_f32_gradient(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    const fc_dtype dts[2] = {FC_F16, FC_BF16};
+    for (int d = 0; d < 2; d++) {
+        fc_tensor *x = fc_param_zeros(g_ctx, dts[d], (const int64_t[]){3, 4}, 2);
+        fc_tensor *idx =
+            index_of(g_ctx, FC_I32, (const int64_t[]){3}, 1, (const int64_t[]){2, 2, 0});
+        /* y = index_select(narrow(transpose(x))): rows 2, 2, 0 of x[1:3, :]^T */
+        fc_tensor *y =
+            fc_index_select(g_ctx, fc_narrow(g_ctx, fc_transpose(g_ctx, x, 0, 1), 1, 1, 2), 0, idx);
+        fc_tensor *g = fc_full(g_ctx, FC_F32, (const int64_t[]){3, 2}, 2, 0.5);
+        assert_int_equal(fc_backward_with(g_ctx, y, g, false), FC_OK);
+        fc_tensor *gx = fc_grad(x);
+        assert_int_equal(fc_tensor_dtype(gx), FC_F32);
+        /* x^T[c][r] picked for c in {2, 2, 0} and r in {1, 2}: x[r][c] */
+        const float *gv = fc_tensor_data(gx);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 4; c++) {
+                float want = r == 0 ? 0.0f : c == 2 ? 1.0f : c == 0 ? 0.5f : 0.0f;
+                assert_true(gv[r * 4 + c] == want);
+            }
+        fc_zero_grad(&x, 1);
+        fc_release(g);
+        fc_release(y);
+        fc_release(idx);
+        fc_release(x);
+    }
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -500,6 +653,10 @@ int main(void) {
         T(test_index_scatter_add_deterministic),
         T(test_index_scatter_add_errors),
         T(test_index_one_hot),
+        T(test_grad_indexing),
+        T(test_grad_embedding_deterministic),
+        T(test_grad_saved_index_modified),
+        T(test_grad_f16_leaf_gets_f32_gradient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,16 @@
-/* test_layout.c - the view ops (src/exec/kernels/layout.c): reshape, view,
- * permute, transpose, narrow, slice, expand, squeeze, unsqueeze.
+/* test_layout.c - the view ops (src/ops/layout.c over
+ * src/exec/kernels/layout.c): reshape, view, permute, transpose, narrow,
+ * slice, expand, squeeze, unsqueeze, forward and backward.
  *
  * Every op runs on every scalar dtype and on contiguous, transposed,
  * narrowed and broadcast inputs; results are read element by element and
  * compared exactly with index arithmetic over the input's logical values
  * (tests/support/layout_helpers.h). Views must share storage (a write
  * through one shows in the base) and request no data buffer; block dtypes
- * get only identity views. Each test runs inside a scope on a counting
- * allocator: the teardown requires zero live tensors and zero live blocks. */
+ * get only identity views. Gradients are gradchecked in f64 on contiguous
+ * inputs, on views built inside the function and on chains of views. Each
+ * test runs inside a scope on a counting allocator: the teardown requires
+ * zero live tensors and zero live blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -624,6 +627,84 @@ static void test_layout_null_propagates(void **state) {
     assert_null(fc_transpose(NULL, NULL, 0, 1));
 }
 
+/* ---- views ---------------------------------------------------------------------------------- */
+
+static fc_tensor *fn_reshape(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n;
+    fc_tensor *x = u ? fc_transpose(c, in[0], 0, 2) : in[0]; /* u: the copying path */
+    return fc_reshape(c, x, (const int64_t[]){4, -1}, 2);
+}
+static fc_tensor *fn_view(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_view(c, in[0], (const int64_t[]){6, 4}, 2);
+}
+static fc_tensor *fn_permute(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_permute(c, in[0], (const int[]){2, 0, 1});
+}
+static fc_tensor *fn_transpose(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_transpose(c, in[0], -1, 0);
+}
+static fc_tensor *fn_narrow(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_narrow(c, in[0], 1, 1, 2);
+}
+static fc_tensor *fn_slice(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_slice(c, fc_slice(c, in[0], 2, -4, INT64_MAX, 2), 0, 1, 2, 1);
+}
+static fc_tensor *fn_expand(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u; /* [3,1] -> [2,3,4]: a new axis and a size-1 axis both sum */
+    return fc_expand(c, in[0], (const int64_t[]){2, -1, 4}, 3);
+}
+static fc_tensor *fn_squeeze(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    return fc_unsqueeze(c, fc_squeeze(c, in[0], 1), -1);
+}
+/* narrow of a transpose of an expand; a slice of a permute of an unsqueeze */
+static fc_tensor *fn_chain(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n, (void)u;
+    fc_tensor *a = fc_narrow(
+        c, fc_transpose(c, fc_expand(c, in[0], (const int64_t[]){5, 3, 4}, 3), 0, 2), 2, 1, 3);
+    fc_tensor *b =
+        fc_slice(c, fc_permute(c, fc_unsqueeze(c, in[0], 1), (const int[]){2, 1, 0}), 0, 0, 4, 3);
+    return fc_concat(c,
+                     (fc_tensor *[]){fc_reshape(c, a, (const int64_t[]){-1}, 1),
+                                     fc_reshape(c, b, (const int64_t[]){-1}, 1)},
+                     2, 0);
+}
+
+static void test_grad_views(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    const int64_t s3[3] = {2, 3, 4};
+    assert_true(lh_gradcheck(g_ctx, fn_reshape, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1,
+                             "reshape (view)"));
+    assert_true(lh_gradcheck(g_ctx, fn_reshape, g_ctx, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1,
+                             "reshape (copy)"));
+    assert_true(
+        lh_gradcheck(g_ctx, fn_view, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1, "view"));
+    assert_true(lh_gradcheck(g_ctx, fn_permute, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1,
+                             "permute"));
+    assert_true(lh_gradcheck(g_ctx, fn_transpose, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1,
+                             "transpose"));
+    assert_true(
+        lh_gradcheck(g_ctx, fn_narrow, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1, "narrow"));
+    assert_true(lh_gradcheck(g_ctx, fn_slice, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){3, 2, 7}, 3)}, 1,
+                             "slice"));
+    assert_true(lh_gradcheck(g_ctx, fn_expand, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){3, 1}, 2)}, 1,
+                             "expand"));
+    assert_true(lh_gradcheck(g_ctx, fn_squeeze, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){2, 1, 3}, 3)}, 1,
+                             "squeeze/unsqueeze"));
+    assert_true(lh_gradcheck(g_ctx, fn_chain, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){3, 1}, 2)}, 1,
+                             "chain"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -640,6 +721,7 @@ int main(void) {
         T(test_layout_large_copies_on_the_team),
         T(test_layout_block_identity_only),
         T(test_layout_null_propagates),
+        T(test_grad_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

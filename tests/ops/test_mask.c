@@ -1,4 +1,5 @@
-/* test_mask.c - triu, tril and dropout (src/exec/kernels/mask.c).
+/* test_mask.c - triu, tril and dropout (src/ops/mask.c over
+ * src/exec/kernels/mask.c), forward and backward.
  *
  * triu/tril are checked on every scalar dtype and layout, batched and not,
  * for diagonal offsets from far below to far above (INT64_MIN/MAX
@@ -8,7 +9,9 @@
  * where offset is the context's stream position before the call; kept
  * values are x / (1 - p) computed in f32 (f64 for f64) and rounded once.
  * The mask must not depend on the thread count, and over many elements the
- * kept fraction must be 1 - p within five standard deviations. */
+ * kept fraction must be 1 - p within five standard deviations. Gradients
+ * are gradchecked in f64 (dropout in training and eval mode), and dropout's
+ * f32 backward must reuse the forward's mask. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -256,6 +259,56 @@ static void test_mask_dropout_identity_and_errors(void **state) {
     fc_release(x);
 }
 
+/* ---- masks ---------------------------------------------------------------------------------- */
+
+static fc_tensor *fn_triu(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n;
+    int64_t k = *(const int64_t *)u;
+    return fc_concat(c, (fc_tensor *[]){fc_triu(c, in[0], k), fc_tril(c, in[0], -k)}, 2, 0);
+}
+static fc_tensor *fn_dropout(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
+    (void)n;
+    fc_ctx_rng_set(c, 5, 0); /* the same mask at every evaluation */
+    return fc_dropout(c, fc_transpose(c, in[0], 0, 1), 0.4, u == NULL);
+}
+
+static void test_grad_masks(void **state) {
+    (void)state;
+    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    const int64_t ks[3] = {-1, 0, 2};
+    for (int i = 0; i < 3; i++)
+        assert_true(lh_gradcheck(g_ctx, fn_triu, (void *)&ks[i],
+                                 (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){2, 3, 4}, 3)}, 1,
+                                 "triu/tril"));
+    assert_true(lh_gradcheck(g_ctx, fn_dropout, NULL,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){6, 5}, 2)}, 1,
+                             "dropout (training)"));
+    assert_true(lh_gradcheck(g_ctx, fn_dropout, g_ctx,
+                             (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){6, 5}, 2)}, 1,
+                             "dropout (eval)"));
+
+    /* f32 backward uses the forward's mask: grad = (y != 0) * scale */
+    fc_tensor *x = fc_param_from_data(g_ctx, FC_F32, (const int64_t[]){1000}, 1, (float[1000]){0});
+    fc_tensor *ones = fc_ones(g_ctx, FC_F32, (const int64_t[]){1000}, 1);
+    fc_no_grad_begin(g_ctx); /* an in-place write to a parameter */
+    assert_int_equal(fc_copy_(x, ones), FC_OK);
+    fc_no_grad_end(g_ctx);
+    fc_tensor *y = fc_dropout(g_ctx, x, 0.3, true);
+    assert_int_equal(fc_backward_with(g_ctx, y, ones, false), FC_OK);
+    const float *yv = fc_tensor_data(y), *gv = fc_tensor_data(fc_grad(x));
+    float scale = (float)(1.0 / 0.7);
+    int kept = 0;
+    for (int i = 0; i < 1000; i++) {
+        assert_true(gv[i] == (yv[i] != 0.0f ? scale : 0.0f));
+        kept += yv[i] != 0.0f;
+    }
+    assert_true(kept > 500 && kept < 900);
+    fc_zero_grad(&x, 1);
+    fc_release(y);
+    fc_release(ones);
+    fc_release(x);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -265,6 +318,7 @@ int main(void) {
         T(test_mask_dropout_reproducible_any_thread_count),
         T(test_mask_dropout_keeps_one_minus_p),
         T(test_mask_dropout_identity_and_errors),
+        T(test_grad_masks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
