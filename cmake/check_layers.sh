@@ -8,34 +8,42 @@
 # may call. Run after the layers' objects are built (a POST_BUILD step of the
 # library); exits 1, naming each offending object and symbol, otherwise 0.
 #
-#   check_layers.sh NM OBJDIR_ROOT LAYER:ALLOWED,... [...]
-#   e.g. check_layers.sh nm build/CMakeFiles core:core exec:core,backend,exec
-# where OBJDIR_ROOT/fucina_<layer>.dir holds the layer's objects.
+#   check_layers.sh NM +LAYER=ALLOWED,... OBJECT... [+LAYER=ALLOWED,... OBJECT...]
+#   e.g. check_layers.sh nm +core=core a.o b.o +exec=core,backend,exec c.o
+# The objects are the layers' own (CMake passes $<TARGET_OBJECTS>), so a
+# stale object of a deleted source left in the build tree is not read.
 set -euo pipefail
 nm_bin="$1"
-root="$2"
-shift 2
+shift
 declare -A allowed
+declare -A objects
 layers=()
-for spec in "$@"; do
-  layer="${spec%%:*}"
-  layers+=("$layer")
-  allowed[$layer]=",${spec#*:},"
+layer=""
+for arg in "$@"; do
+  if [[ "$arg" == +*=* ]]; then
+    layer="${arg%%=*}"
+    layer="${layer#+}"
+    layers+=("$layer")
+    allowed[$layer]=",${arg#*=},"
+    objects[$layer]=""
+  elif [ -n "$layer" ]; then
+    objects[$layer]+="$arg"$'\n'
+  fi
 done
+list_objects() { printf '%s' "${objects[$1]}" | sed '/^$/d'; }
 defs="$(mktemp)"
-trap 'rm -f "$defs"' EXIT
-for layer in "${layers[@]}"; do
-  find "$root/fucina_$layer.dir" -name '*.o' -print0 |
-    xargs -0 -r "$nm_bin" --defined-only --extern-only 2>/dev/null |
-    awk -v l="$layer" 'NF >= 3 && $2 ~ /^[TDBRVW]$/ { print $3, l }'
-done | sort -u > "$defs"
 uses="$(mktemp)"
 trap 'rm -f "$defs" "$uses"' EXIT
 for layer in "${layers[@]}"; do
+  list_objects "$layer" | tr '\n' '\0' |
+    xargs -0 -r "$nm_bin" --defined-only --extern-only 2>/dev/null |
+    awk -v l="$layer" 'NF >= 3 && $2 ~ /^[TDBRVW]$/ { print $3, l }'
+done | sort -u > "$defs"
+for layer in "${layers[@]}"; do
   while IFS= read -r obj; do
     "$nm_bin" --undefined-only "$obj" 2>/dev/null |
-      awk -v o="${obj#"$root"/}" -v l="$layer" 'NF { print o, l, $NF }'
-  done < <(find "$root/fucina_$layer.dir" -name '*.o')
+      awk -v o="${obj##*/CMakeFiles/}" -v l="$layer" 'NF { print o, l, $NF }'
+  done < <(list_objects "$layer")
 done > "$uses"
 rules=""
 for layer in "${layers[@]}"; do rules+="$layer=${allowed[$layer]} "; done

@@ -9,7 +9,7 @@
  *   3. Allocate the output with fc__tensor_new (exec/tensor.h: pooled,
  *      registered in the current scope), run the kernel, then
  *      fc__finish(ctx, "add", out), which runs the check_finite mode.
- *   4. Record an autograd node when fc__ag_wants(ctx, inputs...) (ag/tape.h).
+ *   4. Record the autograd node (the ops layer's business: docs/ARCHITECTURE.md).
  */
 #ifndef FUCINA_EXEC_CTX_H
 #define FUCINA_EXEC_CTX_H
@@ -24,7 +24,7 @@
 #define FC__ERR_CAP 512
 #define FC__MAX_SCOPE_DEPTH 256
 
-struct fc_node; /* the autograd layer's (ag/tape.h); opaque here */
+struct fc_node; /* the autograd layer's node type; opaque here */
 
 /* ---- buffer pool ---------------------------------------------------------- */
 #define FC__POOL_CLASSES 160

@@ -13,12 +13,14 @@ foreach(pair "exec;planted_exec" "ops;planted_ops")
     message(FATAL_ERROR "cannot compile ${name}.c")
   endif()
 endforeach()
-execute_process(COMMAND bash ${CHECK} ${NM} ${dir} exec:core,exec ops:core,exec,ops
+set(exec_o ${dir}/fucina_exec.dir/planted_exec.o)
+set(ops_o ${dir}/fucina_ops.dir/planted_ops.o)
+execute_process(COMMAND bash ${CHECK} ${NM} +exec=core,exec ${exec_o} +ops=core,exec,ops ${ops_o}
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT err MATCHES "planted_exec.o \\(exec\\) uses planted_op, defined in the ops layer")
   message(FATAL_ERROR "the planted upward call was not refused (rc ${rc}): ${err}")
 endif()
-execute_process(COMMAND bash ${CHECK} ${NM} ${dir} exec:core,exec,ops ops:core,exec,ops
+execute_process(COMMAND bash ${CHECK} ${NM} +exec=core,exec,ops ${exec_o} +ops=core,exec,ops ${ops_o}
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "an allowed call was refused: ${err}")
