@@ -319,7 +319,11 @@ fc_tensor *fc_slice(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, int64_t 
                  fc__desc(x, d, (int)sizeof d), (long long)dim);
         return NULL;
     }
-    return fc__layout_window_op(ctx, "slice", x, a, b, (e - b - 1) / step + 1, step);
+    int64_t n = (e - b - 1) / step + 1;
+    /* A one-element window has no stride to speak of; keeping a huge step
+     * would overflow stride * step in the view for nothing. For two or more
+     * elements step < dim, so stride * step stays inside the storage. */
+    return fc__layout_window_op(ctx, "slice", x, a, b, n, n == 1 ? 1 : step);
 }
 
 /* ---- expand --------------------------------------------------------------------------------- */

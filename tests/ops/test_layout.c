@@ -280,6 +280,10 @@ static const struct {
     {9, 10, 5, 1, {9}},
     {0, 1, 1, 1, {0}},
     {INT64_MIN, INT64_MAX, 3, 4, {0, 3, 6, 9}},
+    /* steps whose stride * step would overflow: one element each */
+    {3, INT64_MAX, INT64_MAX, 1, {3}},
+    {INT64_MIN, INT64_MAX, INT64_MAX / 2, 1, {0}},
+    {0, 10, 9, 2, {0, 9}},
 };
 /* ... and the ones that select nothing */
 static const int64_t py_empty[][3] = {{5, 2, 1}, {12, 20, 1}, {-1, -5, 1}, {10, INT64_MAX, 1}};
