@@ -1,0 +1,322 @@
+/* fuzz_api.c - libFuzzer target that drives random sequences of public API
+ * calls, misuse included, from the fuzz input.
+ *
+ * The input is a program for a small machine with SLOTS tensor registers.
+ * Each instruction is an opcode byte followed by argument bytes. The
+ * arguments pick registers, dtypes, shapes, axes and values, and they are
+ * not sanitised: wrong ranks, axes out of range, mixed dtypes, NULL
+ * operands (an empty register), oversized shapes, backward on a
+ * non-scalar, unbalanced scopes and grad modes all reach the library. The
+ * properties checked, beyond the sanitizers' own (ASan, UBSan with
+ * -fno-sanitize-recover, LeakSanitizer at exit):
+ *  - a call that returns NULL or an error status has recorded an error in
+ *    the context, and the message names something (is not empty);
+ *  - a call that returns a tensor returns one whose shape is valid (rank
+ *    1..FC_MAX_DIMS, every dim >= 1) and whose first and last elements can
+ *    be read;
+ *  - after the program, every register released and the context freed,
+ *    nothing leaks.
+ * Registers follow the ownership rules a careful user keeps: a tensor made
+ * inside a scope is forgotten when the scope ends unless kept, and each
+ * register holds exactly one reference.
+ * Built by fuzz/run.sh (clang -fsanitize=fuzzer,address,undefined) over
+ * the whole library without the OpenBLAS and oneDNN providers. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fucina.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define SLOTS 8
+#define MAX_DIM 6 /* dims 1..MAX_DIM keep every tensor tiny */
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t n, at;
+} reader;
+
+static unsigned next(reader *r) { return r->at < r->n ? r->p[r->at++] : 0u; }
+static bool done(const reader *r) { return r->at >= r->n; }
+
+typedef struct machine {
+    fc_ctx *ctx;
+    fc_tensor *reg[SLOTS];
+    int depth[SLOTS]; /* scope depth the register's tensor belongs to; 0 = owned */
+    int scope;        /* open scopes */
+    int no_grad;      /* open no-grad brackets */
+    fc_optim *opt;
+} machine;
+
+static const fc_dtype dtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I32, FC_I64, FC_U8,
+                                  FC_BOOL, FC_Q8_0, FC_F8_E4M3};
+
+static fc_dtype pick_dtype(reader *r) {
+    unsigned b = next(r);
+    /* mostly f32, so that long programs reach deep graphs */
+    return b < 128 ? FC_F32 : dtypes[b % (sizeof dtypes / sizeof dtypes[0])];
+}
+
+static int pick_shape(reader *r, int64_t *shape) {
+    int rank = 1 + (int)(next(r) % 4);
+    for (int i = 0; i < rank; i++)
+        shape[i] = 1 + (int64_t)(next(r) % MAX_DIM);
+    if (next(r) == 255) shape[0] = 0; /* misuse: an empty dim */
+    return rank;
+}
+
+static int pick_axis(reader *r) { return (int)(next(r) % 11) - 5; }
+
+static fc_tensor *operand(machine *m, reader *r) { return m->reg[next(r) % SLOTS]; }
+
+/* The error contract: a failed call leaves a named error behind. */
+static void expect_error(machine *m) {
+    if (fc_ctx_status(m->ctx) == FC_OK) abort();
+    const char *e = fc_ctx_error(m->ctx);
+    if (!e || !e[0]) abort();
+    fc_ctx_clear_error(m->ctx);
+}
+
+static void check_tensor(const fc_tensor *t) {
+    int rank = fc_tensor_rank(t);
+    if (rank < 1 || rank > FC_MAX_DIMS) abort();
+    const int64_t *shape = fc_tensor_shape(t);
+    int64_t first[FC_MAX_DIMS] = {0}, last[FC_MAX_DIMS];
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 1) abort();
+        last[i] = shape[i] - 1;
+    }
+    if (fc_dtype_is_block(fc_tensor_dtype(t))) return;
+    double v;
+    if (fc_tensor_get(t, first, &v) != FC_OK || fc_tensor_get(t, last, &v) != FC_OK) abort();
+}
+
+/* Stores a call's result in register k (releasing what was there), or
+ * checks the error it left. */
+static void store(machine *m, unsigned k, fc_tensor *t) {
+    k %= SLOTS;
+    if (!t) {
+        expect_error(m);
+        return;
+    }
+    check_tensor(t);
+    if (m->reg[k]) fc_release(m->reg[k]);
+    m->reg[k] = t;
+    m->depth[k] = m->scope;
+}
+
+static void status(machine *m, fc_status st) {
+    if (st != FC_OK) expect_error(m);
+}
+
+static void make(machine *m, reader *r, unsigned op) {
+    int64_t shape[FC_MAX_DIMS];
+    fc_dtype dt = pick_dtype(r);
+    int rank = pick_shape(r, shape);
+    unsigned k = next(r);
+    switch (op % 4) {
+    case 0: store(m, k, fc_randn(m->ctx, dt, shape, rank)); break;
+    case 1: store(m, k, fc_full(m->ctx, dt, shape, rank, (double)(int8_t)next(r) / 8.0)); break;
+    case 2: store(m, k, fc_param_randn(m->ctx, dt, shape, rank, 0.5)); break;
+    default: store(m, k, fc_arange(m->ctx, dt, 0.0, (double)(next(r) % 40), 1.0)); break;
+    }
+}
+
+static void binary(machine *m, reader *r, unsigned op) {
+    fc_tensor *a = operand(m, r), *b = operand(m, r);
+    fc_tensor *(*fns[])(fc_ctx *, fc_tensor *, fc_tensor *) = {
+        fc_add, fc_sub, fc_mul, fc_div, fc_pow, fc_maximum, fc_minimum, fc_matmul, fc_eq, fc_lt};
+    store(m, next(r), fns[op % (sizeof fns / sizeof fns[0])](m->ctx, a, b));
+}
+
+static void unary(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r);
+    fc_tensor *(*fns[])(fc_ctx *, fc_tensor *) = {
+        fc_neg, fc_abs, fc_exp, fc_log, fc_sqrt, fc_tanh, fc_sigmoid, fc_relu, fc_silu,
+        fc_softplus, fc_square, fc_reciprocal, fc_contiguous, fc_clone};
+    store(m, next(r), fns[op % (sizeof fns / sizeof fns[0])](m->ctx, x));
+}
+
+static void reduce(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r);
+    int axes[3] = {pick_axis(r), pick_axis(r), pick_axis(r)};
+    int naxes = (int)(next(r) % 4);
+    bool keep = next(r) & 1;
+    fc_tensor *y;
+    switch (op % 6) {
+    case 0: y = fc_sum(m->ctx, x, axes, naxes, keep); break;
+    case 1: y = fc_mean(m->ctx, x, axes, naxes, keep); break;
+    case 2: y = fc_max(m->ctx, x, axes, naxes, keep); break;
+    case 3: y = fc_var(m->ctx, x, axes, naxes, 1, keep); break;
+    case 4: y = fc_logsumexp(m->ctx, x, axes, naxes, keep); break;
+    default: y = fc_argmax(m->ctx, x, axes[0], keep); break;
+    }
+    store(m, next(r), y);
+}
+
+static void layout(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r);
+    int64_t shape[FC_MAX_DIMS];
+    fc_tensor *y;
+    switch (op % 8) {
+    case 0: {
+        int rank = pick_shape(r, shape);
+        if (next(r) & 1) shape[0] = -1;
+        y = fc_reshape(m->ctx, x, shape, rank);
+        break;
+    }
+    case 1: y = fc_transpose(m->ctx, x, pick_axis(r), pick_axis(r)); break;
+    case 2: {
+        int perm[FC_MAX_DIMS];
+        for (int i = 0; i < FC_MAX_DIMS; i++)
+            perm[i] = (int)(next(r) % 4);
+        y = fc_permute(m->ctx, x, perm);
+        break;
+    }
+    case 3:
+        y = fc_slice(m->ctx, x, pick_axis(r), (int64_t)(int8_t)next(r), (int64_t)(int8_t)next(r),
+                     (int64_t)(next(r) % 4));
+        break;
+    case 4:
+        y = fc_narrow(m->ctx, x, pick_axis(r), (int64_t)(next(r) % 4), (int64_t)(next(r) % 4));
+        break;
+    case 5: {
+        int rank = pick_shape(r, shape);
+        y = fc_expand(m->ctx, x, shape, rank);
+        break;
+    }
+    case 6: y = fc_unsqueeze(m->ctx, x, pick_axis(r)); break;
+    default: y = fc_squeeze(m->ctx, x, pick_axis(r)); break;
+    }
+    store(m, next(r), y);
+}
+
+static void rows(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r), *w = operand(m, r), *b = operand(m, r);
+    fc_tensor *y;
+    switch (op % 6) {
+    case 0: y = fc_softmax(m->ctx, x, pick_axis(r)); break;
+    case 1: y = fc_log_softmax(m->ctx, x, pick_axis(r)); break;
+    case 2: y = fc_layer_norm(m->ctx, x, (next(r) & 1) ? w : NULL, (next(r) & 1) ? b : NULL, 1e-5); break;
+    case 3: y = fc_rms_norm(m->ctx, x, (next(r) & 1) ? w : NULL, 1e-6); break;
+    case 4: y = fc_cross_entropy(m->ctx, x, w, NULL); break;
+    default: y = fc_mse_loss(m->ctx, x, w, (fc_reduction)(next(r) % 4)); break;
+    }
+    store(m, next(r), y);
+}
+
+static void misc(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r), *y = operand(m, r);
+    switch (op % 8) {
+    case 0: store(m, next(r), fc_to(m->ctx, x, pick_dtype(r))); break;
+    case 1: store(m, next(r), fc_concat(m->ctx, (fc_tensor *[]){x, y}, 2, pick_axis(r))); break;
+    case 2: store(m, next(r), fc_index_select(m->ctx, x, pick_axis(r), y)); break;
+    case 3: store(m, next(r), fc_where(m->ctx, x, y, operand(m, r))); break;
+    case 4: store(m, next(r), fc_cumsum(m->ctx, x, pick_axis(r))); break;
+    case 5: store(m, next(r), fc_dropout(m->ctx, x, (double)(next(r) % 8) / 8.0, true)); break;
+    case 6: store(m, next(r), fc_detach(m->ctx, x)); break;
+    default: {
+        const fc_tensor *g = fc_grad(x); /* borrowed */
+        if (g) store(m, next(r), fc_mul_scalar(m->ctx, (fc_tensor *)g, 2.0));
+        break;
+    }
+    }
+}
+
+static void inplace(machine *m, reader *r, unsigned op) {
+    fc_tensor *x = operand(m, r), *y = operand(m, r);
+    fc_status st;
+    switch (op % 4) {
+    case 0: st = fc_add_(x, y); break;
+    case 1: st = fc_mul_scalar_(x, 0.5), y = NULL; break;
+    case 2: st = fc_fill_(x, (double)(int8_t)next(r)), y = NULL; break;
+    default: st = fc_copy_(x, y); break;
+    }
+    /* with no operand there is no context to record in */
+    if (x || y)
+        status(m, st);
+}
+
+static void drop(machine *m, unsigned k) {
+    k %= SLOTS;
+    if (m->reg[k]) fc_release(m->reg[k]);
+    m->reg[k] = NULL;
+}
+
+static void control(machine *m, reader *r, unsigned op) {
+    switch (op % 10) {
+    case 0: fc_scope_begin(m->ctx), m->scope++; break;
+    case 1:
+        if (m->scope > 0) {
+            for (int k = 0; k < SLOTS; k++)
+                if (m->reg[k] && m->depth[k] == m->scope) m->reg[k] = NULL; /* the scope's */
+            m->scope--;
+        }
+        fc_scope_end(m->ctx); /* unbalanced ends are ignored */
+        break;
+    case 2: {
+        unsigned k = next(r) % SLOTS;
+        if (m->reg[k] && m->depth[k] > 0) {
+            fc_keep(m->reg[k]);
+            m->depth[k] = 0;
+        }
+        break;
+    }
+    case 3: drop(m, next(r)); break;
+    case 4: fc_no_grad_begin(m->ctx), m->no_grad++; break;
+    case 5:
+        if (m->no_grad > 0) fc_no_grad_end(m->ctx), m->no_grad--;
+        break;
+    case 6: status(m, fc_backward(m->ctx, operand(m, r))); break;
+    case 7: {
+        if (m->opt) break;
+        fc_tensor *params[SLOTS];
+        int n = 0;
+        for (int k = 0; k < SLOTS; k++)
+            if (m->reg[k] && fc_tensor_is_leaf(m->reg[k])) params[n++] = m->reg[k];
+        fc_optim_opts o = {.kind = (fc_optim_kind)(next(r) % 4), .lr = (double)(next(r) % 4) / 100.0};
+        m->opt = fc_optim_new(m->ctx, &o, params, n);
+        if (!m->opt) expect_error(m);
+        break;
+    }
+    case 8:
+        if (m->opt) status(m, fc_optim_step(m->opt));
+        break;
+    default: status(m, fc_ctx_set_threads(m->ctx, (int)(next(r) % 4) - 1)); break;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    machine m = {.ctx = fc_ctx_new(NULL)};
+    if (!m.ctx) return 0;
+    fc_ctx_seed(m.ctx, 1234);
+    fc_ctx_set_threads(m.ctx, 1);
+    reader r = {data, size, 0};
+    for (int steps = 0; !done(&r) && steps < 256; steps++) {
+        unsigned op = next(&r);
+        switch (op >> 5) {
+        case 0: make(&m, &r, op); break;
+        case 1: binary(&m, &r, op); break;
+        case 2: unary(&m, &r, op); break;
+        case 3: reduce(&m, &r, op); break;
+        case 4: layout(&m, &r, op); break;
+        case 5: rows(&m, &r, op); break;
+        case 6: (op & 16) ? inplace(&m, &r, op) : misc(&m, &r, op); break;
+        default: control(&m, &r, op); break;
+        }
+        /* every error is checked and cleared where it happens */
+        if (fc_ctx_status(m.ctx) != FC_OK) abort();
+    }
+    fc_optim_free(m.opt);
+    while (m.scope-- > 0) {
+        for (int k = 0; k < SLOTS; k++)
+            if (m.reg[k] && m.depth[k] == m.scope + 1) m.reg[k] = NULL;
+        fc_scope_end(m.ctx);
+    }
+    for (int k = 0; k < SLOTS; k++)
+        drop(&m, (unsigned)k);
+    fc_ctx_free(m.ctx);
+    return 0;
+}
