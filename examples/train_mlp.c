@@ -24,173 +24,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifdef EX_HAVE_ZLIB
-#include <zlib.h>
-#endif
-
 #include <fucina.h>
 
 #include "common/args.h"
+#include "common/fashion_mnist.h"
 #include "common/progress.h"
 
-enum { EXIT_SKIP = 77, PIXELS = 28 * 28, CLASSES = 10 };
-
-// ----------------------------------------------------------------------------
-// the data: IDX files (big-endian header, then unsigned bytes)
-//   images: magic 0x00000803, count, rows, cols, count*rows*cols pixels
-//   labels: magic 0x00000801, count, count labels in 0..9
-
-typedef struct split {
-    uint8_t *images; /* n * PIXELS */
-    uint8_t *labels; /* n */
-    int64_t n;
-} split;
-
-/* A file handle over the .gz name with zlib (which also reads plain files),
- * or over the plain name with stdio when zlib is not built in. */
-typedef struct idx_file {
-#ifdef EX_HAVE_ZLIB
-    gzFile gz;
-#else
-    FILE *f;
-#endif
-} idx_file;
-
-static bool idx_open(idx_file *h, const char *dir, const char *name, char *path, size_t cap) {
-#ifdef EX_HAVE_ZLIB
-    snprintf(path, cap, "%s/%s.gz", dir, name);
-    h->gz = gzopen(path, "rb");
-    if (!h->gz) {
-        snprintf(path, cap, "%s/%s", dir, name); /* an unpacked copy will do */
-        h->gz = gzopen(path, "rb");
-        if (!h->gz) snprintf(path, cap, "%s/%s.gz", dir, name);
-    }
-    return h->gz != NULL;
-#else
-    snprintf(path, cap, "%s/%s", dir, name);
-    h->f = fopen(path, "rb");
-    return h->f != NULL;
-#endif
-}
-
-static bool idx_read(idx_file *h, void *dst, size_t n) {
-#ifdef EX_HAVE_ZLIB
-    unsigned char *p = dst;
-    while (n > 0) { /* gzread takes an unsigned count: read in chunks */
-        unsigned chunk = n > (1u << 30) ? 1u << 30 : (unsigned)n;
-        int got = gzread(h->gz, p, chunk);
-        if (got <= 0) return false;
-        p += got;
-        n -= (size_t)got;
-    }
-    return true;
-#else
-    return fread(dst, 1, n, h->f) == n;
-#endif
-}
-
-static void idx_close(idx_file *h) {
-#ifdef EX_HAVE_ZLIB
-    gzclose(h->gz);
-#else
-    fclose(h->f);
-#endif
-}
-
-/* Reads one IDX file of the expected magic into a malloc'ed array; dims
- * gets its dimensions. Returns NULL after printing why. */
-static uint8_t *idx_load(const char *dir, const char *name, uint32_t magic, uint32_t *dims,
-                         int ndims) {
-    char path[4096];
-    idx_file h;
-    if (!idx_open(&h, dir, name, path, sizeof path)) {
-        fprintf(stderr, "train_mlp: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char head[4 * 4];
-    uint8_t *data = NULL;
-    size_t n = 1;
-    bool ok = idx_read(&h, head, 4 * (size_t)(1 + ndims));
-    uint32_t m = ok ? (uint32_t)head[0] << 24 | head[1] << 16 | head[2] << 8 | head[3] : 0;
-    ok = ok && m == magic;
-    for (int i = 0; ok && i < ndims; i++) {
-        const unsigned char *b = head + 4 * (i + 1);
-        dims[i] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-        ok = dims[i] > 0 && dims[i] < (1u << 24);
-        n *= dims[i];
-    }
-    if (ok) data = malloc(n);
-    if (data && !idx_read(&h, data, n)) {
-        free(data);
-        data = NULL;
-    }
-    idx_close(&h);
-    if (!data)
-        fprintf(stderr, "train_mlp: %s is not a complete IDX file with magic 0x%08x\n", path,
-                magic);
-    return data;
-}
-
-static bool split_load(const char *dir, const char *prefix, split *s) {
-    char iname[64], lname[64];
-    snprintf(iname, sizeof iname, "%s-images-idx3-ubyte", prefix);
-    snprintf(lname, sizeof lname, "%s-labels-idx1-ubyte", prefix);
-    uint32_t idims[3], ldims[1];
-    s->images = idx_load(dir, iname, 0x803, idims, 3);
-    s->labels = s->images ? idx_load(dir, lname, 0x801, ldims, 1) : NULL;
-    if (!s->labels) return false;
-    if (idims[0] != ldims[0] || idims[1] * idims[2] != PIXELS) {
-        fprintf(stderr, "train_mlp: %s: %u images of %ux%u but %u labels (want 28x28)\n", dir,
-                idims[0], idims[1], idims[2], ldims[0]);
-        return false;
-    }
-    s->n = idims[0];
-    for (int64_t i = 0; i < s->n; i++) {
-        if (s->labels[i] >= CLASSES) {
-            fprintf(stderr, "train_mlp: %s: label %d of image %lld is not a class\n", dir,
-                    s->labels[i], (long long)i);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* true when the first file of the data set exists (to tell "missing" from
- * "broken") */
-static bool dataset_present(const char *dir) {
-    char path[4096];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
-    if (stat(path, &sb) == 0) return true;
-    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", dir);
-    return stat(path, &sb) == 0;
-}
-
-/* Pixel bytes -> standardized floats: (p/255 - mean) / std over the
- * training images, as a 256-entry table. */
-static void pixel_table(const split *train, float *lut) {
-    double sum = 0, sq = 0;
-    int64_t n = train->n * PIXELS;
-    for (int64_t i = 0; i < n; i++) {
-        double v = train->images[i] / 255.0;
-        sum += v;
-        sq += v * v;
-    }
-    double mean = sum / (double)n, sd = sqrt(sq / (double)n - mean * mean);
-    for (int p = 0; p < 256; p++)
-        lut[p] = (float)((p / 255.0 - mean) / sd);
-}
-
-/* rows order[0..B) of s -> x (B,784) f32 and y (B) i64 */
-static void fill_batch(const split *s, const int64_t *order, int64_t B, const float *lut, float *x,
-                       int64_t *y) {
-    for (int64_t b = 0; b < B; b++) {
-        const uint8_t *img = s->images + order[b] * PIXELS;
-        for (int k = 0; k < PIXELS; k++)
-            x[b * PIXELS + k] = lut[img[k]];
-        y[b] = s->labels[order[b]];
-    }
-}
+enum { EXIT_SKIP = 77, PIXELS = FM_PIXELS, CLASSES = FM_CLASSES };
 
 // ----------------------------------------------------------------------------
 // the model: 784 -> H -> H -> 10
@@ -235,7 +75,7 @@ typedef struct eval_result {
     double loss, accuracy;
 } eval_result;
 
-static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *test, int64_t limit,
+static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test, int64_t limit,
                                  const float *lut) {
     enum { EB = 1000 };
     eval_result r = {NAN, NAN};
@@ -250,7 +90,7 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const split *
         int64_t rows = n - s < EB ? n - s : EB;
         for (int64_t i = 0; i < rows; i++)
             order[i] = s + i;
-        fill_batch(test, order, rows, lut, x, y);
+        fm_fill_batch(test, order, rows, lut, x, y);
         fc_scope_begin(ctx);
         fc_tensor *tx = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){rows, PIXELS}, 2, x);
         fc_tensor *ty = fc_tensor_from_data(ctx, FC_I64, &rows, 1, y);
@@ -331,7 +171,7 @@ static void on_sigint(int sig) {
 
 typedef struct run {
     options o;
-    split train, test;
+    fm_split train, test;
     float lut[256];
     fc_ctx *ctx;
     fc_tensor *p[NPARAMS];
@@ -366,7 +206,7 @@ static double train_step(run *r) {
     fc_scope_begin(ctx);
     float *x = fc_tensor_data_mut(r->x);
     int64_t *y = fc_tensor_data_mut(r->y);
-    if (x && y) fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
+    if (x && y) fm_fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
     fc_tensor *l = fc_cross_entropy(ctx, mlp_forward(ctx, r->p, r->x), r->y, NULL);
     if (l && fc_backward(ctx, l) == FC_OK &&
         fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
@@ -478,7 +318,7 @@ static int finish(run *r) {
 /* loads the data and builds the model; an exit code, or -1 to go on */
 static int setup(run *r) {
     const options *o = &r->o;
-    if (!dataset_present(o->data)) {
+    if (!fm_dataset_present(o->data)) {
         fprintf(stderr,
                 "train_mlp: no Fashion-MNIST in %s. Install Debian's package "
                 "dataset-fashion-mnist (apt-get install dataset-fashion-mnist, or "
@@ -489,14 +329,15 @@ static int setup(run *r) {
 #ifndef EX_HAVE_ZLIB
     printf("note: built without zlib: reading the unpacked IDX files (gunzip them first)\n");
 #endif
-    if (!split_load(o->data, "train", &r->train) || !split_load(o->data, "t10k", &r->test))
+    if (!fm_split_load("train_mlp", o->data, "train", &r->train) ||
+        !fm_split_load("train_mlp", o->data, "t10k", &r->test))
         return 1;
     if (r->train.n < o->batch) {
         fprintf(stderr, "train_mlp: --batch %lld is larger than the training set\n",
                 (long long)o->batch);
         return 2;
     }
-    pixel_table(&r->train, r->lut);
+    fm_pixel_table(&r->train, r->lut);
     r->per_epoch = r->train.n / o->batch; /* the last partial batch is dropped */
     r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
     r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
@@ -550,10 +391,8 @@ static void teardown(run *r) {
     fc_release(r->x);
     fc_release(r->y);
     fc_ctx_free(r->ctx);
-    free(r->train.images);
-    free(r->train.labels);
-    free(r->test.images);
-    free(r->test.labels);
+    fm_split_free(&r->train);
+    fm_split_free(&r->test);
     free(r->order);
     free(r->step_ms);
 }
