@@ -128,30 +128,47 @@ POOL_INLINE double avg_divisor(const pool_job *j, int64_t oi, int64_t oj) {
     return (double)(j->h.taps[oi] * j->w.taps[oj]);
 }
 
-POOL_INLINE void max_plane(const pool_job *j, fc_dtype ct, int64_t p) {
+/* The max of one window and its argmax (plane index; -1 for a window with
+ * no tap). Two passes over the (cached) window instead of one with a
+ * data-dependent branch per tap, which on real data mispredicts often:
+ * the first is a branch-free max (a maxsd chain) that also notes a NaN,
+ * the second finds the first tap equal to the max, or the last NaN, which
+ * is the element PyTorch's `v > m || isnan(v)` scan ends on. */
+POOL_INLINE double window_max(const pool_job *j, fc_dtype ct, const void *x, int64_t oi, int64_t oj,
+                              int64_t *best) {
     const fc__pool_geom *g = j->g;
     const int64_t iw = g->iw, dh = g->dh, dw = g->dw;
-    const int64_t xo = p * g->ih * iw, yo = p * g->oh * g->ow;
-    for (int64_t oi = 0; oi < g->oh; oi++) {
-        for (int64_t oj = 0; oj < g->ow; oj++) {
-            int64_t o = yo + oi * g->ow + oj, best = -1;
-            double m = -INFINITY;
-            if (j->h.taps[oi] > 0 && j->w.taps[oj] > 0) best = j->h.first[oi] * iw + j->w.first[oj];
-            int64_t h = j->h.first[oi];
-            for (int64_t th = 0; th < j->h.taps[oi]; th++, h += dh) {
-                int64_t w = j->w.first[oj];
-                for (int64_t tw = 0; tw < j->w.taps[oj]; tw++, w += dw) {
-                    double v = ld(ct, j->src, xo + h * iw + w);
-                    if (v > m || isnan(v)) {
-                        m = v;
-                        best = h * iw + w;
-                    }
-                }
-            }
-            st(ct, j->dst, o, m);
-            j->idx[o] = best;
+    const int64_t h0 = j->h.first[oi], nh = j->h.taps[oi];
+    const int64_t w0 = j->w.first[oj], nw = j->w.taps[oj];
+    double m = -INFINITY;
+    bool nan = false;
+    for (int64_t th = 0, h = h0; th < nh; th++, h += dh)
+        for (int64_t tw = 0, w = w0; tw < nw; tw++, w += dw) {
+            double v = ld(ct, x, h * iw + w);
+            m = v > m ? v : m;
+            nan |= v != v;
         }
-    }
+    *best = nh > 0 && nw > 0 ? h0 * iw + w0 : -1;
+    for (int64_t th = 0, h = h0; th < nh; th++, h += dh)
+        for (int64_t tw = 0, w = w0; tw < nw; tw++, w += dw) {
+            double v = ld(ct, x, h * iw + w);
+            if (nan ? v != v : v == m) {
+                *best = h * iw + w;
+                if (!nan) return m; /* the first maximum */
+            }
+        }
+    return nan ? NAN : m;
+}
+
+POOL_INLINE void max_plane(const pool_job *j, fc_dtype ct, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    const int64_t yo = p * g->oh * g->ow;
+    const char *x = (const char *)j->src + (size_t)(p * g->ih * g->iw) * fc_dtype_size(ct);
+    for (int64_t oi = 0; oi < g->oh; oi++)
+        for (int64_t oj = 0; oj < g->ow; oj++) {
+            int64_t o = yo + oi * g->ow + oj;
+            st(ct, j->dst, o, window_max(j, ct, x, oi, oj, &j->idx[o]));
+        }
 }
 
 POOL_INLINE void avg_plane(const pool_job *j, fc_dtype ct, int64_t p) {
