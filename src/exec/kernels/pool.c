@@ -157,7 +157,7 @@ POOL_INLINE double window_max(const pool_job *j, fc_dtype ct, const void *x, int
                 if (!nan) return m; /* the first maximum */
             }
         }
-    return nan ? NAN : m;
+    return nan ? ld(ct, x, *best) : m; /* the NaN itself, payload and sign kept */
 }
 
 POOL_INLINE void max_plane(const pool_job *j, fc_dtype ct, int64_t p) {
