@@ -333,6 +333,36 @@ static void test_batch_norm_thread_independent(void **state) {
         }
 }
 
+/* ---- saved values ------------------------------------------------------------------------- */
+
+/* The weight is saved for the backward: changing it in place between the
+ * forward and the backward is refused, naming the op. */
+static void test_batch_norm_saved_weight_modified(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx(1);
+    fc_scope_begin(ctx);
+    const int64_t C = 3;
+    for (int k = 0; k < 2; k++) {
+        fc_tensor *x = rand_t(ctx, FC_F32, (const int64_t[]){2, 3, 4}, 3, 51, -1, 1);
+        fc_tensor *w = rand_t(ctx, FC_F32, &C, 1, 52, 0.5, 1.5);
+        assert_int_equal(fc_requires_grad(w, true), FC_OK);
+        fc_tensor *y = k ? fc_group_norm(ctx, x, 3, w, NULL, 1e-5)
+                         : fc_batch_norm(ctx, x, w, NULL, NULL, NULL, true, 0.1, 1e-5);
+        assert_non_null(y);
+        fc_no_grad_begin(ctx);
+        assert_int_equal(fc_mul_scalar_(w, 2), FC_OK);
+        fc_no_grad_end(ctx);
+        fc_tensor *g = fc_ones(ctx, FC_F32, (const int64_t[]){2, 3, 4}, 3);
+        assert_int_equal(fc_backward_with(ctx, y, g, false), FC_ERR_SAVED_MODIFIED);
+        const char *want = k ? "group_norm" : "batch_norm";
+        if (!strstr(fc_ctx_error(ctx), want))
+            fail_msg("message '%s' lacks '%s'", fc_ctx_error(ctx), want);
+        fc_ctx_clear_error(ctx);
+    }
+    fc_scope_end(ctx);
+    free_ctx(ctx);
+}
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 static void expect_error(fc_ctx *ctx, fc_tensor *t, fc_status code, const char *needle) {
@@ -427,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_batch_norm_running_stats),
         cmocka_unit_test(test_batch_norm_f32_grad_vs_f64),
         cmocka_unit_test(test_batch_norm_thread_independent),
+        cmocka_unit_test(test_batch_norm_saved_weight_modified),
         cmocka_unit_test(test_batch_norm_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
