@@ -8,6 +8,7 @@
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
+ *   fucina/pool.h     2-d max, average and adaptive average pooling
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  *   fucina/checkpoint.h resumable training checkpoints
@@ -24,6 +25,7 @@
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
 #include "fucina/matmul.h"
+#include "fucina/pool.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
 #include "fucina/quant.h"

@@ -231,6 +231,42 @@ FC_API fc_tensor *fc_layer_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc
                                 double eps);
 /* x / sqrt(mean(x^2) + eps) * weight over the last axis; weight as above. */
 FC_API fc_tensor *fc_rms_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, double eps);
+/* Batch normalisation of x [N, C, ...] (rank >= 2; FC_ERR_RANK otherwise)
+ * per channel: (x - mean[c]) / sqrt(var[c] + eps) * weight[c] + bias[c].
+ * weight and bias are [C] of x's dtype (NULL allowed: no scale / no shift).
+ * training true: mean and var are the batch's, over the N and spatial axes
+ * (the biased variance), and when running_mean and running_var are given
+ * they are UPDATED IN PLACE after the output is made (a documented
+ * mutation, which bumps their generation, so a node that saved them sees
+ * the change):
+ *   running_mean = (1 - momentum) * running_mean + momentum * mean
+ *   running_var  = (1 - momentum) * running_var  + momentum * var * M / (M - 1)
+ * with M = N * spatial size (the unbiased variance, as PyTorch); M must be
+ * > 1 (FC_ERR_INVALID_SHAPE) and momentum in [0, 1] (FC_ERR_INVALID_ARG).
+ * training false (eval): normalises with running_mean and running_var,
+ * which are required (FC_ERR_INVALID_ARG when NULL) and only read. The
+ * running statistics are [C] of x's dtype, or f32 for an f16/bf16 x (else
+ * FC_ERR_DTYPE / FC_ERR_SHAPE_MISMATCH), given both or neither
+ * (FC_ERR_INVALID_ARG), must not require grad (FC_ERR_INVALID_ARG) and,
+ * when training updates them, be writable (FC_ERR_READ_ONLY) and not a
+ * broadcast view (FC_ERR_UNSUPPORTED_VIEW); any layout. eps finite and
+ * >= 0 (FC_ERR_INVALID_ARG). Gradients flow to x, weight and bias in both
+ * modes (eval: the per-channel affine map gy * weight / sqrt(running_var +
+ * eps), using the statistics of the forward); the running statistics get
+ * none. Statistics accumulate in double, in an order that does not depend
+ * on the thread count. A failed call changes nothing. */
+FC_API fc_tensor *fc_batch_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                                fc_tensor *running_mean, fc_tensor *running_var, bool training,
+                                double momentum, double eps);
+/* Group normalisation of x [N, C, ...] (rank >= 2; FC_ERR_RANK): the C
+ * channels form num_groups groups of C / num_groups consecutive channels;
+ * each (sample, group) is normalised with its own mean and biased variance
+ * over the group's channels and spatial axes, then weight[c] and bias[c]
+ * ([C], x's dtype, NULL allowed; FC_ERR_SHAPE_MISMATCH / FC_ERR_DTYPE)
+ * apply per channel. num_groups must be >= 1 and divide C
+ * (FC_ERR_INVALID_ARG); eps as above. Gradients for x, weight, bias. */
+FC_API fc_tensor *fc_group_norm(fc_ctx *ctx, fc_tensor *x, int64_t num_groups, fc_tensor *weight,
+                                fc_tensor *bias, double eps);
 
 typedef enum fc_reduction { FC_REDUCE_MEAN, FC_REDUCE_SUM, FC_REDUCE_NONE } fc_reduction;
 typedef struct fc_ce_opts {

@@ -1,0 +1,344 @@
+/* pool.c - 2-d max, average and adaptive average pooling, forward and
+ * backward (the ops and their rules are in src/ops/pool.c).
+ *
+ * Shapes: x [P, H, W] (P planes: every leading index), y [P, OH, OW].
+ *
+ * Windows are separable: output (i, j) reads the rows of window i along H
+ * and the columns of window j along W. Before the loops each axis gets a
+ * small table, per output index, of the first input index the window
+ * touches, the number of taps inside the input and (AVG) the window's
+ * extent counting padding, so the inner loops do no bounds tests and no
+ * division:
+ *   MAX       taps at base + k * dilation, base = i * stride - pad, k in
+ *             [0, kernel), those inside [0, H);
+ *   AVG       [max(base, 0), min(base + kernel, H)), extent
+ *             min(base + kernel, H + pad) - base (PyTorch's pool_size, which
+ *             ceil_mode can cut short);
+ *   ADAPTIVE  [floor(i * H / OH), ceil((i + 1) * H / OH)).
+ * The divisor of an AVG output is divisor_override, else the product of
+ * the two extents (count_include_pad) or of the two tap counts; ADAPTIVE
+ * divides by its tap counts.
+ *
+ * The compute dtype is f64 for f64 input and f32 otherwise (f16 and bf16
+ * are converted first and the result converted back); sums run in double
+ * as PyTorch's CPU kernels accumulate. The max comparison is PyTorch's
+ * `v > m || isnan(v)` starting from -inf at the window's first tap: the
+ * first maximum wins ties, a NaN propagates and the last NaN is the argmax.
+ *
+ * Threading: planes are split over the team (fc__parallel_for); every
+ * output element, and in the backward every plane of dx, is computed by
+ * one thread in a fixed order, so the bits do not depend on the thread
+ * count. The backward scatters into a zeroed dx plane (max: to the argmax;
+ * avg: over the window), which stays within the plane its thread owns. */
+#include <math.h>
+#include <string.h>
+
+#include "exec/kernels/copy.h"
+#include "exec/kernels/pool.h"
+#include "exec/parallel.h"
+
+/* The generic bodies below take the compute dtype as an argument and are
+ * inlined into one wrapper per dtype with a constant, so every dtype test
+ * folds away and each wrapper is a plain typed loop. */
+#define POOL_INLINE static inline __attribute__((always_inline))
+
+#define POOL_GRAIN_WORK 65536 /* window reads per team slice, at least */
+
+/* ---- axis tables ------------------------------------------------------------------------------
+ */
+
+/* Per output index along one axis: first input index, taps inside the
+ * input, and (AVG) the extent counting padding. */
+typedef struct axis_tab {
+    int64_t *first, *taps, *span;
+} axis_tab;
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; } /* a >= 0, b > 0 */
+
+static void axis_fill(const fc__pool_geom *g, bool along_h, axis_tab t) {
+    int64_t n_in = along_h ? g->ih : g->iw, n_out = along_h ? g->oh : g->ow;
+    int64_t k = along_h ? g->kh : g->kw, s = along_h ? g->sh : g->sw;
+    int64_t p = along_h ? g->ph : g->pw, d = along_h ? g->dh : g->dw;
+    for (int64_t i = 0; i < n_out; i++) {
+        int64_t base = i * s - p, lo, hi;
+        switch (g->kind) {
+        case FC__POOL_MAX: /* taps k0 <= k < k1 of base + k * d lie in [0, n_in) */
+        {
+            int64_t k0 = base < 0 ? ceil_div(-base, d) : 0;
+            int64_t k1 = base >= n_in ? 0 : (n_in - 1 - base) / d + 1;
+            k1 = k1 < k ? k1 : k;
+            t.first[i] = base + k0 * d;
+            t.taps[i] = k1 > k0 ? k1 - k0 : 0;
+            t.span[i] = t.taps[i];
+            break;
+        }
+        case FC__POOL_AVG:
+            hi = base + k < n_in + p ? base + k : n_in + p;
+            t.span[i] = hi - base;
+            lo = base > 0 ? base : 0;
+            hi = hi < n_in ? hi : n_in;
+            t.first[i] = lo;
+            t.taps[i] = hi > lo ? hi - lo : 0;
+            break;
+        default: /* ADAPTIVE: i * n_in fits, both are checked sizes below 2^31 */
+            lo = i * n_in / n_out;
+            hi = ceil_div((i + 1) * n_in, n_out);
+            t.first[i] = lo;
+            t.taps[i] = t.span[i] = hi - lo;
+            break;
+        }
+    }
+}
+
+/* ---- element access ------------------------------------------------------------------------- */
+
+POOL_INLINE double ld(fc_dtype ct, const void *p, int64_t i) {
+    return ct == FC_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+POOL_INLINE void st(fc_dtype ct, void *p, int64_t i, double v) {
+    if (ct == FC_F32)
+        ((float *)p)[i] = (float)v;
+    else
+        ((double *)p)[i] = v;
+}
+/* p[i] += v in the compute dtype's own arithmetic */
+POOL_INLINE void add_at(fc_dtype ct, void *p, int64_t i, double v) {
+    if (ct == FC_F32)
+        ((float *)p)[i] += (float)v;
+    else
+        ((double *)p)[i] += v;
+}
+
+/* ---- forward -------------------------------------------------------------------------------- */
+
+typedef struct pool_job {
+    const fc__pool_geom *g;
+    axis_tab h, w;
+    const void *src; /* forward: x [P, ih, iw]; backward: gout [P, oh, ow] */
+    void *dst;       /* forward: y [P, oh, ow]; backward: dx [P, ih, iw] */
+    int64_t *idx;    /* MAX forward: argmax out; MAX backward: argmax in */
+    const int64_t *cidx;
+} pool_job;
+
+POOL_INLINE double avg_divisor(const pool_job *j, int64_t oi, int64_t oj) {
+    const fc__pool_geom *g = j->g;
+    if (g->kind == FC__POOL_AVG && g->divisor > 0) return (double)g->divisor;
+    if (g->kind == FC__POOL_AVG && g->count_include_pad)
+        return (double)(j->h.span[oi] * j->w.span[oj]);
+    return (double)(j->h.taps[oi] * j->w.taps[oj]);
+}
+
+/* The max of one window and its argmax (plane index; -1 for a window with
+ * no tap). Two passes over the (cached) window instead of one with a
+ * data-dependent branch per tap, which on real data mispredicts often:
+ * the first is a branch-free max (a maxsd chain) that also notes a NaN,
+ * the second finds the first tap equal to the max, or the last NaN, which
+ * is the element PyTorch's `v > m || isnan(v)` scan ends on. */
+POOL_INLINE double window_max(const pool_job *j, fc_dtype ct, const void *x, int64_t oi, int64_t oj,
+                              int64_t *best) {
+    const fc__pool_geom *g = j->g;
+    const int64_t iw = g->iw, dh = g->dh, dw = g->dw;
+    const int64_t h0 = j->h.first[oi], nh = j->h.taps[oi];
+    const int64_t w0 = j->w.first[oj], nw = j->w.taps[oj];
+    double m = -INFINITY;
+    bool nan = false;
+    for (int64_t th = 0, h = h0; th < nh; th++, h += dh)
+        for (int64_t tw = 0, w = w0; tw < nw; tw++, w += dw) {
+            double v = ld(ct, x, h * iw + w);
+            m = v > m ? v : m;
+            nan |= v != v;
+        }
+    *best = nh > 0 && nw > 0 ? h0 * iw + w0 : -1;
+    for (int64_t th = 0, h = h0; th < nh; th++, h += dh)
+        for (int64_t tw = 0, w = w0; tw < nw; tw++, w += dw) {
+            double v = ld(ct, x, h * iw + w);
+            if (nan ? v != v : v == m) {
+                *best = h * iw + w;
+                if (!nan) return m; /* the first maximum */
+            }
+        }
+    return nan ? ld(ct, x, *best) : m; /* the NaN itself, payload and sign kept */
+}
+
+POOL_INLINE void max_plane(const pool_job *j, fc_dtype ct, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    const int64_t yo = p * g->oh * g->ow;
+    const char *x = (const char *)j->src + (size_t)(p * g->ih * g->iw) * fc_dtype_size(ct);
+    for (int64_t oi = 0; oi < g->oh; oi++)
+        for (int64_t oj = 0; oj < g->ow; oj++) {
+            int64_t o = yo + oi * g->ow + oj;
+            st(ct, j->dst, o, window_max(j, ct, x, oi, oj, &j->idx[o]));
+        }
+}
+
+POOL_INLINE void avg_plane(const pool_job *j, fc_dtype ct, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    const int64_t iw = g->iw, xo = p * g->ih * iw, yo = p * g->oh * g->ow;
+    for (int64_t oi = 0; oi < g->oh; oi++) {
+        int64_t h0 = j->h.first[oi], h1 = h0 + j->h.taps[oi];
+        for (int64_t oj = 0; oj < g->ow; oj++) {
+            int64_t w0 = j->w.first[oj], w1 = w0 + j->w.taps[oj];
+            double s = 0;
+            for (int64_t h = h0; h < h1; h++)
+                for (int64_t w = w0; w < w1; w++)
+                    s += ld(ct, j->src, xo + h * iw + w);
+            st(ct, j->dst, yo + oi * g->ow + oj, s / avg_divisor(j, oi, oj));
+        }
+    }
+}
+
+static void fwd_f32(void *arg, int64_t begin, int64_t end) {
+    const pool_job *j = arg;
+    for (int64_t p = begin; p < end; p++) {
+        if (j->g->kind == FC__POOL_MAX)
+            max_plane(j, FC_F32, p);
+        else
+            avg_plane(j, FC_F32, p);
+    }
+}
+
+static void fwd_f64(void *arg, int64_t begin, int64_t end) {
+    const pool_job *j = arg;
+    for (int64_t p = begin; p < end; p++) {
+        if (j->g->kind == FC__POOL_MAX)
+            max_plane(j, FC_F64, p);
+        else
+            avg_plane(j, FC_F64, p);
+    }
+}
+
+/* ---- backward ------------------------------------------------------------------------------- */
+
+POOL_INLINE void max_plane_back(const pool_job *j, fc_dtype ct, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    int64_t xo = p * g->ih * g->iw, yo = p * g->oh * g->ow, no = g->oh * g->ow;
+    for (int64_t o = 0; o < no; o++) {
+        int64_t b = j->cidx[yo + o];
+        if (b >= 0) add_at(ct, j->dst, xo + b, ld(ct, j->src, yo + o));
+    }
+}
+
+POOL_INLINE void avg_plane_back(const pool_job *j, fc_dtype ct, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    const int64_t iw = g->iw, xo = p * g->ih * iw, yo = p * g->oh * g->ow;
+    for (int64_t oi = 0; oi < g->oh; oi++) {
+        int64_t h0 = j->h.first[oi], h1 = h0 + j->h.taps[oi];
+        for (int64_t oj = 0; oj < g->ow; oj++) {
+            int64_t w0 = j->w.first[oj], w1 = w0 + j->w.taps[oj];
+            double gd = ld(ct, j->src, yo + oi * g->ow + oj);
+            /* the share in the compute dtype, as PyTorch divides in scalar_t */
+            double v = ct == FC_F32 ? (double)((float)gd / (float)avg_divisor(j, oi, oj))
+                                    : gd / avg_divisor(j, oi, oj);
+            for (int64_t h = h0; h < h1; h++)
+                for (int64_t w = w0; w < w1; w++)
+                    add_at(ct, j->dst, xo + h * iw + w, v);
+        }
+    }
+}
+
+POOL_INLINE void back_planes(const pool_job *j, fc_dtype ct, int64_t begin, int64_t end) {
+    size_t plane = (size_t)(j->g->ih * j->g->iw) * fc_dtype_size(ct);
+    memset((char *)j->dst + (size_t)begin * plane, 0, (size_t)(end - begin) * plane);
+    for (int64_t p = begin; p < end; p++) {
+        if (j->g->kind == FC__POOL_MAX)
+            max_plane_back(j, ct, p);
+        else
+            avg_plane_back(j, ct, p);
+    }
+}
+
+static void back_f32(void *arg, int64_t begin, int64_t end) {
+    back_planes(arg, FC_F32, begin, end);
+}
+static void back_f64(void *arg, int64_t begin, int64_t end) {
+    back_planes(arg, FC_F64, begin, end);
+}
+
+/* ---- entry points --------------------------------------------------------------------------- */
+
+/* The two axis tables in one pooled buffer (*buf; released by the caller). */
+static fc_status tables(fc_ctx *ctx, const char *op, const fc__pool_geom *g, pool_job *j,
+                        fc_buffer **buf) {
+    int64_t n = g->oh + g->ow;
+    *buf = fc__ctx_buffer(ctx, 3 * (size_t)n * sizeof(int64_t));
+    if (!*buf) return fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for the window tables", op);
+    int64_t *t = (*buf)->data;
+    j->h = (axis_tab){t, t + g->oh, t + 2 * g->oh};
+    t += 3 * g->oh;
+    j->w = (axis_tab){t, t + g->ow, t + 2 * g->ow};
+    axis_fill(g, true, j->h);
+    axis_fill(g, false, j->w);
+    return FC_OK;
+}
+
+/* Planes per team slice: enough window reads to pay for a thread. */
+static int64_t plane_grain(const fc__pool_geom *g) {
+    int64_t taps = g->kind == FC__POOL_ADAPTIVE ? ceil_div(g->ih, g->oh) * ceil_div(g->iw, g->ow)
+                                                : g->kh * g->kw;
+    int64_t work = g->oh * g->ow * taps + g->ih * g->iw;
+    return work >= POOL_GRAIN_WORK ? 1 : POOL_GRAIN_WORK / work;
+}
+
+fc_tensor *fc__pool2d_forward(fc_ctx *ctx, const char *op, const fc__pool_geom *g, fc_tensor *x,
+                              fc_tensor **argmax) {
+    fc_dtype dt = x->raw.dtype, ct = dt == FC_F64 ? FC_F64 : FC_F32;
+    int rank = x->raw.rank;
+    int64_t shape[FC_MAX_RANK];
+    memcpy(shape, x->raw.shape, sizeof(int64_t) * (size_t)rank);
+    shape[rank - 2] = g->oh;
+    shape[rank - 1] = g->ow;
+    bool is_max = g->kind == FC__POOL_MAX;
+    fc_tensor *xc = fc__copy_contiguous_ref(ctx, op, x);
+    fc_tensor *xt = xc ? fc__copy_cast(ctx, op, xc, ct) : NULL;
+    fc_release(xc);
+    fc_tensor *y = xt ? fc__tensor_new(ctx, op, ct, shape, rank) : NULL;
+    fc_tensor *idx = y && is_max ? fc__tensor_new(ctx, op, FC_I64, shape, rank) : NULL;
+    fc_buffer *buf = NULL;
+    pool_job j = {.g = g};
+    fc_status st = !y || (is_max && !idx) ? fc__failed(ctx) : tables(ctx, op, g, &j, &buf);
+    if (st == FC_OK) {
+        j.src = fc__raw_base(&xt->raw);
+        j.dst = fc__raw_base(&y->raw);
+        j.idx = idx ? (int64_t *)fc__raw_base(&idx->raw) : NULL;
+        fc__parallel_for(ctx, g->planes, plane_grain(g), ct == FC_F32 ? fwd_f32 : fwd_f64, &j);
+    }
+    fc__buffer_release(buf);
+    fc_release(xt);
+    if (st == FC_OK && dt != ct) { /* f16 / bf16: the result back in the input's dtype */
+        fc_tensor *yd = fc__copy_cast(ctx, op, y, dt);
+        fc_release(y);
+        y = yd;
+        st = y ? FC_OK : fc__failed(ctx);
+    }
+    if (st != FC_OK) {
+        fc_release(y);
+        fc_release(idx);
+        return NULL;
+    }
+    if (is_max) *argmax = idx;
+    return y;
+}
+
+fc_tensor *fc__pool2d_backward(fc_ctx *ctx, const char *op, const fc__pool_geom *g, fc_tensor *gout,
+                               fc_tensor *argmax, const int64_t *in_shape, int in_rank) {
+    fc_dtype ct = gout->raw.dtype;
+    fc_tensor *dx = fc__tensor_new(ctx, op, ct, in_shape, in_rank);
+    fc_buffer *buf = NULL;
+    pool_job j = {.g = g};
+    /* MAX reads only its argmax: no window tables */
+    fc_status st = !dx                       ? fc__failed(ctx)
+                   : g->kind == FC__POOL_MAX ? FC_OK
+                                             : tables(ctx, op, g, &j, &buf);
+    if (st == FC_OK) {
+        j.src = fc__raw_base(&gout->raw);
+        j.dst = fc__raw_base(&dx->raw);
+        j.cidx = argmax ? (const int64_t *)fc__raw_base(&argmax->raw) : NULL;
+        fc__parallel_for(ctx, g->planes, plane_grain(g), ct == FC_F32 ? back_f32 : back_f64, &j);
+    }
+    fc__buffer_release(buf);
+    if (st != FC_OK) {
+        fc_release(dx);
+        return NULL;
+    }
+    return dx;
+}
