@@ -35,10 +35,10 @@ extern "C" {
  *   ceil_mode          round the output size up instead of down; a last
  *                      window that would start inside the right padding is
  *                      dropped (PyTorch's rule).
- *   count_include_pad  average pooling: divide by the window's extent
- *                      including padding (true) or by the number of input
- *                      elements it covers (false). NOTE: the zero default
- *                      is false, unlike PyTorch's True; set it when porting.
+ *   exclude_pad        average pooling: false (the default, PyTorch's
+ *                      count_include_pad=True) divides by the window's
+ *                      extent including padding; true by the number of
+ *                      input elements it covers (count_include_pad=False).
  *                      The extent never reaches past the right padding, so
  *                      a ceil_mode window cut short divides by less.
  *   divisor_override   average pooling: > 0 divides every window by this
@@ -51,7 +51,7 @@ extern "C" {
  * FC_ERR_INVALID_SHAPE; NULL opts: FC_ERR_NULL_ARG. */
 typedef struct fc_pool2d_opts {
     int64_t kernel[2], stride[2], padding[2], dilation[2];
-    bool ceil_mode, count_include_pad;
+    bool ceil_mode, exclude_pad;
     int64_t divisor_override;
 } fc_pool2d_opts;
 
@@ -65,7 +65,7 @@ typedef struct fc_pool2d_opts {
  * gradient. */
 FC_API fc_tensor *fc_max_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts *opts);
 
-/* Mean over each window (see count_include_pad and divisor_override). The
+/* Mean over each window (see exclude_pad and divisor_override). The
  * gradient of an output is spread evenly over its window's input elements,
  * each receiving gout / divisor. */
 FC_API fc_tensor *fc_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts *opts);

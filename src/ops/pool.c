@@ -117,7 +117,7 @@ static fc_status window_geom(fc_ctx *ctx, const char *op, fc__pool_kind kind, fc
     g->kh = k[0], g->kw = k[1], g->sh = s[0], g->sw = s[1];
     g->ph = p[0], g->pw = p[1], g->dh = dl[0], g->dw = dl[1];
     g->oh = out[0], g->ow = out[1];
-    g->count_include_pad = o->count_include_pad;
+    g->count_include_pad = !o->exclude_pad;
     g->divisor = o->divisor_override;
     return FC_OK;
 }

@@ -2,7 +2,7 @@
  * backward, against naive double-precision references written here (every
  * window walked with bounds tests, PyTorch's formulas for the output size,
  * the divisor and the adaptive windows): random geometries (kernel, stride,
- * padding, dilation, ceil_mode, count_include_pad, divisor_override), batch
+ * padding, dilation, ceil_mode, exclude_pad, divisor_override), batch
  * of one and unbatched [C,H,W] input, transposed and narrowed views, every
  * float dtype; hand-computed values, ties and NaN; the same bits for one
  * and two threads; every error with its code. Gradient checks are in
@@ -105,7 +105,7 @@ static void ref_pool(const cfg *c, const geo *g, const double *x, double *y, con
                     int64_t ph1 = h1 < g->ih + g->p[0] ? h1 : g->ih + g->p[0];
                     int64_t pw1 = w1 < g->iw + g->p[1] ? w1 : g->iw + g->p[1];
                     div = c->o.divisor_override    ? c->o.divisor_override
-                          : c->o.count_include_pad ? (ph1 - h0) * (pw1 - w0)
+                          : !c->o.exclude_pad ? (ph1 - h0) * (pw1 - w0)
                                                    : -1; /* counted below */
                 }
                 /* a window with no input element (dilation can step over a
@@ -242,7 +242,7 @@ static cfg random_cfg(enum kind k, uint64_t *s) {
             c.out[a] = pick(s, 1, 7);
         }
         c.o.ceil_mode = pick(s, 0, 1);
-        c.o.count_include_pad = pick(s, 0, 1);
+        c.o.exclude_pad = !(pick(s, 0, 1));
         c.o.divisor_override = k == K_AVG && pick(s, 0, 3) == 0 ? pick(s, 1, 7) : 0;
         geo g = ref_geo(&c);
         if (g.oh >= 1 && g.ow >= 1) return c;
@@ -305,7 +305,7 @@ static void test_pool_known_values(void **state) {
     expect_values(fc_max_pool2d(ctx, t, &k3), (const double[]){6, 8, 14, 16}, 4, "max k3 p1");
     expect_values(fc_avg_pool2d(ctx, t, &k3), (const double[]){3.5, 5, 9.5, 11}, 4,
                   "avg k3 p1 exclude pad");
-    k3.count_include_pad = true;
+    k3.exclude_pad = false;
     expect_values(fc_avg_pool2d(ctx, t, &k3), (const double[]){14.0 / 9, 30.0 / 9, 57.0 / 9, 11}, 4,
                   "avg k3 p1 include pad");
     k3.divisor_override = 2;
@@ -320,7 +320,7 @@ static void test_pool_known_values(void **state) {
     fc_pool2d_opts c2 = {.kernel = {2, 2}, .ceil_mode = true};
     expect_values(fc_avg_pool2d(ctx, t3, &c2), (const double[]){3, 4.5, 7.5, 9}, 4,
                   "avg ceil_mode partial window");
-    c2.count_include_pad = true; /* no padding: the cut window still divides by its cover */
+    c2.exclude_pad = false; /* no padding: the cut window still divides by its cover */
     expect_values(fc_avg_pool2d(ctx, t3, &c2), (const double[]){3, 4.5, 7.5, 9}, 4,
                   "avg ceil_mode include pad");
     /* dilation 2 on 4x4, kernel 2: taps {0,2} and {1,3} */

@@ -1,6 +1,6 @@
 /* test_pool_grad.c - fc_gradcheck (f64 central differences) of
  * max_pool2d, avg_pool2d and adaptive_avg_pool2d on random geometries
- * (kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+ * (kernel, stride, padding, dilation, ceil_mode, exclude_pad,
  * divisor_override, batch of one, unbatched input) and on contiguous,
  * transposed, narrowed and broadcast inputs. Max pooling's inputs are
  * spread out so no two elements of a window are within the
@@ -106,7 +106,7 @@ static void random_case(enum kind k, uint64_t *s, gc_case *c, int64_t *shape, in
         *c = (gc_case){.kind = k, .view = (enum view)pick(s, 0, V_COUNT - 1)};
         int64_t hw[2] = {pick(s, 1, 6), pick(s, 1, 6)};
         c->o.ceil_mode = pick(s, 0, 1);
-        c->o.count_include_pad = pick(s, 0, 1);
+        c->o.exclude_pad = !(pick(s, 0, 1));
         c->o.divisor_override = k == K_AVG && pick(s, 0, 3) == 0 ? pick(s, 1, 5) : 0;
         bool ok = true;
         for (int a = 0; a < 2; a++) {

@@ -38,7 +38,7 @@ static fc_status sc_pooling(fc_ctx *ctx) {
                          .dilation = {1, 2},
                          .ceil_mode = true};
     fc_pool2d_opts ao = {
-        .kernel = {2, 3}, .stride = {1, 2}, .padding = {1, 1}, .count_include_pad = true};
+        .kernel = {2, 3}, .stride = {1, 2}, .padding = {1, 1}, .exclude_pad = false};
     fc_tensor *a = fc_max_pool2d(ctx, xt, &mo);
     fc_tensor *b = fc_avg_pool2d(ctx, x, &ao);
     fc_tensor *c = fc_adaptive_avg_pool2d(ctx, x, (const int64_t[]){3, 4});
