@@ -104,9 +104,9 @@ static void ref_pool(const cfg *c, const geo *g, const double *x, double *y, con
                     w1 = w0 + (g->k[1] - 1) * g->d[1] + 1;
                     int64_t ph1 = h1 < g->ih + g->p[0] ? h1 : g->ih + g->p[0];
                     int64_t pw1 = w1 < g->iw + g->p[1] ? w1 : g->iw + g->p[1];
-                    div = c->o.divisor_override    ? c->o.divisor_override
-                          : !c->o.exclude_pad ? (ph1 - h0) * (pw1 - w0)
-                                                   : -1; /* counted below */
+                    div = c->o.divisor_override ? c->o.divisor_override
+                          : !c->o.exclude_pad   ? (ph1 - h0) * (pw1 - w0)
+                                                : -1; /* counted below */
                 }
                 /* a window with no input element (dilation can step over a
                  * small input) is -inf and passes no gradient */
@@ -301,11 +301,12 @@ static void test_pool_known_values(void **state) {
     expect_values(fc_max_pool2d(ctx, t, &k2), (const double[]){6, 8, 14, 16}, 4, "max k2");
     expect_values(fc_avg_pool2d(ctx, t, &k2), (const double[]){3.5, 5.5, 11.5, 13.5}, 4, "avg k2");
     /* kernel 3, stride 2, padding 1: corners see 4 elements, edges 6 */
-    fc_pool2d_opts k3 = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    fc_pool2d_opts k3 = {
+        .kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .exclude_pad = true};
     expect_values(fc_max_pool2d(ctx, t, &k3), (const double[]){6, 8, 14, 16}, 4, "max k3 p1");
     expect_values(fc_avg_pool2d(ctx, t, &k3), (const double[]){3.5, 5, 9.5, 11}, 4,
                   "avg k3 p1 exclude pad");
-    k3.exclude_pad = false;
+    k3.exclude_pad = false; /* the zero default: PyTorch's count_include_pad=True */
     expect_values(fc_avg_pool2d(ctx, t, &k3), (const double[]){14.0 / 9, 30.0 / 9, 57.0 / 9, 11}, 4,
                   "avg k3 p1 include pad");
     k3.divisor_override = 2;
@@ -317,7 +318,7 @@ static void test_pool_known_values(void **state) {
     expect_values(fc_max_pool2d(ctx, t, &cm), (const double[]){1, 4, 13, 16}, 4, "max ceil_mode");
     /* 3 wide, kernel 2, stride 2, ceil_mode: the last window covers one column */
     fc_tensor *t3 = tensor4(ctx, x, 3, 3);
-    fc_pool2d_opts c2 = {.kernel = {2, 2}, .ceil_mode = true};
+    fc_pool2d_opts c2 = {.kernel = {2, 2}, .ceil_mode = true, .exclude_pad = true};
     expect_values(fc_avg_pool2d(ctx, t3, &c2), (const double[]){3, 4.5, 7.5, 9}, 4,
                   "avg ceil_mode partial window");
     c2.exclude_pad = false; /* no padding: the cut window still divides by its cover */
