@@ -1,0 +1,591 @@
+/* train_cnn.c - a Fashion-MNIST convolutional network trained with fucina's
+ * public API.
+ *
+ * The model is the two-convolution network of the data set's benchmark
+ * table (and of the peer ../shared/peers/conv_train.py):
+ *   conv 5x5 1->32, padding 2 -> ReLU -> max-pool 2
+ *   conv 5x5 32->64, padding 2 -> ReLU -> max-pool 2 -> linear 3136->10
+ * with PyTorch's default initialisation, softmax cross-entropy and Adam
+ * (cosine-decayed learning rate). --batch-norm puts a batch norm after each
+ * convolution. The data come from Debian's dataset-fashion-mnist package
+ * (common/fashion_mnist.c); each step refills one persistent batch tensor
+ * inside a scope, so the steady state allocates nothing outside the
+ * context's pool.
+ *
+ * Output in --out: metrics.csv, loss.png (when gnuplot is installed) and
+ * ckpt.safetensors, the checkpoint --resume continues from exactly (the
+ * parameters, batch-norm statistics, Adam state, RNG and data order).
+ * --help lists the options. Exit status 77 means the data set is missing.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fucina.h>
+
+#include "common/args.h"
+#include "common/fashion_mnist.h"
+#include "common/progress.h"
+
+enum { EXIT_SKIP = 77, SIDE = 28 };
+
+// ----------------------------------------------------------------------------
+// the model
+
+/* Parameters, then the batch-norm running statistics (not trained: they
+ * travel in the checkpoint beside the parameters). */
+enum { C1W, C1B, C2W, C2B, FCW, FCB, BN1W, BN1B, BN2W, BN2B, NPARAMS };
+enum { BN1M, BN1V, BN2M, BN2V, NSTATS };
+static const char *const PARAM_NAMES[NPARAMS] = {"conv1.weight", "conv1.bias", "conv2.weight",
+                                                 "conv2.bias",   "fc.weight",  "fc.bias",
+                                                 "bn1.weight",   "bn1.bias",   "bn2.weight",
+                                                 "bn2.bias"};
+static const char *const STAT_NAMES[NSTATS] = {"bn1.running_mean", "bn1.running_var",
+                                               "bn2.running_mean", "bn2.running_var"};
+
+typedef struct cnn {
+    bool batch_norm;
+    int nparams; /* 6 without batch norm, NPARAMS with */
+    fc_tensor *p[NPARAMS];
+    fc_tensor *stats[NSTATS];
+} cnn;
+
+/* conv -> (batch norm) -> ReLU -> max-pool 2 */
+static fc_tensor *conv_block(fc_ctx *ctx, const cnn *m, fc_tensor *x, int w, int bn, int stats,
+                             bool training) {
+    fc_conv2d_opts co = fc_conv2d_defaults();
+    co.padding[0] = co.padding[1] = 2;
+    fc_tensor *h = fc_conv2d(ctx, x, m->p[w], m->p[w + 1], &co);
+    if (m->batch_norm)
+        h = fc_batch_norm(ctx, h, m->p[bn], m->p[bn + 1], m->stats[stats], m->stats[stats + 1],
+                          training, 0.1, 1e-5);
+    return fc_max_pool2d(ctx, fc_relu(ctx, h), &(fc_pool2d_opts){.kernel = {2, 2}});
+}
+
+/* x (B,1,28,28) -> logits (B,10) */
+static fc_tensor *cnn_forward(fc_ctx *ctx, const cnn *m, fc_tensor *x, bool training) {
+    fc_tensor *h = conv_block(ctx, m, x, C1W, BN1W, BN1M, training);     /* (B,32,14,14) */
+    h = conv_block(ctx, m, h, C2W, BN2W, BN2M, training);                /* (B,64,7,7) */
+    int64_t B = fc_tensor_dim(x, 0);
+    h = fc_reshape(ctx, h, (const int64_t[]){B, 64 * 7 * 7}, 2);         /* (B,3136) */
+    return fc_linear(ctx, h, m->p[FCW], m->p[FCB]);                      /* (B,10) */
+}
+
+/* a leaf of shape with U(-bound, bound) entries from the context RNG */
+static fc_tensor *param_uniform(fc_ctx *ctx, const int64_t *shape, int rank, double bound) {
+    fc_tensor *t = fc_rand(ctx, FC_F32, shape, rank);
+    fc_tensor *lo = fc_scalar(ctx, FC_F32, -bound);
+    bool ok = t && lo && fc_mul_scalar_(t, 2 * bound) == FC_OK && fc_add_(t, lo) == FC_OK &&
+              fc_requires_grad(t, true) == FC_OK;
+    fc_release(lo);
+    if (!ok) {
+        fc_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* PyTorch's defaults: Conv2d and Linear weights and biases U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) (kaiming_uniform with a = sqrt(5)); batch norm weight 1,
+ * bias 0, running mean 0, running variance 1. */
+static void cnn_init(fc_ctx *ctx, cnn *m) {
+    const int64_t shapes[3][4] = {{32, 1, 5, 5}, {64, 32, 5, 5}, {10, 3136}};
+    const int ranks[3] = {4, 4, 2};
+    const int64_t fan_in[3] = {25, 32 * 25, 3136};
+    for (int l = 0; l < 3; l++) {
+        double bound = 1 / sqrt((double)fan_in[l]);
+        m->p[2 * l] = param_uniform(ctx, shapes[l], ranks[l], bound);
+        m->p[2 * l + 1] = param_uniform(ctx, &shapes[l][0], 1, bound);
+    }
+    m->nparams = m->batch_norm ? NPARAMS : BN1W;
+    if (!m->batch_norm) return;
+    const int64_t ch[2] = {32, 64};
+    for (int b = 0; b < 2; b++) {
+        m->p[BN1W + 2 * b] = fc_param_from_data(ctx, FC_F32, &ch[b], 1, NULL);
+        m->p[BN1B + 2 * b] = fc_param_zeros(ctx, FC_F32, &ch[b], 1);
+        m->stats[BN1M + 2 * b] = fc_zeros(ctx, FC_F32, &ch[b], 1);
+        m->stats[BN1V + 2 * b] = fc_ones(ctx, FC_F32, &ch[b], 1);
+        fc_no_grad_begin(ctx);
+        if (m->p[BN1W + 2 * b]) fc_fill_(m->p[BN1W + 2 * b], 1.0);
+        fc_no_grad_end(ctx);
+    }
+}
+
+static void cnn_free(cnn *m) {
+    for (int i = 0; i < NPARAMS; i++)
+        fc_release(m->p[i]);
+    for (int i = 0; i < NSTATS; i++)
+        fc_release(m->stats[i]);
+}
+
+// ----------------------------------------------------------------------------
+// evaluation: loss and accuracy on the first `limit` test images
+
+typedef struct eval_result {
+    double loss, accuracy;
+} eval_result;
+
+static eval_result evaluate_test(fc_ctx *ctx, const cnn *m, const fm_split *test, int64_t limit,
+                                 const float *lut) {
+    enum { EB = 500 };
+    eval_result r = {NAN, NAN};
+    int64_t n = limit > 0 && limit < test->n ? limit : test->n;
+    float *x = malloc(sizeof(float) * EB * FM_PIXELS);
+    int64_t *y = malloc(sizeof(int64_t) * EB * 2), *order = malloc(sizeof(int64_t) * EB);
+    if (!x || !y || !order) goto out;
+    double loss = 0;
+    int64_t correct = 0;
+    fc_no_grad_begin(ctx);
+    for (int64_t s = 0; s < n && fc_ctx_status(ctx) == FC_OK; s += EB) {
+        int64_t rows = n - s < EB ? n - s : EB;
+        for (int64_t i = 0; i < rows; i++)
+            order[i] = s + i;
+        fm_fill_batch(test, order, rows, lut, x, y);
+        fc_scope_begin(ctx);
+        fc_tensor *tx =
+            fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){rows, 1, SIDE, SIDE}, 4, x);
+        fc_tensor *ty = fc_tensor_from_data(ctx, FC_I64, &rows, 1, y);
+        fc_tensor *logits = cnn_forward(ctx, m, tx, false);
+        fc_tensor *pred = fc_argmax(ctx, logits, 1, false);
+        double l = NAN;
+        if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
+            fc_tensor_copy_to(pred, y + EB, sizeof(int64_t) * (size_t)rows) == FC_OK) {
+            loss += l * (double)rows;
+            for (int64_t i = 0; i < rows; i++)
+                correct += y[EB + i] == y[i];
+        }
+        fc_scope_end(ctx);
+    }
+    fc_no_grad_end(ctx);
+    if (fc_ctx_status(ctx) == FC_OK)
+        r = (eval_result){loss / (double)n, (double)correct / (double)n};
+out:
+    free(x);
+    free(y);
+    free(order);
+    return r;
+}
+
+// ----------------------------------------------------------------------------
+// options
+
+typedef struct options {
+    const char *data, *out;
+    int64_t batch, epochs, steps, stop_after, eval_every, ckpt_every, train_limit, test_limit,
+        threads, seed;
+    double minutes, lr, min_lr, expect_accuracy;
+    bool batch_norm, resume;
+} options;
+
+static int parse_options(int argc, char **argv, options *o) {
+    // clang-format off
+    *o = (options){.data = FM_DEFAULT_DIR, .out = "train_cnn_out", .batch = 64, .epochs = 6,
+                   .minutes = 10, .lr = 1e-3, .min_lr = 1e-5, .seed = 42,
+                   .expect_accuracy = -1};
+    // clang-format on
+    const ex_arg args[] = {
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
+        {"batch-norm", EX_ARG_FLAG, &o->batch_norm, "batch norm after each convolution"},
+        {"batch", EX_ARG_INT, &o->batch, "images per step"},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
+        {"stop-after", EX_ARG_INT, &o->stop_after,
+         "stop (with a checkpoint) after this step, keeping the schedule of --steps"},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+        {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)"},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+        {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
+         "exit 1 unless the final test accuracy reaches this (for tests)"},
+    };
+    ex_args_result r =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
+    if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
+    if (o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->stop_after < 0 ||
+        o->eval_every < 0 || o->ckpt_every < 0 || o->train_limit < 0 || o->test_limit < 0 ||
+        o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
+        fprintf(stderr, "train_cnn: sizes and periods must be positive (or 0 where --help "
+                        "says so), --lr positive\n");
+        return 2;
+    }
+    return -1;
+}
+
+// ----------------------------------------------------------------------------
+// the run
+
+static volatile sig_atomic_t g_stop;
+static void on_sigint(int sig) {
+    g_stop = 1;
+    signal(sig, SIG_DFL);
+}
+
+typedef struct run {
+    options o;
+    fm_split train, test;
+    float lut[256];
+    fc_ctx *ctx;
+    cnn model;
+    fc_optim *opt;
+    fc_lr_schedule sched;
+    fc_tensor *x, *y; /* the step's batch, (B,1,28,28) f32 and (B) i64 */
+    int64_t *order;   /* this epoch's permutation of the training images */
+    int64_t n_train, per_epoch, total, step, stop_at;
+    uint64_t data_rng, epoch_rng; /* epoch_rng: data_rng before this epoch's shuffle */
+    FILE *csv;
+    ex_progress bar;
+    eval_result last;
+    int64_t last_step;
+    double *step_ms;
+    int64_t timed;
+    char path[3][4096];
+} run;
+
+/* This epoch's order: the identity shuffled from epoch_rng, so a resumed run
+ * rebuilds it from the one saved number. */
+static void new_epoch_order(run *r) {
+    r->epoch_rng = r->data_rng;
+    for (int64_t i = 0; i < r->n_train; i++)
+        r->order[i] = i;
+    for (int64_t i = r->n_train - 1; i > 0; i--) {
+        int64_t j = (int64_t)ex_rand_below(&r->data_rng, (uint64_t)i + 1), t = r->order[i];
+        r->order[i] = r->order[j];
+        r->order[j] = t;
+    }
+}
+
+/* one Adam step on the next batch of the epoch; the loss, or NAN on error */
+static double train_step(run *r) {
+    fc_ctx *ctx = r->ctx;
+    int64_t B = r->o.batch, k = r->step % r->per_epoch;
+    if (k == 0) new_epoch_order(r);
+    double loss = NAN;
+    fc_scope_begin(ctx);
+    float *x = fc_tensor_data_mut(r->x);
+    int64_t *y = fc_tensor_data_mut(r->y);
+    if (x && y) fm_fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
+    fc_tensor *l = fc_cross_entropy(ctx, cnn_forward(ctx, &r->model, r->x, true), r->y, NULL);
+    if (l && fc_backward(ctx, l) == FC_OK &&
+        fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
+        fc_optim_step(r->opt) == FC_OK)
+        fc_tensor_item(l, &loss);
+    fc_optim_zero_grad(r->opt);
+    fc_scope_end(ctx);
+    return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
+}
+
+// ----------------------------------------------------------------------------
+// checkpoints: fucina's checkpoint file holds the tensors, the Adam state
+// and the context RNG; the trainer adds where it is and how it was set up.
+
+enum { V_STEP, V_EPOCH_RNG, V_BATCH, V_BN, V_TRAIN, NVALUES };
+static const char *const META_KEYS[NVALUES] = {"train_cnn.step", "train_cnn.epoch_rng",
+                                               "train_cnn.batch", "train_cnn.batch_norm",
+                                               "train_cnn.train_images"};
+
+/* The parameters and then the statistics, under one list of names. */
+static int ckpt_tensors(const run *r, const char **names, fc_tensor **ts) {
+    int n = 0;
+    for (int i = 0; i < r->model.nparams; i++, n++) {
+        names[n] = PARAM_NAMES[i];
+        ts[n] = r->model.p[i];
+    }
+    for (int i = 0; r->model.batch_norm && i < NSTATS; i++, n++) {
+        names[n] = STAT_NAMES[i];
+        ts[n] = r->model.stats[i];
+    }
+    return n;
+}
+
+static void meta_values(const run *r, uint64_t *v) {
+    v[V_STEP] = (uint64_t)r->step;
+    v[V_EPOCH_RNG] = r->epoch_rng;
+    v[V_BATCH] = (uint64_t)r->o.batch;
+    v[V_BN] = r->model.batch_norm;
+    v[V_TRAIN] = (uint64_t)r->n_train;
+}
+
+static bool save_checkpoint(run *r) {
+    const char *names[NPARAMS + NSTATS];
+    fc_tensor *ts[NPARAMS + NSTATS];
+    int n = ckpt_tensors(r, names, ts);
+    uint64_t v[NVALUES];
+    char text[NVALUES][24];
+    const char *vals[NVALUES];
+    meta_values(r, v);
+    for (int i = 0; i < NVALUES; i++) {
+        snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
+        vals[i] = text[i];
+    }
+    if (fc_checkpoint_save(r->ctx, r->path[2], names, ts, n, r->opt, META_KEYS, vals, NVALUES) !=
+        FC_OK) {
+        fprintf(stderr, "train_cnn: saving %s: %s\n", r->path[2], fc_ctx_error(r->ctx));
+        return false;
+    }
+    return true;
+}
+
+static bool load_checkpoint(run *r) {
+    char msg[256] = "";
+    fc_st_file *f = NULL;
+    if (fc_safetensors_open(r->path[2], &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg}, &f) !=
+        FC_OK) {
+        fprintf(stderr, "train_cnn: cannot resume: %s\n", msg);
+        return false;
+    }
+    uint64_t got[NVALUES], want[NVALUES];
+    meta_values(r, want);
+    bool ok = true;
+    for (int i = 0; i < NVALUES && ok; i++) {
+        const char *s = fc_safetensors_meta_get(f, META_KEYS[i]);
+        char *end = NULL;
+        got[i] = s ? strtoull(s, &end, 10) : 0;
+        if (!s || !*s || *end) {
+            fprintf(stderr, "train_cnn: %s has no valid %s: not a train_cnn checkpoint\n",
+                    r->path[2], META_KEYS[i]);
+            ok = false;
+        } else if (i >= V_BATCH && got[i] != want[i]) {
+            fprintf(stderr, "train_cnn: %s was made with %s = %llu, this run has %llu\n",
+                    r->path[2], META_KEYS[i], (unsigned long long)got[i],
+                    (unsigned long long)want[i]);
+            ok = false;
+        }
+    }
+    fc_safetensors_close(f);
+    if (!ok) return false;
+    const char *names[NPARAMS + NSTATS];
+    fc_tensor *ts[NPARAMS + NSTATS];
+    int n = ckpt_tensors(r, names, ts);
+    if (fc_checkpoint_load(r->ctx, r->path[2], names, ts, n, r->opt) != FC_OK) {
+        fprintf(stderr, "train_cnn: loading %s: %s\n", r->path[2], fc_ctx_error(r->ctx));
+        return false;
+    }
+    r->step = (int64_t)got[V_STEP];
+    r->data_rng = got[V_EPOCH_RNG];
+    if (r->step % r->per_epoch != 0) new_epoch_order(r); /* mid-epoch: rebuild its order */
+    return true;
+}
+
+// ----------------------------------------------------------------------------
+// the loop
+
+static bool evaluate(run *r) {
+    eval_result e = evaluate_test(r->ctx, &r->model, &r->test, r->o.test_limit, r->lut);
+    if (isnan(e.loss)) return false;
+    r->last = e;
+    r->last_step = r->step;
+    ex_progress_note(&r->bar, "step %lld (epoch %.2f): test loss %.4f, accuracy %.4f",
+                     (long long)r->step, (double)r->step / (double)r->per_epoch, e.loss,
+                     e.accuracy);
+    return true;
+}
+
+static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
+            lr);
+    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
+    if (evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+    else
+        fprintf(r->csv, ",,");
+    fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
+}
+
+static bool train(run *r) {
+    const options *o = &r->o;
+    double budget = o->minutes * 60, ema_ms = 0, loss = NAN;
+    int64_t eval_every = o->eval_every > 0 ? o->eval_every : r->per_epoch;
+    while (r->step < r->stop_at && !g_stop) {
+        if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
+            ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
+                             o->minutes, (long long)r->step, (long long)r->total);
+            break;
+        }
+        double lr = fc_lr_at(&r->sched, r->step), t0 = ex_now();
+        loss = train_step(r);
+        double ms = 1e3 * (ex_now() - t0);
+        if (isnan(loss)) {
+            ex_progress_finish(&r->bar);
+            fprintf(stderr, "train_cnn: step %lld failed: %s\n", (long long)r->step + 1,
+                    fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "the loss is NaN");
+            return false;
+        }
+        r->step++;
+        r->step_ms[r->timed++] = ms;
+        ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
+        double ips = (double)o->batch / (ema_ms * 1e-3);
+        ex_progress_update(&r->bar, r->step, loss, ips);
+        bool ev = r->step % eval_every == 0 || r->step == r->total;
+        if (ev && !evaluate(r)) break;
+        csv_row(r, lr, loss, ev, ips);
+        if (o->ckpt_every > 0 && r->step % o->ckpt_every == 0 && !save_checkpoint(r)) return false;
+    }
+    if (fc_ctx_status(r->ctx) != FC_OK) {
+        ex_progress_finish(&r->bar);
+        fprintf(stderr, "train_cnn: %s\n", fc_ctx_error(r->ctx));
+        return false;
+    }
+    /* full precision, so runs can be compared exactly (the resume test does) */
+    printf("final: step %lld train loss %.9g\n", (long long)r->step, loss);
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int finish(run *r) {
+    ex_progress_finish(&r->bar);
+    if (!save_checkpoint(r)) return 1;
+    if (r->last_step != r->step) {
+        if (!evaluate(r)) {
+            fprintf(stderr, "train_cnn: evaluation failed: %s\n", fc_ctx_error(r->ctx));
+            return 1;
+        }
+        csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
+    }
+    double wall = ex_progress_elapsed(&r->bar);
+    fclose(r->csv);
+    r->csv = NULL;
+    const ex_curve curves[] = {
+        {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
+    bool plotted = ex_plot_png(r->path[0], r->path[1], "train_cnn: Fashion-MNIST", "step",
+                               "loss (nats) / accuracy", 1, curves, 3);
+    double med = 0;
+    if (r->timed > 0) {
+        qsort(r->step_ms, (size_t)r->timed, sizeof *r->step_ms, cmp_double);
+        med = r->step_ms[r->timed / 2];
+    }
+    printf("done: %lld steps (%.2f epochs) in %.1f s, step time median %.2f ms (min %.2f)\n",
+           (long long)r->step, (double)r->step / (double)r->per_epoch, wall, med,
+           r->timed > 0 ? r->step_ms[0] : 0.0);
+    printf("test accuracy %.4f, test loss %.4f (%lld images)\n", r->last.accuracy, r->last.loss,
+           (long long)(r->o.test_limit > 0 && r->o.test_limit < r->test.n ? r->o.test_limit
+                                                                          : r->test.n));
+    printf("wrote %s, %s%s%s\n", r->path[0], r->path[2], plotted ? ", " : "",
+           plotted ? r->path[1] : "");
+    if (r->o.expect_accuracy >= 0 && !(r->last.accuracy >= r->o.expect_accuracy)) {
+        fprintf(stderr, "train_cnn: expected a test accuracy of at least %g, got %.4f\n",
+                r->o.expect_accuracy, r->last.accuracy);
+        return 1;
+    }
+    return 0;
+}
+
+/* loads the data and builds the model; an exit code, or -1 to go on */
+static int setup(run *r) {
+    const options *o = &r->o;
+    if (!fm_dataset_present(o->data)) {
+        fprintf(stderr,
+                "train_cnn: no Fashion-MNIST in %s. Install Debian's package "
+                "dataset-fashion-mnist (apt-get install dataset-fashion-mnist, or "
+                "scripts/deps.sh), or pass --data DIR with the IDX files.\n",
+                o->data);
+        return EXIT_SKIP;
+    }
+    if (!fm_split_load("train_cnn", o->data, "train", &r->train) ||
+        !fm_split_load("train_cnn", o->data, "t10k", &r->test))
+        return 1;
+    r->n_train = o->train_limit > 0 && o->train_limit < r->train.n ? o->train_limit : r->train.n;
+    if (r->n_train < o->batch) {
+        fprintf(stderr, "train_cnn: --batch %lld is larger than the training set\n",
+                (long long)o->batch);
+        return 2;
+    }
+    fm_pixel_table(&r->train, r->lut);
+    r->per_epoch = r->n_train / o->batch; /* the last partial batch is dropped */
+    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
+    r->stop_at = o->stop_after > 0 && o->stop_after < r->total ? o->stop_after : r->total;
+    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
+    if (!r->ctx) {
+        fprintf(stderr, "train_cnn: cannot create a context\n");
+        return 1;
+    }
+    r->model.batch_norm = o->batch_norm;
+    cnn_init(r->ctx, &r->model);
+    if (fc_ctx_status(r->ctx) == FC_OK)
+        r->opt = fc_optim_new(r->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = o->lr},
+                              r->model.p, r->model.nparams);
+    r->x = fc_empty(r->ctx, FC_F32, (const int64_t[]){o->batch, 1, SIDE, SIDE}, 4);
+    r->y = fc_empty(r->ctx, FC_I64, &o->batch, 1);
+    r->order = malloc(sizeof(int64_t) * (size_t)r->n_train);
+    r->step_ms = malloc(sizeof(double) * (size_t)r->total);
+    if (fc_ctx_status(r->ctx) != FC_OK || !r->opt || !r->order || !r->step_ms) {
+        fprintf(stderr, "train_cnn: building the model failed: %s\n",
+                fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "out of memory");
+        return 1;
+    }
+    r->sched = (fc_lr_schedule){
+        .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
+    r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
+    r->last_step = -1;
+    if (!ex_mkdir_p(o->out)) return 1;
+    snprintf(r->path[0], sizeof r->path[0], "%s/metrics.csv", o->out);
+    snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
+    snprintf(r->path[2], sizeof r->path[2], "%s/ckpt.safetensors", o->out);
+    if (o->resume) {
+        if (!load_checkpoint(r)) return 1;
+        printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
+    }
+    r->csv = ex_csv_open(r->path[0],
+                         "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,elapsed_s",
+                         o->resume);
+    if (!r->csv) return 1;
+    int64_t np = 0;
+    for (int i = 0; i < r->model.nparams; i++)
+        np += fc_tensor_numel(r->model.p[i]);
+    printf("train_cnn: %lld training and %lld test images from %s\n", (long long)r->n_train,
+           (long long)r->test.n, o->data);
+    printf("model: conv5x5(32)-pool-conv5x5(64)-pool-linear(10)%s, %lld parameters; batch %lld; "
+           "Adam lr %g -> %g (cosine); %lld steps (%lld per epoch), budget %g min, %d threads\n",
+           r->model.batch_norm ? " with batch norm" : "", (long long)np, (long long)o->batch,
+           o->lr, o->min_lr, (long long)r->total, (long long)r->per_epoch, o->minutes,
+           fc_ctx_threads(r->ctx));
+    return -1;
+}
+
+static void teardown(run *r) {
+    if (r->csv) fclose(r->csv);
+    fc_optim_free(r->opt);
+    cnn_free(&r->model);
+    fc_release(r->x);
+    fc_release(r->y);
+    fc_ctx_free(r->ctx);
+    fm_split_free(&r->train);
+    fm_split_free(&r->test);
+    free(r->order);
+    free(r->step_ms);
+}
+
+int main(int argc, char **argv) {
+    static run r;
+    int rc = parse_options(argc, argv, &r.o);
+    if (rc >= 0) return rc;
+    signal(SIGINT, on_sigint);
+    rc = setup(&r);
+    if (rc < 0) {
+        rc = 1;
+        int64_t every = r.per_epoch / 8 > 0 ? r.per_epoch / 8 : 1;
+        ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
+        if (r.step > 0 || evaluate(&r)) {
+            if (r.step == 0) csv_row(&r, r.o.lr, NAN, true, 0);
+            if (train(&r)) rc = finish(&r);
+        } else {
+            fprintf(stderr, "train_cnn: evaluation failed: %s\n", fc_ctx_error(r.ctx));
+        }
+    }
+    teardown(&r);
+    return rc;
+}
