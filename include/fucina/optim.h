@@ -60,7 +60,8 @@ FC_API fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts,
 /* Releases the parameters and the state. NULL is a no-op. */
 FC_API void fc_optim_free(fc_optim *opt);
 /* One update of every parameter that has a gradient; counts one step.
- * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_READ_ONLY or
+ * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_OVERFLOW when the
+ * step count is already INT64_MAX (nothing changes); FC_ERR_READ_ONLY or
  * FC_ERR_UNSUPPORTED_VIEW for a parameter that cannot be written in place;
  * FC_ERR_OOM creating state. Errors are recorded in the context. */
 FC_API fc_status fc_optim_step(fc_optim *opt);
@@ -126,7 +127,10 @@ typedef struct fc_lr_schedule {
 } fc_lr_schedule;
 /* Learning rate at step (0-based; a negative step counts as 0); 0 for a NULL
  * s. During warm-up (step < warmup_steps) it is base_lr * (step + 1) /
- * warmup_steps. */
+ * warmup_steps; a warmup_steps <= 0 means no warm-up. FC_LR_STEP with
+ * step_size <= 0 stays at base_lr; FC_LR_COSINE with total_steps <= the
+ * warm-up gives min_lr after it. Defined for every field value: no integer
+ * overflow whatever the int64 fields hold. */
 FC_API double fc_lr_at(const fc_lr_schedule *s, int64_t step);
 
 #ifdef __cplusplus

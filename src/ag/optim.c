@@ -4,6 +4,7 @@
  * state and the parameter once and writes the state and the parameter
  * once, split across the team by element ranges. Parameters are accessed
  * through fc__buffer_data_mut, so every step bumps their generation. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -63,6 +64,9 @@ static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *o
     if (!opts || (!params && n > 0))
         return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: opts or params is NULL", fn);
     if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n = %d < 0", fn, n);
+    if (n > INT_MAX / 2 - opt->n || opt->ngroups >= INT_MAX / 2)
+        return fc__fail(ctx, FC_ERR_OVERFLOW, "%s: %d more parameters (%d already, %d groups) "
+                        "is too many", fn, n, opt->n, opt->ngroups);
     fc_status st = check_opts(ctx, fn, opts);
     if (st != FC_OK) return st;
     if (opt->ngroups > 0 && opts->kind != opt->kind)
@@ -269,6 +273,11 @@ static void adam_range(void *arg, int64_t b, int64_t e) {
 fc_status fc_optim_step(fc_optim *opt) {
     if (!opt) return FC_ERR_NULL_ARG;
     fc_ctx *ctx = opt->ctx;
+    if (opt->steps == INT64_MAX)
+        return fc__fail(ctx, FC_ERR_OVERFLOW,
+                        "fc_optim_step: the step count %lld cannot advance (it is INT64_MAX); "
+                        "nothing was updated",
+                        (long long)opt->steps);
     opt->steps++;
     for (int i = 0; i < opt->n; i++) {
         pstate *s = &opt->p[i];
@@ -445,16 +454,18 @@ fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double
 double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
     if (!s) return 0;
     if (step < 0) step = 0;
-    if (s->warmup_steps > 0 && step < s->warmup_steps)
-        return s->base_lr * (double)(step + 1) / (double)s->warmup_steps;
+    /* a negative warm-up counts as none; with w >= 0 and step >= 0 every
+     * difference below stays inside int64 whatever the fields hold */
+    const int64_t w = s->warmup_steps > 0 ? s->warmup_steps : 0;
+    if (step < w) return s->base_lr * (double)(step + 1) / (double)w;
     switch (s->kind) {
     case FC_LR_STEP:
         if (s->step_size <= 0) return s->base_lr;
-        return s->base_lr * pow(s->gamma, (double)((step - s->warmup_steps) / s->step_size));
+        return s->base_lr * pow(s->gamma, (double)((step - w) / s->step_size));
     case FC_LR_COSINE: {
-        int64_t span = s->total_steps - s->warmup_steps;
-        if (span <= 0) return s->min_lr;
-        double t = (double)(step - s->warmup_steps) / (double)span;
+        if (s->total_steps <= w) return s->min_lr;
+        int64_t span = s->total_steps - w; /* > 0: total_steps > w >= 0 */
+        double t = (double)(step - w) / (double)span;
         if (t > 1) t = 1;
         return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
     }
