@@ -44,7 +44,9 @@ FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
 /* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
  * fc_tensor_from_data, then fc_requires_grad(t, true). Each returns a new
  * reference, or NULL with the constructor's error or FC_ERR_DTYPE (a dtype
- * other than f32, f16, bf16) recorded in ctx. */
+ * other than f32, f16, bf16) recorded in ctx; fc_param_randn also refuses a
+ * std that is NaN, infinite or negative (FC_ERR_INVALID_ARG naming it; the
+ * RNG stream does not advance). */
 FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                  double std);

@@ -31,7 +31,9 @@ extern "C" {
 typedef enum fc_optim_kind { FC_OPTIM_SGD, FC_OPTIM_ADAM, FC_OPTIM_ADAMW, FC_OPTIM_KIND_COUNT } fc_optim_kind;
 
 /* Zero beta1/beta2/eps select PyTorch's defaults (0.9, 0.999, 1e-8);
- * weight_decay 0 means none. lr must be > 0. */
+ * weight_decay 0 means none. lr must be finite and >= 0 (as torch.optim;
+ * 0 lets a schedule decay to nothing, and fc_optim_set_lr takes the same
+ * range). */
 typedef struct fc_optim_opts {
     fc_optim_kind kind;
     double lr;
@@ -81,9 +83,10 @@ FC_API int fc_optim_num_params(const fc_optim *opt);
 FC_API int fc_optim_num_groups(const fc_optim *opt);
 /* The i-th parameter (borrowed), or NULL for a NULL opt or i out of range. */
 FC_API fc_tensor *fc_optim_param(const fc_optim *opt, int i);
-/* Group options (copy): FC_OK, FC_ERR_NULL_ARG, or FC_ERR_INDEX for a group
- * out of range (neither recorded). Which group parameter i belongs to: -1
- * for a NULL opt or i out of range. */
+/* Group options (copy): FC_OK, FC_ERR_NULL_ARG for a NULL opt (not
+ * recorded) or out, or FC_ERR_INDEX for a group out of range; errors but
+ * the NULL opt are recorded in the context. Which group parameter i belongs
+ * to: -1 for a NULL opt or i out of range. */
 FC_API fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out);
 FC_API int fc_optim_param_group(const fc_optim *opt, int i);
 /* Replaces a group's options (same kind; validated like fc_optim_new).

@@ -7,6 +7,7 @@
  * broadcast gradients to the input shapes and accumulates them into the
  * input nodes or the leaves (the arithmetic, region gradients included, is
  * in accumulate.c). Gradient tensors are pooled like any other. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,6 +272,10 @@ fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape,
 fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                           double std) {
     FC__CHECK_CTX(ctx);
+    if (!(std >= 0) || !isfinite(std)) {
+        fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_param_randn: std %g must be finite and >= 0", std);
+        return NULL;
+    }
     fc_tensor *t = fc_randn(ctx, FC_F32, shape, rank);
     if (!t) return NULL;
     float *p = (float *)fc__raw_base(&t->raw);

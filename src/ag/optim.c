@@ -34,8 +34,8 @@ struct fc_optim {
 static fc_status check_opts(fc_ctx *ctx, const char *fn, const fc_optim_opts *o) {
     if ((int)o->kind < 0 || o->kind >= FC_OPTIM_KIND_COUNT)
         return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: unknown kind %d", fn, (int)o->kind);
-    if (!(o->lr > 0) || !isfinite(o->lr))
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: lr %g must be > 0", fn, o->lr);
+    if (!(o->lr >= 0) || !isfinite(o->lr))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: lr %g must be finite and >= 0", fn, o->lr);
     if (o->weight_decay < 0 || o->momentum < 0 || o->dampening < 0)
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
                         "%s: weight_decay %g, momentum %g, dampening %g must be >= 0", fn,
@@ -324,7 +324,8 @@ void fc_optim_zero_grad(fc_optim *opt) {
 fc_status fc_optim_set_lr(fc_optim *opt, double lr) {
     if (!opt) return FC_ERR_NULL_ARG;
     if (!(lr >= 0) || !isfinite(lr))
-        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_lr: lr %g must be >= 0", lr);
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_set_lr: lr %g must be finite and >= 0", lr);
     for (int g = 0; g < opt->ngroups; g++) opt->groups[g].lr = lr;
     return FC_OK;
 }
@@ -335,7 +336,9 @@ fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr) {
         return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_set_group_lr: group %d of %d", group,
                         opt->ngroups);
     if (!(lr >= 0) || !isfinite(lr))
-        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_group_lr: lr %g", lr);
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_set_group_lr: lr %g of group %d must be finite and >= 0", lr,
+                        group);
     opt->groups[group].lr = lr;
     return FC_OK;
 }
@@ -354,8 +357,11 @@ int fc_optim_param_group(const fc_optim *opt, int i) {
     return opt && i >= 0 && i < opt->n ? opt->p[i].group : -1;
 }
 fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out) {
-    if (!opt || !out) return FC_ERR_NULL_ARG;
-    if (group < 0 || group >= opt->ngroups) return FC_ERR_INDEX;
+    if (!opt) return FC_ERR_NULL_ARG;
+    if (!out) return fc__fail(opt->ctx, FC_ERR_NULL_ARG, "fc_optim_group_opts: out is NULL");
+    if (group < 0 || group >= opt->ngroups)
+        return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_group_opts: group %d of %d", group,
+                        opt->ngroups);
     *out = opt->groups[group];
     return FC_OK;
 }

@@ -329,12 +329,48 @@ static void test_optim_step_count_overflow(void **state) {
     fc_ctx_free(ctx);
 }
 
+/* lr 0 is one rule everywhere (finite, >= 0, as torch.optim): fc_optim_new
+ * refused what fc_optim_set_lr accepted. An SGD step at lr 0 changes
+ * nothing but the step count. */
+static void test_optim_lr_zero_agrees(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    float init[N], g[N];
+    for (int i = 0; i < N; i++) init[i] = (float)i / N;
+    fc_tensor *p = fc_param_from_data(ctx, FC_F32, (const int64_t[]){N}, 1, init);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0}, &p, 1);
+    assert_non_null(opt);
+    assert_int_equal(fc_ctx_status(ctx), FC_OK);
+    grads_at(1, g);
+    set_grad(ctx, p, g);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_memory_equal(fc_tensor_data(p), init, sizeof init);
+    assert_int_equal(fc_optim_set_lr(opt, 0.5), FC_OK);
+    assert_int_equal(fc_optim_set_lr(opt, 0), FC_OK);
+    assert_int_equal(fc_optim_set_group_lr(opt, 0, 0), FC_OK);
+    fc_optim_opts o;
+    assert_int_equal(fc_optim_group_opts(opt, 0, &o), FC_OK);
+    assert_true(o.lr == 0);
+    assert_int_equal(fc_optim_set_group_opts(opt, 0, &o), FC_OK);
+    /* and below 0 both refuse, naming the value */
+    assert_int_equal(fc_optim_set_lr(opt, -0.5), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_set_lr: lr -0.5"));
+    fc_ctx_clear_error(ctx);
+    assert_null(fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = -0.5}, &p, 1));
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_new: lr -0.5"));
+    fc_ctx_clear_error(ctx);
+    fc_optim_free(opt);
+    fc_release(p);
+    fc_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optim_sgd_variants),   cmocka_unit_test(test_optim_adam_variants),
         cmocka_unit_test(test_optim_step_is_mutation), cmocka_unit_test(test_optim_state_roundtrip),
         cmocka_unit_test(test_optim_bf16_param),     cmocka_unit_test(test_optim_bad_args),
         cmocka_unit_test(test_clip_grad_norm),       cmocka_unit_test(test_lr_schedules),
+        cmocka_unit_test(test_optim_lr_zero_agrees),
         cmocka_unit_test(test_lr_at_extremes),       cmocka_unit_test(test_optim_step_count_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
