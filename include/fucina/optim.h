@@ -63,9 +63,17 @@ FC_API fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts,
 FC_API void fc_optim_free(fc_optim *opt);
 /* One update of every parameter that has a gradient; counts one step.
  * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_OVERFLOW when the
- * step count is already INT64_MAX (nothing changes); FC_ERR_READ_ONLY or
+ * step count is already INT64_MAX; FC_ERR_READ_ONLY or
  * FC_ERR_UNSUPPORTED_VIEW for a parameter that cannot be written in place;
- * FC_ERR_OOM creating state. Errors are recorded in the context. */
+ * FC_ERR_OOM creating state (or, in check_finite mode, scratch copies);
+ * in check_finite mode FC_ERR_NON_FINITE for a gradient with NaN or inf or
+ * an update that would write one into a parameter or its state. Errors are
+ * recorded in the context, naming the parameter index and its group.
+ * All or nothing: on any error no parameter, no state tensor (present or
+ * absent) and not the step count has changed, so the step can be retried.
+ * check_finite mode computes the updates into scratch copies and copies
+ * them back once all are finite (one extra pass and the memory of the
+ * parameters and their state). */
 FC_API fc_status fc_optim_step(fc_optim *opt);
 /* Drops every parameter's gradient. NULL is a no-op. */
 FC_API void fc_optim_zero_grad(fc_optim *opt);

@@ -89,7 +89,9 @@ typedef struct fc_ctx_opts {
     bool disable_pool;             /* true: every buffer goes back to the allocator */
     uint64_t seed;                 /* RNG seed */
     const fc_allocator *allocator; /* NULL: fc_default_allocator(); copied */
-    bool check_finite;             /* ops fail with FC_ERR_NON_FINITE on NaN/inf */
+    bool check_finite;             /* ops, backward and optimizer steps fail with
+                                    * FC_ERR_NON_FINITE on NaN/inf (fucina/autograd.h,
+                                    * fucina/optim.h) */
 } fc_ctx_opts;
 
 /* Memory statistics of a context. */

@@ -73,6 +73,7 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
     t->scope_slot = -1;
     t->node = NULL;
     t->grad = NULL;
+    t->gstage = NULL;
     t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
@@ -87,8 +88,9 @@ static void handle_destroy(fc_tensor *t) {
     t->scope_slot = -1; /* a stale fc_keep must not clear a reused slot */
     if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
     t->node = NULL;
-    fc_tensor *g = t->grad;
+    fc_tensor *g = t->grad, *gs = t->gstage;
     t->grad = NULL;
+    t->gstage = NULL;
     fc__raw_release(&t->raw);
     if (t->live_prev)
         t->live_prev->live_next = t->live_next;
@@ -103,6 +105,7 @@ static void handle_destroy(fc_tensor *t) {
     else
         queue_push(ctx, t);
     if (g) fc_release(g);
+    if (gs) fc_release(gs);
 }
 
 /* A retain or release met a dead header (refs was 0): put the count back
@@ -141,6 +144,7 @@ void fc__tensor_destroy_all(fc_ctx *ctx) {
         if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
         t->node = NULL;
         t->grad = NULL; /* grads are live handles themselves */
+        t->gstage = NULL;
     }
     while (ctx->live) handle_destroy(ctx->live);
     while (ctx->tensor_free) {

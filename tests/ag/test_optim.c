@@ -364,6 +364,44 @@ static void test_optim_lr_zero_agrees(void **state) {
     fc_ctx_free(ctx);
 }
 
+/* A step that cannot update every parameter updates none (it used to
+ * advance the step count and update the parameters before the read-only
+ * one): FC_ERR_READ_ONLY naming parameter 1, and parameter 0, its state
+ * and the step count are as before. */
+static void test_optim_step_all_or_nothing(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    float init[N], ro[N], g[N];
+    for (int i = 0; i < N; i++) init[i] = ro[i] = (float)i / N;
+    fc_tensor *ps[2] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){N}, 1, init),
+                        fc_tensor_from_borrowed(ctx, FC_F32, (const int64_t[]){N}, 1, ro, true)};
+    assert_int_equal(fc_requires_grad(ps[1], true), FC_OK);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}, ps, 2);
+    assert_non_null(opt);
+    grads_at(1, g);
+    set_grad(ctx, ps[0], g);
+    set_grad(ctx, ps[1], g);
+    uint32_t gen = fc_tensor_generation(ps[0]);
+    assert_int_equal(fc_optim_step(opt), FC_ERR_READ_ONLY);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_step: parameter 1 (group 0"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "read-only"));
+    fc_ctx_clear_error(ctx);
+    assert_int_equal(fc_optim_step_count(opt), 0);
+    assert_int_equal(fc_tensor_generation(ps[0]), gen);
+    assert_memory_equal(fc_tensor_data(ps[0]), init, sizeof init);
+    assert_null(fc_optim_state(opt, 0, "exp_avg", false));
+    assert_null(fc_optim_state(opt, 0, "exp_avg_sq", false));
+    /* without the read-only parameter's gradient the step goes through */
+    fc_zero_grad(&ps[1], 1);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_int_equal(fc_optim_step_count(opt), 1);
+    assert_memory_not_equal(fc_tensor_data(ps[0]), init, sizeof init);
+    fc_optim_free(opt);
+    fc_release(ps[0]);
+    fc_release(ps[1]);
+    fc_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optim_sgd_variants),   cmocka_unit_test(test_optim_adam_variants),
@@ -371,6 +409,7 @@ int main(void) {
         cmocka_unit_test(test_optim_bf16_param),     cmocka_unit_test(test_optim_bad_args),
         cmocka_unit_test(test_clip_grad_norm),       cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_optim_lr_zero_agrees),
+        cmocka_unit_test(test_optim_step_all_or_nothing),
         cmocka_unit_test(test_lr_at_extremes),       cmocka_unit_test(test_optim_step_count_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
