@@ -94,8 +94,8 @@ static void test_backward_check_finite_rule(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
     fc_ctx_set_check_finite(ctx, true);
-    fc_tensor *p = fc_param_from_data(ctx, FC_F32, (const int64_t[]){3}, 1,
-                                      (const float[]){1, 0, 4});
+    fc_tensor *p =
+        fc_param_from_data(ctx, FC_F32, (const int64_t[]){3}, 1, (const float[]){1, 0, 4});
     fc_scope_begin(ctx);
     fc_tensor *loss = fc_sum(ctx, fc_sqrt(ctx, p), NULL, 0, false);
     assert_non_null(loss); /* the forward is finite */
@@ -124,7 +124,8 @@ static void test_backward_check_finite_leaf_sum(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
     fc_ctx_set_check_finite(ctx, true);
-    fc_tensor *p = fc_param_from_data(ctx, FC_F32, (const int64_t[]){1}, 1, (const float[]){1e-30f});
+    fc_tensor *p =
+        fc_param_from_data(ctx, FC_F32, (const int64_t[]){1}, 1, (const float[]){1e-30f});
     fc_scope_begin(ctx);
     fc_tensor *c = full1(ctx, 1, 3e38);
     fc_tensor *loss = fc_add(ctx, fc_mul(ctx, p, c), fc_mul(ctx, c, p));
@@ -149,7 +150,8 @@ typedef struct opt_fx {
 static void opt_setup(opt_fx *f, const fc_optim_opts *o, const float *g0, const float *g1) {
     f->ctx = new_ctx();
     for (int k = 0; k < 2; k++) {
-        for (int i = 0; i < 4; i++) f->init[k][i] = 0.25f * (float)(i + k);
+        for (int i = 0; i < 4; i++)
+            f->init[k][i] = 0.25f * (float)(i + k);
         f->ps[k] = fc_param_from_data(f->ctx, FC_F32, (const int64_t[]){4}, 1, f->init[k]);
     }
     f->opt = fc_optim_new(f->ctx, o, &f->ps[0], 1);

@@ -73,7 +73,8 @@ static void optim_take(fc_optim *opt, fc_tensor *const *ps, optim_snap *s) {
 
 static fc_status set_grads(fc_ctx *ctx, fc_tensor *const *ps, int step) {
     float g[P0];
-    for (int i = 0; i < P0; i++) g[i] = (float)((i % 7) - 3) * 0.125f + 0.01f * (float)step;
+    for (int i = 0; i < P0; i++)
+        g[i] = (float)((i % 7) - 3) * 0.125f + 0.01f * (float)step;
     fc_status st = FC_OK;
     for (int k = 0; k < 2 && st == FC_OK; k++) {
         fc_zero_grad(&ps[k], 1);
@@ -89,8 +90,10 @@ static fc_status sc_optim_step(fc_ctx *ctx) {
     fc_ctx_set_check_finite(ctx, g_check_finite);
     float v0[P0];
     uint16_t v1[P1];
-    for (int i = 0; i < P0; i++) v0[i] = 0.5f - 0.03f * (float)i;
-    for (int i = 0; i < P1; i++) v1[i] = fc_f32_to_bf16(1.0f + 0.25f * (float)i);
+    for (int i = 0; i < P0; i++)
+        v0[i] = 0.5f - 0.03f * (float)i;
+    for (int i = 0; i < P1; i++)
+        v1[i] = fc_f32_to_bf16(1.0f + 0.25f * (float)i);
     fc_tensor *ps[2] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){5, 7}, 2, v0),
                         fc_param_from_data(ctx, FC_BF16, (const int64_t[]){P1}, 1, v1)};
     fc_status st = fc_ctx_status(ctx);
@@ -206,9 +209,12 @@ static fc_tensor *bw_loss(fc_ctx *ctx, fc_tensor *p, fc_tensor *q, fc_tensor *r)
 static fc_status sc_backward(fc_ctx *ctx) {
     fc_ctx_set_check_finite(ctx, g_bw_check_finite);
     float vp[NP], vq[NQ], vr[NR];
-    for (int i = 0; i < NP; i++) vp[i] = 0.1f * (float)i - 0.4f;
-    for (int i = 0; i < NQ; i++) vq[i] = 0.3f - 0.2f * (float)i;
-    for (int i = 0; i < NR; i++) vr[i] = 0.05f * (float)(i * i % 7) - 0.1f;
+    for (int i = 0; i < NP; i++)
+        vp[i] = 0.1f * (float)i - 0.4f;
+    for (int i = 0; i < NQ; i++)
+        vq[i] = 0.3f - 0.2f * (float)i;
+    for (int i = 0; i < NR; i++)
+        vr[i] = 0.05f * (float)(i * i % 7) - 0.1f;
     fc_tensor *leaves[3] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){3, 4}, 2, vp),
                             fc_param_from_data(ctx, FC_F32, (const int64_t[]){NQ}, 1, vq),
                             fc_param_from_data(ctx, FC_F32, (const int64_t[]){4, 2}, 2, vr)};
@@ -259,7 +265,8 @@ static fc_status sc_backward(fc_ctx *ctx) {
         }
     }
     fc_scope_end(ctx);
-    for (int i = 0; i < 3; i++) fc_release(leaves[i]);
+    for (int i = 0; i < 3; i++)
+        fc_release(leaves[i]);
     return st != FC_OK ? st : faulted ? FC_ERR_OOM : FC_OK;
 }
 
@@ -272,8 +279,8 @@ static void sweep_backward(bool check_finite, const char *name) {
     fc_ctx_free(ctx);
     oom_scenario s = {name, sc_backward};
     oom_result r = oom_sweep(&s);
-    printf("oom sweep: %-28s completed at N=%ld, %ld failed backwards checked\n", name,
-           r.largest_n, g_bw_faults);
+    printf("oom sweep: %-28s completed at N=%ld, %ld failed backwards checked\n", name, r.largest_n,
+           g_bw_faults);
     assert_true(g_bw_faults > 0);
 }
 
