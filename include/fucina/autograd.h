@@ -13,9 +13,27 @@
  * generation, and backward then fails with FC_ERR_SAVED_MODIFIED naming the
  * op, the value, its shape and dtype and both generations.
  *
- * The graph lives as long as a tensor that can reach it. After a backward
- * without retain_graph the saved values of the nodes it visited are freed;
- * a second backward through them fails with FC_ERR_STATE.
+ * The graph lives as long as a tensor that can reach it. After a
+ * successful backward without retain_graph the saved values of the nodes
+ * it ran are freed (at the end of the walk, not node by node); a second
+ * backward through them fails with FC_ERR_STATE.
+ *
+ * A failed backward has no effect on gradients. Every leaf's gradient
+ * (fc_grad) is exactly what it was before the call, bit for bit, and one
+ * that had none still has none: contributions are summed in per-leaf
+ * staging and added to the leaves only once every node has run (that last
+ * addition allocates nothing and cannot fail). The saved values are kept,
+ * retain_graph or not, so the same graph can be walked again: a retry
+ * after a transient failure (FC_ERR_OOM) gives the same gradients as an
+ * unfailed backward; a retry after a lasting one (FC_ERR_SAVED_MODIFIED)
+ * meets the same error. What a failure does change: nothing the caller can
+ * see but the recorded error (internal accumulators are dropped).
+ *
+ * check_finite mode (fc_ctx_set_check_finite) covers backward too: a
+ * non-finite output gradient, a rule's gradient with NaN or inf, or a
+ * leaf's summed gradient that overflowed fails it with FC_ERR_NON_FINITE,
+ * naming the op and the input index (or the leaf and the op it feeds),
+ * with no gradient changed as above.
  *
  * Non-differentiable points follow PyTorch: relu'(0) = 0, abs'(0) = 0,
  * sign' = 0, clamp passes the gradient where min <= x <= max, max/min
@@ -44,7 +62,9 @@ FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
 /* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
  * fc_tensor_from_data, then fc_requires_grad(t, true). Each returns a new
  * reference, or NULL with the constructor's error or FC_ERR_DTYPE (a dtype
- * other than f32, f16, bf16) recorded in ctx. */
+ * other than f32, f16, bf16) recorded in ctx; fc_param_randn also refuses a
+ * std that is NaN, infinite or negative (FC_ERR_INVALID_ARG naming it; the
+ * RNG stream does not advance). */
 FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                  double std);
@@ -57,7 +77,9 @@ FC_API fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t 
  * FC_ERR_INVALID_SHAPE when loss has more than one element; FC_ERR_NO_GRAD
  * when it does not require grad; FC_ERR_SAVED_MODIFIED (see above);
  * FC_ERR_STATE when the graph's saved values were freed by an earlier
- * backward; FC_ERR_OOM. Errors are recorded in ctx. */
+ * backward; FC_ERR_NON_FINITE in check_finite mode; FC_ERR_OOM. Errors are
+ * recorded in ctx; on any error the leaves' gradients are unchanged (see
+ * above). */
 FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 /* Backward from any output with an explicit gradient of the same shape
  * (any float dtype; used as f32). retain_graph keeps the saved values so

@@ -31,7 +31,9 @@ extern "C" {
 typedef enum fc_optim_kind { FC_OPTIM_SGD, FC_OPTIM_ADAM, FC_OPTIM_ADAMW, FC_OPTIM_KIND_COUNT } fc_optim_kind;
 
 /* Zero beta1/beta2/eps select PyTorch's defaults (0.9, 0.999, 1e-8);
- * weight_decay 0 means none. lr must be > 0. */
+ * weight_decay 0 means none. lr must be finite and >= 0 (as torch.optim;
+ * 0 lets a schedule decay to nothing, and fc_optim_set_lr takes the same
+ * range). */
 typedef struct fc_optim_opts {
     fc_optim_kind kind;
     double lr;
@@ -60,9 +62,18 @@ FC_API fc_status fc_optim_add_group(fc_optim *opt, const fc_optim_opts *opts,
 /* Releases the parameters and the state. NULL is a no-op. */
 FC_API void fc_optim_free(fc_optim *opt);
 /* One update of every parameter that has a gradient; counts one step.
- * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_READ_ONLY or
+ * Returns FC_OK; FC_ERR_NULL_ARG for a NULL opt; FC_ERR_OVERFLOW when the
+ * step count is already INT64_MAX; FC_ERR_READ_ONLY or
  * FC_ERR_UNSUPPORTED_VIEW for a parameter that cannot be written in place;
- * FC_ERR_OOM creating state. Errors are recorded in the context. */
+ * FC_ERR_OOM creating state (or, in check_finite mode, scratch copies);
+ * in check_finite mode FC_ERR_NON_FINITE for a gradient with NaN or inf or
+ * an update that would write one into a parameter or its state. Errors are
+ * recorded in the context, naming the parameter index and its group.
+ * All or nothing: on any error no parameter, no state tensor (present or
+ * absent) and not the step count has changed, so the step can be retried.
+ * check_finite mode computes the updates into scratch copies and copies
+ * them back once all are finite (one extra pass and the memory of the
+ * parameters and their state). */
 FC_API fc_status fc_optim_step(fc_optim *opt);
 /* Drops every parameter's gradient. NULL is a no-op. */
 FC_API void fc_optim_zero_grad(fc_optim *opt);
@@ -80,9 +91,10 @@ FC_API int fc_optim_num_params(const fc_optim *opt);
 FC_API int fc_optim_num_groups(const fc_optim *opt);
 /* The i-th parameter (borrowed), or NULL for a NULL opt or i out of range. */
 FC_API fc_tensor *fc_optim_param(const fc_optim *opt, int i);
-/* Group options (copy): FC_OK, FC_ERR_NULL_ARG, or FC_ERR_INDEX for a group
- * out of range (neither recorded). Which group parameter i belongs to: -1
- * for a NULL opt or i out of range. */
+/* Group options (copy): FC_OK, FC_ERR_NULL_ARG for a NULL opt (not
+ * recorded) or out, or FC_ERR_INDEX for a group out of range; errors but
+ * the NULL opt are recorded in the context. Which group parameter i belongs
+ * to: -1 for a NULL opt or i out of range. */
 FC_API fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out);
 FC_API int fc_optim_param_group(const fc_optim *opt, int i);
 /* Replaces a group's options (same kind; validated like fc_optim_new).
@@ -126,7 +138,10 @@ typedef struct fc_lr_schedule {
 } fc_lr_schedule;
 /* Learning rate at step (0-based; a negative step counts as 0); 0 for a NULL
  * s. During warm-up (step < warmup_steps) it is base_lr * (step + 1) /
- * warmup_steps. */
+ * warmup_steps; a warmup_steps <= 0 means no warm-up. FC_LR_STEP with
+ * step_size <= 0 stays at base_lr; FC_LR_COSINE with total_steps <= the
+ * warm-up gives min_lr after it. Defined for every field value: no integer
+ * overflow whatever the int64 fields hold. */
 FC_API double fc_lr_at(const fc_lr_schedule *s, int64_t step);
 
 #ifdef __cplusplus

@@ -89,7 +89,9 @@ typedef struct fc_ctx_opts {
     bool disable_pool;             /* true: every buffer goes back to the allocator */
     uint64_t seed;                 /* RNG seed */
     const fc_allocator *allocator; /* NULL: fc_default_allocator(); copied */
-    bool check_finite;             /* ops fail with FC_ERR_NON_FINITE on NaN/inf */
+    bool check_finite;             /* ops, backward and optimizer steps fail with
+                                    * FC_ERR_NON_FINITE on NaN/inf (fucina/autograd.h,
+                                    * fucina/optim.h) */
 } fc_ctx_opts;
 
 /* Memory statistics of a context. */
@@ -169,9 +171,33 @@ FC_API fc_tensor *fc_keep(fc_tensor *t);
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-/* Adds a reference; returns t (NULL allowed). */
+/* Adds a reference; returns t (NULL allowed: returns NULL). A handle
+ * already released is refused as fc_release refuses it (below): NULL is
+ * returned and FC_ERR_STATE recorded, with no reference added. */
 FC_API fc_tensor *fc_retain(fc_tensor *t);
-/* Drops a reference; NULL is a harmless no-op. */
+/* Drops a reference; the last one destroys the tensor and kills the handle.
+ * NULL is a harmless no-op.
+ *
+ * Released handles. Using a handle after its last reference is gone is a
+ * caller bug; the library catches the common one, the double release:
+ *  - Always detected: fc_release or fc_retain of a dead handle while fewer
+ *    than 64 other handles of its context were released after it. The call
+ *    does nothing else: it records FC_ERR_STATE in the handle's context
+ *    ("fc_release: handle 0x... already released ..."), and no tensor is
+ *    touched. A dead header is not handed out again before at least 64
+ *    later releases (a FIFO quarantine), so a stale pointer cannot alias a
+ *    new tensor inside that window.
+ *  - Not detected: a stale handle used after its header was reused (past
+ *    that window, it names whichever tensor occupies it now), after
+ *    fc_ctx_free, or passed to any function but these two.
+ *  - With the environment variable FUCINA_NO_HANDLE_REUSE set (not "0")
+ *    when a context is created, its headers are never reused: each goes
+ *    back to the allocator when its handle dies (steady loops then allocate
+ *    one header per tensor).
+ *    In a build with AddressSanitizer (FUCINA_SANITIZE=address) every later
+ *    use of a dead handle, a release included, is then reported by the
+ *    sanitizer as a use after free; without a sanitizer that use is
+ *    undefined. */
 FC_API void fc_release(fc_tensor *t);
 /* The context a tensor belongs to (NULL for NULL). */
 FC_API fc_ctx *fc_tensor_ctx(const fc_tensor *t);

@@ -5,8 +5,15 @@
  * nodes, so this is a topological order), checks each node's saved values
  * against their generations, runs its rule with grad mode off, reduces
  * broadcast gradients to the input shapes and accumulates them into the
- * input nodes or the leaves (the arithmetic, region gradients included, is
- * in accumulate.c). Gradient tensors are pooled like any other. */
+ * input nodes or the leaves' staging slots (the arithmetic, region
+ * gradients included, is in accumulate.c). Gradient tensors are pooled like
+ * any other.
+ *
+ * A failed backward has no effect: leaf gradients are staged and land in
+ * the leaves only after every node ran (finish_walk), and saved values are
+ * freed only then, so a failure leaves the leaves as they were and the
+ * graph walkable again. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +62,22 @@ static fc_status check_saved(fc_ctx *ctx, fc_node *n) {
     return FC_OK;
 }
 
-static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
+/* check_finite mode: refuses a gradient with NaN or inf, naming who made it. */
+static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor *g) {
+    int64_t bad = fc__count_non_finite(g);
+    if (!bad) return FC_OK;
+    char d[160];
+    return fc__fail(ctx, FC_ERR_NON_FINITE,
+                    "backward of %s (tape node %lld): its gradient %s for input %d%s has %lld "
+                    "non-finite value%s; no gradient was changed",
+                    n->op, (long long)n->id, fc__desc(g, d, (int)sizeof d), k,
+                    n->in[k].leaf ? " (a leaf)" : "", (long long)bad, bad == 1 ? "" : "s");
+}
+
+/* Runs node n's rule and adds its input gradients into the input nodes'
+ * accumulators and the leaves' staging slots (gstage: a leaf's grad is
+ * only changed when the whole backward succeeds). */
+static fc_status run_node(fc_ctx *ctx, fc_node *n) {
     fc_status st;
     if (n->freed)
         return fc__fail(ctx, FC_ERR_STATE,
@@ -69,7 +91,12 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
     fc_tensor *gout = n->gacc;
     n->gacc = NULL;
     n->regions = reg;
+    /* the rule's own ops do not check: the engine checks what the rule
+     * returns, so the message names this node and the input */
+    bool check = ctx->check_finite;
+    ctx->check_finite = false;
     st = n->backward(ctx, n, gout, gin);
+    ctx->check_finite = check;
     n->regions = NULL;
     if (st == FC_OK) st = fc_ctx_status(ctx);
     /* gout is done with unless a rule handed it on as it is: dropping it now
@@ -88,9 +115,10 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
             st = fc__fail(ctx, FC_ERR_STATE, "backward of %s: no gradient for input %d", n->op, k);
             break;
         }
+        if (check && (st = check_gin(ctx, n, k, gin[k])) != FC_OK) break;
         fc_dtype gdt = fc__grad_dtype(in->dtype);
+        fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->gstage;
         if (reg[k].on) {
-            fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->grad;
             st = fc__ag_region_check(ctx, n, k, &reg[k], gin[k]);
             if (st == FC_OK)
                 st = fc__ag_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
@@ -109,17 +137,56 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool retain) {
                           fc__shape_str(in->shape, in->rank, b, (int)sizeof b));
             break;
         }
-        if (in->node) {
-            st = fc__ag_add_into(ctx, &in->node->gacc, gin[k], gdt, in->shape, in->rank);
-        } else if (in->leaf) {
-            fc_tensor *leaf = in->leaf;
-            st = fc__ag_add_into(ctx, &leaf->grad, gin[k], gdt, in->shape, in->rank);
-        }
+        if (in->node || in->leaf)
+            st = fc__ag_add_into(ctx, target, gin[k], gdt, in->shape, in->rank);
     }
     if (gout) fc_release(gout); /* gin[] are scope-owned or borrowed */
-    if (!retain) {
-        fc__ag_release_saved(n);
-        n->freed = true;
+    return st;
+}
+
+/* The end of a walk over list[0, ran) (the nodes whose rules ran, in
+ * order). On success each staged leaf gradient lands in the leaf's grad (a
+ * move, or one in-place add that allocates nothing, so it cannot fail) and,
+ * without retain, the saved values are freed; in check_finite mode a
+ * staged sum that overflowed fails the whole backward first. On failure
+ * the staging is dropped and the saved values kept: the leaves' gradients
+ * are what they were before the call and the graph can be walked again. */
+static fc_status finish_walk(fc_ctx *ctx, fc_node **list, int64_t ran, fc_status st,
+                             bool retain) {
+    for (int64_t i = 0; i < ran && st == FC_OK && ctx->check_finite; i++)
+        for (int k = 0; k < list[i]->n_in && st == FC_OK; k++) {
+            fc_tensor *leaf = list[i]->in[k].leaf;
+            if (!leaf || !leaf->gstage) continue;
+            int64_t bad = fc__count_non_finite(leaf->gstage);
+            if (bad) {
+                char d[160];
+                st = fc__fail(ctx, FC_ERR_NON_FINITE,
+                              "backward: the summed gradient of the leaf %s (input %d of %s, tape "
+                              "node %lld) has %lld non-finite value%s; no gradient was changed",
+                              fc__desc(leaf, d, (int)sizeof d), k, list[i]->op,
+                              (long long)list[i]->id, (long long)bad, bad == 1 ? "" : "s");
+            }
+        }
+    for (int64_t i = 0; i < ran; i++) {
+        fc_node *n = list[i];
+        for (int k = 0; k < n->n_in; k++) {
+            fc_tensor *leaf = n->in[k].leaf;
+            if (!leaf || !leaf->gstage) continue;
+            fc_tensor *g = leaf->gstage;
+            leaf->gstage = NULL;
+            if (st == FC_OK && !leaf->grad) {
+                leaf->grad = g; /* the staging reference moves */
+                continue;
+            }
+            if (st == FC_OK) /* same shape and dtype: adds in place, allocates nothing */
+                fc__ag_add_into(ctx, &leaf->grad, g, g->raw.dtype, leaf->raw.shape,
+                                leaf->raw.rank);
+            fc_release(g);
+        }
+        if (st == FC_OK && !retain) {
+            fc__ag_release_saved(n);
+            n->freed = true;
+        }
     }
     return st;
 }
@@ -129,6 +196,13 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
 /* Everything backward creates lives in this scope unless it is kept as a
  * gradient. */
 static fc_status backward_impl(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain) {
+    if (ctx->check_finite) {
+        int64_t bad = fc__count_non_finite(grad_out);
+        if (bad)
+            return fc__fail(ctx, FC_ERR_NON_FINITE,
+                            "fc_backward: the output gradient has %lld non-finite value%s",
+                            (long long)bad, bad == 1 ? "" : "s");
+    }
     fc_scope_begin(ctx);
     fc_no_grad_begin(ctx);
     fc_status st = backward_graph(ctx, out, grad_out, retain);
@@ -139,9 +213,9 @@ static fc_status backward_impl(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
 
 static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain) {
     if (!out->node) {
-        if (out->flags & FC__T_LEAF) { /* d out / d out = grad_out */
+        if (out->flags & FC__T_LEAF) { /* d out / d out = grad_out; one add: all or nothing */
             return fc__ag_add_into(ctx, &out->grad, grad_out, fc__grad_dtype(out->raw.dtype),
-                            out->raw.shape, out->raw.rank);
+                                   out->raw.shape, out->raw.rank);
         }
         return fc__fail(ctx, FC_ERR_NO_GRAD,
                         "fc_backward: the output does not require grad (no input of the ops "
@@ -172,21 +246,25 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
     fc_status st = FC_OK;
     fc_dtype gdt = fc__grad_dtype(out->raw.dtype);
     st = fc__ag_add_into(ctx, &out->node->gacc, grad_out, gdt, out->raw.shape, out->raw.rank);
+    /* the nodes that ran are packed to the front, in order: list[0, ran) */
+    int64_t ran = 0;
     for (int64_t i = 0; i < count && st == FC_OK; i++) {
         fc_node *n = list[i];
         if (!n->gacc) continue; /* reachable but no gradient flowed (e.g. unused branch) */
         fc_scope_begin(ctx);
-        st = run_node(ctx, n, retain);
+        st = run_node(ctx, n);
         fc_scope_end(ctx);
+        list[ran++] = n; /* a failed node may have staged some inputs too */
     }
-    /* on failure drop partial accumulations so a retry starts clean */
+    /* on failure drop partial accumulations so a retry starts clean (the
+     * packing above only overwrote nodes whose gacc is already NULL) */
     for (int64_t i = 0; i < count; i++) {
         if (list[i]->gacc) {
             fc_release(list[i]->gacc);
             list[i]->gacc = NULL;
         }
     }
-    return st;
+    return finish_walk(ctx, list, ran, st, retain);
 }
 
 fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain_graph) {
@@ -271,6 +349,10 @@ fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape,
 fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                           double std) {
     FC__CHECK_CTX(ctx);
+    if (!(std >= 0) || !isfinite(std)) {
+        fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_param_randn: std %g must be finite and >= 0", std);
+        return NULL;
+    }
     fc_tensor *t = fc_randn(ctx, FC_F32, shape, rank);
     if (!t) return NULL;
     float *p = (float *)fc__raw_base(&t->raw);

@@ -4,9 +4,11 @@
  * state and the parameter once and writes the state and the parameter
  * once, split across the team by element ranges. Parameters are accessed
  * through fc__buffer_data_mut, so every step bumps their generation. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "exec/kernels/copy.h"
 #include "exec/parallel.h"
 #include "ag/tape.h"
 #include "core/cpu.h"
@@ -17,7 +19,10 @@ typedef struct pstate {
     int group;
     fc_tensor *m, *v, *vmax; /* exp_avg / momentum_buffer, exp_avg_sq, max_exp_avg_sq */
     bool has_momentum;       /* SGD: the buffer holds a value */
+    unsigned fresh;          /* FRESH_*: state the step in progress created */
 } pstate;
+
+enum { FRESH_M = 1u, FRESH_V = 2u, FRESH_VMAX = 4u };
 
 struct fc_optim {
     fc_ctx *ctx;
@@ -33,8 +38,8 @@ struct fc_optim {
 static fc_status check_opts(fc_ctx *ctx, const char *fn, const fc_optim_opts *o) {
     if ((int)o->kind < 0 || o->kind >= FC_OPTIM_KIND_COUNT)
         return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: unknown kind %d", fn, (int)o->kind);
-    if (!(o->lr > 0) || !isfinite(o->lr))
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: lr %g must be > 0", fn, o->lr);
+    if (!(o->lr >= 0) || !isfinite(o->lr))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: lr %g must be finite and >= 0", fn, o->lr);
     if (o->weight_decay < 0 || o->momentum < 0 || o->dampening < 0)
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
                         "%s: weight_decay %g, momentum %g, dampening %g must be >= 0", fn,
@@ -63,6 +68,9 @@ static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *o
     if (!opts || (!params && n > 0))
         return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: opts or params is NULL", fn);
     if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n = %d < 0", fn, n);
+    if (n > INT_MAX / 2 - opt->n || opt->ngroups >= INT_MAX / 2)
+        return fc__fail(ctx, FC_ERR_OVERFLOW, "%s: %d more parameters (%d already, %d groups) "
+                        "is too many", fn, n, opt->n, opt->ngroups);
     fc_status st = check_opts(ctx, fn, opts);
     if (st != FC_OK) return st;
     if (opt->ngroups > 0 && opts->kind != opt->kind)
@@ -266,44 +274,211 @@ static void adam_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
-fc_status fc_optim_step(fc_optim *opt) {
-    if (!opt) return FC_ERR_NULL_ARG;
+/* ---- the step: all or nothing ------------------------------------------------------
+ *
+ * A failed step has no effect (SQLite's rule): first every parameter with a
+ * gradient is checked (writable, and in check_finite mode a finite
+ * gradient) and every state tensor it needs is created; a failure there
+ * drops exactly the state this call created and returns. Only then are the
+ * parameters updated and the step counted, by kernels that cannot fail. In
+ * check_finite mode the updates are computed into scratch copies first and
+ * committed only when every new value is finite (the one extra pass that
+ * mode pays for). */
+
+static bool need_m(const fc_optim *opt, const fc_optim_opts *o) {
+    return opt->kind != FC_OPTIM_SGD || o->momentum != 0;
+}
+
+/* Creates the state s needs (zeroed), marking what it created in s->fresh. */
+static fc_status ensure_state(fc_optim *opt, pstate *s) {
     fc_ctx *ctx = opt->ctx;
-    opt->steps++;
+    const fc_optim_opts *o = &opt->groups[s->group];
+    bool adam = opt->kind != FC_OPTIM_SGD;
+    if (need_m(opt, o) && !s->m) {
+        if (!(s->m = state_new(ctx, s->param))) return fc__failed(ctx);
+        s->fresh |= FRESH_M;
+    }
+    if (adam && !s->v) {
+        if (!(s->v = state_new(ctx, s->param))) return fc__failed(ctx);
+        s->fresh |= FRESH_V;
+    }
+    if (adam && o->amsgrad && !s->vmax) {
+        if (!(s->vmax = state_new(ctx, s->param))) return fc__failed(ctx);
+        s->fresh |= FRESH_VMAX;
+    }
+    return FC_OK;
+}
+
+/* After a failed step: drops the state it created, so none appears. */
+static void drop_fresh(fc_optim *opt) {
+    for (int i = 0; i < opt->n; i++) {
+        pstate *s = &opt->p[i];
+        if (s->fresh & FRESH_M) fc_release(s->m), s->m = NULL;
+        if (s->fresh & FRESH_V) fc_release(s->v), s->v = NULL;
+        if (s->fresh & FRESH_VMAX) fc_release(s->vmax), s->vmax = NULL;
+        s->fresh = 0;
+    }
+}
+
+/* Runs parameter s's update for step t on p (the parameter's data) and the
+ * state arrays m, v, vmax (NULL where the rule has none). Cannot fail. */
+static void run_update(fc_optim *opt, const pstate *s, int64_t t, void *p, float *m, float *v,
+                       float *vmax) {
+    const fc_optim_opts *o = &opt->groups[s->group];
+    upd u = {.o = o, .kind = opt->kind, .pdt = s->param->raw.dtype, .p = p,
+             .g = (const float *)fc__raw_base(&s->param->grad->raw), .m = m, .v = v,
+             .vmax = o->amsgrad ? vmax : NULL};
+    int64_t n = fc__raw_numel(&s->param->raw);
+    if (opt->kind == FC_OPTIM_SGD) {
+        u.first = !s->has_momentum;
+        fc__parallel_for(opt->ctx, n, 65536, sgd_range, &u);
+    } else {
+        u.bc1 = 1 - pow(o->beta1, (double)t);
+        u.bc2_sqrt = sqrt(1 - pow(o->beta2, (double)t));
+        u.step_size = o->lr / u.bc1;
+        fc__parallel_for(opt->ctx, n, 65536, adam_range, &u);
+    }
+}
+
+static float *state_data(fc_tensor *t) {
+    return t ? (float *)fc__raw_base(&t->raw) : NULL;
+}
+
+/* The in-place update of every parameter with a gradient (each one's
+ * writes bump the generations of what they change). */
+static void update_in_place(fc_optim *opt, int64_t t) {
+    for (int i = 0; i < opt->n; i++) {
+        pstate *s = &opt->p[i];
+        if (!s->param->grad) continue;
+        void *pp;
+        fc__raw_data_mut(&s->param->raw, &pp); /* cannot fail: checked by validate */
+        fc_tensor *st[3] = {s->m, s->v, s->vmax};
+        for (int k = 0; k < 3; k++)
+            if (st[k]) fc__buffer_bump_generation(st[k]->raw.buf);
+        run_update(opt, s, t, pp, state_data(s->m), state_data(s->v), state_data(s->vmax));
+    }
+}
+
+/* check_finite mode: every update computed into scratch copies of the
+ * parameter and its state, checked, and copied back only when all are
+ * finite. Runs inside a scope (the copies are scope-owned). */
+static fc_status update_checked(fc_optim *opt, int64_t t) {
+    fc_ctx *ctx = opt->ctx;
+    int n = 0;
+    for (int i = 0; i < opt->n; i++) n += opt->p[i].param->grad != NULL;
+    if (n == 0) return FC_OK;
+    /* per updated parameter: new param, m, v, vmax (NULL where absent) */
+    size_t bytes = sizeof(fc_tensor *) * 4 * (size_t)n;
+    fc_tensor **scr = fc__ctx_alloc(ctx, bytes);
+    if (!scr) return fc__fail(ctx, FC_ERR_OOM, "fc_optim_step: out of memory");
+    memset(scr, 0, bytes);
+    fc_status st = FC_OK;
+    for (int i = 0, j = 0; i < opt->n && st == FC_OK; i++) {
+        pstate *s = &opt->p[i];
+        if (!s->param->grad) continue;
+        fc_tensor **c = &scr[4 * j++];
+        fc_tensor *src[4] = {s->param, s->m, s->v, s->vmax};
+        for (int k = 0; k < 4 && st == FC_OK; k++)
+            if (src[k] && !(c[k] = fc__copy_clone(ctx, "fc_optim_step", src[k])))
+                st = fc__failed(ctx);
+        if (st != FC_OK) break;
+        run_update(opt, s, t, fc__raw_base(&c[0]->raw), state_data(c[1]), state_data(c[2]),
+                   state_data(c[3]));
+        static const char *const what[4] = {"parameter", "exp_avg", "exp_avg_sq",
+                                            "max_exp_avg_sq"};
+        for (int k = 0; k < 4 && st == FC_OK; k++) {
+            int64_t bad = c[k] ? fc__count_non_finite(c[k]) : 0;
+            if (bad) {
+                char d[160];
+                st = fc__fail(ctx, FC_ERR_NON_FINITE,
+                              "fc_optim_step: parameter %d (group %d, %s): the update gives %lld "
+                              "non-finite value%s in its %s; nothing was updated",
+                              i, s->group, fc__desc(s->param, d, (int)sizeof d), (long long)bad,
+                              bad == 1 ? "" : "s",
+                              k == 1 && opt->kind == FC_OPTIM_SGD ? "momentum_buffer" : what[k]);
+            }
+        }
+    }
+    if (st == FC_OK) { /* commit: copies of equal size, nothing can fail */
+        for (int i = 0, j = 0; i < opt->n; i++) {
+            pstate *s = &opt->p[i];
+            if (!s->param->grad) continue;
+            fc_tensor **c = &scr[4 * j++];
+            fc_tensor *dst[4] = {s->param, s->m, s->v, s->vmax};
+            for (int k = 0; k < 4; k++) {
+                if (!dst[k]) continue;
+                void *d;
+                fc__raw_data_mut(&dst[k]->raw, &d); /* bumps the generation */
+                memcpy(d, fc__raw_base(&c[k]->raw), fc_tensor_nbytes(dst[k]));
+            }
+        }
+    }
+    fc__ctx_free(ctx, scr, bytes);
+    return st;
+}
+
+/* Checks every parameter with a gradient and creates the state each needs. */
+static fc_status validate(fc_optim *opt) {
+    fc_ctx *ctx = opt->ctx;
     for (int i = 0; i < opt->n; i++) {
         pstate *s = &opt->p[i];
         fc_tensor *g = s->param->grad;
         if (!g) continue;
-        const fc_optim_opts *o = &opt->groups[s->group];
-        void *pp;
-        fc_status st = fc__raw_data_mut(&s->param->raw, &pp);
-        if (st != FC_OK)
-            return fc__fail(ctx, st, "fc_optim_step: parameter %d: %s", i, fc_strerror(st));
-        upd u = {.o = o, .kind = opt->kind, .pdt = s->param->raw.dtype, .p = pp,
-                 .g = (const float *)fc__raw_base(&g->raw)};
-        bool need_m = opt->kind != FC_OPTIM_SGD || o->momentum != 0;
-        if (need_m && !s->m && !(s->m = state_new(ctx, s->param))) return fc_ctx_status(ctx);
-        if (opt->kind != FC_OPTIM_SGD) {
-            if (!s->v && !(s->v = state_new(ctx, s->param))) return fc_ctx_status(ctx);
-            if (o->amsgrad && !s->vmax && !(s->vmax = state_new(ctx, s->param)))
-                return fc_ctx_status(ctx);
+        char d[160];
+        if (fc__buffer_is_read_only(s->param->raw.buf))
+            return fc__fail(ctx, FC_ERR_READ_ONLY,
+                            "fc_optim_step: parameter %d (group %d, %s) is read-only; nothing "
+                            "was updated",
+                            i, s->group, fc__desc(s->param, d, (int)sizeof d));
+        if (!fc__raw_is_contiguous(&s->param->raw))
+            return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW,
+                            "fc_optim_step: parameter %d (group %d) is not contiguous", i,
+                            s->group);
+        if (ctx->check_finite) {
+            int64_t bad = fc__count_non_finite(g);
+            if (bad)
+                return fc__fail(ctx, FC_ERR_NON_FINITE,
+                                "fc_optim_step: parameter %d (group %d, %s) has %lld non-finite "
+                                "gradient value%s; nothing was updated",
+                                i, s->group, fc__desc(s->param, d, (int)sizeof d),
+                                (long long)bad, bad == 1 ? "" : "s");
         }
-        if (s->m) u.m = (float *)fc__raw_base(&s->m->raw), fc__buffer_bump_generation(s->m->raw.buf);
-        if (s->v) u.v = (float *)fc__raw_base(&s->v->raw), fc__buffer_bump_generation(s->v->raw.buf);
-        if (o->amsgrad && s->vmax) u.vmax = (float *)fc__raw_base(&s->vmax->raw);
-        int64_t n = fc__raw_numel(&s->param->raw);
-        if (opt->kind == FC_OPTIM_SGD) {
-            u.first = !s->has_momentum;
-            fc__parallel_for(ctx, n, 65536, sgd_range, &u);
-            if (need_m) s->has_momentum = true;
+        fc_status st = ensure_state(opt, s);
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+fc_status fc_optim_step(fc_optim *opt) {
+    if (!opt) return FC_ERR_NULL_ARG;
+    fc_ctx *ctx = opt->ctx;
+    if (opt->steps == INT64_MAX)
+        return fc__fail(ctx, FC_ERR_OVERFLOW,
+                        "fc_optim_step: the step count %lld cannot advance (it is INT64_MAX); "
+                        "nothing was updated",
+                        (long long)opt->steps);
+    int64_t t = opt->steps + 1;
+    fc_status st = validate(opt);
+    if (st == FC_OK) {
+        if (ctx->check_finite) {
+            fc_scope_begin(ctx);
+            st = update_checked(opt, t);
+            fc_scope_end(ctx);
         } else {
-            double t = (double)opt->steps;
-            u.bc1 = 1 - pow(o->beta1, t);
-            u.bc2_sqrt = sqrt(1 - pow(o->beta2, t));
-            u.step_size = o->lr / u.bc1;
-            fc__parallel_for(ctx, n, 65536, adam_range, &u);
+            update_in_place(opt, t);
         }
     }
+    if (st != FC_OK) {
+        drop_fresh(opt);
+        return st;
+    }
+    for (int i = 0; i < opt->n; i++) {
+        pstate *s = &opt->p[i];
+        s->fresh = 0;
+        if (s->param->grad && opt->kind == FC_OPTIM_SGD && need_m(opt, &opt->groups[s->group]))
+            s->has_momentum = true;
+    }
+    opt->steps = t;
     return FC_OK;
 }
 
@@ -315,7 +490,8 @@ void fc_optim_zero_grad(fc_optim *opt) {
 fc_status fc_optim_set_lr(fc_optim *opt, double lr) {
     if (!opt) return FC_ERR_NULL_ARG;
     if (!(lr >= 0) || !isfinite(lr))
-        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_lr: lr %g must be >= 0", lr);
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_set_lr: lr %g must be finite and >= 0", lr);
     for (int g = 0; g < opt->ngroups; g++) opt->groups[g].lr = lr;
     return FC_OK;
 }
@@ -326,7 +502,9 @@ fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr) {
         return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_set_group_lr: group %d of %d", group,
                         opt->ngroups);
     if (!(lr >= 0) || !isfinite(lr))
-        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_set_group_lr: lr %g", lr);
+        return fc__fail(opt->ctx, FC_ERR_INVALID_ARG,
+                        "fc_optim_set_group_lr: lr %g of group %d must be finite and >= 0", lr,
+                        group);
     opt->groups[group].lr = lr;
     return FC_OK;
 }
@@ -345,8 +523,11 @@ int fc_optim_param_group(const fc_optim *opt, int i) {
     return opt && i >= 0 && i < opt->n ? opt->p[i].group : -1;
 }
 fc_status fc_optim_group_opts(const fc_optim *opt, int group, fc_optim_opts *out) {
-    if (!opt || !out) return FC_ERR_NULL_ARG;
-    if (group < 0 || group >= opt->ngroups) return FC_ERR_INDEX;
+    if (!opt) return FC_ERR_NULL_ARG;
+    if (!out) return fc__fail(opt->ctx, FC_ERR_NULL_ARG, "fc_optim_group_opts: out is NULL");
+    if (group < 0 || group >= opt->ngroups)
+        return fc__fail(opt->ctx, FC_ERR_INDEX, "fc_optim_group_opts: group %d of %d", group,
+                        opt->ngroups);
     *out = opt->groups[group];
     return FC_OK;
 }
@@ -445,16 +626,18 @@ fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double
 double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
     if (!s) return 0;
     if (step < 0) step = 0;
-    if (s->warmup_steps > 0 && step < s->warmup_steps)
-        return s->base_lr * (double)(step + 1) / (double)s->warmup_steps;
+    /* a negative warm-up counts as none; with w >= 0 and step >= 0 every
+     * difference below stays inside int64 whatever the fields hold */
+    const int64_t w = s->warmup_steps > 0 ? s->warmup_steps : 0;
+    if (step < w) return s->base_lr * (double)(step + 1) / (double)w;
     switch (s->kind) {
     case FC_LR_STEP:
         if (s->step_size <= 0) return s->base_lr;
-        return s->base_lr * pow(s->gamma, (double)((step - s->warmup_steps) / s->step_size));
+        return s->base_lr * pow(s->gamma, (double)((step - w) / s->step_size));
     case FC_LR_COSINE: {
-        int64_t span = s->total_steps - s->warmup_steps;
-        if (span <= 0) return s->min_lr;
-        double t = (double)(step - s->warmup_steps) / (double)span;
+        if (s->total_steps <= w) return s->min_lr;
+        int64_t span = s->total_steps - w; /* > 0: total_steps > w >= 0 */
+        double t = (double)(step - w) / (double)span;
         if (t > 1) t = 1;
         return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
     }

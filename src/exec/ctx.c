@@ -7,6 +7,7 @@
  * are dropped until fc_ctx_clear_error, so a chain of ops reports its root
  * cause. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +75,10 @@ fc_ctx *fc_ctx_new(const fc_ctx_opts *opts) {
     ctx->check_finite = o.check_finite;
     ctx->rng_seed = o.seed;
     ctx->status = FC_OK;
+    /* debugging aid (fucina/tensor.h): every released header is freed at
+     * once, so a sanitizer reports any later use of the dead handle */
+    const char *nr = getenv("FUCINA_NO_HANDLE_REUSE");
+    ctx->handle_no_reuse = nr && *nr && strcmp(nr, "0") != 0;
     return ctx;
 }
 

@@ -23,6 +23,8 @@
 
 #define FC__ERR_CAP 512
 #define FC__MAX_SCOPE_DEPTH 256
+/* Released tensor headers that wait before one is recycled (tensor.c). */
+#define FC__HANDLE_QUARANTINE 64
 
 struct fc_node; /* the autograd layer's node type; opaque here */
 
@@ -68,7 +70,14 @@ struct fc_ctx {
 
     fc_tensor *live; /* head of the live-tensor list */
     int64_t tensors_live;
-    fc_tensor *tensor_free; /* recycled tensor headers */
+    /* released tensor headers, a FIFO queue linked through live_next: a
+     * header is handed out again only while more than FC__HANDLE_QUARANTINE
+     * others wait behind it (tensor.c), so a stale handle stays dead, and
+     * its double release detectable, for at least that many releases */
+    fc_tensor *tensor_free, *tensor_free_tail;
+    int64_t tensor_free_len;
+    fc_tensor *handle_slab; /* the first FC__HANDLE_QUARANTINE headers, one allocation */
+    bool handle_no_reuse;   /* FUCINA_NO_HANDLE_REUSE: headers go back to the allocator */
 
     /* autograd (src/ag): opaque here; src/ag installs the two hooks when it
      * first records, so this layer never calls upward. */

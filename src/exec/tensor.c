@@ -13,23 +13,67 @@
 #include "exec/tensor.h"
 #include "exec/pool.h"
 
-/* ---- handle lifetime ------------------------------------------------------------ */
+/* ---- handle lifetime ------------------------------------------------------------
+ *
+ * A released header is dead: refs 0, off the live list, queued at the tail
+ * of the context's free queue. Headers are handed out again from the head,
+ * and only while more than FC__HANDLE_QUARANTINE others wait behind it, so
+ * a dead header stays dead for at least that many later releases: a second
+ * fc_release (or an fc_retain) of it in that window sees refs 0 and is
+ * reported instead of destroying whichever tensor would otherwise occupy
+ * the header by then. The first FC__HANDLE_QUARANTINE headers come in one
+ * allocation (the slab) that starts the queue full, so a steady loop
+ * reuses headers from its second iteration on, as it did with a plain free
+ * list. The checks cost one compare on paths that already do an atomic. */
+
+static bool in_slab(const fc_ctx *ctx, const fc_tensor *t) {
+    const fc_tensor *s = ctx->handle_slab;
+    return s && t >= s && t < s + FC__HANDLE_QUARANTINE;
+}
+
+static void queue_push(fc_ctx *ctx, fc_tensor *t) {
+    t->live_next = NULL;
+    if (ctx->tensor_free_tail)
+        ctx->tensor_free_tail->live_next = t;
+    else
+        ctx->tensor_free = t;
+    ctx->tensor_free_tail = t;
+    ctx->tensor_free_len++;
+}
+
+/* The header to use next: the queue's head once enough wait behind it, else
+ * a fresh one (the slab first). NULL when the allocator fails. */
+static fc_tensor *header_take(fc_ctx *ctx) {
+    if (ctx->tensor_free_len > FC__HANDLE_QUARANTINE) {
+        fc_tensor *t = ctx->tensor_free;
+        ctx->tensor_free = t->live_next;
+        ctx->tensor_free_len--;
+        return t; /* the queue holds more than one, so the tail stays */
+    }
+    if (!ctx->handle_slab && !ctx->handle_no_reuse) {
+        fc_tensor *s = fc__ctx_alloc(ctx, sizeof *s * FC__HANDLE_QUARANTINE);
+        if (!s) return NULL;
+        ctx->handle_slab = s;
+        for (int i = 0; i < FC__HANDLE_QUARANTINE; i++) {
+            atomic_init(&s[i].refs, 0);
+            s[i].ctx = ctx;
+            queue_push(ctx, &s[i]);
+        }
+    }
+    return fc__ctx_alloc(ctx, sizeof(fc_tensor));
+}
 
 /* A handle with every field but raw set; the caller writes raw whole. */
 static fc_tensor *handle_new(fc_ctx *ctx) {
-    fc_tensor *t = ctx->tensor_free;
-    if (t) {
-        ctx->tensor_free = t->live_next;
-    } else {
-        t = fc__ctx_alloc(ctx, sizeof *t);
-        if (!t) return NULL;
-    }
+    fc_tensor *t = header_take(ctx);
+    if (!t) return NULL;
     t->ctx = ctx;
     atomic_init(&t->refs, 1);
     t->flags = 0;
     t->scope_slot = -1;
     t->node = NULL;
     t->grad = NULL;
+    t->gstage = NULL;
     t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
@@ -41,10 +85,12 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
 static void handle_destroy(fc_tensor *t) {
     fc_ctx *ctx = t->ctx;
     if (t->scope_slot >= 0) ctx->scope_items[t->scope_slot] = NULL;
+    t->scope_slot = -1; /* a stale fc_keep must not clear a reused slot */
     if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
     t->node = NULL;
-    fc_tensor *g = t->grad;
+    fc_tensor *g = t->grad, *gs = t->gstage;
     t->grad = NULL;
+    t->gstage = NULL;
     fc__raw_release(&t->raw);
     if (t->live_prev)
         t->live_prev->live_next = t->live_next;
@@ -53,19 +99,41 @@ static void handle_destroy(fc_tensor *t) {
     if (t->live_next) t->live_next->live_prev = t->live_prev;
     ctx->tensors_live--;
     t->live_prev = NULL;
-    t->live_next = ctx->tensor_free;
-    ctx->tensor_free = t;
+    atomic_store_explicit(&t->refs, 0, memory_order_relaxed);
+    if (ctx->handle_no_reuse && !in_slab(ctx, t))
+        fc__ctx_free(ctx, t, sizeof *t);
+    else
+        queue_push(ctx, t);
     if (g) fc_release(g);
+    if (gs) fc_release(gs);
+}
+
+/* A retain or release met a dead header (refs was 0): put the count back
+ * and report it in the context the header still belongs to. */
+static void dead_handle(fc_tensor *t, const char *fn, int delta) {
+    atomic_fetch_add_explicit(&t->refs, delta, memory_order_relaxed);
+    fc__fail(t->ctx, FC_ERR_STATE,
+             "%s: handle %p already released (its last reference was dropped earlier); "
+             "nothing was done",
+             fn, (void *)t);
 }
 
 fc_tensor *fc_retain(fc_tensor *t) {
-    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    if (!t) return NULL;
+    if (atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed) <= 0) {
+        dead_handle(t, "fc_retain", -1);
+        return NULL;
+    }
     return t;
 }
 
 void fc_release(fc_tensor *t) {
     if (!t) return;
-    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) handle_destroy(t);
+    int old = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel);
+    if (old == 1)
+        handle_destroy(t);
+    else if (old <= 0)
+        dead_handle(t, "fc_release", 1);
 }
 
 void fc__tensor_destroy_all(fc_ctx *ctx) {
@@ -76,13 +144,19 @@ void fc__tensor_destroy_all(fc_ctx *ctx) {
         if (t->node && ctx->node_release) ctx->node_release(ctx, t->node);
         t->node = NULL;
         t->grad = NULL; /* grads are live handles themselves */
+        t->gstage = NULL;
     }
     while (ctx->live) handle_destroy(ctx->live);
     while (ctx->tensor_free) {
         fc_tensor *n = ctx->tensor_free->live_next;
-        fc__ctx_free(ctx, ctx->tensor_free, sizeof(fc_tensor));
+        if (!in_slab(ctx, ctx->tensor_free))
+            fc__ctx_free(ctx, ctx->tensor_free, sizeof(fc_tensor));
         ctx->tensor_free = n;
     }
+    ctx->tensor_free_tail = NULL;
+    ctx->tensor_free_len = 0;
+    fc__ctx_free(ctx, ctx->handle_slab, sizeof(fc_tensor) * FC__HANDLE_QUARANTINE);
+    ctx->handle_slab = NULL;
     ctx->scope_len = 0;
     ctx->scope_depth = 0;
     ctx->scope_overflow = 0;

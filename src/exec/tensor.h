@@ -19,6 +19,7 @@ struct fc_tensor {
     int32_t scope_slot;    /* index in ctx->scope_items, -1 when not scoped */
     struct fc_node *node;  /* producing tape node (retained), NULL otherwise */
     fc_tensor *grad;       /* f32 gradient of a leaf (owned), NULL until backward */
+    fc_tensor *gstage;     /* a leaf's gradient staged by a running backward (owned) */
     fc_tensor *live_prev;  /* every live tensor of the context, for fc_ctx_free */
     fc_tensor *live_next;
 };

@@ -267,12 +267,150 @@ static void test_lr_schedules(void **state) {
     assert_true(fc_lr_at(&k, 1000) == 0.3);
 }
 
+/* Extreme int64 fields: no overflow (UBSan aborts on one in the sanitizer
+ * build; the wrapped values gave inf or min_lr here), negative warm-up
+ * counts as none. */
+static void test_lr_at_extremes(void **state) {
+    (void)state;
+    fc_lr_schedule s = {.kind = FC_LR_STEP, .base_lr = 0.8, .warmup_steps = -1, .step_size = 1,
+                        .gamma = 0.5};
+    assert_true(fc_lr_at(&s, INT64_MAX) == 0.0); /* 0.8 * 0.5^(2^63-1) underflows to 0 */
+    assert_true(fabs(fc_lr_at(&s, 1) - 0.4) < 1e-12);
+    s.warmup_steps = INT64_MIN;
+    assert_true(fc_lr_at(&s, INT64_MAX) == 0.0);
+    s.warmup_steps = INT64_MAX; /* warm-up never ends */
+    assert_true(fabs(fc_lr_at(&s, INT64_MAX - 1) - 0.8) < 1e-12);
+    assert_true(fabs(fc_lr_at(&s, INT64_MAX) - 0.8) < 1e-12); /* at w: 0.5^0 */
+    s.warmup_steps = 0;
+    s.step_size = INT64_MIN;
+    assert_true(fc_lr_at(&s, INT64_MAX) == 0.8);
+    fc_lr_schedule c = {.kind = FC_LR_COSINE, .base_lr = 1.0, .warmup_steps = -5,
+                        .total_steps = INT64_MAX, .min_lr = 0.1};
+    assert_true(fabs(fc_lr_at(&c, 100) - 1.0) < 1e-12);
+    assert_true(fabs(fc_lr_at(&c, INT64_MAX) - 0.1) < 1e-12);
+    c.warmup_steps = 10;
+    c.total_steps = INT64_MIN + 1;
+    assert_true(fabs(fc_lr_at(&c, 20) - 0.1) < 1e-12);
+    assert_true(fabs(fc_lr_at(&c, INT64_MIN) - 0.1) < 1e-12); /* step 0: warm-up 1/10 */
+    c.warmup_steps = INT64_MAX;
+    c.total_steps = INT64_MAX;
+    assert_true(fabs(fc_lr_at(&c, INT64_MAX) - 0.1) < 1e-12);
+}
+
+/* A step count of INT64_MAX cannot advance: FC_ERR_OVERFLOW naming it,
+ * and nothing changes (the increment overflowed before). */
+static void test_optim_step_count_overflow(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    float init[N], g[N];
+    for (int i = 0; i < N; i++) init[i] = (float)i / N;
+    fc_tensor *p = fc_param_from_data(ctx, FC_F32, (const int64_t[]){N}, 1, init);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}, &p, 1);
+    assert_non_null(opt);
+    grads_at(1, g);
+    set_grad(ctx, p, g);
+    assert_int_equal(fc_optim_set_step_count(opt, INT64_MAX), FC_OK);
+    uint32_t gen = fc_tensor_generation(p);
+    assert_int_equal(fc_optim_step(opt), FC_ERR_OVERFLOW);
+    assert_int_equal(fc_ctx_status(ctx), FC_ERR_OVERFLOW);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_step"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "9223372036854775807"));
+    fc_ctx_clear_error(ctx);
+    assert_true(fc_optim_step_count(opt) == INT64_MAX);
+    assert_int_equal(fc_tensor_generation(p), gen);
+    assert_memory_equal(fc_tensor_data(p), init, sizeof init);
+    assert_null(fc_optim_state(opt, 0, "exp_avg", false));
+    /* one below still steps, to INT64_MAX */
+    assert_int_equal(fc_optim_set_step_count(opt, INT64_MAX - 1), FC_OK);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_true(fc_optim_step_count(opt) == INT64_MAX);
+    fc_optim_free(opt);
+    fc_release(p);
+    fc_ctx_free(ctx);
+}
+
+/* lr 0 is one rule everywhere (finite, >= 0, as torch.optim): fc_optim_new
+ * refused what fc_optim_set_lr accepted. An SGD step at lr 0 changes
+ * nothing but the step count. */
+static void test_optim_lr_zero_agrees(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    float init[N], g[N];
+    for (int i = 0; i < N; i++) init[i] = (float)i / N;
+    fc_tensor *p = fc_param_from_data(ctx, FC_F32, (const int64_t[]){N}, 1, init);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0}, &p, 1);
+    assert_non_null(opt);
+    assert_int_equal(fc_ctx_status(ctx), FC_OK);
+    grads_at(1, g);
+    set_grad(ctx, p, g);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_memory_equal(fc_tensor_data(p), init, sizeof init);
+    assert_int_equal(fc_optim_set_lr(opt, 0.5), FC_OK);
+    assert_int_equal(fc_optim_set_lr(opt, 0), FC_OK);
+    assert_int_equal(fc_optim_set_group_lr(opt, 0, 0), FC_OK);
+    fc_optim_opts o;
+    assert_int_equal(fc_optim_group_opts(opt, 0, &o), FC_OK);
+    assert_true(o.lr == 0);
+    assert_int_equal(fc_optim_set_group_opts(opt, 0, &o), FC_OK);
+    /* and below 0 both refuse, naming the value */
+    assert_int_equal(fc_optim_set_lr(opt, -0.5), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_set_lr: lr -0.5"));
+    fc_ctx_clear_error(ctx);
+    assert_null(fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = -0.5}, &p, 1));
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_new: lr -0.5"));
+    fc_ctx_clear_error(ctx);
+    fc_optim_free(opt);
+    fc_release(p);
+    fc_ctx_free(ctx);
+}
+
+/* A step that cannot update every parameter updates none (it used to
+ * advance the step count and update the parameters before the read-only
+ * one): FC_ERR_READ_ONLY naming parameter 1, and parameter 0, its state
+ * and the step count are as before. */
+static void test_optim_step_all_or_nothing(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    float init[N], ro[N], g[N];
+    for (int i = 0; i < N; i++) init[i] = ro[i] = (float)i / N;
+    fc_tensor *ps[2] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){N}, 1, init),
+                        fc_tensor_from_borrowed(ctx, FC_F32, (const int64_t[]){N}, 1, ro, true)};
+    assert_int_equal(fc_requires_grad(ps[1], true), FC_OK);
+    fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}, ps, 2);
+    assert_non_null(opt);
+    grads_at(1, g);
+    set_grad(ctx, ps[0], g);
+    set_grad(ctx, ps[1], g);
+    uint32_t gen = fc_tensor_generation(ps[0]);
+    assert_int_equal(fc_optim_step(opt), FC_ERR_READ_ONLY);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_step: parameter 1 (group 0"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "read-only"));
+    fc_ctx_clear_error(ctx);
+    assert_int_equal(fc_optim_step_count(opt), 0);
+    assert_int_equal(fc_tensor_generation(ps[0]), gen);
+    assert_memory_equal(fc_tensor_data(ps[0]), init, sizeof init);
+    assert_null(fc_optim_state(opt, 0, "exp_avg", false));
+    assert_null(fc_optim_state(opt, 0, "exp_avg_sq", false));
+    /* without the read-only parameter's gradient the step goes through */
+    fc_zero_grad(&ps[1], 1);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_int_equal(fc_optim_step_count(opt), 1);
+    assert_memory_not_equal(fc_tensor_data(ps[0]), init, sizeof init);
+    fc_optim_free(opt);
+    fc_release(ps[0]);
+    fc_release(ps[1]);
+    fc_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optim_sgd_variants),   cmocka_unit_test(test_optim_adam_variants),
         cmocka_unit_test(test_optim_step_is_mutation), cmocka_unit_test(test_optim_state_roundtrip),
         cmocka_unit_test(test_optim_bf16_param),     cmocka_unit_test(test_optim_bad_args),
         cmocka_unit_test(test_clip_grad_norm),       cmocka_unit_test(test_lr_schedules),
+        cmocka_unit_test(test_optim_lr_zero_agrees),
+        cmocka_unit_test(test_optim_step_all_or_nothing),
+        cmocka_unit_test(test_lr_at_extremes),       cmocka_unit_test(test_optim_step_count_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

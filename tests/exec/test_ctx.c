@@ -5,7 +5,9 @@
  * generations, creation errors, arange/full, fc_to between every pair of
  * scalar dtypes against fc_cast_scalar, clone/contiguous of views,
  * item/get, and a user allocator that sees every allocation. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <math.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -512,6 +514,92 @@ static void test_ctx_clone_contiguous_item(void **state) {
     fc_scope_end(ctx);
 }
 
+/* ---- released handles ----------------------------------------------------------------------- */
+
+static void expect_values(fc_tensor *t, const float *want, int n) {
+    float got[8];
+    assert_non_null(t);
+    assert_int_equal(fc_tensor_copy_to(t, got, sizeof(float) * (size_t)n), FC_OK);
+    assert_memory_equal(got, want, sizeof(float) * (size_t)n);
+}
+
+static void expect_dead_report(fc_ctx *ctx, const char *fn, const fc_tensor *t) {
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "%p", (const void *)t);
+    assert_int_equal(fc_ctx_status(ctx), FC_ERR_STATE);
+    const char *msg = fc_ctx_error(ctx);
+    if (!strstr(msg, fn) || !strstr(msg, "already released") || !strstr(msg, ptr)) {
+        fprintf(stderr, "error \"%s\" lacks \"%s\", \"already released\" or \"%s\"\n", msg, fn,
+                ptr);
+        fail();
+    }
+    fc_ctx_clear_error(ctx);
+}
+
+/* A second fc_release of a dead handle used to destroy whatever tensor had
+ * taken its recycled header (the very next one created): it is now refused
+ * with FC_ERR_STATE and touches nothing, for as long as the quarantine of
+ * 64 later releases lasts; fc_retain of a dead handle likewise. */
+static void test_ctx_double_release_detected(void **state) {
+    fc_ctx *ctx = *state;
+    const float va[3] = {1, 2, 3}, vb[3] = {-4, 5, -6};
+    int64_t live0 = stats(ctx).tensors_live;
+    fc_tensor *a = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){3}, 1, va);
+    assert_non_null(a);
+    fc_release(a);
+    fc_tensor *b = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){3}, 1, vb);
+    assert_non_null(b);
+    assert_int_equal(fc_ctx_status(ctx), FC_OK);
+    fc_release(a); /* the bug: a second release of a dead handle */
+    expect_dead_report(ctx, "fc_release", a);
+    expect_values(b, vb, 3); /* b is untouched and still alive */
+    assert_int_equal(stats(ctx).tensors_live, live0 + 1);
+    assert_null(fc_retain(a));
+    expect_dead_report(ctx, "fc_retain", a);
+    fc_release(a); /* the refused retain added no reference back */
+    expect_dead_report(ctx, "fc_release", a);
+
+    /* still caught after 63 further releases while new tensors are made */
+    fc_tensor *c = fc_full(ctx, FC_F32, (const int64_t[]){3}, 1, 7);
+    fc_release(c);
+    fc_tensor *others[63];
+    for (int i = 0; i < 63; i++) {
+        others[i] = fc_full(ctx, FC_F32, (const int64_t[]){3}, 1, (double)i);
+        assert_non_null(others[i]);
+    }
+    for (int i = 0; i < 63; i++) fc_release(others[i]);
+    fc_tensor *fresh[8];
+    for (int i = 0; i < 8; i++) fresh[i] = fc_full(ctx, FC_F32, (const int64_t[]){3}, 1, 9);
+    fc_release(c);
+    expect_dead_report(ctx, "fc_release", c);
+    const float nines[3] = {9, 9, 9};
+    for (int i = 0; i < 8; i++) {
+        expect_values(fresh[i], nines, 3);
+        fc_release(fresh[i]);
+    }
+    fc_release(b);
+    assert_int_equal(stats(ctx).tensors_live, live0);
+    assert_int_equal(fc_ctx_status(ctx), FC_OK);
+}
+
+/* FUCINA_NO_HANDLE_REUSE: every dead header goes back to the allocator at
+ * once (so a sanitizer sees any later use), and nothing leaks. */
+static void test_ctx_no_handle_reuse(void **state) {
+    (void)state;
+    fct_counting ca;
+    fct_counting_init(&ca);
+    setenv("FUCINA_NO_HANDLE_REUSE", "1", 1);
+    fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .allocator = &ca.alloc});
+    unsetenv("FUCINA_NO_HANDLE_REUSE");
+    assert_non_null(ctx);
+    fc_release(fc_zeros(ctx, FC_F32, (const int64_t[]){4}, 1)); /* warms the buffer pool */
+    long frees0 = atomic_load(&ca.total_frees);
+    for (int i = 0; i < 10; i++) fc_release(fc_zeros(ctx, FC_F32, (const int64_t[]){4}, 1));
+    assert_int_equal(atomic_load(&ca.total_frees) - frees0, 10); /* one header each */
+    fc_ctx_free(ctx);
+    assert_true(fct_counting_clean(&ca));
+}
+
 /* ---- a user allocator
  * ------------------------------------------------------------------------------ */
 
@@ -570,6 +658,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ctx_to_all_pairs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ctx_clone_contiguous_item, setup, teardown),
         cmocka_unit_test(test_ctx_user_allocator),
+        cmocka_unit_test_setup_teardown(test_ctx_double_release_detected, setup, teardown),
+        cmocka_unit_test(test_ctx_no_handle_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

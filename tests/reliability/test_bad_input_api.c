@@ -76,6 +76,15 @@ static fc_tensor *param_f64(fx *f) {
 static fc_tensor *param_int(fx *f) {
     return fc_param_randn(f->ctx, FC_I32, (const int64_t[]){2}, 1, 1.0);
 }
+static fc_tensor *param_randn_neg(fx *f) {
+    return fc_param_randn(f->ctx, FC_F32, (const int64_t[]){2}, 1, -1.0);
+}
+static fc_tensor *param_randn_nan(fx *f) {
+    return fc_param_randn(f->ctx, FC_F32, (const int64_t[]){2}, 1, NAN);
+}
+static fc_tensor *param_randn_inf(fx *f) {
+    return fc_param_randn(f->ctx, FC_BF16, (const int64_t[]){2}, 1, INFINITY);
+}
 static fc_tensor *param_data_null(fx *f) {
     return fc_param_from_data(f->ctx, FC_F32, (const int64_t[]){2}, 1, NULL);
 }
@@ -110,6 +119,9 @@ static const bad_case creation_cases[] = {
     BAD_T(scalar_dtype, FC_ERR_DTYPE, "fc_scalar"),
     BAD_T(param_f64, FC_ERR_DTYPE, "grad"),
     BAD_T(param_int, FC_ERR_DTYPE, NULL),
+    BAD_T(param_randn_neg, FC_ERR_INVALID_ARG, "fc_param_randn: std -1 "),
+    BAD_T(param_randn_nan, FC_ERR_INVALID_ARG, "nan must be finite and >= 0"),
+    BAD_T(param_randn_inf, FC_ERR_INVALID_ARG, "fc_param_randn: std inf "),
     BAD_T(param_data_null, FC_ERR_NULL_ARG, NULL),
 };
 
@@ -315,12 +327,12 @@ static fc_status optim_try(fx *f, const fc_optim_opts *o, fc_tensor *const *p, i
 static fc_optim_opts adam(void) { return (fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.1}; }
 
 /* fc_optim_new with one field of valid Adam options changed */
-enum opt_change { LR_ZERO, LR_NAN, BETA1, EPS, WD, KIND, NESTEROV };
+enum opt_change { LR_NEG, LR_NAN, BETA1, EPS, WD, KIND, NESTEROV };
 static fc_status optim_new_with(fx *f, enum opt_change c) {
     fc_optim_opts o = adam();
     switch (c) {
-    case LR_ZERO:
-        o.lr = 0;
+    case LR_NEG:
+        o.lr = -1e-3;
         break;
     case LR_NAN:
         o.lr = NAN;
@@ -343,7 +355,7 @@ static fc_status optim_new_with(fx *f, enum opt_change c) {
     }
     return optim_try(f, &o, &f->p_23, 1);
 }
-static fc_status on_lr_zero(fx *f) { return optim_new_with(f, LR_ZERO); }
+static fc_status on_lr_neg(fx *f) { return optim_new_with(f, LR_NEG); }
 static fc_status on_lr_nan(fx *f) { return optim_new_with(f, LR_NAN); }
 static fc_status on_beta(fx *f) { return optim_new_with(f, BETA1); }
 static fc_status on_eps(fx *f) { return optim_new_with(f, EPS); }
@@ -388,7 +400,10 @@ enum optim_call {
     GROUP_OPTS_LR,
     STATE_NAME,
     STATE_INDEX,
-    STATE_NULL
+    STATE_NULL,
+    SET_LR_NAN,
+    GET_GROUP_OPTS_INDEX,
+    GET_GROUP_OPTS_NULL
 };
 static fc_status with_optim(fx *f, enum optim_call c) {
     fc_optim_opts o = adam(), sgd = {.kind = FC_OPTIM_SGD, .lr = 0.1}, bad_lr = adam();
@@ -430,11 +445,25 @@ static fc_status with_optim(fx *f, enum optim_call c) {
     case STATE_NULL:
         st = fc_optim_state(opt, 0, NULL, true) ? FC_OK : fc_ctx_status(f->ctx);
         break;
+    case SET_LR_NAN:
+        st = fc_optim_set_lr(opt, NAN);
+        break;
+    case GET_GROUP_OPTS_INDEX: {
+        fc_optim_opts out;
+        st = fc_optim_group_opts(opt, 1, &out);
+        break;
+    }
+    case GET_GROUP_OPTS_NULL:
+        st = fc_optim_group_opts(opt, 0, NULL);
+        break;
     }
     fc_optim_free(opt);
     return st;
 }
 static fc_status o_set_lr(fx *f) { return with_optim(f, SET_LR_NEG); }
+static fc_status o_set_lr_nan(fx *f) { return with_optim(f, SET_LR_NAN); }
+static fc_status o_get_group_opts_index(fx *f) { return with_optim(f, GET_GROUP_OPTS_INDEX); }
+static fc_status o_get_group_opts_null(fx *f) { return with_optim(f, GET_GROUP_OPTS_NULL); }
 static fc_status o_group_lr_range(fx *f) { return with_optim(f, GROUP_LR_RANGE); }
 static fc_status o_group_lr_neg(fx *f) { return with_optim(f, GROUP_LR_NEG); }
 static fc_status o_add_group_kind(fx *f) { return with_optim(f, ADD_GROUP_KIND); }
@@ -451,7 +480,7 @@ static fc_status clip_params_null(fx *f) { return fc_clip_grad_norm(f->ctx, NULL
 static fc_status clip_n_neg(fx *f) { return fc_clip_grad_norm(f->ctx, &f->p_23, -1, 1, NULL); }
 
 static const bad_case optim_cases[] = {
-    BAD_S(on_lr_zero, FC_ERR_INVALID_ARG, "fc_optim_new"),
+    BAD_S(on_lr_neg, FC_ERR_INVALID_ARG, "fc_optim_new"),
     BAD_S(on_lr_nan, FC_ERR_INVALID_ARG, "fc_optim_new"),
     BAD_S(on_beta, FC_ERR_INVALID_ARG, "fc_optim_new"),
     BAD_S(on_eps, FC_ERR_INVALID_ARG, "fc_optim_new"),
@@ -466,6 +495,9 @@ static const bad_case optim_cases[] = {
     BAD_S(on_params_null, FC_ERR_NULL_ARG, "fc_optim_new"),
     BAD_S(on_n_neg, FC_ERR_INVALID_ARG, "fc_optim_new"),
     BAD_S(o_set_lr, FC_ERR_INVALID_ARG, "fc_optim_set_lr"),
+    BAD_S(o_set_lr_nan, FC_ERR_INVALID_ARG, "fc_optim_set_lr"),
+    BAD_S(o_get_group_opts_index, FC_ERR_INDEX, "fc_optim_group_opts: group 1 of 1"),
+    BAD_S(o_get_group_opts_null, FC_ERR_NULL_ARG, "fc_optim_group_opts"),
     BAD_S(o_group_lr_range, FC_ERR_INDEX, "fc_optim_set_group_lr"),
     BAD_S(o_group_lr_neg, FC_ERR_INDEX, "fc_optim_set_group_lr"),
     BAD_S(o_add_group_kind, FC_ERR_INVALID_ARG, "fc_optim_add_group"),
