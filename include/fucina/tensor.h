@@ -21,6 +21,16 @@
  * by the scope; fc_scope_end releases the ones still alive unless fc_keep
  * was called on them, so a training step needs no manual release.
  *
+ * Contexts. A tensor belongs to the context that made it: its storage,
+ * gradient and tape node live there, and that context may be freed before
+ * another. So tensors of two contexts never meet in one call: every op,
+ * fc_backward / fc_backward_with, the optimizers, fc_clip_grad_norm, the
+ * checkpoint and save functions refuse a tensor of another context with
+ * FC_ERR_CONTEXT (recorded in the calling context, naming the function and
+ * the argument), and the in-place ops refuse an operand from a context
+ * other than the destination's. The one exception is fc_copy_, which only
+ * copies values and links nothing: it is how data moves between contexts.
+ *
  * Threads. The contract, each claim tested in tests/reliability/
  * test_threads.c and run under ThreadSanitizer (scripts/tsan.sh):
  *  - An fc_ctx and everything made from it (tensor handles, scopes, the
@@ -317,8 +327,9 @@ FC_API fc_tensor *fc_clone(fc_ctx *ctx, fc_tensor *t);
  * mode is off (fc_no_grad_begin). Returns FC_OK; FC_ERR_NULL_ARG; FC_ERR_DTYPE
  * when the dtypes differ; FC_ERR_SHAPE_MISMATCH when the shapes differ;
  * FC_ERR_READ_ONLY for read-only dst storage. Errors are recorded in dst's
- * context (src's when dst is NULL); nothing is written on error. Borrows
- * both. */
+ * context (src's when dst is NULL); nothing is written on error. dst and
+ * src may belong to different contexts (values are copied, nothing is
+ * shared). Borrows both. */
 FC_API fc_status fc_copy_(fc_tensor *dst, const fc_tensor *src);
 /* Writes "f32[2,3]" ("NULL" for a NULL t) into buf of cap bytes, truncated
  * and NUL-terminated; returns buf (untouched when buf is NULL or cap 0). */

@@ -272,6 +272,9 @@ fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, boo
     if (!out || !grad_out)
         return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_backward_with: %s is NULL",
                         !out ? "out" : "grad_out");
+    fc_status same = FC__CHECK_SAME_CTX(ctx, "fc_backward_with", out, "out");
+    if (same == FC_OK) same = FC__CHECK_SAME_CTX(ctx, "fc_backward_with", grad_out, "grad_out");
+    if (same != FC_OK) return same;
     if (!fc__shape_equal(out->raw.shape, out->raw.rank, grad_out->raw.shape, grad_out->raw.rank)) {
         char a[160], b[160];
         return fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
@@ -287,6 +290,7 @@ fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, boo
 fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss) {
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!loss) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_backward: loss is NULL");
+    if (loss->ctx != ctx) return FC__CHECK_SAME_CTX(ctx, "fc_backward", loss, "the loss");
     if (fc__raw_numel(&loss->raw) != 1) {
         char d[160];
         return fc__fail(ctx, FC_ERR_INVALID_SHAPE,

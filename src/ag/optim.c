@@ -77,6 +77,8 @@ static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *o
         return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: kind differs from the first group", fn);
     for (int i = 0; i < n; i++) {
         if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param %d is NULL", fn, i);
+        if (params[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT, "%s: param %d belongs to another context", fn, i);
         if (!fc_dtype_supports_grad(params[i]->raw.dtype))
             return fc__fail(ctx, FC_ERR_DTYPE, "%s: param %d has dtype %s (f32, f16, bf16 only)",
                             fn, i, fc_dtype_name(params[i]->raw.dtype));
@@ -597,6 +599,10 @@ fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double
     if (!(max_norm > 0))
         return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: max_norm %g must be > 0",
                         max_norm);
+    for (int i = 0; i < n; i++)
+        if (params[i] && params[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT,
+                            "fc_clip_grad_norm: param %d belongs to another context", i);
     double sq = 0; /* f64, summed in parameter order: deterministic */
     for (int i = 0; i < n; i++) {
         fc_tensor *g = params[i] ? params[i]->grad : NULL;

@@ -42,8 +42,8 @@ typedef struct fc__pool {
 } fc__pool;
 
 struct fc_ctx {
-    fc_allocator user_alloc;   /* what the caller gave (or the default) */
-    fc_allocator alloc;        /* counting wrapper over user_alloc */
+    fc_allocator user_alloc; /* what the caller gave (or the default) */
+    fc_allocator alloc;      /* counting wrapper over user_alloc */
     atomic_llong alloc_calls, free_calls;
     atomic_llong bytes_live, bytes_peak;
     uint64_t pool_hits, pool_misses;
@@ -98,14 +98,37 @@ fc_status fc__fail(fc_ctx *ctx, fc_status status, const char *fmt, ...)
     ;
 fc_status fc__vfail(fc_ctx *ctx, fc_status status, const char *fmt, va_list ap);
 
-/* NULL input: record FC_ERR_NULL_ARG (first error only) and return NULL. */
+/* An input of an op: NULL records FC_ERR_NULL_ARG (first error only) and
+ * returns NULL; a tensor of another context records FC_ERR_CONTEXT and
+ * returns NULL (its storage, gradient and tape node belong to that
+ * context, which may be freed first). */
 #define FC__CHECK_INPUT(ctx, opname, t)                                                            \
     do {                                                                                           \
         if (!(t)) {                                                                                \
             fc__fail((ctx), FC_ERR_NULL_ARG, "%s: input '%s' is NULL", (opname), #t);              \
             return NULL;                                                                           \
         }                                                                                          \
+        if ((t)->ctx != (ctx)) {                                                                   \
+            fc__fail((ctx), FC_ERR_CONTEXT, "%s: input '%s' belongs to another context", (opname), \
+                     #t);                                                                          \
+            return NULL;                                                                           \
+        }                                                                                          \
     } while (0)
+/* A required pointer that is not a tensor (options, shapes): NULL records
+ * FC_ERR_NULL_ARG and returns NULL. */
+#define FC__CHECK_PTR(ctx, opname, p)                                                              \
+    do {                                                                                           \
+        if (!(p)) {                                                                                \
+            fc__fail((ctx), FC_ERR_NULL_ARG, "%s: input '%s' is NULL", (opname), #p);              \
+            return NULL;                                                                           \
+        }                                                                                          \
+    } while (0)
+/* The same for an optional input (NULL allowed) and for functions that
+ * return a status: FC_OK, or FC_ERR_CONTEXT recorded naming op and role. */
+#define FC__CHECK_SAME_CTX(ctx, opname, t, role)                                                   \
+    ((t) && (t)->ctx != (ctx)                                                                      \
+         ? fc__fail((ctx), FC_ERR_CONTEXT, "%s: %s belongs to another context", (opname), (role))  \
+         : FC_OK)
 #define FC__CHECK_CTX(ctx)                                                                         \
     do {                                                                                           \
         if (!(ctx)) return NULL;                                                                   \

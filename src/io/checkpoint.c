@@ -124,6 +124,9 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     }
     for (int i = 0; i < n; i++) {
         if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (params[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT, "%s: param '%s' belongs to another context", fn,
+                            names[i]);
         if (fc_dtype_is_block(params[i]->raw.dtype))
             return fc__fail(ctx, FC_ERR_DTYPE, "%s: param '%s' is %s (block-quantized)", fn,
                             names[i], fc_dtype_name(params[i]->raw.dtype));

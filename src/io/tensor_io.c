@@ -135,6 +135,9 @@ static fc_status save_set_make(fc_ctx *ctx, const char *op, const char *const *n
     for (int64_t i = 0; i < n; i++) {
         if (!tensors[i])
             return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: tensor %lld is NULL", op, (long long)i);
+        if (tensors[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT, "%s: tensor %lld belongs to another context", op,
+                            (long long)i);
         fc_tensor *c = fc__copy_contiguous(ctx, op, tensors[i]);
         if (!c) return fc_ctx_status(ctx);
         s->contig[i] = c;

@@ -100,6 +100,7 @@ static fc_status check_channel(fc_ctx *ctx, const char *op, const char *role, fc
                                fc_tensor *p, bool running) {
     char a[160], b[160];
     if (!p) return FC_OK;
+    if (p->ctx != ctx) return FC__CHECK_SAME_CTX(ctx, op, p, role);
     fc_dtype dx = x->raw.dtype, dp = p->raw.dtype;
     bool ok = dp == dx || (running && dp == FC_F32 && (dx == FC_F16 || dx == FC_BF16));
     if (!ok)

@@ -333,6 +333,9 @@ static fc_status write_binary(const char *op, fc__binary_kind k, fc_tensor *dst,
     fc_ctx *ctx = dst->ctx;
     fc_dtype dt = dst->raw.dtype;
     fc_status st;
+    if ((st = FC__CHECK_SAME_CTX(ctx, op, a, "an operand")) != FC_OK ||
+        (st = FC__CHECK_SAME_CTX(ctx, op, b, "an operand")) != FC_OK)
+        return st;
     if ((st = fc__pw_same_dtype(ctx, op, a, b)) != FC_OK ||
         (st = fc__pw_same_dtype(ctx, op, dst, a)) != FC_OK ||
         (st = fc__pw_math_dtype(ctx, op, dt, true)) != FC_OK ||

@@ -36,6 +36,10 @@ static bool check_list(fc_ctx *ctx, const char *op, fc_tensor *const *xs, int n)
             fc__fail(ctx, FC_ERR_NULL_ARG, "%s: input %d is NULL", op, k);
             return false;
         }
+        if (xs[k]->ctx != ctx) {
+            fc__fail(ctx, FC_ERR_CONTEXT, "%s: input %d belongs to another context", op, k);
+            return false;
+        }
     }
     return true;
 }
@@ -215,6 +219,7 @@ fc_status fc_split(fc_ctx *ctx, fc_tensor *x, int axis, const int64_t *sizes, in
                         !x       ? "input 'x'"
                         : !sizes ? "sizes"
                                  : "out");
+    if (x->ctx != ctx) return FC__CHECK_SAME_CTX(ctx, "split", x, "input 'x'");
     int a;
     if (!fc__op_axis(ctx, "split", axis, x->raw.rank, x, &a)) return FC_ERR_AXIS;
     char d[160];

@@ -324,6 +324,7 @@ fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "linear", x);
     FC__CHECK_INPUT(ctx, "linear", w);
+    if (FC__CHECK_SAME_CTX(ctx, "linear", bias, "bias") != FC_OK) return NULL;
     if (fc_dtype_is_block(w->raw.dtype)) return linear_quantized(ctx, x, w, bias);
     fc_tensor *wd = dense_rhs(ctx, "linear", x, w);
     if (!wd) return NULL;

@@ -78,6 +78,7 @@ static fc_status check_param(fc_ctx *ctx, const char *name, const char *role, fc
                              fc_tensor *p) {
     char a[160], b[160];
     if (!p) return FC_OK;
+    if (p->ctx != ctx) return FC__CHECK_SAME_CTX(ctx, name, p, role);
     if (p->raw.dtype != x->raw.dtype)
         return fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to",
                         name, role, fc_dtype_name(p->raw.dtype), fc_dtype_name(x->raw.dtype));

@@ -177,7 +177,7 @@ static fc_status max_pool2d_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout
 fc_tensor *fc_max_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts *opts) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "max_pool2d", x);
-    FC__CHECK_INPUT(ctx, "max_pool2d", opts);
+    FC__CHECK_PTR(ctx, "max_pool2d", opts);
     fc__pool_geom g;
     if (check_input(ctx, "max_pool2d", x) != FC_OK ||
         window_geom(ctx, "max_pool2d", FC__POOL_MAX, x, opts, &g) != FC_OK)
@@ -205,7 +205,7 @@ static fc_status avg_pool2d_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout
 fc_tensor *fc_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts *opts) {
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "avg_pool2d", x);
-    FC__CHECK_INPUT(ctx, "avg_pool2d", opts);
+    FC__CHECK_PTR(ctx, "avg_pool2d", opts);
     fc__pool_geom g;
     if (check_input(ctx, "avg_pool2d", x) != FC_OK ||
         window_geom(ctx, "avg_pool2d", FC__POOL_AVG, x, opts, &g) != FC_OK)
@@ -229,7 +229,7 @@ fc_tensor *fc_adaptive_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const int64_t outpu
     const char *op = "adaptive_avg_pool2d";
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, op, x);
-    FC__CHECK_INPUT(ctx, op, output_size);
+    FC__CHECK_PTR(ctx, op, output_size);
     if (check_input(ctx, op, x) != FC_OK) return NULL;
     for (int a = 0; a < 2; a++)
         if (output_size[a] < 1 || output_size[a] > POOL_PARAM_MAX) {
