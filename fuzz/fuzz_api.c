@@ -14,7 +14,10 @@
  *  - a call that returns a tensor returns one whose shape is valid (rank
  *    1..FC_MAX_DIMS, every dim >= 1) and whose first and last elements can
  *    be read;
- *  - after the program, every register released and the context freed,
+ *  - a tensor of a second context, passed now and then as an operand, is
+ *    refused and never linked: the second context sees no error and its
+ *    leaf gets no gradient;
+ *  - after the program, every register released and the contexts freed,
  *    nothing leaks.
  * Registers follow the ownership rules a careful user keeps: a tensor made
  * inside a scope is forgotten when the scope ends unless kept, and each
@@ -32,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define SLOTS 8
 #define MAX_DIM 6 /* dims 1..MAX_DIM keep every tensor tiny */
+#define MAX_NUMEL 4096
 
 typedef struct reader {
     const uint8_t *p;
@@ -43,6 +47,8 @@ static bool done(const reader *r) { return r->at >= r->n; }
 
 typedef struct machine {
     fc_ctx *ctx;
+    fc_ctx *other;  /* a second context, whose tensors every call of ctx must refuse */
+    fc_tensor *foreign;
     fc_tensor *reg[SLOTS];
     int depth[SLOTS]; /* scope depth the register's tensor belongs to; 0 = owned */
     int scope;        /* open scopes */
@@ -69,7 +75,11 @@ static int pick_shape(reader *r, int64_t *shape) {
 
 static int pick_axis(reader *r) { return (int)(next(r) % 11) - 5; }
 
-static fc_tensor *operand(machine *m, reader *r) { return m->reg[next(r) % SLOTS]; }
+/* A register, or now and then a tensor of the other context (misuse). */
+static fc_tensor *operand(machine *m, reader *r) {
+    unsigned b = next(r);
+    return b == 0xEE ? m->foreign : m->reg[b % SLOTS];
+}
 
 /* The error contract: a failed call leaves a named error behind. */
 static void expect_error(machine *m) {
@@ -102,6 +112,10 @@ static void store(machine *m, unsigned k, fc_tensor *t) {
         return;
     }
     check_tensor(t);
+    if (fc_tensor_numel(t) > MAX_NUMEL) { /* concat and matmul could double sizes forever */
+        fc_release(t);
+        return;
+    }
     if (m->reg[k]) fc_release(m->reg[k]);
     m->reg[k] = t;
     m->depth[k] = m->scope;
@@ -226,7 +240,8 @@ static void misc(machine *m, reader *r, unsigned op) {
 }
 
 static void inplace(machine *m, reader *r, unsigned op) {
-    fc_tensor *x = operand(m, r), *y = operand(m, r);
+    /* the destination is a register: a foreign one would record in the other context */
+    fc_tensor *x = m->reg[next(r) % SLOTS], *y = operand(m, r);
     fc_status st;
     switch (op % 4) {
     case 0: st = fc_add_(x, y); break;
@@ -234,8 +249,11 @@ static void inplace(machine *m, reader *r, unsigned op) {
     case 2: st = fc_fill_(x, (double)(int8_t)next(r)), y = NULL; break;
     default: st = fc_copy_(x, y); break;
     }
-    /* with no operand there is no context to record in */
-    if (x || y)
+    /* with no destination the error goes to the operand's context (none
+     * without one either) */
+    if (!x && y == m->foreign)
+        fc_ctx_clear_error(m->other);
+    else if (x || y)
         status(m, st);
 }
 
@@ -289,8 +307,13 @@ static void control(machine *m, reader *r, unsigned op) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    machine m = {.ctx = fc_ctx_new(NULL)};
-    if (!m.ctx) return 0;
+    machine m = {.ctx = fc_ctx_new(NULL), .other = fc_ctx_new(NULL)};
+    if (!m.ctx || !m.other) {
+        fc_ctx_free(m.ctx);
+        fc_ctx_free(m.other);
+        return 0;
+    }
+    m.foreign = fc_param_randn(m.other, FC_F32, (const int64_t[]){2, 3}, 2, 1.0);
     fc_ctx_seed(m.ctx, 1234);
     fc_ctx_set_threads(m.ctx, 1);
     reader r = {data, size, 0};
@@ -318,5 +341,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < SLOTS; k++)
         drop(&m, (unsigned)k);
     fc_ctx_free(m.ctx);
+    /* the other context never saw an error or a link from ctx */
+    if (fc_ctx_status(m.other) != FC_OK || fc_grad(m.foreign)) abort();
+    fc_release(m.foreign);
+    fc_ctx_free(m.other);
     return 0;
 }
