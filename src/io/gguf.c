@@ -415,7 +415,10 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_gguf_file **ou
     memset(f, 0, sizeof *f);
     f->alloc = a ? *a : *fc_default_allocator();
     f->map = map;
-    cur c = {map->data, map->data, map->data + map->size, o};
+    /* an empty file has no bytes and may have no address: NULL + 0 is
+     * undefined in C, so the cursor's end is only computed from a base */
+    const uint8_t *base = map->data;
+    cur c = {base, base, base ? base + map->size : base, o};
     size_t *offs = NULL, n_offs = 0;
     fc_status st = map->size ? parse_header(f, &c)
                              : fc__io_fail(o, FC_ERR_FORMAT, "%s: empty file (bad magic)", FN);
