@@ -453,7 +453,20 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
          "duplicate __metadata__"},
         {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, FC_ERR_FORMAT, "appears twice"},
         {"{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
-         FC_ERR_FORMAT, "NUL"},
+         FC_ERR_FORMAT, "tensor name 'a\\u0000...' contains a NUL"},
+        /* a NUL would make these pass for a shorter string (ended at the NUL) */
+        {"{\"a\":{\"dtype\":\"U8\\u0000x\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
+         FC_ERR_FORMAT, "tensor 'a': dtype 'U8\\u0000...' contains a NUL"},
+        {"{\"a\":{\"dtype\\u0000\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0, FC_ERR_FORMAT,
+         "tensor 'a': field name 'dtype\\u0000...' contains a NUL"},
+        {"{\"a\":{\"shape\\u0000x\":[1],\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
+         FC_ERR_FORMAT, "tensor 'a': field name 'shape\\u0000...' contains a NUL"},
+        {"{\"__metadata__\\u0000\":{\"k\":\"v\"}}", 0, FC_ERR_FORMAT,
+         "tensor name '__metadata__\\u0000...' contains a NUL"},
+        {"{\"__metadata__\":{\"k\\u0000z\":\"v\"}}", 0, FC_ERR_FORMAT,
+         "__metadata__ key of 'k\\u0000...' contains a NUL"},
+        {"{\"__metadata__\":{\"k\":\"v\\u0000z\"}}", 0, FC_ERR_FORMAT,
+         "__metadata__ value of 'k' contains a NUL"},
         {"{\"a\":[]}", 0, FC_ERR_FORMAT, "expected '{'"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":"
          "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
