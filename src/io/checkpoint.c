@@ -54,7 +54,8 @@ static int opt_kind_states(const fc_optim *opt, const char **names) {
         names[0] = sgd_state;
         return 1;
     }
-    for (int k = 0; k < 3; k++) names[k] = state_names[k];
+    for (int k = 0; k < 3; k++)
+        names[k] = state_names[k];
     return 3;
 }
 
@@ -124,7 +125,8 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
                             meta_keys[i]);
     }
     for (int i = 0; i < n; i++) {
-        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (!params[i])
+            return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
         if (fc_dtype_is_block(params[i]->raw.dtype))
             return fc__fail(ctx, FC_ERR_DTYPE, "%s: param '%s' is %s (block-quantized)", fn,
                             names[i], fc_dtype_name(params[i]->raw.dtype));
@@ -240,7 +242,8 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     }
     fc__ctx_free(ctx, d, sizeof *d * (size_t)(nt ? nt : 1));
 out:
-    for (int64_t i = 0; i < ncontig; i++) fc_release(ts[i]);
+    for (int64_t i = 0; i < ncontig; i++)
+        fc_release(ts[i]);
     fc__ctx_free(ctx, ts, sizeof(fc_tensor *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, tn, sizeof(char *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, mk, sizeof(char *) * (size_t)max_kv);
@@ -304,8 +307,10 @@ static fc_status meta_u64(fc_ctx *ctx, const fc_st_file *f, const char *key, uin
     bool ok = v && *v;
     for (const char *c = v; ok && *c; c++) {
         unsigned dgt = (unsigned)(*c - '0');
-        if (dgt > 9 || x > (max - dgt) / 10) ok = false;
-        else x = x * 10 + dgt;
+        if (dgt > 9 || x > (max - dgt) / 10)
+            ok = false;
+        else
+            x = x * 10 + dgt;
     }
     if (!ok) {
         char why[64];
@@ -455,9 +460,9 @@ typedef struct state_slot {
  * optimizer API cannot express: an SGD momentum buffer the live optimizer
  * already has, for a parameter the file had none for, after steps > 0 (the
  * optimizer would take it for a real buffer): refused with FC_ERR_STATE. */
-static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, int version,
-                             int i, const char **sn, int nstates, int64_t steps,
-                             const char *path, unsigned *have) {
+static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, int version, int i,
+                             const char **sn, int nstates, int64_t steps, const char *path,
+                             unsigned *have) {
     static const char *fn = "fc_checkpoint_load";
     char name[NAME_CAP], key[64];
     unsigned present = 0;
@@ -591,10 +596,12 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     for (int k = 0; k < nfound && st == FC_OK; k++)
         if (!fc_optim_state(opt, slots[k].param, slots[k].name, true)) st = fc_ctx_status(ctx);
     if (st != FC_OK) {
-        for (int g = 0; g < applied; g++) fc_optim_set_group_opts(opt, g, &gold[g]);
+        for (int g = 0; g < applied; g++)
+            fc_optim_set_group_opts(opt, g, &gold[g]);
     } else {
         /* 3. write */
-        for (int i = 0; i < n; i++) copy_into(params[i], &pinfo[i]);
+        for (int i = 0; i < n; i++)
+            copy_into(params[i], &pinfo[i]);
         for (int k = 0; k < nfound; k++)
             copy_into(fc_optim_state(opt, slots[k].param, slots[k].name, false), &slots[k].info);
         for (int i = 0; i < np; i++)

@@ -72,8 +72,8 @@ static void check_all(fc_dtype t, const char *what, const float *x, const float 
 
 static void test_quant_finite_large_rows(void **state) {
     (void)state;
-    static const float consts[] = {1.4e5f, -1.4e5f, 1e5f, 1e7f, 7.6e6f, 1e12f, 3e38f, -3e38f,
-                                   FLT_MAX};
+    static const float consts[] = {1.4e5f, -1.4e5f, 1e5f,   1e7f,   7.6e6f,
+                                   1e12f,  3e38f,   -3e38f, FLT_MAX};
     static float ones[NCOLS], ramp[NCOLS], x[NCOLS];
     for (int j = 0; j < NCOLS; j++) {
         ones[j] = 1.0f;

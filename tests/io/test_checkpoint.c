@@ -11,12 +11,12 @@
  * Adam moments with amsgrad, the step count and the RNG position. */
 #define _DEFAULT_SOURCE
 #include <math.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,13 +43,16 @@ static void model_new(model *m, uint64_t seed) {
     m->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = seed});
     float w[24];
     uint16_t b[6];
-    for (int i = 0; i < 24; i++) w[i] = (float)sin(i * 0.7);
-    for (int i = 0; i < 6; i++) b[i] = fc_f32_to_bf16((float)i / 7);
+    for (int i = 0; i < 24; i++)
+        w[i] = (float)sin(i * 0.7);
+    for (int i = 0; i < 6; i++)
+        b[i] = fc_f32_to_bf16((float)i / 7);
     m->p[0] = fc_param_from_data(m->ctx, FC_F32, (const int64_t[]){4, 6}, 2, w);
     m->p[1] = fc_param_from_data(m->ctx, FC_BF16, (const int64_t[]){6}, 1, b);
-    m->opt = fc_optim_new(m->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.05,
-                                                    .amsgrad = true, .weight_decay = 0.01},
-                          m->p, 2);
+    m->opt = fc_optim_new(
+        m->ctx,
+        &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = 0.05, .amsgrad = true, .weight_decay = 0.01},
+        m->p, 2);
     assert_non_null(m->opt);
 }
 
@@ -73,7 +76,8 @@ static void train(model *m, int steps) {
             assert_non_null(g);
             const float *pp = fc_tensor_data(pf), *nn = fc_tensor_data(noise);
             float *gg = fc_tensor_data_mut(g);
-            for (int64_t i = 0; i < fc_tensor_numel(p); i++) gg[i] = 0.5f * pp[i] - 0.3f + 0.1f * nn[i];
+            for (int64_t i = 0; i < fc_tensor_numel(p); i++)
+                gg[i] = 0.5f * pp[i] - 0.3f + 0.1f * nn[i];
             assert_int_equal(fc_backward_with(m->ctx, p, g, false), FC_OK);
         }
         assert_int_equal(fc_optim_step(m->opt), FC_OK);
@@ -166,7 +170,8 @@ static void test_checkpoint_failed_save_keeps_old(void **state) {
     train(&a, 3); /* the state now differs from the file */
     int failures = 0;
     for (uint64_t n = 0; n < 4000; n += 97) {
-        fc_io_fault fault = {.step = FC_IO_FAULT_WRITE, .after_bytes = n, .errnum = 28 /* ENOSPC */};
+        fc_io_fault fault = {
+            .step = FC_IO_FAULT_WRITE, .after_bytes = n, .errnum = 28 /* ENOSPC */};
         fc_status st =
             fc__checkpoint_save_faulty(a.ctx, path, names, a.p, 2, a.opt, NULL, NULL, 0, &fault);
         if (st == FC_OK) break; /* the whole file fit before the fault */
@@ -340,8 +345,9 @@ static void test_checkpoint_resume_before_first_step(void **state) {
             fc_tensor *t = fc_optim_state(a.opt, i, st_names[k], false);
             const float *v = t ? fc_tensor_data(t) : NULL;
             for (int64_t j = 0; v && j < fc_tensor_numel(t); j++)
-                if (v[j] != 0) fail_msg("param %d %s[%d] = %g after loading step 0", i,
-                                        st_names[k], (int)j, (double)v[j]);
+                if (v[j] != 0)
+                    fail_msg("param %d %s[%d] = %g after loading step 0", i, st_names[k], (int)j,
+                             (double)v[j]);
         }
     train(&a, 2);
     model_new(&b, 77);
@@ -401,7 +407,8 @@ static void test_checkpoint_stripped_state_refused(void **state) {
     train(&b, 1);
 
     rewrite(path, bad, "optim.", NULL, NULL, NULL); /* every state tensor removed */
-    expect_load(&b, bad, FC_ERR_FORMAT, (const char *[]){"fc_checkpoint_load", "optim.0.exp_avg", NULL});
+    expect_load(&b, bad, FC_ERR_FORMAT,
+                (const char *[]){"fc_checkpoint_load", "optim.0.exp_avg", NULL});
     rewrite(path, bad, "optim.1.exp_avg_sq", NULL, NULL, NULL); /* one removed */
     expect_load(&b, bad, FC_ERR_FORMAT,
                 (const char *[]){"fc_checkpoint_load", "optim.1.exp_avg_sq", NULL});
@@ -413,7 +420,8 @@ static void test_checkpoint_stripped_state_refused(void **state) {
     path_for(v1, sizeof v1, "v1.safetensors");
     to_v1(path, v1);
     rewrite(v1, bad, "optim.", NULL, NULL, NULL);
-    expect_load(&b, bad, FC_ERR_FORMAT, (const char *[]){"fc_checkpoint_load", "optim.0.exp_avg", NULL});
+    expect_load(&b, bad, FC_ERR_FORMAT,
+                (const char *[]){"fc_checkpoint_load", "optim.0.exp_avg", NULL});
     /* a version 1 file with half an Adam pair */
     rewrite(v1, bad, "optim.1.exp_avg_sq", NULL, NULL, NULL);
     expect_load(&b, bad, FC_ERR_FORMAT,
@@ -449,19 +457,30 @@ static void test_checkpoint_metadata_numbers(void **state) {
     static const struct {
         const char *key, *value;
     } cases[] = {
-        {"optim.kind", "1e300"},          {"optim.kind", "nan"},
-        {"optim.kind", "1.5"},            {"optim.kind", "-1"},
-        {"optim.params", "3000000000"},   {"optim.groups", "inf"},
-        {"optim.steps", "1e5"},           {"optim.steps", "-1"},
+        {"optim.kind", "1e300"},
+        {"optim.kind", "nan"},
+        {"optim.kind", "1.5"},
+        {"optim.kind", "-1"},
+        {"optim.params", "3000000000"},
+        {"optim.groups", "inf"},
+        {"optim.steps", "1e5"},
+        {"optim.steps", "-1"},
         {"optim.steps", "9223372036854775808"},
-        {"optim.param.1.group", "1e300"}, {"optim.param.1.group", "1"},
-        {"optim.param.0.states", "8"},    {"optim.group.0.amsgrad", "nan"},
-        {"optim.group.0.lr", "nan"},      {"optim.group.0.beta1", "1e999"},
-        {"rng.seed", "1e5"},              {"rng.seed", "-1"},
-        {"rng.seed", " 5"},               {"rng.seed", "5 "},
-        {"rng.seed", "+5"},               {"rng.seed", ""},
+        {"optim.param.1.group", "1e300"},
+        {"optim.param.1.group", "1"},
+        {"optim.param.0.states", "8"},
+        {"optim.group.0.amsgrad", "nan"},
+        {"optim.group.0.lr", "nan"},
+        {"optim.group.0.beta1", "1e999"},
+        {"rng.seed", "1e5"},
+        {"rng.seed", "-1"},
+        {"rng.seed", " 5"},
+        {"rng.seed", "5 "},
+        {"rng.seed", "+5"},
+        {"rng.seed", ""},
         {"rng.seed", "18446744073709551616"},
-        {"rng.offset", "0x10"},           {"fucina.checkpoint", "3"},
+        {"rng.offset", "0x10"},
+        {"fucina.checkpoint", "3"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         rewrite(path, bad, NULL, NULL, cases[c].key, cases[c].value);
@@ -472,8 +491,8 @@ static void test_checkpoint_metadata_numbers(void **state) {
                      fc_status_name(st), fc_ctx_error(b.ctx) ? fc_ctx_error(b.ctx) : "");
         const char *msg = fc_ctx_error(b.ctx);
         if (!strstr(msg, "fc_checkpoint_load") || !strstr(msg, cases[c].key))
-            fail_msg("%s = '%s': message '%s' does not name the key", cases[c].key,
-                     cases[c].value, msg);
+            fail_msg("%s = '%s': message '%s' does not name the key", cases[c].key, cases[c].value,
+                     msg);
         char quoted[64];
         snprintf(quoted, sizeof quoted, "'%s'", cases[c].value);
         if (!strstr(msg, quoted))

@@ -61,7 +61,9 @@ static fc_status gguf_open_empty_read(fx *f) {
 }
 static fc_status gguf_mem_empty(fx *f) { return fc_gguf_open_memory(NULL, 0, &f->io, &gguf_out); }
 static fc_status st_open_empty(fx *f) { return fc_safetensors_open(empty, &f->io, &st_out); }
-static fc_status st_mem_empty(fx *f) { return fc_safetensors_open_memory(NULL, 0, &f->io, &st_out); }
+static fc_status st_mem_empty(fx *f) {
+    return fc_safetensors_open_memory(NULL, 0, &f->io, &st_out);
+}
 
 static const bad_case open_cases[] = {
     BAD_S(st_open_null, FC_ERR_NULL_ARG, "safetensors_open"),
