@@ -14,7 +14,8 @@
  *  - sorted by begin, the ranges tile [0, buffer size) exactly: no holes, no
  *    overlaps, nothing missing at the end and nothing after it (the
  *    specification forbids holes to rule out polyglot files);
- *  - names and metadata keys are unique, NUL-free UTF-8.
+ *  - names and metadata keys are unique, NUL-free UTF-8;
+ *  - every byte of a BOOL tensor is 0 or 1.
  * Hence data = file + 8 + N + begin is inside the file for every tensor.
  *
  * Memory: one arena for every decoded string (sized from N, see json.h), an
@@ -346,6 +347,27 @@ static fc_status validate(fc_st_file *f, uint64_t buffer_size, const fc_io_opts 
     return FC_OK;
 }
 
+/* BOOL bytes must be 0 or 1: the ops read a bool byte sometimes as "nonzero"
+ * (sum, any) and sometimes by value (eq), so a 7 would be true to one and
+ * not to the other. This reads every BOOL tensor's bytes once at open (for
+ * a mapped file: the pages of BOOL tensors are touched then). */
+static fc_status check_bools(const fc_st_file *f, const uint8_t *buf, const fc_io_opts *o) {
+    for (size_t i = 0; i < f->n; i++) {
+        const st_entry *e = &f->t[i];
+        if (e->dtype != FC_BOOL) continue;
+        const uint8_t *p = buf + e->begin;
+        for (uint64_t k = 0; k < e->end - e->begin; k++)
+            if (p[k] > 1)
+                return fc__io_fail(o, FC_ERR_FORMAT,
+                                   "%s: tensor '%s': BOOL byte %llu (file offset %llu) is %u, "
+                                   "not 0 or 1",
+                                   FN, e->name, (unsigned long long)k,
+                                   (unsigned long long)(f->data_start + e->begin + k),
+                                   (unsigned)p[k]);
+    }
+    return FC_OK;
+}
+
 /* ---- handle --------------------------------------------------------------------------- */
 
 void fc_safetensors_close(fc_st_file *f) {
@@ -401,6 +423,7 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_st_file **out)
     }
     st = parse_header(f, (const char *)d + 8, (size_t)n, o);
     if (st == FC_OK) st = validate(f, size - f->data_start, o);
+    if (st == FC_OK) st = check_bools(f, d + f->data_start, o);
     if (st != FC_OK) goto fail;
     *out = f;
     return FC_OK;

@@ -491,6 +491,31 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
     }
 }
 
+/* A BOOL byte other than 0 or 1 is refused at open, naming the tensor, the
+ * byte and its value (it would read as true to sum and false to eq). */
+static void test_safetensors_rejects_bad_bool_bytes(void **state) {
+    (void)state;
+    static const char *json = "{\"f\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},"
+                              "\"b\":{\"dtype\":\"BOOL\",\"shape\":[4],\"data_offsets\":[2,6]}}";
+    const uint8_t bad[6] = {9, 9, 1, 0, 7, 1}, bad_last[6] = {9, 9, 0, 0, 0, 255};
+    const uint8_t good[6] = {9, 9, 1, 0, 0, 1};
+    size_t size;
+    uint8_t *b = make_st(json, strlen(json), bad, 6, &size);
+    char want[96];
+    snprintf(want, sizeof want, "tensor 'b': BOOL byte 2 (file offset %zu) is 7",
+             8 + strlen(json) + 4);
+    expect_fail_bytes(b, size, FC_ERR_FORMAT, want, "bool 7");
+    free(b);
+    b = make_st(json, strlen(json), bad_last, 6, &size);
+    expect_fail_bytes(b, size, FC_ERR_FORMAT, "tensor 'b': BOOL byte 3", "bool 255");
+    free(b);
+    b = make_st(json, strlen(json), good, 6, &size); /* U8 bytes of 9 are fine */
+    fc_st_file *f = NULL;
+    assert_int_equal(fc_safetensors_open_memory(b, size, NULL, &f), FC_OK);
+    fc_safetensors_close(f);
+    free(b);
+}
+
 static void test_safetensors_rejects_bad_header_lengths(void **state) {
     (void)state;
     size_t size;
@@ -665,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_safetensors_oom_sweep),
         cmocka_unit_test(test_safetensors_rejects_corrupt_headers),
         cmocka_unit_test(test_safetensors_rejects_bad_header_lengths),
+        cmocka_unit_test(test_safetensors_rejects_bad_bool_bytes),
         cmocka_unit_test(test_safetensors_every_truncation_fails),
         cmocka_unit_test(test_safetensors_accepts_spec_corners),
         cmocka_unit_test(test_safetensors_open_reports_io_errors),
