@@ -187,7 +187,10 @@ FC_API fc_status fc_safetensors_write(const char *path, const fc_io_tensor *tens
  * Open errors: FC_ERR_NULL_ARG, FC_ERR_IO, FC_ERR_OOM; FC_ERR_FORMAT (bad
  * magic, unsupported version or byte order, counts or lengths that cannot
  * fit in the file, truncation, unknown value type, bool not 0/1, arrays
- * nested deeper than 8, duplicate keys or tensor names, a bad
+ * nested deeper than 8, duplicate keys or tensor names, a key or tensor
+ * name that holds a NUL or is not UTF-8 (RFC 3629: overlong forms,
+ * surrogates and code points above U+10FFFF are refused; the message names
+ * the key's or tensor's index), a bad
  * general.alignment, unknown ggml type id, misaligned, overlapping or
  * out-of-file data, an ambiguous type 42); FC_ERR_RANK (n_dims outside
  * 1..4); FC_ERR_INVALID_SHAPE (a dim of 0, or the innermost dim not a
@@ -284,8 +287,8 @@ typedef struct fc_gguf_kv {
 
 /* Writes a GGUF version 3 file atomically: the key/values and tensors in the
  * caller's order, each tensor's data padded to the alignment. Errors:
- * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (negative counts, NULL or duplicate
- * keys or names, a bad type, a bad general.alignment, names of 64 bytes or
+ * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (negative counts, NULL, duplicate
+ * or non-UTF-8 keys or names (the message names the index), a bad type, a bad general.alignment, names of 64 bytes or
  * more, which ggml cannot load); FC_ERR_DTYPE (a dtype without a ggml type:
  * bool, u8, u16, f8, nf4; or a q2_0 / q2_0_g64 tensor whose size at this
  * alignment would not tell the two layouts of id 42 apart on reading);
