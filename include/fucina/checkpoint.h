@@ -61,7 +61,9 @@ FC_API fc_status fc_checkpoint_save(fc_ctx *ctx, const char *path, const char *c
  * conversion); an RNG seed or offset, or the step count, that is not a
  * plain decimal integer (digits only: no sign, space, point or exponent)
  * within uint64 (int64 for the step count); a parameter's group that
- * differs from the optimizer's; an unknown format version. FC_ERR_STATE
+ * differs from the optimizer's; an unknown format version; group options
+ * the optimizer refuses (fc_optim_set_group_opts's reason is quoted, e.g.
+ * a beta outside [0, 1)). FC_ERR_STATE
  * for the one state the optimizer API cannot reset: an SGD momentum buffer
  * the loading optimizer already has, for a parameter the file (after
  * steps > 0) has none for; load into a fresh optimizer instead.

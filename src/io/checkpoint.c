@@ -530,6 +530,7 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     for (int i = 0; i < n; i++)
         if (!params[i])
             return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+    const bool had_error = fc_ctx_status(ctx) != FC_OK; /* the first error is kept */
     char msg[256] = "";
     fc_io_opts o = {
         .allocator = &ctx->alloc, .flags = FC_IO_NO_MMAP, .errbuf = msg, .errcap = sizeof msg};
@@ -591,8 +592,19 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
         }
     }
     /* 2. options and states */
-    for (; applied < ng && st == FC_OK; applied++)
+    for (; applied < ng && st == FC_OK; applied++) {
         st = fc_optim_set_group_opts(opt, applied, &gnew[applied]);
+        if (st != FC_OK && !had_error) {
+            /* the file's options are what is wrong: report it as this
+             * loader's refusal of the file, with the optimizer's reason */
+            char why[200];
+            snprintf(why, sizeof why, "%s", fc_ctx_error(ctx));
+            fc_ctx_clear_error(ctx);
+            st = fc__fail(ctx, FC_ERR_FORMAT,
+                          "%s: %s: the options of optimizer group %d are refused (%s)", fn, path,
+                          applied, why);
+        }
+    }
     for (int k = 0; k < nfound && st == FC_OK; k++)
         if (!fc_optim_state(opt, slots[k].param, slots[k].name, true)) st = fc_ctx_status(ctx);
     if (st != FC_OK) {

@@ -501,6 +501,14 @@ static void test_checkpoint_metadata_numbers(void **state) {
         assert_unchanged(&b, &s);
         fc_ctx_clear_error(b.ctx);
     }
+    /* options the optimizer refuses (found by fuzz_checkpoint: the refusal
+     * carried only fc_optim_set_group_opts's message and its
+     * FC_ERR_INVALID_ARG): the loader's FC_ERR_FORMAT, naming the file and
+     * the group, quoting the reason; nothing changed */
+    rewrite(path, bad, NULL, NULL, "optim.group.0.beta2", "3.999");
+    expect_load(&b, bad, FC_ERR_FORMAT,
+                (const char *[]){"fc_checkpoint_load", "meta-bad.safetensors", "optimizer group 0",
+                                 "3.999", NULL});
     /* the largest seed and offset read back exactly */
     rewrite(path, bad, NULL, NULL, "rng.seed", "18446744073709551615");
     char p2[512];
