@@ -2,33 +2,75 @@
 # Builds the libFuzzer targets (clang only) and runs each for a bounded time.
 #   fuzz/run.sh            # 60 seconds per target
 #   fuzz/run.sh 300        # 300 seconds per target
-# Targets: fuzz_safetensors, fuzz_gguf. Seeds: fuzz/corpus/<reader>/ (read
-# only); new inputs go to $FUZZ_WORK/corpus-<reader>/, crashes to
-# $FUZZ_WORK/crash-*. Exits non-zero when a target finds a crash, leak or
-# sanitizer report. Needs clang and libclang-rt-14-dev (scripts/deps.sh).
+#   fuzz/run.sh 300 gguf   # only the named targets
+#   fuzz/run.sh --seeds    # rewrite fuzz/corpus/checkpoint with gen_checkpoint_seeds
+# Targets: fuzz_safetensors and fuzz_gguf (the byte-level readers, built
+# from their sources), fuzz_checkpoint (fc_checkpoint_load) and fuzz_api
+# (random programs of public API calls, misuse included), the last two
+# linked against the whole library built with clang into $FUZZ_WORK/lib:
+# the first run configures and builds it, later runs rebuild what changed.
+# Seeds: fuzz/corpus/<target>/ (read only; crash inputs that were fixed stay
+# there as regression seeds, replayed on every run); new inputs go to
+# $FUZZ_WORK/corpus-<target>/, crashes to $FUZZ_WORK/crash-*. Exits non-zero
+# when a target finds a crash, leak or sanitizer report. Needs clang, cmake
+# and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS="${1:-60}"
 WORK="${FUZZ_WORK:-/tmp/fucina-fuzz}"
 CC_="${CC:-clang}"
+JOBS="${FUZZ_JOBS:-2}"
 mkdir -p "$WORK"
+FLAGS=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=all -Iinclude -Isrc)
+
+# The whole library, instrumented for the fuzzer, as a static archive.
+build_lib() {
+  echo "== building the library in $WORK/lib"
+  cmake -S . -B "$WORK/lib" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_BUILD_TYPE=Debug \
+    "-DCMAKE_C_FLAGS=-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
+    -DFUCINA_WITH_OPENBLAS=OFF -DFUCINA_WITH_ONEDNN=OFF -DFUCINA_WITH_OPENMP=OFF \
+    -DFUCINA_BUILD_TESTS=OFF -DFUCINA_BUILD_EXAMPLES=OFF -DFUCINA_BUILD_BENCH=OFF \
+    -DFUCINA_LTO=OFF > "$WORK/lib-configure.log"
+  cmake --build "$WORK/lib" -j"$JOBS" --target fucina_static > "$WORK/lib-build.log"
+}
+
+if [ "${1:-}" = "--seeds" ]; then
+  build_lib
+  "$CC_" -std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+    -Iinclude fuzz/gen_checkpoint_seeds.c "$WORK/lib/libfucina.a" -lm -lpthread \
+    -o "$WORK/gen_checkpoint_seeds"
+  rm -f fuzz/corpus/checkpoint/*.ckpt
+  mkdir -p fuzz/corpus/checkpoint
+  "$WORK/gen_checkpoint_seeds" fuzz/corpus/checkpoint
+  ls -l fuzz/corpus/checkpoint
+  exit 0
+fi
+
+SECS="${1:-60}"
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api)
+
 # The byte-level readers need only the core layer; tensor_io.c and
 # checkpoint.c are the exec-level API on top and are left out.
 SRCS=(src/core/*.c src/core/quant/*.c)
 for f in src/io/*.c; do
   case "$f" in src/io/tensor_io.c|src/io/checkpoint.c) ;; *) SRCS+=("$f") ;; esac
 done
-FLAGS=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=all -Iinclude -Isrc)
 status=0
-for target in safetensors gguf; do
+for target in "${TARGETS[@]}"; do
   bin="$WORK/fuzz_$target"
   echo "== building $bin"
-  "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
+  if [ "$target" = checkpoint ] || [ "$target" = api ]; then
+    build_lib
+    "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
+  else
+    "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
+  fi
   mkdir -p "$WORK/corpus-$target"
   echo "== fuzzing $target for ${SECS}s"
   if ! "$bin" "$WORK/corpus-$target" "fuzz/corpus/$target" -max_total_time="$SECS" \
-       -max_len=65536 -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" \
+       -max_len="$([ "$target" = api ] && echo 512 || echo 65536)" -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" \
        -print_final_stats=1; then
     echo "fuzz/run.sh: $target FAILED (artifacts: $WORK/crash-$target-*)" >&2
     status=1

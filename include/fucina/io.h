@@ -9,6 +9,29 @@
  * offset and size, and a read-only pointer into the mapping that stays
  * valid until the handle is closed.
  *
+ * A mapped file must not shrink while it is mapped. mmap shares the file's
+ * pages: when another program truncates the file in place (ftruncate, or
+ * rewriting it with O_TRUNC rather than writing a new file and renaming it,
+ * which is what fucina's writers do), any later read of a page past the new
+ * end raises SIGBUS and kills the process. Such a read can happen inside
+ * open (which reads the header, and the bytes of BOOL safetensors), inside
+ * fc_*_load with FC_IO_COPY (which copies from the mapping), or at any
+ * element read of a tensor loaded zero-copy (it aliases the mapping) for as
+ * long as that tensor lives. A status cannot report it: the library cannot
+ * catch the signal. The defences:
+ *   - FC_IO_NO_MMAP at open reads the whole file into allocator memory with
+ *     read(2); after open nothing depends on the file (a file that shrinks
+ *     or grows during that read is FC_ERR_IO), at the cost of holding the
+ *     whole file in memory;
+ *   - FC_IO_COPY at load gives a tensor independent of the file from then
+ *     on, but the copy itself reads the mapping (unless the file was opened
+ *     with FC_IO_NO_MMAP);
+ *   - fc_checkpoint_load (fucina/checkpoint.h) always reads, never maps,
+ *     since checkpoints are the files trainers rewrite.
+ * Files that may change while being read should be opened with
+ * FC_IO_NO_MMAP, or replaced by rename (as fucina's writers do), never
+ * truncated in place.
+ *
  * Writing. Every writer is atomic: it writes a temporary file in the target's
  * directory, flushes and fsyncs it, renames it over the target and fsyncs the
  * directory. A failure before the rename leaves the previous file untouched
@@ -47,10 +70,12 @@ extern "C" {
 
 enum {
     /* Read the file into allocator memory instead of mapping it (for file
-     * systems without mmap, or to drop the file descriptor at once). */
+     * systems without mmap, to drop the file descriptor at once, or for a
+     * file another program may truncate: no SIGBUS later, see above). */
     FC_IO_NO_MMAP = 1u << 0,
     /* fc_safetensors_load / fc_gguf_load: copy into an owned, writable
-     * tensor instead of aliasing the file's bytes. */
+     * tensor instead of aliasing the file's bytes (the tensor no longer
+     * depends on the file; the copy itself reads a mapped file). */
     FC_IO_COPY = 1u << 1,
 };
 
@@ -92,13 +117,20 @@ typedef struct fc_io_tensor {
  * last tensor); FC_ERR_DTYPE (unknown or unsupported dtype string);
  * FC_ERR_RANK (more than 8 dims); FC_ERR_OVERFLOW (element or byte count
  * does not fit in 64 bits); FC_ERR_DATA_LENGTH (e - b differs from the size
- * the shape and dtype give). Unknown fields inside a tensor entry are
+ * the shape and dtype give); FC_ERR_FORMAT also for a name, field name,
+ * dtype, metadata key or value holding an escaped NUL (\u0000), and for a
+ * BOOL tensor byte other than 0 or 1 (message: the tensor, the byte's index
+ * and file offset, its value; to check this, open reads every BOOL tensor's
+ * bytes once, which for a mapped file touches those pages). Unknown fields inside a tensor entry are
  * ignored, as the reference implementation does. */
 
 typedef struct fc_st_file fc_st_file;
 
 /* Opens and validates path. On success *out is a new handle (close it with
- * fc_safetensors_close); on failure *out is NULL and nothing is leaked. */
+ * fc_safetensors_close); on failure *out is NULL and nothing is leaked.
+ * Mapped (the default) unless opts->flags has FC_IO_NO_MMAP: a mapped file
+ * truncated by another program while mapped raises SIGBUS on the next read
+ * of a lost page (see the file comment). */
 FC_API fc_status fc_safetensors_open(const char *path, const fc_io_opts *opts, fc_st_file **out);
 /* Same over caller memory, which must stay valid and unchanged until the
  * handle is closed and every buffer borrowed from it is released. */
@@ -155,7 +187,10 @@ FC_API fc_status fc_safetensors_write(const char *path, const fc_io_tensor *tens
  * Open errors: FC_ERR_NULL_ARG, FC_ERR_IO, FC_ERR_OOM; FC_ERR_FORMAT (bad
  * magic, unsupported version or byte order, counts or lengths that cannot
  * fit in the file, truncation, unknown value type, bool not 0/1, arrays
- * nested deeper than 8, duplicate keys or tensor names, a bad
+ * nested deeper than 8, duplicate keys or tensor names, a key or tensor
+ * name that holds a NUL or is not UTF-8 (RFC 3629: overlong forms,
+ * surrogates and code points above U+10FFFF are refused; the message names
+ * the key's or tensor's index), a bad
  * general.alignment, unknown ggml type id, misaligned, overlapping or
  * out-of-file data, an ambiguous type 42); FC_ERR_RANK (n_dims outside
  * 1..4); FC_ERR_INVALID_SHAPE (a dim of 0, or the innermost dim not a
@@ -183,7 +218,8 @@ typedef enum fc_gguf_type {
     FC_GGUF_TYPE_COUNT
 } fc_gguf_type;
 
-/* Open and validate; see fc_safetensors_open / _open_memory for ownership. */
+/* Open and validate; see fc_safetensors_open / _open_memory for ownership,
+ * and for mmap, FC_IO_NO_MMAP and a file truncated while mapped (SIGBUS). */
 FC_API fc_status fc_gguf_open(const char *path, const fc_io_opts *opts, fc_gguf_file **out);
 FC_API fc_status fc_gguf_open_memory(const void *data, size_t size, const fc_io_opts *opts,
                                      fc_gguf_file **out);
@@ -251,8 +287,8 @@ typedef struct fc_gguf_kv {
 
 /* Writes a GGUF version 3 file atomically: the key/values and tensors in the
  * caller's order, each tensor's data padded to the alignment. Errors:
- * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (negative counts, NULL or duplicate
- * keys or names, a bad type, a bad general.alignment, names of 64 bytes or
+ * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (negative counts, NULL, duplicate
+ * or non-UTF-8 keys or names (the message names the index), a bad type, a bad general.alignment, names of 64 bytes or
  * more, which ggml cannot load); FC_ERR_DTYPE (a dtype without a ggml type:
  * bool, u8, u16, f8, nf4; or a q2_0 / q2_0_g64 tensor whose size at this
  * alignment would not tell the two layouts of id 42 apart on reading);

@@ -19,12 +19,16 @@
  *    block's scale underflows, e.g. rows of f32 subnormals) gives what
  *    x86-64 gives ggml (the "integer indefinite" 0x80000000, then narrowed),
  *    so such rows still match ggml built for x86-64 byte for byte;
- *  - an f16 field (a scale, a min, q8_1's sum) that would be infinite
- *    (beyond +-65504, e.g. rows near FLT_MAX, or q8_1 blocks whose code sum
- *    times the scale passes 65504) saturates to +-65504, and a scale that a
- *    degenerate search left NaN is stored as 0; q8_k's f32 scale steps
- *    toward zero until 127 times it is finite. ggml would store inf/NaN
- *    there; fucina keeps every dequantized value finite for finite input.
+ *  - an f16 field (a scale, a min, q8_1's sum, the i-quants' block and
+ *    super-block scales) that would be infinite (beyond +-65504, e.g. rows
+ *    near FLT_MAX, near-constant iq1_m rows above ~1.4e5 or iq4_nl rows
+ *    above ~7.6e6, rows weighted by a huge imatrix, or q8_1 blocks whose
+ *    code sum times the scale passes 65504) saturates to +-65504, and a
+ *    scale that a degenerate search left NaN is stored as 0; q8_k's f32
+ *    scale steps toward zero until 127 times it is finite. ggml would store
+ *    inf/NaN there; fucina keeps every code and every dequantized value
+ *    finite for finite input (values beyond the format's range are clipped,
+ *    not preserved).
  *
  * Part 2: blockwise absmax quantization (QLoRA style). n values in
  * consecutive blocks of block_size (the last block may be shorter and is

@@ -6,6 +6,7 @@
  * exactly), and the RNG's (seed, offset). The writer is the atomic
  * safetensors writer, so a failed save leaves the previous checkpoint. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ static int opt_kind_states(const fc_optim *opt, const char **names) {
         names[0] = sgd_state;
         return 1;
     }
-    for (int k = 0; k < 3; k++) names[k] = state_names[k];
+    for (int k = 0; k < 3; k++)
+        names[k] = state_names[k];
     return 3;
 }
 
@@ -123,7 +125,8 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
                             meta_keys[i]);
     }
     for (int i = 0; i < n; i++) {
-        if (!params[i]) return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (!params[i])
+            return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
         if (params[i]->ctx != ctx)
             return fc__fail(ctx, FC_ERR_CONTEXT, "%s: param '%s' belongs to another context", fn,
                             names[i]);
@@ -136,7 +139,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     const char *sn[3];
     int nstates = opt ? opt_kind_states(opt, sn) : 0;
     int64_t max_t = n + (int64_t)nopt * nstates;
-    int64_t max_kv = 8 + (int64_t)ngroups * 10 + nopt + n_meta;
+    int64_t max_kv = 8 + (int64_t)ngroups * 10 + 2 * (int64_t)nopt + n_meta;
     scratch s;
     if ((st = scratch_new(&s, ctx, max_t, max_kv)) != FC_OK) return st;
     fc_scope_begin(ctx);
@@ -156,7 +159,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     }
     uint64_t seed, offset;
     fc_ctx_rng_get(ctx, &seed, &offset);
-    put_kv(&s, &nkv, "fucina.checkpoint", "1");
+    put_kv(&s, &nkv, "fucina.checkpoint", "2");
     put_kv(&s, &nkv, "rng.seed", "%" PRIu64, seed);
     put_kv(&s, &nkv, "rng.offset", "%" PRIu64, offset);
     if (opt) {
@@ -188,13 +191,18 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
             char key[64];
             snprintf(key, sizeof key, "optim.param.%d.group", i);
             put_kv(&s, &nkv, key, "%d", fc_optim_param_group(opt, i));
+            unsigned bits = 0;
             for (int k = 0; k < nstates; k++) {
                 fc_tensor *t = fc_optim_state((fc_optim *)opt, i, sn[k], false);
                 if (!t) continue;
+                bits |= 1u << k;
                 snprintf(s.names + (size_t)nt * NAME_CAP, NAME_CAP, "optim.%d.%s", i, sn[k]);
                 tn[nt] = s.names + (size_t)nt * NAME_CAP;
                 ts[nt++] = t;
             }
+            /* which states exist: the loader refuses a file missing one */
+            snprintf(key, sizeof key, "optim.param.%d.states", i);
+            put_kv(&s, &nkv, key, "%u", bits);
         }
     }
     for (int64_t k = 0; k < nkv; k++) {
@@ -237,7 +245,8 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     }
     fc__ctx_free(ctx, d, sizeof *d * (size_t)(nt ? nt : 1));
 out:
-    for (int64_t i = 0; i < ncontig; i++) fc_release(ts[i]);
+    for (int64_t i = 0; i < ncontig; i++)
+        fc_release(ts[i]);
     fc__ctx_free(ctx, ts, sizeof(fc_tensor *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, tn, sizeof(char *) * (size_t)(max_t ? max_t : 1));
     fc__ctx_free(ctx, mk, sizeof(char *) * (size_t)max_kv);
@@ -249,14 +258,69 @@ out:
 
 /* ---- loading ------------------------------------------------------------------------ */
 
+/* Metadata numbers are refused, not converted, when they do not fit: a value
+ * is read as text and checked before any cast (a cast of an out-of-range
+ * double to an integer is undefined behaviour), and every message names the
+ * key and the value. */
+
+static fc_status meta_bad(fc_ctx *ctx, const char *path, const char *key, const char *v,
+                          const char *why) {
+    if (!v)
+        return fc__fail(ctx, FC_ERR_FORMAT, "fc_checkpoint_load: %s: metadata '%s' is missing",
+                        path, key);
+    return fc__fail(ctx, FC_ERR_FORMAT, "fc_checkpoint_load: %s: metadata '%s' is '%.64s' (%s)",
+                    path, key, v, why);
+}
+
+/* A finite number (hyper-parameters). */
 static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, double *out,
                           const char *path) {
     const char *v = fc_safetensors_meta_get(f, key);
     char *end = NULL;
-    if (v) *out = strtod(v, &end);
-    if (!v || end == v || *end)
-        return fc__fail(ctx, FC_ERR_FORMAT, "fc_checkpoint_load: %s: metadata '%s' is %s", path,
-                        key, v ? "not a number" : "missing");
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !isfinite(d))
+        return meta_bad(ctx, path, key, v, "not a finite number");
+    *out = d;
+    return FC_OK;
+}
+
+/* An integer in [lo, hi]: parsed as a double, then checked finite, integral
+ * and in range before the conversion. */
+static fc_status meta_int(fc_ctx *ctx, const fc_st_file *f, const char *key, int lo, int hi,
+                          int *out, const char *path) {
+    const char *v = fc_safetensors_meta_get(f, key);
+    char *end = NULL;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !(d >= lo && d <= hi) || d != floor(d)) {
+        char why[64];
+        snprintf(why, sizeof why, "not an integer in %d..%d", lo, hi);
+        return meta_bad(ctx, path, key, v, why);
+    }
+    *out = (int)d;
+    return FC_OK;
+}
+
+/* A plain decimal unsigned integer of at most max: one or more digits and
+ * nothing else (no sign, space, point or exponent), so every uint64_t the
+ * saver printed reads back exactly and nothing else is accepted. */
+static fc_status meta_u64(fc_ctx *ctx, const fc_st_file *f, const char *key, uint64_t max,
+                          uint64_t *out, const char *path) {
+    const char *v = fc_safetensors_meta_get(f, key);
+    uint64_t x = 0;
+    bool ok = v && *v;
+    for (const char *c = v; ok && *c; c++) {
+        unsigned dgt = (unsigned)(*c - '0');
+        if (dgt > 9 || x > (max - dgt) / 10)
+            ok = false;
+        else
+            x = x * 10 + dgt;
+    }
+    if (!ok) {
+        char why[64];
+        snprintf(why, sizeof why, "not a decimal integer in 0..%" PRIu64, max);
+        return meta_bad(ctx, path, key, v, why);
+    }
+    *out = x;
     return FC_OK;
 }
 
@@ -264,12 +328,17 @@ static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, dou
  * leaves the parameters, the optimizer and the RNG as they were:
  *   1. check: every tensor is in the file with the destination's dtype and
  *      shape, the destination is writable and contiguous; every metadata
- *      number parses; the optimizer matches;
+ *      number parses and fits; the optimizer matches; the file's optimizer
+ *      state is complete (see plan_states);
  *   2. apply the group options (undone if one is refused) and create the
  *      state tensors the file has (an allocation can fail here; the group
  *      options are then restored, and a state created zero is what the next
  *      step would have created anyway);
- *   3. copy the bytes, set the step count and the RNG: nothing fails. */
+ *   3. copy the bytes, zero the states the file says did not exist yet, set
+ *      the step count and the RNG: nothing fails.
+ * The file is read into memory (FC_IO_NO_MMAP), not mapped: a trainer may
+ * rewrite or truncate its checkpoint while another process loads it, and a
+ * mapped file that shrinks under its reader raises SIGBUS. */
 
 /* Finds tensor `name` in f and checks it fits a destination of dtype and
  * shape (dst NULL: a state tensor still to be created, f32 of the
@@ -311,6 +380,11 @@ static void copy_into(fc_tensor *dst, const fc_io_tensor *info) {
     void *p = NULL;
     if (fc__raw_data_mut(&dst->raw, &p) == FC_OK) memcpy(p, info->data, (size_t)info->nbytes);
 }
+/* Zeroes an existing state tensor (a mutation: bumps the generation). */
+static void zero_state(fc_tensor *t) {
+    void *p = NULL;
+    if (t && fc__raw_data_mut(&t->raw, &p) == FC_OK) memset(p, 0, (size_t)fc_tensor_nbytes(t));
+}
 
 static const char *group_fields[9] = {"lr",    "weight_decay", "momentum", "dampening", "nesterov",
                                       "beta1", "beta2",        "eps",      "amsgrad"};
@@ -320,36 +394,52 @@ static const char *group_fields[9] = {"lr",    "weight_decay", "momentum", "damp
 static fc_status check_optim(fc_ctx *ctx, const fc_st_file *f, const fc_optim *opt,
                              const char *path, fc_optim_opts *groups, int64_t *steps) {
     static const char *fn = "fc_checkpoint_load";
-    double kind = 0, st_d = 0, np = 0, ng = 0;
+    int kind = 0, np = 0, ng = 0;
+    uint64_t st_u = 0;
     fc_status st;
-    if ((st = meta_num(ctx, f, "optim.kind", &kind, path)) != FC_OK) return st;
-    if ((st = meta_num(ctx, f, "optim.steps", &st_d, path)) != FC_OK) return st;
-    if ((st = meta_num(ctx, f, "optim.params", &np, path)) != FC_OK) return st;
-    if ((st = meta_num(ctx, f, "optim.groups", &ng, path)) != FC_OK) return st;
+    if ((st = meta_int(ctx, f, "optim.kind", 0, FC_OPTIM_KIND_COUNT - 1, &kind, path)) != FC_OK)
+        return st;
+    if ((st = meta_u64(ctx, f, "optim.steps", (uint64_t)INT64_MAX, &st_u, path)) != FC_OK)
+        return st;
+    if ((st = meta_int(ctx, f, "optim.params", 0, INT32_MAX, &np, path)) != FC_OK) return st;
+    if ((st = meta_int(ctx, f, "optim.groups", 0, INT32_MAX, &ng, path)) != FC_OK) return st;
     fc_optim_opts g0;
     fc_optim_group_opts(opt, 0, &g0);
-    if ((int)kind != (int)g0.kind || (int)np != fc_optim_num_params(opt) ||
-        (int)ng != fc_optim_num_groups(opt))
+    if (kind != (int)g0.kind || np != fc_optim_num_params(opt) || ng != fc_optim_num_groups(opt))
         return fc__fail(ctx, FC_ERR_FORMAT,
                         "%s: %s holds optimizer kind %d with %d params in %d groups; this "
                         "optimizer is kind %d with %d params in %d groups",
-                        fn, path, (int)kind, (int)np, (int)ng, (int)g0.kind,
-                        fc_optim_num_params(opt), fc_optim_num_groups(opt));
-    if (!(st_d >= 0 && st_d < 9.2e18))
-        return fc__fail(ctx, FC_ERR_FORMAT, "%s: %s: optim.steps %g is out of range", fn, path,
-                        st_d);
-    *steps = (int64_t)st_d;
-    for (int g = 0; g < (int)ng; g++) {
+                        fn, path, kind, np, ng, (int)g0.kind, fc_optim_num_params(opt),
+                        fc_optim_num_groups(opt));
+    *steps = (int64_t)st_u;
+    for (int g = 0; g < ng; g++) {
         double v[9];
         for (int k = 0; k < 9; k++) {
             char key[64];
             snprintf(key, sizeof key, "optim.group.%d.%s", g, group_fields[k]);
-            if ((st = meta_num(ctx, f, key, &v[k], path)) != FC_OK) return st;
+            if (k == 4 || k == 8) { /* nesterov, amsgrad: 0 or 1 */
+                int b = 0;
+                if ((st = meta_int(ctx, f, key, 0, 1, &b, path)) != FC_OK) return st;
+                v[k] = b;
+            } else if ((st = meta_num(ctx, f, key, &v[k], path)) != FC_OK) {
+                return st;
+            }
         }
         fc_optim_opts *go = &groups[g];
         go->lr = v[0], go->weight_decay = v[1], go->momentum = v[2], go->dampening = v[3];
         go->nesterov = v[4] != 0, go->beta1 = v[5], go->beta2 = v[6], go->eps = v[7];
         go->amsgrad = v[8] != 0;
+    }
+    for (int i = 0; i < np; i++) {
+        char key[64];
+        int g = 0;
+        snprintf(key, sizeof key, "optim.param.%d.group", i);
+        if ((st = meta_int(ctx, f, key, 0, ng - 1, &g, path)) != FC_OK) return st;
+        if (g != fc_optim_param_group(opt, i))
+            return fc__fail(ctx, FC_ERR_FORMAT,
+                            "%s: %s puts optimizer parameter %d in group %d; this optimizer has "
+                            "it in group %d",
+                            fn, path, i, g, fc_optim_param_group(opt, i));
     }
     return FC_OK;
 }
@@ -361,6 +451,76 @@ typedef struct state_slot {
     fc_io_tensor info;
 } state_slot;
 
+/* Decides, for parameter i, which of its nstates states the file holds
+ * (*have, bit k for sn[k]). The file's "optim.param.<i>.states" (version 2)
+ * says which states existed when it was saved; each listed one must be in
+ * the file, and none other may be. A version 1 file has no such list: what
+ * it holds is taken as the list, except that after a step an Adam
+ * parameter's state comes in pairs (exp_avg with exp_avg_sq) and at least
+ * one parameter must have state. States the file does not list are reset
+ * to zeros at load (zeros are what the optimizer creates on its next step,
+ * so the result is the file's state exactly), with one exception the public
+ * optimizer API cannot express: an SGD momentum buffer the live optimizer
+ * already has, for a parameter the file had none for, after steps > 0 (the
+ * optimizer would take it for a real buffer): refused with FC_ERR_STATE. */
+static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, int version, int i,
+                             const char **sn, int nstates, int64_t steps, const char *path,
+                             unsigned *have) {
+    static const char *fn = "fc_checkpoint_load";
+    char name[NAME_CAP], key[64];
+    unsigned present = 0;
+    for (int k = 0; k < nstates; k++) {
+        snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
+        if (fc_safetensors_find(f, name) >= 0) present |= 1u << k;
+    }
+    unsigned listed = present;
+    fc_status st;
+    if (version >= 2) {
+        int bits = 0;
+        snprintf(key, sizeof key, "optim.param.%d.states", i);
+        if ((st = meta_int(ctx, f, key, 0, (1 << nstates) - 1, &bits, path)) != FC_OK) return st;
+        listed = (unsigned)bits;
+    } else if (steps > 0 && nstates == 3 && ((present & 1u) != ((present >> 1) & 1u))) {
+        listed = present | 3u; /* an Adam pair with one half gone */
+    }
+    for (int k = 0; k < nstates; k++) {
+        snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
+        if ((listed >> k & 1u) && !(present >> k & 1u))
+            return fc__fail(ctx, FC_ERR_FORMAT,
+                            "%s: %s has no tensor '%s' although its optimizer had that state "
+                            "(optim.steps %" PRId64 ")",
+                            fn, path, name, steps);
+        if (!(listed >> k & 1u) && (present >> k & 1u))
+            return fc__fail(ctx, FC_ERR_FORMAT,
+                            "%s: %s holds tensor '%s' that its metadata says did not exist", fn,
+                            path, name);
+    }
+    if (nstates == 1 && steps > 0 && !(listed & 1u) && fc_optim_state(opt, i, sn[0], false))
+        return fc__fail(ctx, FC_ERR_STATE,
+                        "%s: %s has no momentum buffer for optimizer parameter %d after %" PRId64
+                        " steps, and this optimizer already has one (it cannot be dropped): "
+                        "load into a fresh optimizer",
+                        fn, path, i, steps);
+    *have = listed;
+    return FC_OK;
+}
+
+/* A version 1 file after steps with no state tensor at all was stripped:
+ * every optimizer step of Adam creates state, and of SGD with momentum. */
+static fc_status check_v1_not_stripped(fc_ctx *ctx, const fc_optim *opt, const unsigned *have,
+                                       int np, const char **sn, int64_t steps, const char *path) {
+    if (steps == 0 || np == 0) return FC_OK;
+    for (int i = 0; i < np; i++)
+        if (have[i]) return FC_OK;
+    fc_optim_opts o;
+    fc_optim_group_opts(opt, 0, &o);
+    if (o.kind == FC_OPTIM_SGD && o.momentum == 0) return FC_OK;
+    return fc__fail(ctx, FC_ERR_FORMAT,
+                    "fc_checkpoint_load: %s has no tensor 'optim.0.%s' (no optimizer state at "
+                    "all) although optim.steps is %" PRId64,
+                    path, sn[0], steps);
+}
+
 fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *names,
                              fc_tensor *const *params, int n, fc_optim *opt) {
     static const char *fn = "fc_checkpoint_load";
@@ -370,11 +530,17 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: n %d < 0", fn, n);
     fc_status st = check_names(ctx, fn, names, n);
     if (st != FC_OK) return st;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!params[i])
             return fc__fail(ctx, FC_ERR_NULL_ARG, "%s: param '%s' is NULL", fn, names[i]);
+        if (params[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT, "%s: param '%s' belongs to another context", fn,
+                            names[i]);
+    }
+    const bool had_error = fc_ctx_status(ctx) != FC_OK; /* the first error is kept */
     char msg[256] = "";
-    fc_io_opts o = {.allocator = &ctx->alloc, .errbuf = msg, .errcap = sizeof msg};
+    fc_io_opts o = {
+        .allocator = &ctx->alloc, .flags = FC_IO_NO_MMAP, .errbuf = msg, .errcap = sizeof msg};
     fc_st_file *f = NULL;
     st = fc_safetensors_open(path, &o, &f);
     if (st != FC_OK) return fc__fail(ctx, st, "%s: %s", fn, msg);
@@ -382,9 +548,10 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     const char *sn[3];
     int nstates = opt ? opt_kind_states(opt, sn) : 0;
     size_t nslots = (size_t)np * (size_t)nstates;
-    /* work: the params' descriptors, the state slots, new and old group options */
+    /* work: the params' descriptors, the state slots, new and old group
+     * options, each optimizer parameter's state bits */
     size_t bytes = sizeof(fc_io_tensor) * (size_t)n + sizeof(state_slot) * nslots +
-                   2 * sizeof(fc_optim_opts) * (size_t)ng;
+                   2 * sizeof(fc_optim_opts) * (size_t)ng + sizeof(unsigned) * (size_t)np;
     char *work = fc__ctx_alloc(ctx, bytes ? bytes : 1);
     if (!work) {
         fc_safetensors_close(f);
@@ -393,35 +560,36 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     fc_io_tensor *pinfo = (fc_io_tensor *)(void *)work;
     state_slot *slots = (state_slot *)(void *)(pinfo + n);
     fc_optim_opts *gnew = (fc_optim_opts *)(void *)(slots + nslots), *gold = gnew + ng;
-    int nfound = 0, applied = 0;
+    unsigned *have = (unsigned *)(void *)(gold + ng);
+    int nfound = 0, applied = 0, version = 0;
     int64_t steps = 0;
     uint64_t seed = 0, offset = 0;
-    double d;
     char name[NAME_CAP];
 
     /* 1. check */
     if (!fc_safetensors_meta_get(f, "fucina.checkpoint"))
         st = fc__fail(ctx, FC_ERR_FORMAT, "%s: %s is not a fucina checkpoint", fn, path);
+    else
+        st = meta_int(ctx, f, "fucina.checkpoint", 1, 2, &version, path);
     for (int i = 0; i < n && st == FC_OK; i++) {
         snprintf(name, sizeof name, "param.%s", names[i]);
         st = check_into(ctx, f, name, params[i], NULL, path, &pinfo[i]);
     }
-    if (st == FC_OK) st = meta_num(ctx, f, "rng.seed", &d, path);
-    if (st == FC_OK) st = meta_num(ctx, f, "rng.offset", &d, path);
-    if (st == FC_OK) {
-        /* doubles hold these exactly only below 2^53: parse as integers */
-        seed = strtoull(fc_safetensors_meta_get(f, "rng.seed"), NULL, 10);
-        offset = strtoull(fc_safetensors_meta_get(f, "rng.offset"), NULL, 10);
-    }
+    if (st == FC_OK) st = meta_u64(ctx, f, "rng.seed", UINT64_MAX, &seed, path);
+    if (st == FC_OK) st = meta_u64(ctx, f, "rng.offset", UINT64_MAX, &offset, path);
     for (int g = 0; g < ng; g++) {
         fc_optim_group_opts(opt, g, &gold[g]);
         gnew[g] = gold[g];
     }
     if (st == FC_OK && opt) st = check_optim(ctx, f, opt, path, gnew, &steps);
+    for (int i = 0; i < np && st == FC_OK; i++)
+        st = plan_states(ctx, f, opt, version, i, sn, nstates, steps, path, &have[i]);
+    if (st == FC_OK && opt && version < 2)
+        st = check_v1_not_stripped(ctx, opt, have, np, sn, steps, path);
     for (int i = 0; i < np && st == FC_OK; i++) {
         for (int k = 0; k < nstates && st == FC_OK; k++) {
+            if (!(have[i] >> k & 1u)) continue;
             snprintf(name, sizeof name, "optim.%d.%s", i, sn[k]);
-            if (fc_safetensors_find(f, name) < 0) continue; /* state not created yet */
             state_slot *sl = &slots[nfound];
             sl->param = i;
             sl->name = sn[k];
@@ -431,17 +599,34 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
         }
     }
     /* 2. options and states */
-    for (; applied < ng && st == FC_OK; applied++)
+    for (; applied < ng && st == FC_OK; applied++) {
         st = fc_optim_set_group_opts(opt, applied, &gnew[applied]);
+        if (st != FC_OK && !had_error) {
+            /* the file's options are what is wrong: report it as this
+             * loader's refusal of the file, with the optimizer's reason */
+            char why[200];
+            snprintf(why, sizeof why, "%s", fc_ctx_error(ctx));
+            fc_ctx_clear_error(ctx);
+            st = fc__fail(ctx, FC_ERR_FORMAT,
+                          "%s: %s: the options of optimizer group %d are refused (%s)", fn, path,
+                          applied, why);
+        }
+    }
     for (int k = 0; k < nfound && st == FC_OK; k++)
         if (!fc_optim_state(opt, slots[k].param, slots[k].name, true)) st = fc_ctx_status(ctx);
     if (st != FC_OK) {
-        for (int g = 0; g < applied; g++) fc_optim_set_group_opts(opt, g, &gold[g]);
+        for (int g = 0; g < applied; g++)
+            fc_optim_set_group_opts(opt, g, &gold[g]);
     } else {
         /* 3. write */
-        for (int i = 0; i < n; i++) copy_into(params[i], &pinfo[i]);
+        for (int i = 0; i < n; i++)
+            copy_into(params[i], &pinfo[i]);
         for (int k = 0; k < nfound; k++)
             copy_into(fc_optim_state(opt, slots[k].param, slots[k].name, false), &slots[k].info);
+        for (int i = 0; i < np; i++)
+            for (int k = 0; k < nstates; k++)
+                if (!(have[i] >> k & 1u)) zero_state(fc_optim_state(opt, i, sn[k], false));
+        /* the count last: for SGD it also decides which buffers count as set */
         if (opt) fc_optim_set_step_count(opt, steps);
         fc_ctx_rng_set(ctx, seed, offset);
     }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "io/gguf_internal.h"
+#include "io/json.h"
 
 static const char *const FN = "gguf_open";
 
@@ -67,11 +68,17 @@ static fc_status rd_str(cur *c, uint64_t cap, const uint8_t **s, uint64_t *len, 
     return FC_OK;
 }
 
-/* Copies a key or name into the names arena; returns its offset. */
+/* Copies key or tensor name number ix into the names arena; returns its
+ * offset. Both are UTF-8 by the format's word (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF) and NUL-free (they are handed out as
+ * C strings). */
 static fc_status keep_name(fc_gguf_file *f, cur *c, const uint8_t *s, uint64_t len,
-                           const char *what, size_t *off) {
+                           const char *what, size_t ix, size_t *off) {
     if (memchr(s, 0, (size_t)len))
-        return fc__io_fail(c->o, FC_ERR_FORMAT, "%s: a %s contains a NUL byte", FN, what);
+        return fc__io_fail(c->o, FC_ERR_FORMAT, "%s: %s %zu contains a NUL byte", FN, what, ix);
+    if (!fc__utf8_valid((const char *)s, (size_t)len))
+        return fc__io_fail(c->o, FC_ERR_FORMAT, "%s: %s %zu (%llu bytes) is not valid UTF-8", FN,
+                           what, ix, (unsigned long long)len);
     fc_status st = fc__io_grow(&f->alloc, (void **)&f->names, &f->names_cap, 1,
                                f->names_used + (size_t)len + 1);
     if (st != FC_OK) return fc__io_fail(c->o, st, "%s: out of memory", FN);
@@ -146,7 +153,7 @@ static fc_status parse_kvs(fc_gguf_file *f, cur *c, size_t *key_off) {
         uint64_t len = 0;
         uint32_t type = 0;
         fc_status st = rd_str(c, FC_GGUF_MAX_KEY, &s, &len, "a key");
-        if (st == FC_OK) st = keep_name(f, c, s, len, "key", &key_off[i]);
+        if (st == FC_OK) st = keep_name(f, c, s, len, "key", i, &key_off[i]);
         if (st == FC_OK) st = rd_u32(c, &type, "a value type");
         if (st == FC_OK) st = parse_value(f, c, type, i, 0, f->names + key_off[i]);
         if (st != FC_OK) return st;
@@ -161,7 +168,7 @@ static fc_status parse_infos(fc_gguf_file *f, cur *c, size_t *name_off) {
         uint64_t len = 0, dims[FC_GGUF_MAX_DIMS] = {0};
         uint32_t nd = 0;
         fc_status st = rd_str(c, FC_GGUF_MAX_KEY, &s, &len, "a tensor name");
-        if (st == FC_OK) st = keep_name(f, c, s, len, "tensor name", &name_off[i]);
+        if (st == FC_OK) st = keep_name(f, c, s, len, "tensor name", i, &name_off[i]);
         if (st == FC_OK) st = rd_u32(c, &nd, "n_dims");
         if (st != FC_OK) return st;
         const char *name = f->names + name_off[i];
@@ -415,7 +422,10 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_gguf_file **ou
     memset(f, 0, sizeof *f);
     f->alloc = a ? *a : *fc_default_allocator();
     f->map = map;
-    cur c = {map->data, map->data, map->data + map->size, o};
+    /* an empty file has no bytes and may have no address: NULL + 0 is
+     * undefined in C, so the cursor's end is only computed from a base */
+    const uint8_t *base = map->data;
+    cur c = {base, base, base ? base + map->size : base, o};
     size_t *offs = NULL, n_offs = 0;
     fc_status st = map->size ? parse_header(f, &c)
                              : fc__io_fail(o, FC_ERR_FORMAT, "%s: empty file (bad magic)", FN);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "io/gguf_internal.h"
+#include "io/json.h"
 
 static const char *const FN = "gguf_write";
 
@@ -114,6 +115,9 @@ static fc_status check_tensor(const fc_io_tensor *t, int64_t i, uint64_t align,
                            "%s: tensor name '%.40s...' is %zu bytes; ggml loads names shorter than "
                            "%d",
                            FN, t->name, strlen(t->name), FC_GGUF_MAX_NAME);
+    if (!fc__utf8_valid(t->name, strlen(t->name)))
+        return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: tensor %lld: name is not valid UTF-8", FN,
+                           (long long)i);
     uint32_t id;
     if (fc_gguf_type_of(t->dtype, &id) != FC_OK)
         return fc__io_fail(o, FC_ERR_DTYPE, "%s: tensor '%s': dtype %s has no ggml type", FN,
@@ -162,6 +166,9 @@ static fc_status check_args(const fc_gguf_kv *kvs, int64_t n_kv, const fc_io_ten
         if (strlen(key) > FC_GGUF_MAX_KEY)
             return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key %lld longer than %d bytes", FN,
                                (long long)i, FC_GGUF_MAX_KEY);
+        if (!fc__utf8_valid(key, strlen(key)))
+            return fc__io_fail(o, FC_ERR_INVALID_ARG, "%s: key %lld is not valid UTF-8", FN,
+                               (long long)i);
         fc_status st = check_value(&kvs[i], key, 0, o);
         if (st != FC_OK) return st;
         if (strcmp(key, "general.alignment") == 0) {

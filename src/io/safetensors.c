@@ -14,7 +14,8 @@
  *  - sorted by begin, the ranges tile [0, buffer size) exactly: no holes, no
  *    overlaps, nothing missing at the end and nothing after it (the
  *    specification forbids holes to rule out polyglot files);
- *  - names and metadata keys are unique, NUL-free UTF-8.
+ *  - names and metadata keys are unique, NUL-free UTF-8;
+ *  - every byte of a BOOL tensor is 0 or 1.
  * Hence data = file + 8 + N + begin is inside the file for every tensor.
  *
  * Memory: one arena for every decoded string (sized from N, see json.h), an
@@ -126,8 +127,13 @@ static fc_status parse_tensor(fc_json *j, st_entry *e, const fc_io_opts *o) {
     if (!fc__json_accept(j, '}')) {
         do {
             const char *key;
-            size_t mark = j->arena_used;
-            if ((st = fc__json_string(j, &key, NULL)) != FC_OK) return st;
+            size_t mark = j->arena_used, klen;
+            if ((st = fc__json_string(j, &key, &klen)) != FC_OK) return st;
+            /* "dtype\u0000x" must not pass for "dtype" */
+            if (strlen(key) != klen)
+                return fc__io_fail(o, FC_ERR_FORMAT,
+                                   "%s: tensor '%s': field name '%s\\u0000...' contains a NUL", FN,
+                                   e->name, key);
             int which = -1;
             for (int k = 0; k < 3; k++)
                 if (strcmp(key, fields[k]) == 0) which = k;
@@ -140,8 +146,12 @@ static fc_status parse_tensor(fc_json *j, st_entry *e, const fc_io_opts *o) {
                                    FN, e->name, fields[which]);
             } else if (which == 0) {
                 const char *ds;
-                size_t mark2 = j->arena_used;
-                st = fc__json_string(j, &ds, NULL);
+                size_t mark2 = j->arena_used, dlen;
+                st = fc__json_string(j, &ds, &dlen);
+                if (st == FC_OK && strlen(ds) != dlen)
+                    st = fc__io_fail(o, FC_ERR_FORMAT,
+                                     "%s: tensor '%s': dtype '%s\\u0000...' contains a NUL", FN,
+                                     e->name, ds);
                 if (st == FC_OK) st = parse_dtype(ds, e->name, o, &e->dtype);
                 j->arena_used = mark2;
             } else if (which == 1) {
@@ -175,8 +185,9 @@ static fc_status parse_metadata(fc_st_file *f, fc_json *j, const fc_io_opts *o) 
                                FN, key);
         if ((st = fc__json_string(j, &val, &vlen)) != FC_OK) return st;
         if (strlen(key) != klen || strlen(val) != vlen)
-            return fc__io_fail(o, FC_ERR_FORMAT, "%s: __metadata__ entry '%s' contains a NUL", FN,
-                               key);
+            return fc__io_fail(o, FC_ERR_FORMAT, "%s: __metadata__ %s of '%s%s' contains a NUL", FN,
+                               strlen(key) != klen ? "key" : "value", key,
+                               strlen(key) != klen ? "\\u0000..." : "");
         st = fc__io_grow(&f->alloc, (void **)&f->meta, &f->meta_cap, sizeof *f->meta,
                          2 * f->n_meta + 2);
         if (st != FC_OK) return fc__io_fail(o, st, "%s: out of memory", FN);
@@ -200,14 +211,17 @@ static fc_status parse_header(fc_st_file *f, const char *text, size_t len, const
             size_t nlen;
             if ((st = fc__json_string(&j, &name, &nlen)) != FC_OK) return st;
             if ((st = fc__json_expect(&j, ':')) != FC_OK) return st;
+            /* before the name is compared: "__metadata__\u0000" is a name
+             * with a NUL, not the metadata */
+            if (strlen(name) != nlen)
+                return fc__io_fail(o, FC_ERR_FORMAT,
+                                   "%s: tensor name '%s\\u0000...' contains a NUL", FN, name);
             if (strcmp(name, "__metadata__") == 0) {
                 if (have_meta)
                     return fc__io_fail(o, FC_ERR_FORMAT, "%s: \"__metadata__\" appears twice", FN);
                 have_meta = true;
                 st = parse_metadata(f, &j, o);
             } else {
-                if (strlen(name) != nlen)
-                    return fc__io_fail(o, FC_ERR_FORMAT, "%s: a tensor name contains a NUL", FN);
                 st = fc__io_grow(&f->alloc, (void **)&f->t, &f->t_cap, sizeof *f->t, f->n + 1);
                 if (st != FC_OK) return fc__io_fail(o, st, "%s: out of memory", FN);
                 st_entry *e = &f->t[f->n];
@@ -333,6 +347,27 @@ static fc_status validate(fc_st_file *f, uint64_t buffer_size, const fc_io_opts 
     return FC_OK;
 }
 
+/* BOOL bytes must be 0 or 1: the ops read a bool byte sometimes as "nonzero"
+ * (sum, any) and sometimes by value (eq), so a 7 would be true to one and
+ * not to the other. This reads every BOOL tensor's bytes once at open (for
+ * a mapped file: the pages of BOOL tensors are touched then). */
+static fc_status check_bools(const fc_st_file *f, const uint8_t *buf, const fc_io_opts *o) {
+    for (size_t i = 0; i < f->n; i++) {
+        const st_entry *e = &f->t[i];
+        if (e->dtype != FC_BOOL) continue;
+        const uint8_t *p = buf + e->begin;
+        for (uint64_t k = 0; k < e->end - e->begin; k++)
+            if (p[k] > 1)
+                return fc__io_fail(o, FC_ERR_FORMAT,
+                                   "%s: tensor '%s': BOOL byte %llu (file offset %llu) is %u, "
+                                   "not 0 or 1",
+                                   FN, e->name, (unsigned long long)k,
+                                   (unsigned long long)(f->data_start + e->begin + k),
+                                   (unsigned)p[k]);
+    }
+    return FC_OK;
+}
+
 /* ---- handle --------------------------------------------------------------------------- */
 
 void fc_safetensors_close(fc_st_file *f) {
@@ -388,6 +423,7 @@ static fc_status open_map(fc_io_map *map, const fc_io_opts *o, fc_st_file **out)
     }
     st = parse_header(f, (const char *)d + 8, (size_t)n, o);
     if (st == FC_OK) st = validate(f, size - f->data_start, o);
+    if (st == FC_OK) st = check_bools(f, d + f->data_start, o);
     if (st != FC_OK) goto fail;
     *out = f;
     return FC_OK;

@@ -509,6 +509,22 @@ static void test_gguf_write_refuses_bad_input(void **state) {
     assert_int_equal(fc_gguf_write(path, &badt, 1, NULL, 0, NULL), FC_ERR_INVALID_ARG);
     fc_gguf_kv nullv = {"k", FC_GGUF_STRING, 0, 0, NULL};
     assert_int_equal(fc_gguf_write(path, &nullv, 1, NULL, 0, NULL), FC_ERR_NULL_ARG);
+    /* keys and tensor names must be UTF-8: an overlong, a surrogate, a code
+     * point above U+10FFFF, a truncated sequence; the message names which */
+    static const char *const bad_utf8[] = {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                           "a\xe2\x82"};
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++) {
+        char err[256] = "";
+        fc_io_opts o = {.errbuf = err, .errcap = sizeof err};
+        fc_gguf_kv kvs[2] = {{"fine", FC_GGUF_U32, 0, 0, &one},
+                             {bad_utf8[i], FC_GGUF_U32, 0, 0, &one}};
+        assert_int_equal(fc_gguf_write(path, kvs, 2, NULL, 0, &o), FC_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "gguf_write: key 1 is not valid UTF-8"));
+        fc_io_tensor ts[2] = {ok, ok};
+        ts[1].name = bad_utf8[i];
+        assert_int_equal(fc_gguf_write(path, NULL, 0, ts, 2, &o), FC_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "gguf_write: tensor 1: name is not valid UTF-8"));
+    }
     assert_int_equal(access(path, F_OK), -1);
     /* With alignment 1 the two layouts of id 42 stay distinguishable. */
     kv = (fc_gguf_kv){"general.alignment", FC_GGUF_U32, 0, 0, &one};

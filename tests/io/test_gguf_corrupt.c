@@ -240,6 +240,59 @@ static void test_gguf_rejects_corrupt_files(void **state) {
 
 /* Id 42 resolved by room: the last tensor with exact or padded room, and a
  * tensor followed by another. */
+/* Keys and tensor names must be UTF-8 (RFC 3629): overlong forms,
+ * surrogates, code points above U+10FFFF, stray continuation bytes and
+ * truncated sequences are refused naming which key or tensor it is. */
+static const char *const bad_utf8[] = {
+    "\xc0\xaf",         /* overlong '/' */
+    "\xe0\x80\xaf",     /* overlong, 3 bytes */
+    "\xf0\x80\x80\xaf", /* overlong, 4 bytes */
+    "\xed\xa0\x80",     /* U+D800, a surrogate */
+    "\xed\xbf\xbf",     /* U+DFFF */
+    "\xf4\x90\x80\x80", /* U+110000 */
+    "\xf5\x80\x80\x80", /* lead byte beyond U+10FFFF */
+    "\x80",             /* continuation without a lead */
+    "a\xe2\x82",        /* truncated at the end */
+    "\xff",
+};
+static void test_gguf_rejects_non_utf8_names(void **state) {
+    (void)state;
+    gb g;
+    const uint64_t d4[1] = {4};
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "key %zu", i);
+        gb_head(&g, 3, 0, 2);
+        gb_str(&g, "fine.key");
+        gb_u32(&g, FC_GGUF_U8);
+        g.b[g.n++] = 1;
+        gb_str(&g, bad_utf8[i]);
+        gb_u32(&g, FC_GGUF_U8);
+        g.b[g.n++] = 1;
+        expect_bad(&g, FC_ERR_FORMAT, "key 1 (", label);
+        snprintf(label, sizeof label, "tensor %zu", i);
+        gb_head(&g, 3, 2, 0);
+        gb_info(&g, "ok", 1, d4, 0, 0);
+        gb_info(&g, bad_utf8[i], 1, d4, 0, 32);
+        gb_pad(&g, 32);
+        gb_zeros(&g, 64);
+        expect_bad(&g, FC_ERR_FORMAT, "tensor name 1 (", label);
+    }
+    /* the edges that are valid: U+10FFFF, U+E000 after the surrogates,
+     * U+0800 (the smallest 3-byte form), 2-byte U+0080 */
+    gb_head(&g, 3, 1, 1);
+    gb_str(&g, "\xf4\x8f\xbf\xbf.\xee\x80\x80");
+    gb_u32(&g, FC_GGUF_U8);
+    g.b[g.n++] = 1;
+    gb_info(&g, "\xe0\xa0\x80\xc2\x80", 1, d4, 0, 0);
+    gb_pad(&g, 32);
+    gb_zeros(&g, 16);
+    fc_gguf_file *f = NULL;
+    assert_int_equal(fc_gguf_open_memory(g.b, g.n, NULL, &f), FC_OK);
+    assert_int_equal(fc_gguf_find(f, "\xe0\xa0\x80\xc2\x80"), 0);
+    fc_gguf_close(f);
+}
+
 static void test_gguf_resolves_type_42_by_size(void **state) {
     (void)state;
     gb g;
@@ -320,6 +373,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_rejects_corrupt_files),
         cmocka_unit_test(test_gguf_resolves_type_42_by_size),
+        cmocka_unit_test(test_gguf_rejects_non_utf8_names),
         cmocka_unit_test(test_gguf_null_and_range_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

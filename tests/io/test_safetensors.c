@@ -453,7 +453,20 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
          "duplicate __metadata__"},
         {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, FC_ERR_FORMAT, "appears twice"},
         {"{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
-         FC_ERR_FORMAT, "NUL"},
+         FC_ERR_FORMAT, "tensor name 'a\\u0000...' contains a NUL"},
+        /* a NUL would make these pass for a shorter string (ended at the NUL) */
+        {"{\"a\":{\"dtype\":\"U8\\u0000x\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
+         FC_ERR_FORMAT, "tensor 'a': dtype 'U8\\u0000...' contains a NUL"},
+        {"{\"a\":{\"dtype\\u0000\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0, FC_ERR_FORMAT,
+         "tensor 'a': field name 'dtype\\u0000...' contains a NUL"},
+        {"{\"a\":{\"shape\\u0000x\":[1],\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0,
+         FC_ERR_FORMAT, "tensor 'a': field name 'shape\\u0000...' contains a NUL"},
+        {"{\"__metadata__\\u0000\":{\"k\":\"v\"}}", 0, FC_ERR_FORMAT,
+         "tensor name '__metadata__\\u0000...' contains a NUL"},
+        {"{\"__metadata__\":{\"k\\u0000z\":\"v\"}}", 0, FC_ERR_FORMAT,
+         "__metadata__ key of 'k\\u0000...' contains a NUL"},
+        {"{\"__metadata__\":{\"k\":\"v\\u0000z\"}}", 0, FC_ERR_FORMAT,
+         "__metadata__ value of 'k' contains a NUL"},
         {"{\"a\":[]}", 0, FC_ERR_FORMAT, "expected '{'"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":"
          "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
@@ -476,6 +489,31 @@ static void test_safetensors_rejects_corrupt_headers(void **state) {
         expect_fail_bytes(b, size, cases[i].want, cases[i].msg, label);
         free(b);
     }
+}
+
+/* A BOOL byte other than 0 or 1 is refused at open, naming the tensor, the
+ * byte and its value (it would read as true to sum and false to eq). */
+static void test_safetensors_rejects_bad_bool_bytes(void **state) {
+    (void)state;
+    static const char *json = "{\"f\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},"
+                              "\"b\":{\"dtype\":\"BOOL\",\"shape\":[4],\"data_offsets\":[2,6]}}";
+    const uint8_t bad[6] = {9, 9, 1, 0, 7, 1}, bad_last[6] = {9, 9, 0, 0, 0, 255};
+    const uint8_t good[6] = {9, 9, 1, 0, 0, 1};
+    size_t size;
+    uint8_t *b = make_st(json, strlen(json), bad, 6, &size);
+    char want[96];
+    snprintf(want, sizeof want, "tensor 'b': BOOL byte 2 (file offset %zu) is 7",
+             8 + strlen(json) + 4);
+    expect_fail_bytes(b, size, FC_ERR_FORMAT, want, "bool 7");
+    free(b);
+    b = make_st(json, strlen(json), bad_last, 6, &size);
+    expect_fail_bytes(b, size, FC_ERR_FORMAT, "tensor 'b': BOOL byte 3", "bool 255");
+    free(b);
+    b = make_st(json, strlen(json), good, 6, &size); /* U8 bytes of 9 are fine */
+    fc_st_file *f = NULL;
+    assert_int_equal(fc_safetensors_open_memory(b, size, NULL, &f), FC_OK);
+    fc_safetensors_close(f);
+    free(b);
 }
 
 static void test_safetensors_rejects_bad_header_lengths(void **state) {
@@ -652,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_safetensors_oom_sweep),
         cmocka_unit_test(test_safetensors_rejects_corrupt_headers),
         cmocka_unit_test(test_safetensors_rejects_bad_header_lengths),
+        cmocka_unit_test(test_safetensors_rejects_bad_bool_bytes),
         cmocka_unit_test(test_safetensors_every_truncation_fails),
         cmocka_unit_test(test_safetensors_accepts_spec_corners),
         cmocka_unit_test(test_safetensors_open_reports_io_errors),

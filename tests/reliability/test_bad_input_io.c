@@ -20,6 +20,7 @@
 
 static char never[512];    /* no failing writer may create it */
 static char ckpt[512];     /* a valid checkpoint: param "w" f32 [2, 3], Adam state */
+static char empty[512];    /* a 0-byte file */
 static fc_st_file *st_ref; /* the safetensors reference, open */
 static fc_tensor *ck_w;    /* the checkpoint's parameter (also in a valid optimizer) */
 
@@ -49,6 +50,20 @@ static fc_status gguf_open_missing(fx *f) {
 }
 static fc_status gguf_open_st(fx *f) { return fc_gguf_open(ST_REF, &f->io, &gguf_out); }
 static fc_status gguf_mem_short(fx *f) { return fc_gguf_open_memory("GGUF", 4, &f->io, &gguf_out); }
+/* 0-byte inputs: a file (its bytes have no address) and NULL memory of size
+ * 0; the readers once did pointer arithmetic on that NULL (UB, reported by
+ * clang's UBSan: see also the fuzz targets' empty input) */
+static fc_status gguf_open_empty(fx *f) { return fc_gguf_open(empty, &f->io, &gguf_out); }
+static fc_status gguf_open_empty_read(fx *f) {
+    fc_io_opts o = f->io;
+    o.flags = FC_IO_NO_MMAP;
+    return fc_gguf_open(empty, &o, &gguf_out);
+}
+static fc_status gguf_mem_empty(fx *f) { return fc_gguf_open_memory(NULL, 0, &f->io, &gguf_out); }
+static fc_status st_open_empty(fx *f) { return fc_safetensors_open(empty, &f->io, &st_out); }
+static fc_status st_mem_empty(fx *f) {
+    return fc_safetensors_open_memory(NULL, 0, &f->io, &st_out);
+}
 
 static const bad_case open_cases[] = {
     BAD_S(st_open_null, FC_ERR_NULL_ARG, "safetensors_open"),
@@ -62,6 +77,11 @@ static const bad_case open_cases[] = {
     BAD_S(gguf_open_missing, FC_ERR_IO, "gguf_open"),
     BAD_S(gguf_open_st, FC_ERR_FORMAT, "gguf_open"),
     BAD_S(gguf_mem_short, FC_ERR_FORMAT, "gguf_open"),
+    BAD_S(gguf_open_empty, FC_ERR_FORMAT, "gguf_open"),
+    BAD_S(gguf_open_empty_read, FC_ERR_FORMAT, "gguf_open"),
+    BAD_S(gguf_mem_empty, FC_ERR_FORMAT, "gguf_open"),
+    BAD_S(st_open_empty, FC_ERR_FORMAT, "safetensors_open"),
+    BAD_S(st_mem_empty, FC_ERR_FORMAT, "safetensors_open"),
 };
 
 /* ---- byte-level writers
@@ -534,6 +554,9 @@ static int setup(void **state) {
              (int)getpid());
     snprintf(ckpt, sizeof ckpt, "%s/bad-input-%d-ckpt.safetensors", FUCINA_BINARY_DIR,
              (int)getpid());
+    snprintf(empty, sizeof empty, "%s/bad-input-%d-empty.bin", FUCINA_BINARY_DIR, (int)getpid());
+    FILE *ef = fopen(empty, "wb");
+    if (!ef || fclose(ef) != 0) return -1;
     /* a checkpoint of one f32 [2, 3] parameter "w" with Adam state */
     ck_w = fc_param_zeros(f->ctx, FC_F32, (const int64_t[]){2, 3}, 2);
     fc_optim *o =
@@ -549,6 +572,7 @@ static int teardown(void **state) {
     fc_safetensors_close(st_ref);
     fc_release(ck_w);
     unlink(ckpt);
+    unlink(empty);
     unlink(never);
     fx_free(*state);
     return 0;

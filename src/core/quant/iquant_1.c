@@ -216,7 +216,7 @@ void fc__iq1_s_quantize(const float *x, fc__block_iq1_s *y, int64_t k, const flo
 
         if (max_scale) {
             float d = max_scale / 15;
-            fc__iq_wr16(b->d, fc_f32_to_f16(d * 1.125f));
+            fc__iq_wr_scale(b->d, d * 1.125f);
             float id = 1 / d;
             for (int ib = 0; ib < 8; ++ib) {
                 int l = fc__iq_clampi(fc__iq_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
@@ -358,7 +358,7 @@ void fc__iq1_m_quantize(const float *x, fc__block_iq1_m *y, int64_t k, const flo
         uint16_t sc[4] = {0};
         float d = iq1_m_finish(lat, b, xbl, qwbl, sigma2, scales, patterns, max_scale, sc);
         /* the f16 bits of d are spread over the top nibbles of the 4 scale words */
-        uint16_t dbits = fc_f32_to_f16(d * 1.1125f);
+        uint16_t dbits = fc__q_f16_scale(d * 1.1125f);
         sc[0] |= (uint16_t)((dbits & 0x000f) << 12);
         sc[1] |= (uint16_t)((dbits & 0x00f0) << 8);
         sc[2] |= (uint16_t)((dbits & 0x0f00) << 4);

@@ -158,10 +158,10 @@ void fc__iq2_xxs_quantize(const float *x, fc__block_iq2_xxs *y, int64_t k, const
         }
 
         memset(y[ibl].qs, 0, sizeof y[ibl].qs);
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(0.f));
+        fc__iq_wr_scale(y[ibl].d, 0.f);
         if (!max_scale) continue;
         float d = max_scale / 31;
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(d));
+        fc__iq_wr_scale(y[ibl].d, d);
         float id = 1 / d;
         for (int ib = 0; ib < 8; ++ib) {
             uint32_t w = fc__iq_rd32(q2 + 8 * ib + 4) | (uint32_t)scale_code(id, scales[ib]) << 28;
@@ -246,7 +246,7 @@ void fc__iq2_xs_quantize(const float *x, fc__block_iq2_xs *y, int64_t k, const f
         for (int g = 0; g < 32; ++g)
             if (gidx[g] >= 0) fc__iq_wr16(y[ibl].qs + 2 * g, (uint16_t)(gidx[g] | signs[g] << 9));
         float d = max_scale / 31;
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(d * kind_iq2_xs.d_fudge));
+        fc__iq_wr_scale(y[ibl].d, d * kind_iq2_xs.d_fudge);
         float id = 1 / d;
         for (int ib = 0; ib < 16; ++ib)
             y[ibl].scales[ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));
@@ -271,7 +271,7 @@ void fc__iq2_s_quantize(const float *x, fc__block_iq2_s *y, int64_t k, const flo
         }
         if (!max_scale) continue;
         float d = max_scale / 31;
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(d * kind_iq2_s.d_fudge));
+        fc__iq_wr_scale(y[ibl].d, d * kind_iq2_s.d_fudge);
         float id = 1 / d;
         for (int ib = 0; ib < 16; ++ib)
             y[ibl].scales[ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));

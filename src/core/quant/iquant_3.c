@@ -85,11 +85,11 @@ void fc__iq3_xxs_quantize(const float *x, fc__block_iq3_xxs *y, int64_t k, const
             max_scale = fc__iq_maxf(max_scale, scale);
         }
 
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(0.f));
+        fc__iq_wr_scale(y[ibl].d, 0.f);
         memset(y[ibl].qs, 0, sizeof y[ibl].qs);
         if (!max_scale) continue;
         float d = max_scale / 31;
-        fc__iq_wr16(y[ibl].d, fc_f32_to_f16(d * 1.0125f));
+        fc__iq_wr_scale(y[ibl].d, d * 1.0125f);
         float id = 1 / d;
         for (int ib = 0; ib < 8; ++ib) {
             uint32_t w = fc__iq_rd32(q3 + 64 + 4 * ib) | (uint32_t)scale_code(id, scales[ib]) << 28;
@@ -139,7 +139,7 @@ void fc__iq3_s_quantize(const float *x, fc__block_iq3_s *y, int64_t k, const flo
 
         if (!max_scale) continue;
         float d = max_scale / 31;
-        fc__iq_wr16(b->d, fc_f32_to_f16(d * 1.033f));
+        fc__iq_wr_scale(b->d, d * 1.033f);
         float id = 1 / d;
         for (int ib = 0; ib < 8; ib += 2)
             b->scales[ib / 2] =

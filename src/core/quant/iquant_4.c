@@ -116,7 +116,7 @@ void fc__iq4_nl_quantize(const float *x, fc__block_iq4_nl *y, int64_t k, const f
         const float *xb = x + FC__IQ4NL_QK * ib;
         float sigma2 = sigma2_of(xb, 32);
         float d = block_scale(xb, qw ? qw + FC__IQ4NL_QK * ib : NULL, sigma2, ntry, weight, L);
-        fc__iq_wr16(y[ib].d, fc_f32_to_f16(d));
+        fc__iq_wr_scale(y[ib].d, d);
         if (ntry > 0) {
             float id = d ? 1 / d : 0;
             for (int j = 0; j < 32; ++j)
@@ -146,7 +146,7 @@ void fc__iq4_xs_quantize(const float *x, fc__block_iq4_xs *y, int64_t k, const f
 
         /* d is negative-signed so that the largest block gets code -32 */
         float d = -max_scale / 32;
-        fc__iq_wr16(b->d, fc_f32_to_f16(d));
+        fc__iq_wr_scale(b->d, d);
         float id = d ? 1 / d : 0.f;
         uint16_t scales_h = 0;
         memset(b->scales_l, 0, sizeof b->scales_l);

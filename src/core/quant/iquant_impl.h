@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/quant/iquant.h"
+#include "core/quant/quant.h"
 
 /* Contracted multiply-adds would change the bits of the search scores. */
 #if defined(__clang__)
@@ -160,6 +161,11 @@ static inline void fc__iq_wr16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)(v & 0xff);
     p[1] = (uint8_t)(v >> 8);
 }
+/* Every i-quant block scale is stored with fc__q_f16_scale (core/quant/quant.h),
+ * the k-quants' conversion: ggml's f32 -> f16 wherever that is finite (so the
+ * bytes match ggml there), +-65504 where ggml would store an infinity, 0 for a
+ * NaN. Finite input thus always decodes to finite values. */
+static inline void fc__iq_wr_scale(uint8_t *p, float d) { fc__iq_wr16(p, fc__q_f16_scale(d)); }
 static inline uint32_t fc__iq_rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
