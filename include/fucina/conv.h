@@ -132,8 +132,8 @@ FC_API fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_ten
  * same stride, padding, dilation and groups (the gradient of a conv2d
  * with respect to its input), plus bias. Cout = weight's second axis times
  * groups. Borrows every input; returns a new reference or NULL. */
-FC_API fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight,
-                                      fc_tensor *bias, const fc_conv_transpose2d_opts *opts);
+FC_API fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                                      const fc_conv_transpose2d_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,8 @@
 #include "exec/kernels/copy.h"
 #include "fucina.h"
 
-/* ---- the nodes -------------------------------------------------------------------------------- */
+/* ---- the nodes --------------------------------------------------------------------------------
+ */
 
 /* Inputs {x, weight, bias (may be NULL)}; saved x and weight as given. */
 enum conv_input {
@@ -51,7 +52,8 @@ typedef struct conv_args {
     bool same;
 } conv_args;
 
-/* ---- checks ----------------------------------------------------------------------------------- */
+/* ---- checks -----------------------------------------------------------------------------------
+ */
 
 static bool is_float(fc_dtype dt) {
     return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;
@@ -71,8 +73,8 @@ static bool check_tensors(fc_ctx *ctx, const char *op, int rank, const fc_tensor
     const char *role[2] = {"weight", "bias"};
     for (int i = 0; i < 2; i++) {
         if (other[i] && other[i]->raw.dtype != dt) {
-            fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to",
-                     op, role[i], fc_dtype_name(other[i]->raw.dtype), fc_dtype_name(dt));
+            fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to", op,
+                     role[i], fc_dtype_name(other[i]->raw.dtype), fc_dtype_name(dt));
             return false;
         }
     }
@@ -97,8 +99,7 @@ static bool check_args(fc_ctx *ctx, const char *op, const conv_args *a, int firs
                        bool transposed) {
     static const char *axis[2] = {"height", "width"};
     if (a->groups < 1) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: groups %lld must be >= 1", op,
-                 (long long)a->groups);
+        fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: groups %lld must be >= 1", op, (long long)a->groups);
         return false;
     }
     for (int i = first; i < 2; i++) {
@@ -121,8 +122,8 @@ static bool check_args(fc_ctx *ctx, const char *op, const conv_args *a, int firs
                      sp, (long long)a->stride[i]);
             return false;
         }
-        if (transposed && (a->outpad[i] < 0 ||
-                           (a->outpad[i] >= a->stride[i] && a->outpad[i] >= a->dil[i]))) {
+        if (transposed &&
+            (a->outpad[i] < 0 || (a->outpad[i] >= a->stride[i] && a->outpad[i] >= a->dil[i]))) {
             fc__fail(ctx, FC_ERR_INVALID_ARG,
                      "%s: %s%soutput_padding %lld must be >= 0 and below the stride %lld or the "
                      "dilation %lld",
@@ -137,8 +138,7 @@ static bool check_args(fc_ctx *ctx, const char *op, const conv_args *a, int firs
 /* Channel counts against groups: x's channels cx, weight [w0, w1, ...];
  * conv: cx = w1 * groups, Cout = w0; transposed: cx = w0, Cout = w1 * groups. */
 static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const fc_tensor *x,
-                           const fc_tensor *w, const fc_tensor *b, int64_t groups,
-                           int64_t *cout) {
+                           const fc_tensor *w, const fc_tensor *b, int64_t groups, int64_t *cout) {
     char xs[160], ws[160];
     int64_t cx = x->raw.shape[1], w0 = w->raw.shape[0], w1 = w->raw.shape[1];
     int64_t cin_div = transposed ? w0 : cx, other = transposed ? w1 * groups : w0;
@@ -160,8 +160,8 @@ static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const f
     }
     *cout = other;
     if (b && b->raw.shape[0] != other) {
-        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: bias %s must be [%lld] (Cout) for weight %s",
-                 op, fc__desc(b, xs, (int)sizeof xs), (long long)other,
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: bias %s must be [%lld] (Cout) for weight %s", op,
+                 fc__desc(b, xs, (int)sizeof xs), (long long)other,
                  fc__desc(w, ws, (int)sizeof ws));
         return false;
     }
@@ -204,7 +204,8 @@ static bool out_size(fc_ctx *ctx, const char *op, const fc_tensor *x, conv_args 
     return true;
 }
 
-/* ---- geometry --------------------------------------------------------------------------------- */
+/* ---- geometry ---------------------------------------------------------------------------------
+ */
 
 /* The 4-D dims of a rank-3 or rank-4 shape (a length becomes [1, L]). */
 static void dims4(const int64_t *shape, int rank, int64_t out[4]) {
@@ -218,13 +219,22 @@ static void dims4(const int64_t *shape, int rank, int64_t out[4]) {
 static fc__conv_geom geom(const int64_t xi[4], const int64_t yf[4], const int64_t w4[4],
                           const conv_args *a) {
     return (fc__conv_geom){
-        .n = xi[0], .groups = a->groups,
-        .cx = xi[1], .hx = xi[2], .wx = xi[3],
-        .cy = yf[1], .hy = yf[2], .wy = yf[3],
-        .kh = w4[2], .kw = w4[3],
-        .sh = a->stride[0], .sw = a->stride[1],
-        .ph = a->pad[0], .pw = a->pad[1],
-        .dh = a->dil[0], .dw = a->dil[1],
+        .n = xi[0],
+        .groups = a->groups,
+        .cx = xi[1],
+        .hx = xi[2],
+        .wx = xi[3],
+        .cy = yf[1],
+        .hy = yf[2],
+        .wy = yf[3],
+        .kh = w4[2],
+        .kw = w4[3],
+        .sh = a->stride[0],
+        .sw = a->stride[1],
+        .ph = a->pad[0],
+        .pw = a->pad[1],
+        .dh = a->dil[0],
+        .dw = a->dil[1],
     };
 }
 
@@ -282,7 +292,8 @@ static fc_tensor *record(fc_ctx *ctx, const char *op, fc__backward_fn rule, fc_t
     return out;
 }
 
-/* ---- fc_conv1d, fc_conv2d ---------------------------------------------------------------------- */
+/* ---- fc_conv1d, fc_conv2d ----------------------------------------------------------------------
+ */
 
 static fc_status conv_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
@@ -366,7 +377,8 @@ fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     return conv_impl(ctx, "conv1d", 3, x, weight, bias, a);
 }
 
-/* ---- fc_conv_transpose2d ------------------------------------------------------------------------ */
+/* ---- fc_conv_transpose2d ------------------------------------------------------------------------
+ */
 
 static fc_status conv_transpose_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
                                          fc_tensor **gin);

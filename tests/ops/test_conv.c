@@ -44,49 +44,46 @@ static fc_tensor *det(fc_ctx *ctx, const int64_t *shape, int rank, double a, dou
  * with x = sin(0.37 i + 0.1), w = 0.5 sin(0.53 i + 0.7), b = 0.2 sin(1.1 i + 0.3). */
 /* torch_same: [1, 2, 3, 4] */
 static const double torch_same[24] = {
-    0.55410943131821777, 0.83364974765706501, 0.93404063708937968, 1.0642969868482364,
-    0.96608843951073453, 0.7548298676999371, 0.66022009285012062, 0.3216328175929018,
-    -0.2029579605160913, -0.49552675312098077, -0.2029780001053135, -0.43612244590414784,
-    1.1704599191613636, 1.0299649586943622, 0.96150262800141995, 0.66613848588801472,
+    0.55410943131821777,  0.83364974765706501,  0.93404063708937968,  1.0642969868482364,
+    0.96608843951073453,  0.7548298676999371,   0.66022009285012062,  0.3216328175929018,
+    -0.2029579605160913,  -0.49552675312098077, -0.2029780001053135,  -0.43612244590414784,
+    1.1704599191613636,   1.0299649586943622,   0.96150262800141995,  0.66613848588801472,
     0.079832962870448526, -0.26953398407595552, -0.40456296845497053, -0.66122302824199908,
-    -0.70189127707742349, -0.63456665584063021, -0.56079005350363631, -0.48670317778170369
-};
+    -0.70189127707742349, -0.63456665584063021, -0.56079005350363631, -0.48670317778170369};
 /* torch_tconv: [1, 4, 3, 5] */
 static const double torch_tconv[60] = {
-    0.10812995190940834, 0.096657907276921723, 0.28150615151100361, 0.22946414139239255,
-    0.059104041332267911, 0.29896017561481064, 0.41001294233627616, 0.36047422966391701,
-    0.50000784351835581, 0.059104041332267911, 0.42478126883537043, 0.339212935160083,
-    0.51856368888661519, 0.41105030419840194, 0.059104041332267911, 0.16349046391859717,
-    0.1494380699622983, 0.04466859109913357, -0.019078966715754347, 0.19708994599769206,
-    0.3147725867120042, 0.12005588114019053, 0.34495374652763888, 0.10029954827240277,
-    0.19708994599769206, -0.053523766375709797, -0.15833855515225423, -0.11779673356288536,
-    -0.24949256334858308, 0.19708994599769206, -0.020007403166343696, 0.24184746783203878,
-    -0.010088441966477457, 0.23317448740534052, 0.11969442882079132, -0.23697852796716187,
-    -0.14628123325824158, -0.092877364213503122, -0.038823121544645428, 0.11969442882079132,
-    0.017396021955475821, 0.20914251340824397, 0.058726095343128663, 0.1730041607821696,
-    0.11969442882079132, 0.39388811997319806, 0.26125981128914666, 0.35963782037096459,
-    0.23642624609281651, -0.088504088658970498, 0.16814719785845836, 0.26492891608147162,
-    0.064456272145740151, 0.12213674100123775, -0.088504088658970498, 0.26473361571026166,
-    0.16761488440494007, 0.122020344876165, 0.064139021221280706, -0.088504088658970498
-};
+    0.10812995190940834,   0.096657907276921723,  0.28150615151100361,   0.22946414139239255,
+    0.059104041332267911,  0.29896017561481064,   0.41001294233627616,   0.36047422966391701,
+    0.50000784351835581,   0.059104041332267911,  0.42478126883537043,   0.339212935160083,
+    0.51856368888661519,   0.41105030419840194,   0.059104041332267911,  0.16349046391859717,
+    0.1494380699622983,    0.04466859109913357,   -0.019078966715754347, 0.19708994599769206,
+    0.3147725867120042,    0.12005588114019053,   0.34495374652763888,   0.10029954827240277,
+    0.19708994599769206,   -0.053523766375709797, -0.15833855515225423,  -0.11779673356288536,
+    -0.24949256334858308,  0.19708994599769206,   -0.020007403166343696, 0.24184746783203878,
+    -0.010088441966477457, 0.23317448740534052,   0.11969442882079132,   -0.23697852796716187,
+    -0.14628123325824158,  -0.092877364213503122, -0.038823121544645428, 0.11969442882079132,
+    0.017396021955475821,  0.20914251340824397,   0.058726095343128663,  0.1730041607821696,
+    0.11969442882079132,   0.39388811997319806,   0.26125981128914666,   0.35963782037096459,
+    0.23642624609281651,   -0.088504088658970498, 0.16814719785845836,   0.26492891608147162,
+    0.064456272145740151,  0.12213674100123775,   -0.088504088658970498, 0.26473361571026166,
+    0.16761488440494007,   0.122020344876165,     0.064139021221280706,  -0.088504088658970498};
 /* torch_conv1d: [2, 4, 4] */
 static const double torch_conv1d[32] = {
-    0.47182720745947898, 0.93322652845865939, 1.1297667546794412, 0.72625921072419364,
-    0.13583345268747171, 0.24887984833141691, 0.55948106368424599, 0.68896041436016731,
-    0.049940024953891465, 0.52577622849261152, 1.1018525852855559, 0.87597136553847121,
+    0.47182720745947898,  0.93322652845865939,  1.1297667546794412,   0.72625921072419364,
+    0.13583345268747171,  0.24887984833141691,  0.55948106368424599,  0.68896041436016731,
+    0.049940024953891465, 0.52577622849261152,  1.1018525852855559,   0.87597136553847121,
     -0.18421735886562304, -0.31191098160012132, 0.014686464745135894, 0.35959168061489277,
-    -0.4660008626526701, -0.10971135650532982, 0.65221369421140829, 0.64896361104772793,
-    0.09074696250960157, -0.20868202277254669, 0.074722931689295974, 0.51797212568673801,
-    -0.71196217301753095, -0.6004894113735465, 0.13982350772852034, 0.38916522982592638,
-    -0.13931486153755623, -0.54421876399405866, -0.43862523414426835, -0.029408768116109332
-};
+    -0.4660008626526701,  -0.10971135650532982, 0.65221369421140829,  0.64896361104772793,
+    0.09074696250960157,  -0.20868202277254669, 0.074722931689295974, 0.51797212568673801,
+    -0.71196217301753095, -0.6004894113735465,  0.13982350772852034,  0.38916522982592638,
+    -0.13931486153755623, -0.54421876399405866, -0.43862523414426835, -0.029408768116109332};
 
 static void expect_close(const double *got, const double *want, int64_t n, double tol,
                          const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
-            fail_msg("%s[%lld]: got %.10g want %.10g (tol %g)", what, (long long)i, got[i],
-                     want[i], tol);
+            fail_msg("%s[%lld]: got %.10g want %.10g (tol %g)", what, (long long)i, got[i], want[i],
+                     tol);
 }
 
 static void expect_values(fc_tensor *y, const double *want, int64_t n, double tol,
@@ -260,9 +257,16 @@ static rgeom cfg_geom(const cfg *c, int64_t *oh, int64_t *ow) {
             o[i] = c->same ? in : (in + 2 * c->pad[i] - ext - 1) / c->stride[i] + 1;
     }
     *oh = o[0], *ow = o[1];
-    rgeom g = {.n = c->n, .groups = c->groups, .kh = c->kh, .kw = c->kw,
-               .sh = c->stride[0], .sw = c->stride[1], .ph = pad[0], .pw = pad[1],
-               .dh = c->dil[0], .dw = c->dil[1]};
+    rgeom g = {.n = c->n,
+               .groups = c->groups,
+               .kh = c->kh,
+               .kw = c->kw,
+               .sh = c->stride[0],
+               .sw = c->stride[1],
+               .ph = pad[0],
+               .pw = pad[1],
+               .dh = c->dil[0],
+               .dw = c->dil[1]};
     if (c->kind == K_TRANSPOSE) { /* image side = the output */
         g.cx = c->cout, g.hx = o[0], g.wx = o[1], g.cy = c->cin, g.hy = c->h, g.wy = c->w;
     } else {
@@ -334,13 +338,18 @@ static fc_tensor *run_op(fc_ctx *ctx, const cfg *c, fc_tensor *x, fc_tensor *w, 
         return fc_conv1d(ctx, x, w, b, &o);
     }
     if (c->kind == K_TRANSPOSE) {
-        fc_conv_transpose2d_opts o = {
-            {c->stride[0], c->stride[1]}, {c->pad[0], c->pad[1]},
-            {c->outpad[0], c->outpad[1]}, {c->dil[0], c->dil[1]}, c->groups};
+        fc_conv_transpose2d_opts o = {{c->stride[0], c->stride[1]},
+                                      {c->pad[0], c->pad[1]},
+                                      {c->outpad[0], c->outpad[1]},
+                                      {c->dil[0], c->dil[1]},
+                                      c->groups};
         return fc_conv_transpose2d(ctx, x, w, b, &o);
     }
-    fc_conv2d_opts o = {{c->stride[0], c->stride[1]}, {c->pad[0], c->pad[1]},
-                        {c->dil[0], c->dil[1]}, c->groups, c->same};
+    fc_conv2d_opts o = {{c->stride[0], c->stride[1]},
+                        {c->pad[0], c->pad[1]},
+                        {c->dil[0], c->dil[1]},
+                        c->groups,
+                        c->same};
     return fc_conv2d(ctx, x, w, b, &o);
 }
 
@@ -445,22 +454,55 @@ static void test_conv_transpose2d_random_against_reference(void **state) {
     random_cases(K_TRANSPOSE, 48);
 }
 
-/* Shapes past one column chunk (the batch cut into several products), a
- * 1x1 kernel read in place, and a larger image, in f32. */
+/* Shapes past one column chunk (576 rows of 26x25 positions, 1.4 MB per
+ * image: a batch of 5 runs as chunks of 2, 2 and 1 images), a 1x1 kernel
+ * read in place, and a larger transposed convolution, in f32. */
 static void test_conv_larger_shapes(void **state) {
     (void)state;
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2});
-    cfg big = {.kind = K_CONV2D, .n = 5, .cin = 64, .cout = 16, .h = 40, .w = 36, .kh = 3,
-               .kw = 3, .groups = 1, .stride = {1, 1}, .pad = {1, 1}, .dil = {1, 1},
-               .bias = true, .x_view = true};
+    cfg big = {.kind = K_CONV2D,
+               .n = 5,
+               .cin = 64,
+               .cout = 16,
+               .h = 26,
+               .w = 25,
+               .kh = 3,
+               .kw = 3,
+               .groups = 1,
+               .stride = {1, 1},
+               .pad = {1, 1},
+               .dil = {1, 1},
+               .bias = true,
+               .x_view = true};
     check_cfg(ctx, &big, FC_F32, 7);
-    cfg one = {.kind = K_CONV2D, .n = 3, .cin = 6, .cout = 4, .h = 5, .w = 7, .kh = 1,
-               .kw = 1, .groups = 2, .stride = {1, 1}, .dil = {1, 1}, .bias = true};
+    cfg one = {.kind = K_CONV2D,
+               .n = 3,
+               .cin = 6,
+               .cout = 4,
+               .h = 5,
+               .w = 7,
+               .kh = 1,
+               .kw = 1,
+               .groups = 2,
+               .stride = {1, 1},
+               .dil = {1, 1},
+               .bias = true};
     check_cfg(ctx, &one, FC_F64, 8);
     check_cfg(ctx, &one, FC_F32, 9);
-    cfg tr = {.kind = K_TRANSPOSE, .n = 3, .cin = 40, .cout = 24, .h = 17, .w = 15, .kh = 4,
-              .kw = 4, .groups = 2, .stride = {2, 2}, .pad = {1, 1}, .dil = {1, 1},
-              .bias = true, .w_view = true};
+    cfg tr = {.kind = K_TRANSPOSE,
+              .n = 3,
+              .cin = 40,
+              .cout = 24,
+              .h = 17,
+              .w = 15,
+              .kh = 4,
+              .kw = 4,
+              .groups = 2,
+              .stride = {2, 2},
+              .pad = {1, 1},
+              .dil = {1, 1},
+              .bias = true,
+              .w_view = true};
     check_cfg(ctx, &tr, FC_F32, 10);
     free_ctx(ctx);
 }
@@ -486,8 +528,8 @@ static run_bits run_threads(int threads, fc_backend be, bool transpose) {
     assert_int_equal(fc_ctx_set_backend(ctx, be), FC_OK);
     fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){6, 8, 19, 21}, 4, 1.0);
     fc_tensor *w = fc_param_randn(
-        ctx, FC_F32, transpose ? (const int64_t[]){8, 6, 3, 3} : (const int64_t[]){12, 4, 3, 3},
-        4, 0.3);
+        ctx, FC_F32, transpose ? (const int64_t[]){8, 6, 3, 3} : (const int64_t[]){12, 4, 3, 3}, 4,
+        0.3);
     fc_tensor *y;
     if (transpose) {
         fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
@@ -565,14 +607,16 @@ static void test_conv_steady_state_allocates_nothing(void **state) {
     free_ctx(ctx);
 }
 
-/* ---- errors ------------------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------------------
+ */
 
 static void expect_error(fc_ctx *ctx, fc_tensor *y, fc_status code, const char *op) {
     if (y) fail_msg("%s: expected %s, got a tensor", op, fc_status_name(code));
     if (fc_ctx_status(ctx) != code)
         fail_msg("%s: expected %s, got %s (%s)", op, fc_status_name(code),
                  fc_status_name(fc_ctx_status(ctx)), fc_ctx_error(ctx));
-    if (!strstr(fc_ctx_error(ctx), op)) fail_msg("message does not name %s: %s", op, fc_ctx_error(ctx));
+    if (!strstr(fc_ctx_error(ctx), op))
+        fail_msg("message does not name %s: %s", op, fc_ctx_error(ctx));
     fc_ctx_clear_error(ctx);
 }
 
@@ -636,8 +680,8 @@ static void test_conv_errors(void **state) {
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     fc_conv1d_opts o1 = fc_conv1d_defaults();
     o1.stride = 0;
-    expect_error(ctx, fc_conv1d(ctx, w3, zeros(ctx, FC_F32, (const int64_t[]){4, 2, 2}, 3), NULL,
-                                &o1),
+    expect_error(ctx,
+                 fc_conv1d(ctx, w3, zeros(ctx, FC_F32, (const int64_t[]){4, 2, 2}, 3), NULL, &o1),
                  FC_ERR_INVALID_ARG, "conv1d");
     /* groups and channels */
     o = g2, o.groups = 3; /* Cin 4 not divisible */
@@ -661,8 +705,7 @@ static void test_conv_errors(void **state) {
     t.groups = 2, t.stride[0] = 2, t.output_padding[0] = 1;
     fc_tensor *yt = fc_conv_transpose2d(ctx, x, wt, b, &t);
     assert_non_null(yt);
-    assert_memory_equal(fc_tensor_shape(yt), ((const int64_t[]){2, 6, 14, 8}),
-                        4 * sizeof(int64_t));
+    assert_memory_equal(fc_tensor_shape(yt), ((const int64_t[]){2, 6, 14, 8}), 4 * sizeof(int64_t));
     fc_conv_transpose2d_opts u = t;
     u.output_padding[0] = 2; /* not below stride 2 or dilation 1 */
     expect_error(ctx, fc_conv_transpose2d(ctx, x, wt, b, &u), FC_ERR_INVALID_ARG,
@@ -678,8 +721,8 @@ static void test_conv_errors(void **state) {
                  "conv_transpose2d");
     expect_error(ctx, fc_conv_transpose2d(ctx, x, w, NULL, &t), FC_ERR_SHAPE_MISMATCH,
                  "conv_transpose2d"); /* weight's first axis 6 != Cin 4 */
-    expect_error(ctx, fc_conv_transpose2d(ctx, x, wt, zeros(ctx, FC_F32, (const int64_t[]){3}, 1),
-                                          &t),
+    expect_error(ctx,
+                 fc_conv_transpose2d(ctx, x, wt, zeros(ctx, FC_F32, (const int64_t[]){3}, 1), &t),
                  FC_ERR_SHAPE_MISMATCH, "conv_transpose2d");
     u = t, u.padding[1] = 2; /* 6 - 4 + 2 + 1 = 5 >= 1 */
     assert_non_null(fc_conv_transpose2d(ctx, x, wt, b, &u));

@@ -34,9 +34,9 @@ typedef struct fc__conv_geom {
     int64_t cx, hx, wx; /* image side */
     int64_t cy, hy, wy; /* filtered side */
     int64_t kh, kw;
-    int64_t sh, sw;         /* stride, >= 1 */
-    int64_t ph, pw;         /* padding before the first row / column, >= 0 */
-    int64_t dh, dw;         /* dilation, >= 1 */
+    int64_t sh, sw; /* stride, >= 1 */
+    int64_t ph, pw; /* padding before the first row / column, >= 0 */
+    int64_t dh, dw; /* dilation, >= 1 */
 } fc__conv_geom;
 
 /* y [n, cy, hy, wy] = conv(x, w) + bias (bias [cy], NULL allowed). */
