@@ -14,6 +14,7 @@ typedef struct cmd {
 
 int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
 int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
+int bench_conv_train(int argc, char **argv); /* bench_conv.c */
 
 static const cmd cmds[] = {
     {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
@@ -24,6 +25,7 @@ static const cmd cmds[] = {
     {"mlp_train", bench_mlp_train, "784-512-512-10 MLP, B=128, Adam, ms/step"},
     {"gpt_train", bench_gpt_train, "char GPT d=128, 4 layers, T=64, B=16, AdamW, ms/step"},
     {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
+    {"conv_train", bench_conv_train, "conv3x3 64->64 on [16,64,32,32] fwd+bwd, GFLOP/s"},
 };
 
 int main(int argc, char **argv) {

@@ -25,6 +25,7 @@
 #include "fucina/tensor.h"
 #include "fucina/ops.h"
 #include "fucina/matmul.h"
+#include "fucina/conv.h"
 #include "fucina/pool.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"

@@ -1,0 +1,445 @@
+/* ops/conv.c - fc_conv1d, fc_conv2d and fc_conv_transpose2d: argument and
+ * shape checks, the autograd records, and each backward rule under its
+ * forward. The products are in exec/kernels/conv.c, which sees every
+ * convolution as one geometry (x image side, y filtered side):
+ *
+ *   conv             y = conv(x, w) + b     dx = conv^T(dy, w)   dw = wgrad(x, dy)
+ *   conv_transpose   y = conv^T(x, w) + b   dx = conv(dy, w)     dw = wgrad(dy, x)
+ *   both             db = dy summed over the batch and the spatial axes
+ *
+ * conv1d is conv2d with a height of 1: its tensors are read in the same
+ * row-major order as [N, C, 1, L], so it shares the kernels and the rule,
+ * which reshapes its results back to the inputs' shapes.
+ *
+ * The node keeps only the integer arguments; the sizes come back from the
+ * node's input and output shapes, so padding_same is stored as the padding
+ * it chose (the smaller half first) and output_padding is the output size.
+ * Rules run inside the backward scope and release nothing. */
+#include "exec/kernels/conv.h"
+#include "ag/tape.h"
+#include "exec/kernels/copy.h"
+#include "fucina.h"
+
+/* ---- the nodes --------------------------------------------------------------------------------
+ */
+
+/* Inputs {x, weight, bias (may be NULL)}; saved x and weight as given. */
+enum conv_input {
+    CONV_IN_X,
+    CONV_IN_WEIGHT,
+    CONV_IN_BIAS,
+    CONV_N_IN,
+};
+enum conv_saved_slot {
+    CONV_SAVED_X,
+    CONV_SAVED_WEIGHT,
+};
+/* i[]: the arguments of the height (conv1d: a fixed 1 / 0 / 1) and width
+ * axes, and groups. */
+enum conv_i_slot {
+    CONV_I_STRIDE_H,
+    CONV_I_STRIDE_W,
+    CONV_I_PAD_H,
+    CONV_I_PAD_W,
+    CONV_I_DIL_H,
+    CONV_I_DIL_W,
+    CONV_I_GROUPS,
+};
+
+/* The arguments of any of the three ops, per axis (0: height, 1: width). */
+typedef struct conv_args {
+    int64_t stride[2], pad[2], outpad[2], dil[2], groups;
+    bool same;
+} conv_args;
+
+/* ---- checks -----------------------------------------------------------------------------------
+ */
+
+static bool is_float(fc_dtype dt) {
+    return dt == FC_F16 || dt == FC_BF16 || dt == FC_F32 || dt == FC_F64;
+}
+
+/* Dtypes and ranks of x, weight and bias (NULL allowed). */
+static bool check_tensors(fc_ctx *ctx, const char *op, int rank, const fc_tensor *x,
+                          const fc_tensor *w, const fc_tensor *b) {
+    char d[160];
+    fc_dtype dt = x->raw.dtype;
+    if (!is_float(dt)) {
+        fc__fail(ctx, FC_ERR_DTYPE, "%s: x %s must be f16, bf16, f32 or f64; cast with fc_to", op,
+                 fc__desc(x, d, (int)sizeof d));
+        return false;
+    }
+    const fc_tensor *other[2] = {w, b};
+    const char *role[2] = {"weight", "bias"};
+    for (int i = 0; i < 2; i++) {
+        if (other[i] && other[i]->raw.dtype != dt) {
+            fc__fail(ctx, FC_ERR_DTYPE, "%s: %s dtype %s differs from x's %s; cast with fc_to", op,
+                     role[i], fc_dtype_name(other[i]->raw.dtype), fc_dtype_name(dt));
+            return false;
+        }
+    }
+    const fc_tensor *t = x->raw.rank != rank ? x : w->raw.rank != rank ? w : NULL;
+    if (t) {
+        fc__fail(ctx, FC_ERR_RANK, "%s: %s %s must be %d-D (%s)", op, t == x ? "x" : "weight",
+                 fc__desc(t, d, (int)sizeof d), rank,
+                 t == x ? (rank == 3 ? "[N, C, L]" : "[N, C, H, W]")
+                        : (rank == 3 ? "[Cout, Cin/groups, k]" : "[Cout, Cin/groups, kH, kW]"));
+        return false;
+    }
+    if (b && b->raw.rank != 1) {
+        fc__fail(ctx, FC_ERR_RANK, "%s: bias %s must be 1-D [Cout]", op,
+                 fc__desc(b, d, (int)sizeof d));
+        return false;
+    }
+    return true;
+}
+
+/* The integer arguments of axes [first, 2). */
+static bool check_args(fc_ctx *ctx, const char *op, const conv_args *a, int first,
+                       bool transposed) {
+    static const char *axis[2] = {"height", "width"};
+    if (a->groups < 1) {
+        fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: groups %lld must be >= 1", op, (long long)a->groups);
+        return false;
+    }
+    for (int i = first; i < 2; i++) {
+        const char *ax = first == 1 ? "" : axis[i];
+        const char *sp = first == 1 ? "" : " ";
+        if (a->stride[i] < 1 || a->dil[i] < 1) {
+            bool s = a->stride[i] < 1;
+            fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: %s%s%s %lld must be >= 1", op, ax, sp,
+                     s ? "stride" : "dilation", (long long)(s ? a->stride[i] : a->dil[i]));
+            return false;
+        }
+        if (!a->same && a->pad[i] < 0) {
+            fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: %s%spadding %lld must be >= 0", op, ax, sp,
+                     (long long)a->pad[i]);
+            return false;
+        }
+        if (a->same && a->stride[i] != 1) {
+            fc__fail(ctx, FC_ERR_INVALID_ARG,
+                     "%s: padding_same needs stride 1, got %s%sstride %lld (as PyTorch)", op, ax,
+                     sp, (long long)a->stride[i]);
+            return false;
+        }
+        if (transposed &&
+            (a->outpad[i] < 0 || (a->outpad[i] >= a->stride[i] && a->outpad[i] >= a->dil[i]))) {
+            fc__fail(ctx, FC_ERR_INVALID_ARG,
+                     "%s: %s%soutput_padding %lld must be >= 0 and below the stride %lld or the "
+                     "dilation %lld",
+                     op, ax, sp, (long long)a->outpad[i], (long long)a->stride[i],
+                     (long long)a->dil[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Channel counts against groups: x's channels cx, weight [w0, w1, ...];
+ * conv: cx = w1 * groups, Cout = w0; transposed: cx = w0, Cout = w1 * groups. */
+static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const fc_tensor *x,
+                           const fc_tensor *w, const fc_tensor *b, int64_t groups, int64_t *cout) {
+    char xs[160], ws[160];
+    int64_t cx = x->raw.shape[1], w0 = w->raw.shape[0], w1 = w->raw.shape[1];
+    int64_t cin_div = transposed ? w0 : cx, other = transposed ? w1 * groups : w0;
+    if (cin_div % groups != 0 || (!transposed && w0 % groups != 0)) {
+        bool in = cin_div % groups != 0;
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                 "%s: %s channels %lld of x %s / weight %s are not divisible by groups %lld", op,
+                 in ? "input" : "output", (long long)(in ? cin_div : w0),
+                 fc__desc(x, xs, (int)sizeof xs), fc__desc(w, ws, (int)sizeof ws),
+                 (long long)groups);
+        return false;
+    }
+    if (transposed ? cx != w0 : cx != w1 * groups) {
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                 "%s: x %s has %lld channels, weight %s expects %lld (groups %lld)", op,
+                 fc__desc(x, xs, (int)sizeof xs), (long long)cx, fc__desc(w, ws, (int)sizeof ws),
+                 (long long)(transposed ? w0 : w1 * groups), (long long)groups);
+        return false;
+    }
+    *cout = other;
+    if (b && b->raw.shape[0] != other) {
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: bias %s must be [%lld] (Cout) for weight %s", op,
+                 fc__desc(b, xs, (int)sizeof xs), (long long)other,
+                 fc__desc(w, ws, (int)sizeof ws));
+        return false;
+    }
+    return true;
+}
+
+/* Output size of one axis: input n, kernel k, arguments of axis i. The
+ * padding_same choice (the smaller half before) is written into a->pad.
+ * Records FC_ERR_INVALID_SHAPE for a size below 1, FC_ERR_OVERFLOW when
+ * the arithmetic does not fit. */
+static bool out_size(fc_ctx *ctx, const char *op, const fc_tensor *x, conv_args *a, int i,
+                     int64_t n, int64_t k, bool transposed, int64_t *out) {
+    char xs[160];
+    int64_t ext, padded, o;
+    bool ovf = __builtin_mul_overflow(a->dil[i], k - 1, &ext); /* dilated extent - 1 */
+    if (!ovf && a->same) a->pad[i] = ext / 2;
+    if (!ovf && !transposed) {
+        ovf = __builtin_mul_overflow(a->pad[i], 2, &padded) ||
+              __builtin_add_overflow(padded, n - ext - 1, &padded);
+        o = a->same ? n : (padded < 0 ? 0 : padded / a->stride[i] + 1);
+    } else if (!ovf) {
+        ovf = __builtin_mul_overflow(n - 1, a->stride[i], &o) ||
+              __builtin_add_overflow(o, ext + a->outpad[i] + 1, &o) ||
+              __builtin_sub_overflow(o, 2 * a->pad[i], &o);
+    }
+    if (ovf) {
+        fc__fail(ctx, FC_ERR_OVERFLOW, "%s: the output size of x %s overflows", op,
+                 fc__desc(x, xs, (int)sizeof xs));
+        return false;
+    }
+    if (o < 1) {
+        fc__fail(ctx, FC_ERR_INVALID_SHAPE,
+                 "%s: output size %lld below 1 along an axis of x %s (input %lld, kernel %lld, "
+                 "dilation %lld, padding %lld, stride %lld)",
+                 op, (long long)o, fc__desc(x, xs, (int)sizeof xs), (long long)n, (long long)k,
+                 (long long)a->dil[i], (long long)a->pad[i], (long long)a->stride[i]);
+        return false;
+    }
+    *out = o;
+    return true;
+}
+
+/* ---- geometry ---------------------------------------------------------------------------------
+ */
+
+/* The 4-D dims of a rank-3 or rank-4 shape (a length becomes [1, L]). */
+static void dims4(const int64_t *shape, int rank, int64_t out[4]) {
+    out[0] = shape[0], out[1] = shape[1];
+    out[2] = rank == 4 ? shape[2] : 1;
+    out[3] = shape[rank - 1];
+}
+
+/* The kernel geometry for image-side dims xi[4], filtered-side dims yf[4]
+ * and weight dims w4[4]. */
+static fc__conv_geom geom(const int64_t xi[4], const int64_t yf[4], const int64_t w4[4],
+                          const conv_args *a) {
+    return (fc__conv_geom){
+        .n = xi[0],
+        .groups = a->groups,
+        .cx = xi[1],
+        .hx = xi[2],
+        .wx = xi[3],
+        .cy = yf[1],
+        .hy = yf[2],
+        .wy = yf[3],
+        .kh = w4[2],
+        .kw = w4[3],
+        .sh = a->stride[0],
+        .sw = a->stride[1],
+        .ph = a->pad[0],
+        .pw = a->pad[1],
+        .dh = a->dil[0],
+        .dw = a->dil[1],
+    };
+}
+
+/* The arguments a node stored. */
+static conv_args node_args(const fc_node *nd) {
+    return (conv_args){
+        .stride = {nd->i[CONV_I_STRIDE_H], nd->i[CONV_I_STRIDE_W]},
+        .pad = {nd->i[CONV_I_PAD_H], nd->i[CONV_I_PAD_W]},
+        .dil = {nd->i[CONV_I_DIL_H], nd->i[CONV_I_DIL_W]},
+        .groups = nd->i[CONV_I_GROUPS],
+    };
+}
+
+/* A contiguous t seen with shape (same element count): a new view in the
+ * current scope, or NULL (error recorded). t is not released. */
+static fc_tensor *as_shape(fc_ctx *ctx, const char *op, fc_tensor *t, const int64_t *shape,
+                           int rank) {
+    if (!t) return NULL;
+    int64_t strides[FC_MAX_RANK];
+    fc__shape_contiguous_strides(shape, rank, strides);
+    return fc__tensor_view(ctx, op, t, shape, strides, rank, t->raw.offset);
+}
+
+/* The forward's result y (compute dtype, 4-D) as the op returns it: in
+ * dtype dt and shaped [N, C, L] for conv1d. Steals y. */
+static fc_tensor *finish_output(fc_ctx *ctx, const char *op, fc_tensor *y, fc_dtype dt, int rank) {
+    if (!y) return NULL;
+    fc_tensor *out = y;
+    if (y->raw.dtype != dt) {
+        out = fc__copy_cast(ctx, op, y, dt);
+        fc_release(y);
+        if (!out) return NULL;
+    }
+    if (rank == 4) return out;
+    const int64_t *s = out->raw.shape;
+    fc_tensor *v = as_shape(ctx, op, out, (const int64_t[]){s[0], s[1], s[3]}, 3);
+    fc_release(out);
+    return v;
+}
+
+/* Records the node of a conv or conv_transpose output. */
+static fc_tensor *record(fc_ctx *ctx, const char *op, fc__backward_fn rule, fc_tensor *out,
+                         fc_tensor *const in[CONV_N_IN], const conv_args *a) {
+    fc_node *nd = fc__ag_record(ctx, op, rule, out, CONV_N_IN, in);
+    /* in the order of enum conv_saved_slot */
+    if (!nd || fc__ag_save(ctx, nd, "x", in[CONV_IN_X]) != FC_OK ||
+        fc__ag_save(ctx, nd, "weight", in[CONV_IN_WEIGHT]) != FC_OK) {
+        fc_release(out);
+        return NULL;
+    }
+    nd->i[CONV_I_STRIDE_H] = a->stride[0], nd->i[CONV_I_STRIDE_W] = a->stride[1];
+    nd->i[CONV_I_PAD_H] = a->pad[0], nd->i[CONV_I_PAD_W] = a->pad[1];
+    nd->i[CONV_I_DIL_H] = a->dil[0], nd->i[CONV_I_DIL_W] = a->dil[1];
+    nd->i[CONV_I_GROUPS] = a->groups;
+    return out;
+}
+
+/* ---- fc_conv1d, fc_conv2d ----------------------------------------------------------------------
+ */
+
+static fc_status conv_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+
+static fc_tensor *conv_impl(fc_ctx *ctx, const char *op, int rank, fc_tensor *x, fc_tensor *w,
+                            fc_tensor *b, conv_args a) {
+    int64_t cout, xd[4], wd[4], yd[4];
+    if (!check_tensors(ctx, op, rank, x, w, b) || !check_args(ctx, op, &a, rank == 3, false) ||
+        !check_channels(ctx, op, false, x, w, b, a.groups, &cout))
+        return NULL;
+    dims4(x->raw.shape, rank, xd);
+    dims4(w->raw.shape, rank, wd);
+    yd[0] = xd[0], yd[1] = cout;
+    for (int i = 0; i < 2; i++)
+        if (!out_size(ctx, op, x, &a, i, xd[2 + i], wd[2 + i], false, &yd[2 + i])) return NULL;
+    fc__conv_geom g = geom(xd, yd, wd, &a);
+    fc_tensor *y = fc__conv_forward(ctx, op, &g, x, w, b);
+    y = finish_output(ctx, op, y, x->raw.dtype, rank);
+    fc_tensor *in[CONV_N_IN] = {[CONV_IN_X] = x, [CONV_IN_WEIGHT] = w, [CONV_IN_BIAS] = b};
+    if (y && fc__ag_wants(ctx, CONV_N_IN, in)) y = record(ctx, op, conv_backward, y, in, &a);
+    return y ? fc__finish(ctx, op, y) : NULL;
+}
+
+/* dx = conv^T(dy, w), dw = wgrad(x, dy), db = channel sums of dy; the
+ * geometry from the node's shapes (conv1d's rank-3 ones read as 4-D). */
+static fc_status conv_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    const fc__ag_input *ix = &node->in[CONV_IN_X], *iw = &node->in[CONV_IN_WEIGHT];
+    int64_t xd[4], wd[4], yd[4];
+    dims4(ix->shape, ix->rank, xd);
+    dims4(iw->shape, iw->rank, wd);
+    dims4(node->out_shape, node->out_rank, yd);
+    conv_args a = node_args(node);
+    fc__conv_geom g = geom(xd, yd, wd, &a);
+    const char *op = node->op;
+    if (ix->needs) {
+        fc_tensor *w = fc__ag_saved_tensor(ctx, node, CONV_SAVED_WEIGHT);
+        fc_tensor *gx = w ? fc__conv_dgrad(ctx, op, &g, gout, w, NULL) : NULL;
+        if (!(gin[CONV_IN_X] = as_shape(ctx, op, gx, ix->shape, ix->rank))) return fc__failed(ctx);
+    }
+    if (iw->needs) {
+        fc_tensor *x = fc__ag_saved_tensor(ctx, node, CONV_SAVED_X);
+        fc_tensor *gw = x ? fc__conv_wgrad(ctx, op, &g, x, gout) : NULL;
+        if (!(gin[CONV_IN_WEIGHT] = as_shape(ctx, op, gw, iw->shape, iw->rank)))
+            return fc__failed(ctx);
+    }
+    if (node->in[CONV_IN_BIAS].needs) {
+        gin[CONV_IN_BIAS] = fc__conv_channel_sum(ctx, op, gout, g.n, g.cy, g.hy * g.wy);
+        if (!gin[CONV_IN_BIAS]) return fc__failed(ctx);
+    }
+    return FC_OK;
+}
+
+fc_tensor *fc_conv2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                     const fc_conv2d_opts *opts) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, "conv2d", x);
+    FC__CHECK_INPUT(ctx, "conv2d", weight);
+    fc_conv2d_opts o = opts ? *opts : fc_conv2d_defaults();
+    conv_args a = {
+        .stride = {o.stride[0], o.stride[1]},
+        .pad = {o.padding[0], o.padding[1]},
+        .dil = {o.dilation[0], o.dilation[1]},
+        .groups = o.groups,
+        .same = o.padding_same,
+    };
+    return conv_impl(ctx, "conv2d", 4, x, weight, bias, a);
+}
+
+fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                     const fc_conv1d_opts *opts) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, "conv1d", x);
+    FC__CHECK_INPUT(ctx, "conv1d", weight);
+    fc_conv1d_opts o = opts ? *opts : fc_conv1d_defaults();
+    conv_args a = {
+        .stride = {1, o.stride},
+        .pad = {0, o.padding},
+        .dil = {1, o.dilation},
+        .groups = o.groups,
+        .same = o.padding_same,
+    };
+    return conv_impl(ctx, "conv1d", 3, x, weight, bias, a);
+}
+
+/* ---- fc_conv_transpose2d ------------------------------------------------------------------------
+ */
+
+static fc_status conv_transpose_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                         fc_tensor **gin);
+
+fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                               const fc_conv_transpose2d_opts *opts) {
+    const char *op = "conv_transpose2d";
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, op, x);
+    FC__CHECK_INPUT(ctx, op, weight);
+    fc_conv_transpose2d_opts o = opts ? *opts : fc_conv_transpose2d_defaults();
+    conv_args a = {
+        .stride = {o.stride[0], o.stride[1]},
+        .pad = {o.padding[0], o.padding[1]},
+        .outpad = {o.output_padding[0], o.output_padding[1]},
+        .dil = {o.dilation[0], o.dilation[1]},
+        .groups = o.groups,
+    };
+    int64_t cout, xd[4], wd[4], od[4];
+    if (!check_tensors(ctx, op, 4, x, weight, bias) || !check_args(ctx, op, &a, 0, true) ||
+        !check_channels(ctx, op, true, x, weight, bias, a.groups, &cout))
+        return NULL;
+    dims4(x->raw.shape, 4, xd);
+    dims4(weight->raw.shape, 4, wd);
+    od[0] = xd[0], od[1] = cout;
+    for (int i = 0; i < 2; i++)
+        if (!out_size(ctx, op, x, &a, i, xd[2 + i], wd[2 + i], true, &od[2 + i])) return NULL;
+    /* the convolution this one is the adjoint of: image side = our output */
+    fc__conv_geom g = geom(od, xd, wd, &a);
+    fc_tensor *y = fc__conv_dgrad(ctx, op, &g, x, weight, bias);
+    y = finish_output(ctx, op, y, x->raw.dtype, 4);
+    fc_tensor *in[CONV_N_IN] = {[CONV_IN_X] = x, [CONV_IN_WEIGHT] = weight, [CONV_IN_BIAS] = bias};
+    if (y && fc__ag_wants(ctx, CONV_N_IN, in))
+        y = record(ctx, op, conv_transpose_backward, y, in, &a);
+    return y ? fc__finish(ctx, op, y) : NULL;
+}
+
+/* With the adjoint convolution's geometry (image side = the output):
+ * dx = conv(dy, w), dw = wgrad(dy, x), db = channel sums of dy. */
+static fc_status conv_transpose_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                         fc_tensor **gin) {
+    int64_t xd[4], wd[4], od[4];
+    dims4(node->in[CONV_IN_X].shape, 4, xd);
+    dims4(node->in[CONV_IN_WEIGHT].shape, 4, wd);
+    dims4(node->out_shape, 4, od);
+    conv_args a = node_args(node);
+    fc__conv_geom g = geom(od, xd, wd, &a);
+    const char *op = node->op;
+    if (node->in[CONV_IN_X].needs) {
+        fc_tensor *w = fc__ag_saved_tensor(ctx, node, CONV_SAVED_WEIGHT);
+        if (!(gin[CONV_IN_X] = w ? fc__conv_forward(ctx, op, &g, gout, w, NULL) : NULL))
+            return fc__failed(ctx);
+    }
+    if (node->in[CONV_IN_WEIGHT].needs) {
+        fc_tensor *x = fc__ag_saved_tensor(ctx, node, CONV_SAVED_X);
+        if (!(gin[CONV_IN_WEIGHT] = x ? fc__conv_wgrad(ctx, op, &g, gout, x) : NULL))
+            return fc__failed(ctx);
+    }
+    if (node->in[CONV_IN_BIAS].needs) {
+        gin[CONV_IN_BIAS] = fc__conv_channel_sum(ctx, op, gout, g.n, g.cx, g.hx * g.wx);
+        if (!gin[CONV_IN_BIAS]) return fc__failed(ctx);
+    }
+    return FC_OK;
+}
