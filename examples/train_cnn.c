@@ -105,11 +105,11 @@ static void cnn_init(fc_ctx *ctx, cnn *m) {
     if (!m->batch_norm) return;
     const int64_t ch[2] = {32, 64};
     for (int b = 0; b < 2; b++) {
-        m->p[BN1W + 2 * b] = fc_param_from_data(ctx, FC_F32, &ch[b], 1, NULL);
+        m->p[BN1W + 2 * b] = fc_param_zeros(ctx, FC_F32, &ch[b], 1); /* filled with 1 below */
         m->p[BN1B + 2 * b] = fc_param_zeros(ctx, FC_F32, &ch[b], 1);
         m->stats[BN1M + 2 * b] = fc_zeros(ctx, FC_F32, &ch[b], 1);
         m->stats[BN1V + 2 * b] = fc_ones(ctx, FC_F32, &ch[b], 1);
-        fc_no_grad_begin(ctx);
+        fc_no_grad_begin(ctx); /* an in-place write to a leaf */
         if (m->p[BN1W + 2 * b]) fc_fill_(m->p[BN1W + 2 * b], 1.0);
         fc_no_grad_end(ctx);
     }

@@ -8,6 +8,7 @@
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
  *   fucina/ops.h      the forward op library
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
+ *   fucina/conv.h     1-d and 2-d convolutions and the 2-d transposed one
  *   fucina/pool.h     2-d max, average and adaptive average pooling
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
