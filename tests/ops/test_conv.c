@@ -552,21 +552,27 @@ static run_bits run_threads(int threads, fc_backend be, bool transpose) {
     return r;
 }
 
+/* The conv kernels split work over batch and channels in fixed chunks, so
+ * with the reference provider (whose products do not depend on the thread
+ * count) 1 and 2 threads give the same bits. The automatic provider keeps
+ * the matmul contract: the same bits for the same thread count, run after
+ * run (OpenBLAS, chosen below AVX-512, splits its reductions by thread
+ * count, so 1 against 2 threads is not promised there). */
 static void test_conv_same_bits_at_one_and_two_threads(void **state) {
     (void)state;
-    const fc_backend bes[] = {FC_BACKEND_AUTO, FC_BACKEND_REF};
-    for (int bi = 0; bi < 2; bi++)
-        for (int t = 0; t < 2; t++) {
-            run_bits a = run_threads(1, bes[bi], t), b = run_threads(2, bes[bi], t);
-            assert_int_equal(a.ny, b.ny);
-            assert_memory_equal(a.y, b.y, a.ny);
-            assert_memory_equal(a.dx, b.dx, a.nx);
-            assert_memory_equal(a.dw, b.dw, a.nw);
-            run_bits c = run_threads(2, bes[bi], t); /* and the same bits again */
-            assert_memory_equal(b.dw, c.dw, b.nw);
-            free(a.y), free(a.dx), free(a.dw), free(b.y), free(b.dx), free(b.dw);
-            free(c.y), free(c.dx), free(c.dw);
-        }
+    for (int t = 0; t < 2; t++) {
+        run_bits a = run_threads(1, FC_BACKEND_REF, t), b = run_threads(2, FC_BACKEND_REF, t);
+        assert_int_equal(a.ny, b.ny);
+        assert_memory_equal(a.y, b.y, a.ny);
+        assert_memory_equal(a.dx, b.dx, a.nx);
+        assert_memory_equal(a.dw, b.dw, a.nw);
+        run_bits c = run_threads(2, FC_BACKEND_AUTO, t), d = run_threads(2, FC_BACKEND_AUTO, t);
+        assert_memory_equal(c.y, d.y, c.ny);
+        assert_memory_equal(c.dx, d.dx, c.nx);
+        assert_memory_equal(c.dw, d.dw, c.nw);
+        free(a.y), free(a.dx), free(a.dw), free(b.y), free(b.dx), free(b.dw);
+        free(c.y), free(c.dx), free(c.dw), free(d.y), free(d.dx), free(d.dw);
+    }
 }
 
 /* A conv layer's training step (conv2d + bias, relu, conv_transpose2d,
