@@ -7,8 +7,17 @@
 # In a cross build, -DEMULATOR="<command line>" (qemu-user say) runs TRAINER.
 # Without the data set (the trainer's exit 77) it prints a line ctest reads
 # as a skip (SKIP_REGULAR_EXPRESSION).
+# -DSMALL=ON (under an emulator) runs 8 steps of 16 images, stopping at 5.
 separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
-set(common --batch-norm --batch 32 --train-limit 320 --steps 24 --eval-every 100
+set(steps 24)
+set(stop 13)
+set(batch 32)
+if(SMALL)
+  set(steps 8)
+  set(stop 5)
+  set(batch 16)
+endif()
+set(common --batch-norm --batch ${batch} --train-limit 320 --steps ${steps} --eval-every 100
     --test-limit 200 --minutes 0 --threads 1)
 file(REMOVE_RECURSE ${DIR}/straight ${DIR}/split)
 
@@ -31,12 +40,12 @@ run_trainer(straight --out ${DIR}/straight)
 if(straight STREQUAL "skipped")
   return()
 endif()
-run_trainer(first --out ${DIR}/split --stop-after 13)
+run_trainer(first --out ${DIR}/split --stop-after ${stop})
 run_trainer(resumed --out ${DIR}/split --resume)
 message(STATUS "straight: ${straight}")
 message(STATUS "first:    ${first}")
 message(STATUS "resumed:  ${resumed}")
-if(NOT straight MATCHES "^final: step 24 " OR NOT first MATCHES "^final: step 13 ")
+if(NOT straight MATCHES "^final: step ${steps} " OR NOT first MATCHES "^final: step ${stop} ")
   message(FATAL_ERROR "the runs did not stop where asked")
 endif()
 if(NOT straight STREQUAL resumed)
