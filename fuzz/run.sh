@@ -7,8 +7,10 @@
 # Targets: fuzz_safetensors and fuzz_gguf (the byte-level readers, built
 # from their sources), fuzz_checkpoint (fc_checkpoint_load) and fuzz_api
 # (random programs of public API calls, misuse included), the last two
-# linked against the whole library built with clang into $FUZZ_WORK/lib:
-# the first run configures and builds it, later runs rebuild what changed.
+# linked against the whole library built with clang into $FUZZ_WORK/lib
+# (default build-fuzz/ in this checkout): the first run configures and
+# builds it, later runs rebuild what changed; a build directory configured
+# from another checkout is discarded first, since cmake refuses to reuse it.
 # Seeds: fuzz/corpus/<target>/ (read only; crash inputs that were fixed stay
 # there as regression seeds, replayed on every run); new inputs go to
 # $FUZZ_WORK/corpus-<target>/, crashes to $FUZZ_WORK/crash-*. Exits non-zero
@@ -16,7 +18,7 @@
 # and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORK="${FUZZ_WORK:-/tmp/fucina-fuzz}"
+WORK="${FUZZ_WORK:-$PWD/build-fuzz}"
 CC_="${CC:-clang}"
 JOBS="${FUZZ_JOBS:-2}"
 mkdir -p "$WORK"
@@ -26,6 +28,11 @@ FLAGS=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 # The whole library, instrumented for the fuzzer, as a static archive.
 build_lib() {
   echo "== building the library in $WORK/lib"
+  local cache="$WORK/lib/CMakeCache.txt"
+  if [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$PWD" "$cache"; then
+    echo "   (it was configured from another checkout: starting afresh)"
+    rm -rf "$WORK/lib"
+  fi
   cmake -S . -B "$WORK/lib" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_C_FLAGS=-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
     -DFUCINA_WITH_OPENBLAS=OFF -DFUCINA_WITH_ONEDNN=OFF -DFUCINA_WITH_OPENMP=OFF \
