@@ -88,6 +88,9 @@ void fc_ctx_free(fc_ctx *ctx) {
     if (ctx->tape_free) ctx->tape_free(ctx); /* set by src/ag when it made a tape */
     fc__tensor_destroy_all(ctx);
     fc__backend_cache_free(ctx->backend_cache);
+    for (int i = 0; i < ctx->team_cache_count; i++)
+        fc__backend_cache_free(ctx->team_caches[i]);
+    fc__free(&ctx->alloc, ctx->team_caches, (size_t)ctx->team_cache_count * sizeof *ctx->team_caches);
     fc__pool_trim(ctx);
     fc__pool_destroy(&ctx->pool);
     fc__ctx_free(ctx, ctx->scope_items, sizeof(fc_tensor *) * (size_t)ctx->scope_cap);

@@ -58,6 +58,11 @@ struct fc_ctx {
     /* matmul provider state (the oneDNN primitive cache), created by the
      * first matmul that needs it; freed with the context. */
     struct fc__backend_cache *backend_cache;
+    /* one provider cache per thread-team slice, for kernels that run
+     * single-threaded products on every thread at once (convolution); grown
+     * by the first such call that needs more; freed with the context. */
+    struct fc__backend_cache **team_caches;
+    int team_cache_count;
 
     uint64_t rng_seed, rng_offset;
 

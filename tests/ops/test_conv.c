@@ -4,7 +4,7 @@
  * random configurations (stride, padding, padding_same, dilation, groups,
  * depthwise, bias, strided views of x and weight, every float dtype);
  * gradients of sum(y * g) against the reference's adjoint loops; the same
- * bits at one and two threads; a steady-state training step that calls the
+ * bits at one, two and three threads with every provider; a steady-state training step that calls the
  * allocator zero times; and every error code of fucina/conv.h. The f64
  * finite-difference checks are in test_conv_grad.c. */
 #include <math.h>
@@ -522,11 +522,12 @@ static void *copy_bytes(const fc_tensor *t, size_t *n) {
 }
 
 /* conv2d (groups 2, stride 2 on one axis) and conv_transpose2d forward and
- * backward on `threads` threads with provider be; the bytes of y, dx, dw. */
-static run_bits run_threads(int threads, fc_backend be, bool transpose) {
+ * backward on a batch of n, `threads` threads, provider be; the bytes of
+ * y, dx, dw. */
+static run_bits run_threads(int threads, fc_backend be, bool transpose, int64_t n) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 5});
     assert_int_equal(fc_ctx_set_backend(ctx, be), FC_OK);
-    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){6, 8, 19, 21}, 4, 1.0);
+    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){n, 8, 19, 21}, 4, 1.0);
     fc_tensor *w = fc_param_randn(
         ctx, FC_F32, transpose ? (const int64_t[]){8, 6, 3, 3} : (const int64_t[]){12, 4, 3, 3}, 4,
         0.3);
@@ -552,27 +553,40 @@ static run_bits run_threads(int threads, fc_backend be, bool transpose) {
     return r;
 }
 
-/* The conv kernels split work over batch and channels in fixed chunks, so
- * with the reference provider (whose products do not depend on the thread
- * count) 1 and 2 threads give the same bits. The automatic provider keeps
- * the matmul contract: the same bits for the same thread count, run after
- * run (OpenBLAS, chosen below AVX-512, splits its reductions by thread
- * count, so 1 against 2 threads is not promised there). */
-static void test_conv_same_bits_at_one_and_two_threads(void **state) {
+/* The conv kernels cut their work into items fixed by the shapes (chunks
+ * of images, blocks of channels, runs of chunks summed in order) and run
+ * every product on one thread, so the result bits do not depend on the
+ * thread count, with every provider: compared at 1, 2 and 3 threads, for a
+ * batch of one (channel blocks), of six (one chunk per image) and of 40
+ * (several images per chunk, several wgrad partial sums). */
+static void test_conv_same_bits_at_any_thread_count(void **state) {
     (void)state;
-    for (int t = 0; t < 2; t++) {
-        run_bits a = run_threads(1, FC_BACKEND_REF, t), b = run_threads(2, FC_BACKEND_REF, t);
-        assert_int_equal(a.ny, b.ny);
-        assert_memory_equal(a.y, b.y, a.ny);
-        assert_memory_equal(a.dx, b.dx, a.nx);
-        assert_memory_equal(a.dw, b.dw, a.nw);
-        run_bits c = run_threads(2, FC_BACKEND_AUTO, t), d = run_threads(2, FC_BACKEND_AUTO, t);
-        assert_memory_equal(c.y, d.y, c.ny);
-        assert_memory_equal(c.dx, d.dx, c.nx);
-        assert_memory_equal(c.dw, d.dw, c.nw);
-        free(a.y), free(a.dx), free(a.dw), free(b.y), free(b.dx), free(b.dw);
-        free(c.y), free(c.dx), free(c.dw), free(d.y), free(d.dx), free(d.dw);
+    fc_backend providers[] = {FC_BACKEND_AUTO, FC_BACKEND_REF, FC_BACKEND_BLAS,
+                              FC_BACKEND_ONEDNN};
+    const int64_t batches[] = {1, 6, 40};
+    int compared = 0;
+    for (size_t pi = 0; pi < sizeof providers / sizeof *providers; pi++) {
+        fc_ctx *probe = fc_ctx_new(NULL);
+        bool built = fc_ctx_set_backend(probe, providers[pi]) == FC_OK;
+        free_ctx(probe);
+        if (!built) continue;
+        for (int t = 0; t < 2; t++) {
+            for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+                run_bits a = run_threads(1, providers[pi], t, batches[bi]);
+                for (int threads = 2; threads <= 3; threads++) {
+                    run_bits b = run_threads(threads, providers[pi], t, batches[bi]);
+                    assert_int_equal(a.ny, b.ny);
+                    assert_memory_equal(a.y, b.y, a.ny);
+                    assert_memory_equal(a.dx, b.dx, a.nx);
+                    assert_memory_equal(a.dw, b.dw, a.nw);
+                    free(b.y), free(b.dx), free(b.dw);
+                    compared++;
+                }
+                free(a.y), free(a.dx), free(a.dw);
+            }
+        }
     }
+    assert_true(compared >= 2 * 3 * 2 * 2); /* auto and ref at least */
 }
 
 /* A conv layer's training step (conv2d + bias, relu, conv_transpose2d,
@@ -748,7 +762,7 @@ int main(void) {
         cmocka_unit_test(test_conv1d_random_against_reference),
         cmocka_unit_test(test_conv_transpose2d_random_against_reference),
         cmocka_unit_test(test_conv_larger_shapes),
-        cmocka_unit_test(test_conv_same_bits_at_one_and_two_threads),
+        cmocka_unit_test(test_conv_same_bits_at_any_thread_count),
         cmocka_unit_test(test_conv_steady_state_allocates_nothing),
         cmocka_unit_test(test_conv_errors),
     };

@@ -29,6 +29,8 @@
  * Buffers (the column matrix, the regrouped gradient, contiguous f32 / f64
  * copies of the operands) are pool tensors released before returning, so a
  * repeated call allocates nothing once the pool holds their size classes. */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exec/kernels/conv.h"
@@ -44,6 +46,8 @@
  * 2 MB of L2 per core, one image per chunk took 4% less CPU time than
  * three and 15% less than sixteen). */
 #define COL_BUDGET ((int64_t)4 << 20)
+/* Items worth having: enough for a team of 16 threads to share evenly. */
+#define TEAM_ITEMS 16
 
 /* ---- sizes ------------------------------------------------------------------------------------
  */
@@ -75,9 +79,12 @@ static bool plan_make(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_dt
     p->cxg = g->cx / g->groups;
     p->cyg = g->cy / g->groups;
     p->Kg = p->cxg * kk;
+    /* as many images as COL_BUDGET holds, but no more than leave
+     * TEAM_ITEMS chunks for the team to share */
     p->nb = COL_BUDGET / col_image;
+    int64_t spread = (g->n + TEAM_ITEMS - 1) / TEAM_ITEMS;
+    if (p->nb > spread) p->nb = spread;
     if (p->nb < 1) p->nb = 1;
-    if (p->nb > g->n) p->nb = g->n;
     p->identity = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 &&
                   g->pw == 0 && g->hx == g->hy && g->wx == g->wy;
     return true;
@@ -159,13 +166,6 @@ static void im2col_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static void im2col(fc_ctx *ctx, const conv_plan *p, const char *x, char *col, int64_t n0,
-                   int64_t nb) {
-    col_job j = {p, x, col, n0, nb};
-    int64_t grain = 4096 / (p->P + 1) + 1; /* a few thousand elements per slice */
-    fc__parallel_for(ctx, p->K * nb, grain, im2col_range, &j);
-}
-
 /* Adds the kh*kw column rows of channel c, image b into the (zeroed)
  * image plane, kernel offsets in order: the adjoint of im2col_range. */
 #define COL2IM_PLANE(T)                                                                            \
@@ -206,13 +206,6 @@ static void col2im_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static void col2im(fc_ctx *ctx, const conv_plan *p, const char *col, char *x, int64_t n0,
-                   int64_t nb) {
-    col_job j = {p, x, (char *)col, n0, nb};
-    int64_t grain = 4096 / (p->X * p->g->kh * p->g->kw + 1) + 1;
-    fc__parallel_for(ctx, nb * p->g->cx, grain, col2im_range, &j);
-}
-
 /* ---- per-channel fills and the regrouping ------------------------------------------------------
  */
 
@@ -248,46 +241,397 @@ static void rows_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Every row (b, ch) of t [nb][c][len] set to bias[ch] (add: plus it). */
-static void fill_bias(fc_ctx *ctx, const conv_plan *p, char *t, const char *bias, int64_t nb,
-                      int64_t c, int64_t len, bool add) {
-    rows_job j = {bias, t, p->es, c, -1, len, add};
-    fc__parallel_for(ctx, nb * c, 4096 / (len + 1) + 1, rows_range, &j);
-}
-
-/* dst [c][nb][len] = src [nb][c][len] regrouped. */
-static void regroup(fc_ctx *ctx, const conv_plan *p, const char *src, char *dst, int64_t nb,
-                    int64_t c, int64_t len) {
-    rows_job j = {src, dst, p->es, c, nb, len, false};
-    fc__parallel_for(ctx, nb * c, 4096 / (len + 1) + 1, rows_range, &j);
-}
-
-/* ---- the GEMM ----------------------------------------------------------------------------------
+/* ---- the wgrad partial sums ------------------------------------------------------------------
  */
 
-/* The provider state of ctx, created on first use (matmul.c does the
- * same): NULL only when that allocation fails, and the providers then run
- * uncached, which is still correct. */
-static fc__backend_cache *ctx_cache(fc_ctx *ctx) {
-    if (!ctx->backend_cache) ctx->backend_cache = fc__backend_cache_new(&ctx->alloc);
-    return ctx->backend_cache;
+typedef struct parts_job {
+    const char *partials;
+    char *out;
+    size_t es;
+    int64_t parts, elems;
+} parts_job;
+
+/* out[i] = partial 0 [i] + partial 1 [i] + ..., in part order. */
+static void sum_parts_range(void *arg, int64_t begin, int64_t end) {
+    const parts_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        if (j->es == sizeof(float)) {
+            const float *v = (const float *)j->partials + i;
+            float s = v[0];
+            for (int64_t r = 1; r < j->parts; r++)
+                s += v[r * j->elems];
+            ((float *)j->out)[i] = s;
+        } else {
+            const double *v = (const double *)j->partials + i;
+            double s = v[0];
+            for (int64_t r = 1; r < j->parts; r++)
+                s += v[r * j->elems];
+            ((double *)j->out)[i] = s;
+        }
+    }
 }
 
-/* Runs g (dtype, sizes, operands and batch filled in) through the
- * context's provider; records the error and returns false on failure. */
-static bool gemm(fc_ctx *ctx, const char *op, fc__gemm g) {
+static void sum_parts(fc_ctx *ctx, const conv_plan *p, const char *partials, int64_t parts,
+                      int64_t elems, char *out) {
+    parts_job j = {partials, out, p->es, parts, elems};
+    fc__parallel_for(ctx, elems, 4096, sum_parts_range, &j);
+}
+
+/* ---- the team ---------------------------------------------------------------------------------
+ *
+ * The work of a product is cut into items fixed by the shapes alone:
+ *   forward, dgrad: (chunk of images, block of channels) pairs, the
+ *     channels of the side being written (y's for forward, x's for dgrad);
+ *   wgrad: (part, block of output channels) pairs, where a part is a fixed
+ *     run of chunks whose weight gradients one item sums in chunk order
+ *     into that part's partial sum; the partials are added in part order
+ *     at the end.
+ * Channel blocks are used only when there are too few chunks to keep a
+ * team busy (a batch of one, say). Each item runs its im2col, GEMMs (one
+ * thread each) and col2im by itself, and items are handed to the team in
+ * static slices, so no value depends on which thread computed it or on how
+ * many there are: the result bits are the same at every thread count. A
+ * slice owns one column buffer and one provider cache (its oneDNN
+ * primitives and workspace: a cache serves one thread at a time), both set
+ * up before the team starts; a slice that receives consecutive items of one
+ * chunk fills its column buffer once. */
+
+/* wgrad partial sums at most (each the size of the weight) and the bytes
+ * they may take together. */
+#define WGRAD_PARTS 8
+#define WGRAD_PARTIAL_BUDGET ((int64_t)64 << 20)
+
+typedef enum conv_kind { CONV_FORWARD, CONV_DGRAD, CONV_WGRAD } conv_kind;
+
+typedef struct conv_team {
+    fc_ctx *ctx;
+    const char *op;
+    const conv_plan *p;
+    conv_kind kind;
+    const char *x, *w, *gy, *bias; /* contiguous operands in the compute dtype */
+    char *out;                     /* y, gx, or gw (written by items) */
+    int64_t nchunks, parts, blocks, block; /* items = (nchunks or parts) x blocks */
+    char *cols;                    /* one column buffer per slice */
+    char *regrouped;               /* wgrad: one [cy][nb][P] buffer per slice */
+    char *partials;                /* wgrad: parts x weight elements (NULL: one part, into out) */
+    int64_t col_elems, rg_elems, w_elems;
+    fc__backend_cache **caches; /* one per slice */
+    atomic_int next_slice;
+    atomic_int failed;
+    fc_status rc;
+    char err[FC__ERR_CAP - 64];
+} conv_team;
+
+static void team_fail(conv_team *t, fc_status rc, const char *msg) {
+    if (atomic_exchange(&t->failed, 1) == 0) {
+        t->rc = rc;
+        snprintf(t->err, sizeof t->err, "%s", msg);
+    }
+}
+
+/* g (dtype, sizes, operands) on one thread with the slice's cache. */
+static bool team_gemm(conv_team *t, fc__backend_cache *cache, fc__gemm g) {
     const fc__matmul_provider *prov = NULL;
     char err[FC__ERR_CAP - 64];
     fc_status rc =
-        fc__backend_resolve(ctx->backend, g.dtype, g.m, g.n, g.k, &prov, err, sizeof err);
+        fc__backend_resolve(t->ctx->backend, g.dtype, g.m, g.n, g.k, &prov, err, sizeof err);
     if (rc == FC_OK) {
-        g.threads = ctx->threads > 0 ? ctx->threads : 1;
-        g.alloc = &ctx->alloc;
-        g.cache = ctx_cache(ctx);
+        g.threads = 1;
+        g.alloc = &t->ctx->alloc;
+        g.cache = cache;
         rc = fc__gemm_run(prov, &g, err, sizeof err);
     }
-    if (rc != FC_OK) fc__fail(ctx, rc, "%s: %s", op, err);
+    if (rc != FC_OK) team_fail(t, rc, err);
     return rc == FC_OK;
+}
+
+/* The images [*n0, *n0 + *nb) of chunk c. */
+static void chunk_images(const conv_plan *p, int64_t c, int64_t *n0, int64_t *nb) {
+    *n0 = c * p->nb;
+    *nb = p->g->n - *n0 < p->nb ? p->g->n - *n0 : p->nb;
+}
+
+/* Channel block b of a side with `channels` per group: [*lo, *hi) within
+ * every group (blocks never straddle groups: a block is a range inside
+ * each group, the same for all groups). */
+static void block_range(const conv_team *t, int64_t b, int64_t channels, int64_t *lo,
+                        int64_t *hi) {
+    *lo = b * t->block;
+    *hi = *lo + t->block < channels ? *lo + t->block : channels;
+}
+
+/* Forward, chunk c, output channels [lo, hi) of every group. */
+static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c,
+                         int64_t lo, int64_t hi, int64_t *col_chunk) {
+    const conv_plan *p = t->p;
+    const fc__conv_geom *g = p->g;
+    size_t es = p->es;
+    int64_t n0, nb;
+    chunk_images(p, c, &n0, &nb);
+    if (!p->identity && *col_chunk != c) {
+        col_job j = {p, t->x, col, n0, nb};
+        im2col_range(&j, 0, p->K * nb);
+        *col_chunk = c;
+    }
+    char *yc = t->out + (size_t)(n0 * g->cy * p->P) * es;
+    for (int64_t gr = 0; gr < g->groups; gr++) {
+        int64_t o0 = gr * p->cyg + lo, rows = hi - lo;
+        if (t->bias) {
+            for (int64_t b = 0; b < nb; b++) {
+                rows_job j = {t->bias + (size_t)o0 * es, yc + (size_t)((b * g->cy + o0) * p->P) * es,
+                              es, rows, -1, p->P, false};
+                rows_range(&j, 0, rows);
+            }
+        }
+        fc__gemm gm = {
+            .dtype = p->dt,
+            .m = rows,
+            .n = p->P,
+            .k = p->Kg,
+            .a = t->w + (size_t)(o0 * p->Kg) * es,
+            .lda = p->Kg,
+            .c = yc + (size_t)(o0 * p->P) * es,
+            .ldc = p->P,
+            .accumulate = t->bias != NULL,
+            .batch = nb,
+            .stride_c = g->cy * p->P,
+        };
+        if (p->identity) {
+            gm.b = t->x + (size_t)((n0 * g->cx + gr * p->cxg) * p->P) * es;
+            gm.ldb = p->P, gm.stride_b = g->cx * p->P;
+        } else {
+            gm.b = col + (size_t)(gr * p->Kg * nb * p->P) * es;
+            gm.ldb = nb * p->P, gm.stride_b = p->P;
+        }
+        if (nb == 1) gm.stride_b = gm.stride_c = 0;
+        if (!team_gemm(t, cache, gm)) return false;
+    }
+    return true;
+}
+
+/* dgrad, chunk c, image-side channels [lo, hi) of every group. */
+static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
+                       int64_t hi) {
+    const conv_plan *p = t->p;
+    const fc__conv_geom *g = p->g;
+    size_t es = p->es;
+    int64_t n0, nb, kk = g->kh * g->kw;
+    chunk_images(p, c, &n0, &nb);
+    for (int64_t gr = 0; gr < g->groups; gr++) {
+        /* col rows of channels [lo, hi) of group gr (Kg-row block of the group) =
+         * W_g[:, rows]^T . gy_b,g */
+        int64_t r0 = lo * kk, rows = (hi - lo) * kk;
+        fc__gemm gm = {
+            .dtype = p->dt,
+            .m = rows,
+            .n = p->P,
+            .k = p->cyg,
+            .a = t->w + (size_t)(gr * p->cyg * p->Kg + r0) * es,
+            .lda = p->Kg,
+            .trans_a = true,
+            .b = t->gy + (size_t)((n0 * g->cy + gr * p->cyg) * p->P) * es,
+            .ldb = p->P,
+            .batch = nb,
+            .stride_b = g->cy * p->P,
+        };
+        if (p->identity) {
+            gm.c = t->out + (size_t)((n0 * g->cx + gr * p->cxg + lo) * p->P) * es;
+            gm.ldc = p->P, gm.stride_c = g->cx * p->P;
+        } else {
+            gm.c = col + (size_t)((gr * p->Kg + r0) * nb * p->P) * es;
+            gm.ldc = nb * p->P, gm.stride_c = p->P;
+        }
+        if (nb == 1) gm.stride_b = gm.stride_c = 0;
+        if (!team_gemm(t, cache, gm)) return false;
+        int64_t ch0 = gr * p->cxg + lo;
+        if (!p->identity) {
+            col_job j = {p, t->out, col, n0, nb};
+            for (int64_t b = 0; b < nb; b++)
+                for (int64_t ch = ch0; ch < gr * p->cxg + hi; ch++)
+                    col2im_range(&j, b * g->cx + ch, b * g->cx + ch + 1);
+        }
+        if (t->bias) {
+            for (int64_t b = 0; b < nb; b++) {
+                rows_job j = {t->bias + (size_t)ch0 * es,
+                              t->out + (size_t)(((n0 + b) * g->cx + ch0) * p->X) * es, es,
+                              hi - lo, -1, p->X, true};
+                rows_range(&j, 0, hi - lo);
+            }
+        }
+    }
+    return true;
+}
+
+/* wgrad, part r (its chunks in order), output channels [lo, hi) of every
+ * group, into the part's partial sum (or the result for a single part). */
+static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *rg, int64_t r,
+                       int64_t lo, int64_t hi, int64_t *col_chunk) {
+    const conv_plan *p = t->p;
+    const fc__conv_geom *g = p->g;
+    size_t es = p->es;
+    char *dst = t->partials ? t->partials + (size_t)(r * t->w_elems) * es : t->out;
+    int64_t c0 = r * t->nchunks / t->parts, c1 = (r + 1) * t->nchunks / t->parts;
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t n0, nb;
+        chunk_images(p, c, &n0, &nb);
+        const char *gyc = t->gy + (size_t)(n0 * g->cy * p->P) * es;
+        if (*col_chunk != c) {
+            col_job j = {p, t->x, col, n0, nb};
+            im2col_range(&j, 0, p->K * nb);
+            if (nb > 1) {
+                rows_job rj = {gyc, rg, es, g->cy, nb, p->P, false};
+                rows_range(&rj, 0, nb * g->cy);
+            }
+            *col_chunk = c;
+        }
+        const char *a = nb > 1 ? rg : gyc; /* [cy][nb*P] */
+        for (int64_t gr = 0; gr < g->groups; gr++) {
+            int64_t o0 = gr * p->cyg + lo;
+            /* gW rows [o0, o0 + hi - lo) += gy rows . col_g^T (nb*P x Kg) */
+            fc__gemm gm = {
+                .dtype = p->dt,
+                .m = hi - lo,
+                .n = p->Kg,
+                .k = nb * p->P,
+                .a = a + (size_t)(o0 * nb * p->P) * es,
+                .lda = nb * p->P,
+                .b = col + (size_t)(gr * p->Kg * nb * p->P) * es,
+                .ldb = nb * p->P,
+                .trans_b = true,
+                .c = dst + (size_t)(o0 * p->Kg) * es,
+                .ldc = p->Kg,
+                .accumulate = c > c0,
+                .batch = 1,
+            };
+            if (!team_gemm(t, cache, gm)) return false;
+        }
+    }
+    return true;
+}
+
+/* One slice of items, run by one thread with its own buffers. */
+static void team_range(void *arg, int64_t begin, int64_t end) {
+    conv_team *t = arg;
+    int slice = atomic_fetch_add(&t->next_slice, 1);
+    const conv_plan *p = t->p;
+    char *col = t->cols ? t->cols + (size_t)(slice * t->col_elems) * p->es : NULL;
+    char *rg = t->regrouped ? t->regrouped + (size_t)(slice * t->rg_elems) * p->es : NULL;
+    fc__backend_cache *cache = t->caches[slice];
+    int64_t col_chunk = -1; /* the chunk whose columns col holds */
+    for (int64_t it = begin; it < end && !atomic_load(&t->failed); it++) {
+        int64_t major = it / t->blocks, lo, hi;
+        bool ok;
+        switch (t->kind) {
+        case CONV_FORWARD:
+            block_range(t, it % t->blocks, p->cyg, &lo, &hi);
+            ok = forward_item(t, cache, col, major, lo, hi, &col_chunk);
+            break;
+        case CONV_DGRAD:
+            block_range(t, it % t->blocks, p->cxg, &lo, &hi);
+            ok = dgrad_item(t, cache, col, major, lo, hi);
+            break;
+        default:
+            block_range(t, it % t->blocks, p->cyg, &lo, &hi);
+            ok = wgrad_item(t, cache, col, rg, major, lo, hi, &col_chunk);
+            break;
+        }
+        if (!ok) break;
+    }
+}
+
+/* The slices the team will run for `items` items: what fc__parallel_for
+ * makes of them with a grain of one. */
+static int team_slices(const fc_ctx *ctx, int64_t items) {
+    int64_t nt = ctx->threads > 0 ? ctx->threads : 1;
+    return (int)(nt < items ? nt : items);
+}
+
+/* The per-slice provider caches, grown on first need and kept in the
+ * context (they hold oneDNN primitives worth keeping). */
+static fc__backend_cache **team_caches(fc_ctx *ctx, const char *op, int slices) {
+    if (ctx->team_cache_count < slices) {
+        size_t old = (size_t)ctx->team_cache_count * sizeof *ctx->team_caches;
+        fc__backend_cache **grown =
+            fc__alloc(&ctx->alloc, (size_t)slices * sizeof *grown, _Alignof(fc__backend_cache *));
+        if (!grown) {
+            fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for %d thread caches", op, slices);
+            return NULL;
+        }
+        for (int i = 0; i < slices; i++)
+            grown[i] = i < ctx->team_cache_count ? ctx->team_caches[i] : NULL;
+        fc__free(&ctx->alloc, ctx->team_caches, old);
+        ctx->team_caches = grown;
+        ctx->team_cache_count = slices;
+    }
+    for (int i = 0; i < slices; i++) {
+        if (!ctx->team_caches[i] && !(ctx->team_caches[i] = fc__backend_cache_new(&ctx->alloc))) {
+            fc__fail(ctx, FC_ERR_OOM, "%s: out of memory for a thread's matmul cache", op);
+            return NULL;
+        }
+    }
+    return ctx->team_caches;
+}
+
+/* Channel blocks for a side of `channels` per group when `majors` items
+ * would be too few: blocks of at least 8 channels, fixed by the shapes. */
+static int64_t team_block(int64_t majors, int64_t channels) {
+    if (majors >= TEAM_ITEMS / 2) return channels;
+    int64_t want = (TEAM_ITEMS + majors - 1) / majors;
+    int64_t block = (channels + want - 1) / want;
+    return block < 8 ? (channels < 8 ? channels : 8) : block;
+}
+
+/* Runs t (kind, operands and out set) over the team; false with the error
+ * recorded when an allocation or a product failed. */
+static bool team_run(conv_team *t) {
+    fc_ctx *ctx = t->ctx;
+    const conv_plan *p = t->p;
+    const fc__conv_geom *g = p->g;
+    fc_tensor *cols = NULL, *rg = NULL, *partials = NULL;
+    bool ok = false;
+    t->nchunks = (g->n + p->nb - 1) / p->nb;
+    int64_t majors = t->nchunks, channels = t->kind == CONV_DGRAD ? p->cxg : p->cyg;
+    if (t->kind == CONV_WGRAD) {
+        t->w_elems = g->cy * p->Kg;
+        int64_t by_budget = WGRAD_PARTIAL_BUDGET / (t->w_elems * (int64_t)p->es);
+        t->parts = t->nchunks < WGRAD_PARTS ? t->nchunks : WGRAD_PARTS;
+        if (t->parts > by_budget) t->parts = by_budget > 1 ? by_budget : 1;
+        majors = t->parts;
+    }
+    t->block = team_block(majors, channels);
+    t->blocks = (channels + t->block - 1) / t->block;
+    int64_t items = majors * t->blocks;
+    int slices = team_slices(ctx, items);
+    bool needs_cols = !p->identity || t->kind == CONV_WGRAD;
+    t->col_elems = p->K * p->nb * p->P;
+    t->rg_elems = g->cy * p->nb * p->P;
+    if (needs_cols && !(cols = scratch(ctx, t->op, p->dt, slices * t->col_elems))) goto done;
+    if (t->kind == CONV_WGRAD && p->nb > 1 &&
+        !(rg = scratch(ctx, t->op, p->dt, slices * t->rg_elems)))
+        goto done;
+    if (t->kind == CONV_WGRAD && t->parts > 1 &&
+        !(partials = scratch(ctx, t->op, p->dt, t->parts * t->w_elems)))
+        goto done;
+    if (!(t->caches = team_caches(ctx, t->op, slices))) goto done;
+    t->cols = cols ? fc__raw_base(&cols->raw) : NULL;
+    t->regrouped = rg ? fc__raw_base(&rg->raw) : NULL;
+    t->partials = partials ? fc__raw_base(&partials->raw) : NULL;
+    atomic_init(&t->next_slice, 0);
+    atomic_init(&t->failed, 0);
+    fc__parallel_for(ctx, items, 1, team_range, t);
+    if (atomic_load(&t->failed)) {
+        fc__fail(ctx, t->rc, "%s: %s", t->op, t->err);
+        goto done;
+    }
+    if (t->partials) { /* out = partial 0 + partial 1 + ... in part order */
+        sum_parts(ctx, p, t->partials, t->parts, t->w_elems, t->out);
+    }
+    ok = true;
+done:
+    fc_release(partials);
+    fc_release(rg);
+    fc_release(cols);
+    return ok;
 }
 
 /* ---- the three products ------------------------------------------------------------------------
@@ -298,171 +642,59 @@ static fc_tensor *new4(fc_ctx *ctx, const char *op, fc_dtype dt, int64_t a, int6
     return fc__tensor_new(ctx, op, dt, (const int64_t[]){a, b, c, d}, 4);
 }
 
+/* The shared body: operands made contiguous in the compute dtype, the
+ * result allocated, the team run. a and b are the kind's two operands
+ * (forward: x, w; dgrad: gy, w; wgrad: x, gy). */
+static fc_tensor *conv_product(fc_ctx *ctx, const char *op, const fc__conv_geom *g,
+                               conv_kind kind, fc_tensor *a, fc_tensor *b, fc_tensor *bias) {
+    conv_plan p;
+    fc_dtype dt = compute_dtype(a, b);
+    if (!plan_make(ctx, op, g, dt, &p)) return NULL;
+    fc_tensor *ac = operand(ctx, op, a, dt), *bc = ac ? operand(ctx, op, b, dt) : NULL;
+    fc_tensor *biasc = bc && bias ? operand(ctx, op, bias, dt) : NULL;
+    fc_tensor *out = NULL;
+    if (!bc || (bias && !biasc)) goto done;
+    if (kind == CONV_FORWARD)
+        out = new4(ctx, op, dt, g->n, g->cy, g->hy, g->wy);
+    else if (kind == CONV_DGRAD)
+        out = new4(ctx, op, dt, g->n, g->cx, g->hx, g->wx);
+    else
+        out = new4(ctx, op, dt, g->cy, p.cxg, g->kh, g->kw);
+    if (!out) goto done;
+    conv_team t = {.ctx = ctx, .op = op, .p = &p, .kind = kind,
+                   .out = fc__raw_base(&out->raw),
+                   .bias = biasc ? fc__raw_base(&biasc->raw) : NULL};
+    const char *ad = fc__raw_base(&ac->raw), *bd = fc__raw_base(&bc->raw);
+    if (kind == CONV_FORWARD)
+        t.x = ad, t.w = bd;
+    else if (kind == CONV_DGRAD)
+        t.gy = ad, t.w = bd;
+    else
+        t.x = ad, t.gy = bd;
+    if (!team_run(&t)) {
+        fc_release(out);
+        out = NULL;
+    }
+done:
+    fc_release(biasc);
+    fc_release(bc);
+    fc_release(ac);
+    return out;
+}
+
 fc_tensor *fc__conv_forward(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_tensor *x,
                             fc_tensor *w, fc_tensor *bias) {
-    conv_plan p;
-    fc_dtype dt = compute_dtype(x, w);
-    if (!plan_make(ctx, op, g, dt, &p)) return NULL;
-    fc_tensor *xc = operand(ctx, op, x, dt), *wc = xc ? operand(ctx, op, w, dt) : NULL;
-    fc_tensor *bc = wc && bias ? operand(ctx, op, bias, dt) : NULL;
-    fc_tensor *col = NULL, *y = NULL;
-    if (!wc || (bias && !bc)) goto done;
-    if (!p.identity && !(col = scratch(ctx, op, dt, p.K * p.nb * p.P))) goto done;
-    if (!(y = new4(ctx, op, dt, g->n, g->cy, g->hy, g->wy))) goto done;
-    const char *xd = fc__raw_base(&xc->raw), *wd = fc__raw_base(&wc->raw);
-    char *yd = fc__raw_base(&y->raw), *cd = col ? fc__raw_base(&col->raw) : NULL;
-    size_t es = p.es;
-    for (int64_t n0 = 0; n0 < g->n; n0 += p.nb) {
-        int64_t nb = g->n - n0 < p.nb ? g->n - n0 : p.nb;
-        char *yc = yd + (size_t)(n0 * g->cy * p.P) * es;
-        if (!p.identity) im2col(ctx, &p, xd, cd, n0, nb);
-        if (bc) fill_bias(ctx, &p, yc, fc__raw_base(&bc->raw), nb, g->cy, p.P, false);
-        for (int64_t gr = 0; gr < g->groups; gr++) {
-            fc__gemm gm = {
-                .dtype = dt,
-                .m = p.cyg,
-                .n = p.P,
-                .k = p.Kg,
-                .a = wd + (size_t)(gr * p.cyg * p.Kg) * es,
-                .lda = p.Kg,
-                .c = yc + (size_t)(gr * p.cyg * p.P) * es,
-                .ldc = p.P,
-                .accumulate = bc != NULL,
-                .batch = nb,
-                .stride_c = g->cy * p.P,
-            };
-            if (p.identity) {
-                gm.b = xd + (size_t)((n0 * g->cx + gr * p.cxg) * p.P) * es;
-                gm.ldb = p.P, gm.stride_b = g->cx * p.P;
-            } else {
-                gm.b = cd + (size_t)(gr * p.Kg * nb * p.P) * es;
-                gm.ldb = nb * p.P, gm.stride_b = p.P;
-            }
-            if (nb == 1) gm.stride_b = gm.stride_c = 0;
-            if (!gemm(ctx, op, gm)) goto fail;
-        }
-    }
-    goto done;
-fail:
-    fc_release(y);
-    y = NULL;
-done:
-    fc_release(col);
-    fc_release(bc);
-    fc_release(wc);
-    fc_release(xc);
-    return y;
+    return conv_product(ctx, op, g, CONV_FORWARD, x, w, bias);
 }
 
 fc_tensor *fc__conv_dgrad(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_tensor *gy,
                           fc_tensor *w, fc_tensor *bias) {
-    conv_plan p;
-    fc_dtype dt = compute_dtype(gy, w);
-    if (!plan_make(ctx, op, g, dt, &p)) return NULL;
-    fc_tensor *gc = operand(ctx, op, gy, dt), *wc = gc ? operand(ctx, op, w, dt) : NULL;
-    fc_tensor *bc = wc && bias ? operand(ctx, op, bias, dt) : NULL;
-    fc_tensor *col = NULL, *gx = NULL;
-    if (!wc || (bias && !bc)) goto done;
-    if (!p.identity && !(col = scratch(ctx, op, dt, p.K * p.nb * p.P))) goto done;
-    if (!(gx = new4(ctx, op, dt, g->n, g->cx, g->hx, g->wx))) goto done;
-    const char *gd = fc__raw_base(&gc->raw), *wd = fc__raw_base(&wc->raw);
-    char *xd = fc__raw_base(&gx->raw), *cd = col ? fc__raw_base(&col->raw) : NULL;
-    size_t es = p.es;
-    for (int64_t n0 = 0; n0 < g->n; n0 += p.nb) {
-        int64_t nb = g->n - n0 < p.nb ? g->n - n0 : p.nb;
-        for (int64_t gr = 0; gr < g->groups; gr++) {
-            /* col_g (Kg x P) = W_g^T (Kg x cyg) . gy_b,g (cyg x P) */
-            fc__gemm gm = {
-                .dtype = dt,
-                .m = p.Kg,
-                .n = p.P,
-                .k = p.cyg,
-                .a = wd + (size_t)(gr * p.cyg * p.Kg) * es,
-                .lda = p.Kg,
-                .trans_a = true,
-                .b = gd + (size_t)((n0 * g->cy + gr * p.cyg) * p.P) * es,
-                .ldb = p.P,
-                .batch = nb,
-                .stride_b = g->cy * p.P,
-            };
-            if (p.identity) {
-                gm.c = xd + (size_t)((n0 * g->cx + gr * p.cxg) * p.P) * es;
-                gm.ldc = p.P, gm.stride_c = g->cx * p.P;
-            } else {
-                gm.c = cd + (size_t)(gr * p.Kg * nb * p.P) * es;
-                gm.ldc = nb * p.P, gm.stride_c = p.P;
-            }
-            if (nb == 1) gm.stride_b = gm.stride_c = 0;
-            if (!gemm(ctx, op, gm)) goto fail;
-        }
-        if (!p.identity) col2im(ctx, &p, cd, xd, n0, nb);
-        if (bc)
-            fill_bias(ctx, &p, xd + (size_t)(n0 * g->cx * p.X) * es, fc__raw_base(&bc->raw), nb,
-                      g->cx, p.X, true);
-    }
-    goto done;
-fail:
-    fc_release(gx);
-    gx = NULL;
-done:
-    fc_release(col);
-    fc_release(bc);
-    fc_release(wc);
-    fc_release(gc);
-    return gx;
+    return conv_product(ctx, op, g, CONV_DGRAD, gy, w, bias);
 }
 
 fc_tensor *fc__conv_wgrad(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_tensor *x,
                           fc_tensor *gy) {
-    conv_plan p;
-    fc_dtype dt = compute_dtype(x, gy);
-    if (!plan_make(ctx, op, g, dt, &p)) return NULL;
-    fc_tensor *xc = operand(ctx, op, x, dt), *gc = xc ? operand(ctx, op, gy, dt) : NULL;
-    fc_tensor *col = NULL, *gt = NULL, *gw = NULL;
-    if (!gc) goto done;
-    if (!(col = scratch(ctx, op, dt, p.K * p.nb * p.P))) goto done;
-    if (p.nb > 1 && !(gt = scratch(ctx, op, dt, g->cy * p.nb * p.P))) goto done;
-    if (!(gw = new4(ctx, op, dt, g->cy, p.cxg, g->kh, g->kw))) goto done;
-    const char *xd = fc__raw_base(&xc->raw), *gd = fc__raw_base(&gc->raw);
-    char *cd = fc__raw_base(&col->raw), *td = gt ? fc__raw_base(&gt->raw) : NULL;
-    char *wd = fc__raw_base(&gw->raw);
-    size_t es = p.es;
-    for (int64_t n0 = 0; n0 < g->n; n0 += p.nb) {
-        int64_t nb = g->n - n0 < p.nb ? g->n - n0 : p.nb;
-        const char *gyc = gd + (size_t)(n0 * g->cy * p.P) * es;
-        im2col(ctx, &p, xd, cd, n0, nb);
-        if (nb > 1) regroup(ctx, &p, gyc, td, nb, g->cy, p.P);
-        const char *a = nb > 1 ? td : gyc; /* [cy][nb*P] */
-        for (int64_t gr = 0; gr < g->groups; gr++) {
-            /* gW_g (cyg x Kg) += gy_g (cyg x nb*P) . col_g^T (nb*P x Kg) */
-            fc__gemm gm = {
-                .dtype = dt,
-                .m = p.cyg,
-                .n = p.Kg,
-                .k = nb * p.P,
-                .a = a + (size_t)(gr * p.cyg * nb * p.P) * es,
-                .lda = nb * p.P,
-                .b = cd + (size_t)(gr * p.Kg * nb * p.P) * es,
-                .ldb = nb * p.P,
-                .trans_b = true,
-                .c = wd + (size_t)(gr * p.cyg * p.Kg) * es,
-                .ldc = p.Kg,
-                .accumulate = n0 > 0,
-                .batch = 1,
-            };
-            if (!gemm(ctx, op, gm)) goto fail;
-        }
-    }
-    goto done;
-fail:
-    fc_release(gw);
-    gw = NULL;
-done:
-    fc_release(gt);
-    fc_release(col);
-    fc_release(gc);
-    fc_release(xc);
-    return gw;
+    return conv_product(ctx, op, g, CONV_WGRAD, x, gy, NULL);
 }
 
 /* ---- the bias gradient -------------------------------------------------------------------------
