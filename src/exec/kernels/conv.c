@@ -308,12 +308,12 @@ typedef struct conv_team {
     const char *op;
     const conv_plan *p;
     conv_kind kind;
-    const char *x, *w, *gy, *bias; /* contiguous operands in the compute dtype */
-    char *out;                     /* y, gx, or gw (written by items) */
+    const char *x, *w, *gy, *bias;         /* contiguous operands in the compute dtype */
+    char *out;                             /* y, gx, or gw (written by items) */
     int64_t nchunks, parts, blocks, block; /* items = (nchunks or parts) x blocks */
-    char *cols;                    /* one column buffer per slice */
-    char *regrouped;               /* wgrad: one [cy][nb][P] buffer per slice */
-    char *partials;                /* wgrad: parts x weight elements (NULL: one part, into out) */
+    char *cols;                            /* one column buffer per slice */
+    char *regrouped;                       /* wgrad: one [cy][nb][P] buffer per slice */
+    char *partials; /* wgrad: parts x weight elements (NULL: one part, into out) */
     int64_t col_elems, rg_elems, w_elems;
     fc__backend_cache **caches; /* one per slice */
     atomic_int next_slice;
@@ -354,15 +354,14 @@ static void chunk_images(const conv_plan *p, int64_t c, int64_t *n0, int64_t *nb
 /* Channel block b of a side with `channels` per group: [*lo, *hi) within
  * every group (blocks never straddle groups: a block is a range inside
  * each group, the same for all groups). */
-static void block_range(const conv_team *t, int64_t b, int64_t channels, int64_t *lo,
-                        int64_t *hi) {
+static void block_range(const conv_team *t, int64_t b, int64_t channels, int64_t *lo, int64_t *hi) {
     *lo = b * t->block;
     *hi = *lo + t->block < channels ? *lo + t->block : channels;
 }
 
 /* Forward, chunk c, output channels [lo, hi) of every group. */
-static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c,
-                         int64_t lo, int64_t hi, int64_t *col_chunk) {
+static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
+                         int64_t hi, int64_t *col_chunk) {
     const conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
@@ -378,8 +377,13 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
         int64_t o0 = gr * p->cyg + lo, rows = hi - lo;
         if (t->bias) {
             for (int64_t b = 0; b < nb; b++) {
-                rows_job j = {t->bias + (size_t)o0 * es, yc + (size_t)((b * g->cy + o0) * p->P) * es,
-                              es, rows, -1, p->P, false};
+                rows_job j = {t->bias + (size_t)o0 * es,
+                              yc + (size_t)((b * g->cy + o0) * p->P) * es,
+                              es,
+                              rows,
+                              -1,
+                              p->P,
+                              false};
                 rows_range(&j, 0, rows);
             }
         }
@@ -453,8 +457,12 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
         if (t->bias) {
             for (int64_t b = 0; b < nb; b++) {
                 rows_job j = {t->bias + (size_t)ch0 * es,
-                              t->out + (size_t)(((n0 + b) * g->cx + ch0) * p->X) * es, es,
-                              hi - lo, -1, p->X, true};
+                              t->out + (size_t)(((n0 + b) * g->cx + ch0) * p->X) * es,
+                              es,
+                              hi - lo,
+                              -1,
+                              p->X,
+                              true};
                 rows_range(&j, 0, hi - lo);
             }
         }
@@ -645,8 +653,8 @@ static fc_tensor *new4(fc_ctx *ctx, const char *op, fc_dtype dt, int64_t a, int6
 /* The shared body: operands made contiguous in the compute dtype, the
  * result allocated, the team run. a and b are the kind's two operands
  * (forward: x, w; dgrad: gy, w; wgrad: x, gy). */
-static fc_tensor *conv_product(fc_ctx *ctx, const char *op, const fc__conv_geom *g,
-                               conv_kind kind, fc_tensor *a, fc_tensor *b, fc_tensor *bias) {
+static fc_tensor *conv_product(fc_ctx *ctx, const char *op, const fc__conv_geom *g, conv_kind kind,
+                               fc_tensor *a, fc_tensor *b, fc_tensor *bias) {
     conv_plan p;
     fc_dtype dt = compute_dtype(a, b);
     if (!plan_make(ctx, op, g, dt, &p)) return NULL;
@@ -661,7 +669,10 @@ static fc_tensor *conv_product(fc_ctx *ctx, const char *op, const fc__conv_geom 
     else
         out = new4(ctx, op, dt, g->cy, p.cxg, g->kh, g->kw);
     if (!out) goto done;
-    conv_team t = {.ctx = ctx, .op = op, .p = &p, .kind = kind,
+    conv_team t = {.ctx = ctx,
+                   .op = op,
+                   .p = &p,
+                   .kind = kind,
                    .out = fc__raw_base(&out->raw),
                    .bias = biasc ? fc__raw_base(&biasc->raw) : NULL};
     const char *ad = fc__raw_base(&ac->raw), *bd = fc__raw_base(&bc->raw);
