@@ -1,7 +1,10 @@
 /* fucina/autograd.h - reverse-mode automatic differentiation.
  *
- * A leaf of dtype f32, f16 or bf16 may require a gradient; its gradient is
- * always f32. While grad mode is on (the default) and any input of an op
+ * A leaf of dtype f32, f16, bf16 or f64 may require a gradient. Its
+ * gradient is f32 for the 16- and 32-bit dtypes and f64 for f64, so an f64
+ * model trains and differentiates in f64 throughout (ops do not promote
+ * across dtypes, so an f64 graph computes in f64; an fc_to between dtypes
+ * hands each side the gradient of its own dtype). While grad mode is on (the default) and any input of an op
  * requires grad, the op records a node: the backward rule, links to its
  * inputs, and the values its backward needs ("saved values"), each stored
  * with its buffer's mutation generation. fc_backward walks the recorded
@@ -51,7 +54,7 @@ extern "C" {
 
 /* Marks a leaf as requiring a gradient (or not). Returns FC_OK;
  * FC_ERR_NULL_ARG for a NULL t; FC_ERR_DTYPE (when on) for dtypes other than
- * f32, f16, bf16; FC_ERR_INVALID_ARG for a non-leaf (a tensor produced by a
+ * f32, f16, bf16, f64; FC_ERR_INVALID_ARG for a non-leaf (a tensor produced by a
  * recorded op). Errors but the NULL t are recorded in t's context. */
 FC_API fc_status fc_requires_grad(fc_tensor *t, bool on);
 /* False for NULL. */
@@ -62,9 +65,10 @@ FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
 /* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
  * fc_tensor_from_data, then fc_requires_grad(t, true). Each returns a new
  * reference, or NULL with the constructor's error or FC_ERR_DTYPE (a dtype
- * other than f32, f16, bf16) recorded in ctx; fc_param_randn also refuses a
- * std that is NaN, infinite or negative (FC_ERR_INVALID_ARG naming it; the
- * RNG stream does not advance). */
+ * other than f32, f16, bf16, f64) recorded in ctx; fc_param_randn also
+ * refuses a std that is NaN, infinite or negative (FC_ERR_INVALID_ARG
+ * naming it; the RNG stream does not advance). fc_param_randn draws f64
+ * normals for f64 (the others round from f32 normals). */
 FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                  double std);
@@ -82,7 +86,8 @@ FC_API fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t 
  * above). */
 FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 /* Backward from any output with an explicit gradient of the same shape
- * (any float dtype; used as f32). retain_graph keeps the saved values so
+ * (any float dtype; used in the output's gradient dtype: f64 for an f64
+ * output, else f32). retain_graph keeps the saved values so
  * the graph can be walked again. Borrows out and grad_out. Errors as
  * fc_backward (out may have any number of elements), with FC_ERR_NULL_ARG
  * for a NULL out or grad_out, FC_ERR_SHAPE_MISMATCH when the shapes differ
@@ -90,8 +95,9 @@ FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
                                   bool retain_graph);
 
-/* The f32 gradient of a leaf (borrowed: valid until fc_zero_grad or the
- * leaf's release), or NULL when backward has not reached it. */
+/* The gradient of a leaf (borrowed: valid until fc_zero_grad or the
+ * leaf's release): f64 for an f64 leaf, else f32, the leaf's shape,
+ * contiguous. NULL when backward has not reached it. */
 FC_API fc_tensor *fc_grad(const fc_tensor *t);
 /* Drops the gradient of each of n leaves (params and its entries NULL
  * allowed). */

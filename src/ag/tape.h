@@ -99,8 +99,6 @@ fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k);
 const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k);
 /* The gradient dtype for a graph computing in dtype. */
 static inline fc_dtype fc__grad_dtype(fc_dtype dtype) { return dtype == FC_F64 ? FC_F64 : FC_F32; }
-/* Marks a leaf of any float dtype (f64 included, for gradcheck) as requiring grad. */
-fc_status fc__ag_set_requires_grad(fc_tensor *t, bool on, bool allow_f64);
 
 /* For backward.c's walk: drops a node's saved values (they are done with),
  * starts a new visit stamp (-1 without a tape), and returns the tape's
