@@ -114,6 +114,82 @@ FC_API bool fc_grad_enabled(const fc_ctx *ctx);
  * recorded in ctx). */
 FC_API fc_tensor *fc_detach(fc_ctx *ctx, fc_tensor *t);
 
+/* ---- gradient hooks -------------------------------------------------------------
+ * A hook is a callback on a tensor that runs during a backward walk
+ * (fc_backward, fc_backward_with, fc_autograd_grad) once that tensor's
+ * gradient for the walk is final:
+ *   - on a leaf that requires grad: the sum of every contribution of this
+ *     walk (not what fc_grad held before), before it is added to fc_grad
+ *     (or, in fc_autograd_grad, returned). It runs as soon as the last node
+ *     that feeds the leaf has run, in the middle of the walk, not at its end;
+ *   - on a non-leaf (the output of a recorded op): the output's complete
+ *     gradient, before the op's backward rule uses it.
+ * A tensor that gets no gradient in a walk (unreached, or pruned by
+ * fc_autograd_grad) runs no hook. In fc_autograd_grad only the leaves it
+ * was asked for get gradients, so only their leaf hooks run; hooks on
+ * non-leaves along the way run in both calls.
+ *
+ * The hook receives grad, borrowed for the call: contiguous, the tensor's
+ * shape, the gradient dtype (f64 for f64, else f32). It must not write into
+ * grad, and a reference it retains may later be added into (a leaf's
+ * fc_grad accumulates in place): copy what must stay. To change the
+ * gradient it sets *replace (NULL on entry) to a tensor of the same shape
+ * and dtype, any layout, borrowed (the engine keeps its own reference or a
+ * copy); later hooks, the rule and fc_grad then see the replacement.
+ * Leaving *replace NULL (or setting grad) keeps the gradient. A hook runs
+ * inside a scope with grad mode off, like a backward rule: the tensors it
+ * creates are released when it returns, so it releases nothing it made,
+ * and *replace may be such a temporary. user is the pointer given at
+ * registration.
+ *
+ * Order: hooks of one tensor run in registration order, each seeing the
+ * previous one's result. Across tensors they run in the walk's order,
+ * which is deterministic: nodes in descending creation order (a non-leaf's
+ * hooks run when its node's turn comes), a leaf's hooks right after the
+ * node that completes its gradient (several leaves completed by one node:
+ * in that node's input order), and a leaf that is itself an output and
+ * feeds no node in the walk before any node. So the parameters of the last
+ * layers of a network finish first.
+ *
+ * Threads: hooks run on the thread that called the backward, one at a
+ * time, never concurrently with each other or with the walk (the walk is
+ * sequential; kernels inside it use the context's thread team). A hook may
+ * use any op of its context, but may not start a backward or
+ * fc_autograd_grad on it, nor add or remove hooks (FC_ERR_STATE), nor
+ * release tensors it does not own.
+ *
+ * Errors: a hook that returns a status other than FC_OK fails the walk with
+ * that status (with the hook's own message if it recorded one in ctx, else
+ * one naming the hook's index on its tensor and the tensor); a replacement
+ * of another shape is FC_ERR_SHAPE_MISMATCH, of another dtype FC_ERR_DTYPE,
+ * from another context FC_ERR_CONTEXT, and in check_finite mode one with
+ * NaN or inf FC_ERR_NON_FINITE, each naming the hook and the tensor ("the
+ * leaf f64[3,4]", "the output of matmul (tape node 12)"). Like every failed
+ * backward, the failed walk leaves the leaves' gradients exactly as they
+ * were; what the hooks that ran did outside the engine is theirs to undo.
+ *
+ * For data-parallel training: a hook on each parameter learns the moment
+ * that parameter's gradient is complete, in an order fixed by the graph,
+ * so a layer above can copy it into a bucket and start a non-blocking
+ * all-reduce of each bucket as it fills while the walk goes on, then wait
+ * for the reductions and write the averaged values into fc_grad after the
+ * backward returns (and drop them if it returns an error). */
+typedef fc_status (*fc_grad_hook_fn)(fc_ctx *ctx, fc_tensor *grad, fc_tensor **replace,
+                                     void *user);
+/* Registers fn on t, after the hooks it already has. t must require grad
+ * (a leaf marked with fc_requires_grad, or a recorded op's output). *id
+ * (NULL allowed) gets an identifier, unique in t's context, for
+ * fc_grad_hook_remove. A leaf's hooks live as long as the leaf; a non-leaf's
+ * as long as the graph node that made it. Returns FC_OK; FC_ERR_NULL_ARG for
+ * a NULL t (not recorded) or fn; FC_ERR_NO_GRAD when t does not require
+ * grad; FC_ERR_STATE when called from a hook; FC_ERR_OOM. Errors but the
+ * NULL t are recorded in t's context; on error nothing is registered. */
+FC_API fc_status fc_grad_hook_add(fc_tensor *t, fc_grad_hook_fn fn, void *user, int64_t *id);
+/* Removes hook id from t. Returns FC_OK; FC_ERR_NULL_ARG for a NULL t (not
+ * recorded); FC_ERR_INDEX when t has no hook id; FC_ERR_STATE when called
+ * from a hook. */
+FC_API fc_status fc_grad_hook_remove(fc_tensor *t, int64_t id);
+
 /* ---- gradcheck ------------------------------------------------------------------
  * Compares analytic gradients with central finite differences computed in
  * f64, like PyTorch's gradcheck (defaults eps 1e-6, atol 1e-5, rtol 1e-3,
