@@ -95,6 +95,54 @@ FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
                                   bool retain_graph);
 
+/* ---- functional gradients --------------------------------------------------------
+ * fc_autograd_grad is PyTorch's torch.autograd.grad: the gradients of
+ * outputs[0, n_out) (weighted by grad_outputs) with respect to inputs[0,
+ * n_in), returned as new tensors; no leaf's fc_grad changes. Zero-init
+ * options (or NULL opts) are the defaults:
+ *   retain_graph: keep the saved values of the nodes the walk ran, so the
+ *     graph can be walked again (by either call); without it they are freed
+ *     as by fc_backward.
+ *   allow_unused: an input no gradient path reaches gets a NULL slot;
+ *     without it such an input is FC_ERR_INVALID_ARG naming its index and
+ *     tensor, found before any rule runs.
+ * Higher order (a create_graph option, recording the backward itself so it
+ * can be differentiated): not yet. */
+typedef struct fc_autograd_grad_opts {
+    bool retain_graph;
+    bool allow_unused;
+} fc_autograd_grad_opts;
+
+/* Each output must require grad. grad_outputs (NULL allowed, as is each
+ * entry) gives each output's gradient: its shape, any float dtype, used in
+ * the output's gradient dtype; a NULL one means ones and needs a
+ * one-element output. Each input must require grad: a leaf, or any
+ * non-leaf (the output of a recorded op: its gradient is the whole
+ * gradient flowing into it, as with a hook). grads[j] gets a new reference
+ * to input j's gradient (the input's shape, contiguous, f64 for f64 and
+ * f32 otherwise), or NULL for an unreached input with allow_unused; an
+ * input listed twice gets the same tensor twice (two references). Rules
+ * that lead to no input are not run. Leaf hooks run only on the inputs
+ * that are leaves (the walk computes no other leaf's gradient), after
+ * which the returned gradient is the hooks' result; non-leaf hooks on the
+ * way run as in fc_backward (see "gradient hooks" below). Borrows every
+ * tensor passed. Returns FC_OK; FC_ERR_NULL_ARG for a NULL ctx (not
+ * recorded), outputs, inputs, grads or entry of outputs or inputs;
+ * FC_ERR_INVALID_ARG for n_out or n_in < 1 or an unreached input;
+ * FC_ERR_CONTEXT for a tensor of another context; FC_ERR_NO_GRAD for an
+ * output or input that does not require grad; FC_ERR_INVALID_SHAPE for a
+ * NULL grad_output of a many-element output; FC_ERR_SHAPE_MISMATCH /
+ * FC_ERR_DTYPE for a grad_output of another shape / not a float;
+ * FC_ERR_STATE from a hook, or for saved values freed by an earlier walk;
+ * and fc_backward's other errors (FC_ERR_SAVED_MODIFIED, FC_ERR_NON_FINITE,
+ * FC_ERR_OOM, a hook's). Errors name the argument's index and are recorded
+ * in ctx; on any error every grads[j] is NULL, no fc_grad changed, and the
+ * saved values are kept (retain_graph or not). */
+FC_API fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
+                                  fc_tensor *const *grad_outputs, int n_out,
+                                  fc_tensor *const *inputs, int n_in,
+                                  const fc_autograd_grad_opts *opts, fc_tensor **grads);
+
 /* The gradient of a leaf (borrowed: valid until fc_zero_grad or the
  * leaf's release): f64 for an f64 leaf, else f32, the leaf's shape,
  * contiguous. NULL when backward has not reached it. */

@@ -296,12 +296,47 @@ static void plan_runs(const fc__walk *w, fc_node **list, int64_t count) {
     }
 }
 
+/* fc_autograd_grad without allow_unused: every input must get a gradient.
+ * A wanted node does when the walk reaches it (every reachable node's
+ * consumers hand it one), a wanted leaf when it is an output or a running
+ * rule's input. Checked before any rule runs, so a refusal changes nothing. */
+static fc_status check_reached(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t count,
+                               int n_out, fc_tensor *const *outs) {
+    int64_t stamp = count ? list[0]->mark : -1;
+    const unsigned wanted = FC__T_WANTED; /* only inputs get the mark: they are cleared below */
+    for (int64_t i = 0; i < count; i++)
+        for (int k = 0; k < list[i]->n_in && list[i]->run; k++) {
+            fc_tensor *leaf = list[i]->in[k].leaf;
+            if (leaf && (leaf->flags & wanted)) leaf->flags |= FC__T_REACHED;
+        }
+    for (int i = 0; i < n_out; i++)
+        if (!outs[i]->node && (outs[i]->flags & wanted)) outs[i]->flags |= FC__T_REACHED;
+    fc_status st = FC_OK;
+    for (int j = 0; j < w->n_in && st == FC_OK; j++) {
+        const fc_tensor *x = w->inputs[j];
+        bool reached = x->node ? x->node->mark == stamp : (x->flags & FC__T_REACHED) != 0;
+        if (!reached) {
+            char d[160];
+            st = fc__fail(ctx, FC_ERR_INVALID_ARG,
+                          "%s: input %d (%s) is not reached from the outputs (no gradient path "
+                          "leads to it); set allow_unused to get NULL for it",
+                          w->fn, j, fc__desc(x, d, (int)sizeof d));
+        }
+    }
+    for (int j = 0; j < w->n_in; j++) w->inputs[j]->flags &= ~(unsigned)FC__T_REACHED;
+    return st;
+}
+
 static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *const *outs,
                             fc_tensor *const *gouts) {
     int64_t count = 0;
     fc_node **list = collect(ctx, w, n_out, outs, &count);
     if (!list) return fc_ctx_status(ctx);
     plan_runs(w, list, count);
+    if (w->inputs) {
+        fc_status st = check_reached(ctx, w, list, count, n_out, outs);
+        if (st != FC_OK) return st;
+    }
     bool count_leaves = fc__ag_leaf_hook_count(ctx) > 0;
     if (count_leaves) {
         for (int pass = 0; pass < 2; pass++)

@@ -136,6 +136,10 @@ typedef struct fc__walk {
     const char *fn; /* the public entry point, for messages */
     bool functional;
     bool retain;
+    /* functional without allow_unused: the inputs, each of which must be
+     * reached (else FC_ERR_INVALID_ARG naming it, before any rule runs) */
+    fc_tensor *const *inputs;
+    int n_in;
 } fc__walk;
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
                       fc_tensor *const *gouts);

@@ -10,6 +10,7 @@ enum {
     FC__T_REQUIRES_GRAD = 1u << 0, /* leaf parameter or result of a recorded op */
     FC__T_LEAF = 1u << 1,          /* a parameter: its gradient lands in ->grad */
     FC__T_WANTED = 1u << 2,        /* transient: an input of the running fc_autograd_grad */
+    FC__T_REACHED = 1u << 3,       /* transient: such an input is fed by the walk */
 };
 
 struct fc_tensor {
