@@ -455,7 +455,14 @@ fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, boo
     if (!fc_dtype_is_float(grad_out->raw.dtype))
         return fc__fail(ctx, FC_ERR_DTYPE, "fc_backward_with: grad_out dtype %s is not a float",
                         fc_dtype_name(grad_out->raw.dtype));
-    return backward_impl(ctx, out, grad_out, retain_graph, "fc_backward_with");
+    /* a leaf output's gradient is grad_out itself: held once more for the
+     * call, the engine copies it instead of adopting the caller's tensor as
+     * fc_grad (which later backwards would then add into in place) */
+    bool hold = !out->node;
+    if (hold) fc_retain(grad_out);
+    fc_status st = backward_impl(ctx, out, grad_out, retain_graph, "fc_backward_with");
+    if (hold) fc_release(grad_out);
+    return st;
 }
 
 fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss) {

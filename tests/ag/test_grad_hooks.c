@@ -294,7 +294,19 @@ static void test_grad_hooks_leaf_output(void **state) {
     assert_int_equal(fc_backward_with(ctx, p, g, false), FC_OK);
     assert_int_equal(r.n, 1);
     assert_true(at(fc_grad(p), 1) == 6);
-    assert_true(at(g, 1) == 2); /* the caller's gradient is untouched */
+    /* the caller's gradient is never adopted as fc_grad, so accumulating
+     * a second backward leaves it untouched */
+    assert_int_equal(fc_backward_with(ctx, p, g, false), FC_OK);
+    assert_int_equal(r.n, 2);
+    assert_true(at(fc_grad(p), 1) == 12);
+    assert_true(at(g, 1) == 2);
+    /* the same without a hook (no replacement copies the gradient) */
+    fc_tensor *p2 = fc_param_zeros(ctx, FC_F32, (const int64_t[]){2}, 1);
+    for (int k = 0; k < 2; k++) assert_int_equal(fc_backward_with(ctx, p2, g, false), FC_OK);
+    assert_true(fc_grad(p2) != g);
+    assert_true(at(fc_grad(p2), 1) == 4);
+    assert_true(at(g, 1) == 2);
+    fc_release(p2);
     fc_release(g);
     fc_release(p);
     free_ctx(ctx);
