@@ -1,7 +1,10 @@
 /* fucina/autograd.h - reverse-mode automatic differentiation.
  *
- * A leaf of dtype f32, f16 or bf16 may require a gradient; its gradient is
- * always f32. While grad mode is on (the default) and any input of an op
+ * A leaf of dtype f32, f16, bf16 or f64 may require a gradient. Its
+ * gradient is f32 for the 16- and 32-bit dtypes and f64 for f64, so an f64
+ * model trains and differentiates in f64 throughout (ops do not promote
+ * across dtypes, so an f64 graph computes in f64; an fc_to between dtypes
+ * hands each side the gradient of its own dtype). While grad mode is on (the default) and any input of an op
  * requires grad, the op records a node: the backward rule, links to its
  * inputs, and the values its backward needs ("saved values"), each stored
  * with its buffer's mutation generation. fc_backward walks the recorded
@@ -51,7 +54,7 @@ extern "C" {
 
 /* Marks a leaf as requiring a gradient (or not). Returns FC_OK;
  * FC_ERR_NULL_ARG for a NULL t; FC_ERR_DTYPE (when on) for dtypes other than
- * f32, f16, bf16; FC_ERR_INVALID_ARG for a non-leaf (a tensor produced by a
+ * f32, f16, bf16, f64; FC_ERR_INVALID_ARG for a non-leaf (a tensor produced by a
  * recorded op). Errors but the NULL t are recorded in t's context. */
 FC_API fc_status fc_requires_grad(fc_tensor *t, bool on);
 /* False for NULL. */
@@ -62,9 +65,10 @@ FC_API bool fc_tensor_is_leaf(const fc_tensor *t);
 /* Parameter constructors: like fc_zeros / fc_randn(scaled by std) /
  * fc_tensor_from_data, then fc_requires_grad(t, true). Each returns a new
  * reference, or NULL with the constructor's error or FC_ERR_DTYPE (a dtype
- * other than f32, f16, bf16) recorded in ctx; fc_param_randn also refuses a
- * std that is NaN, infinite or negative (FC_ERR_INVALID_ARG naming it; the
- * RNG stream does not advance). */
+ * other than f32, f16, bf16, f64) recorded in ctx; fc_param_randn also
+ * refuses a std that is NaN, infinite or negative (FC_ERR_INVALID_ARG
+ * naming it; the RNG stream does not advance). fc_param_randn draws f64
+ * normals for f64 (the others round from f32 normals). */
 FC_API fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank);
 FC_API fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                  double std);
@@ -82,7 +86,8 @@ FC_API fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t 
  * above). */
 FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 /* Backward from any output with an explicit gradient of the same shape
- * (any float dtype; used as f32). retain_graph keeps the saved values so
+ * (any float dtype; used in the output's gradient dtype: f64 for an f64
+ * output, else f32). retain_graph keeps the saved values so
  * the graph can be walked again. Borrows out and grad_out. Errors as
  * fc_backward (out may have any number of elements), with FC_ERR_NULL_ARG
  * for a NULL out or grad_out, FC_ERR_SHAPE_MISMATCH when the shapes differ
@@ -90,8 +95,57 @@ FC_API fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss);
 FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out,
                                   bool retain_graph);
 
-/* The f32 gradient of a leaf (borrowed: valid until fc_zero_grad or the
- * leaf's release), or NULL when backward has not reached it. */
+/* ---- functional gradients --------------------------------------------------------
+ * fc_autograd_grad is PyTorch's torch.autograd.grad: the gradients of
+ * outputs[0, n_out) (weighted by grad_outputs) with respect to inputs[0,
+ * n_in), returned as new tensors; no leaf's fc_grad changes. Zero-init
+ * options (or NULL opts) are the defaults:
+ *   retain_graph: keep the saved values of the nodes the walk ran, so the
+ *     graph can be walked again (by either call); without it they are freed
+ *     as by fc_backward.
+ *   allow_unused: an input no gradient path reaches gets a NULL slot;
+ *     without it such an input is FC_ERR_INVALID_ARG naming its index and
+ *     tensor, found before any rule runs.
+ * Higher order (a create_graph option, recording the backward itself so it
+ * can be differentiated): not yet. */
+typedef struct fc_autograd_grad_opts {
+    bool retain_graph;
+    bool allow_unused;
+} fc_autograd_grad_opts;
+
+/* Each output must require grad. grad_outputs (NULL allowed, as is each
+ * entry) gives each output's gradient: its shape, any float dtype, used in
+ * the output's gradient dtype; a NULL one means ones and needs a
+ * one-element output. Each input must require grad: a leaf, or any
+ * non-leaf (the output of a recorded op: its gradient is the whole
+ * gradient flowing into it, as with a hook). grads[j] gets a new reference
+ * to input j's gradient (the input's shape, contiguous, f64 for f64 and
+ * f32 otherwise), or NULL for an unreached input with allow_unused; an
+ * input listed twice gets the same tensor twice (two references). Rules
+ * that lead to no input are not run. Leaf hooks run only on the inputs
+ * that are leaves (the walk computes no other leaf's gradient), after
+ * which the returned gradient is the hooks' result; non-leaf hooks on the
+ * way run as in fc_backward (see "gradient hooks" below). Borrows every
+ * tensor passed. Returns FC_OK; FC_ERR_NULL_ARG for a NULL ctx (not
+ * recorded), outputs, inputs, grads or entry of outputs or inputs;
+ * FC_ERR_INVALID_ARG for n_out or n_in < 1 or an unreached input;
+ * FC_ERR_CONTEXT for a tensor of another context; FC_ERR_NO_GRAD for an
+ * output or input that does not require grad; FC_ERR_INVALID_SHAPE for a
+ * NULL grad_output of a many-element output; FC_ERR_SHAPE_MISMATCH /
+ * FC_ERR_DTYPE for a grad_output of another shape / not a float;
+ * FC_ERR_STATE from a hook, or for saved values freed by an earlier walk;
+ * and fc_backward's other errors (FC_ERR_SAVED_MODIFIED, FC_ERR_NON_FINITE,
+ * FC_ERR_OOM, a hook's). Errors name the argument's index and are recorded
+ * in ctx; on any error every grads[j] is NULL, no fc_grad changed, and the
+ * saved values are kept (retain_graph or not). */
+FC_API fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
+                                  fc_tensor *const *grad_outputs, int n_out,
+                                  fc_tensor *const *inputs, int n_in,
+                                  const fc_autograd_grad_opts *opts, fc_tensor **grads);
+
+/* The gradient of a leaf (borrowed: valid until fc_zero_grad or the
+ * leaf's release): f64 for an f64 leaf, else f32, the leaf's shape,
+ * contiguous. NULL when backward has not reached it. */
 FC_API fc_tensor *fc_grad(const fc_tensor *t);
 /* Drops the gradient of each of n leaves (params and its entries NULL
  * allowed). */
@@ -107,6 +161,82 @@ FC_API bool fc_grad_enabled(const fc_ctx *ctx);
  * returns a new reference, or NULL (FC_ERR_NULL_ARG for a NULL t, FC_ERR_OOM
  * recorded in ctx). */
 FC_API fc_tensor *fc_detach(fc_ctx *ctx, fc_tensor *t);
+
+/* ---- gradient hooks -------------------------------------------------------------
+ * A hook is a callback on a tensor that runs during a backward walk
+ * (fc_backward, fc_backward_with, fc_autograd_grad) once that tensor's
+ * gradient for the walk is final:
+ *   - on a leaf that requires grad: the sum of every contribution of this
+ *     walk (not what fc_grad held before), before it is added to fc_grad
+ *     (or, in fc_autograd_grad, returned). It runs as soon as the last node
+ *     that feeds the leaf has run, in the middle of the walk, not at its end;
+ *   - on a non-leaf (the output of a recorded op): the output's complete
+ *     gradient, before the op's backward rule uses it.
+ * A tensor that gets no gradient in a walk (unreached, or pruned by
+ * fc_autograd_grad) runs no hook. In fc_autograd_grad only the leaves it
+ * was asked for get gradients, so only their leaf hooks run; hooks on
+ * non-leaves along the way run in both calls.
+ *
+ * The hook receives grad, borrowed for the call: contiguous, the tensor's
+ * shape, the gradient dtype (f64 for f64, else f32). It must not write into
+ * grad, and a reference it retains may later be added into (a leaf's
+ * fc_grad accumulates in place): copy what must stay. To change the
+ * gradient it sets *replace (NULL on entry) to a tensor of the same shape
+ * and dtype, any layout, borrowed (the engine keeps its own reference or a
+ * copy); later hooks, the rule and fc_grad then see the replacement.
+ * Leaving *replace NULL (or setting grad) keeps the gradient. A hook runs
+ * inside a scope with grad mode off, like a backward rule: the tensors it
+ * creates are released when it returns, so it releases nothing it made,
+ * and *replace may be such a temporary. user is the pointer given at
+ * registration.
+ *
+ * Order: hooks of one tensor run in registration order, each seeing the
+ * previous one's result. Across tensors they run in the walk's order,
+ * which is deterministic: nodes in descending creation order (a non-leaf's
+ * hooks run when its node's turn comes), a leaf's hooks right after the
+ * node that completes its gradient (several leaves completed by one node:
+ * in that node's input order), and a leaf that is itself an output and
+ * feeds no node in the walk before any node. So the parameters of the last
+ * layers of a network finish first.
+ *
+ * Threads: hooks run on the thread that called the backward, one at a
+ * time, never concurrently with each other or with the walk (the walk is
+ * sequential; kernels inside it use the context's thread team). A hook may
+ * use any op of its context, but may not start a backward or
+ * fc_autograd_grad on it, nor add or remove hooks (FC_ERR_STATE), nor
+ * release tensors it does not own.
+ *
+ * Errors: a hook that returns a status other than FC_OK fails the walk with
+ * that status (with the hook's own message if it recorded one in ctx, else
+ * one naming the hook's index on its tensor and the tensor); a replacement
+ * of another shape is FC_ERR_SHAPE_MISMATCH, of another dtype FC_ERR_DTYPE,
+ * from another context FC_ERR_CONTEXT, and in check_finite mode one with
+ * NaN or inf FC_ERR_NON_FINITE, each naming the hook and the tensor ("the
+ * leaf f64[3,4]", "the output of matmul (tape node 12)"). Like every failed
+ * backward, the failed walk leaves the leaves' gradients exactly as they
+ * were; what the hooks that ran did outside the engine is theirs to undo.
+ *
+ * For data-parallel training: a hook on each parameter learns the moment
+ * that parameter's gradient is complete, in an order fixed by the graph,
+ * so a layer above can copy it into a bucket and start a non-blocking
+ * all-reduce of each bucket as it fills while the walk goes on, then wait
+ * for the reductions and write the averaged values into fc_grad after the
+ * backward returns (and drop them if it returns an error). */
+typedef fc_status (*fc_grad_hook_fn)(fc_ctx *ctx, fc_tensor *grad, fc_tensor **replace,
+                                     void *user);
+/* Registers fn on t, after the hooks it already has. t must require grad
+ * (a leaf marked with fc_requires_grad, or a recorded op's output). *id
+ * (NULL allowed) gets an identifier, unique in t's context, for
+ * fc_grad_hook_remove. A leaf's hooks live as long as the leaf; a non-leaf's
+ * as long as the graph node that made it. Returns FC_OK; FC_ERR_NULL_ARG for
+ * a NULL t (not recorded) or fn; FC_ERR_NO_GRAD when t does not require
+ * grad; FC_ERR_STATE when called from a hook; FC_ERR_OOM. Errors but the
+ * NULL t are recorded in t's context; on error nothing is registered. */
+FC_API fc_status fc_grad_hook_add(fc_tensor *t, fc_grad_hook_fn fn, void *user, int64_t *id);
+/* Removes hook id from t. Returns FC_OK; FC_ERR_NULL_ARG for a NULL t (not
+ * recorded); FC_ERR_INDEX when t has no hook id; FC_ERR_STATE when called
+ * from a hook. */
+FC_API fc_status fc_grad_hook_remove(fc_tensor *t, int64_t id);
 
 /* ---- gradcheck ------------------------------------------------------------------
  * Compares analytic gradients with central finite differences computed in

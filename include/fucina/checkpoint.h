@@ -3,8 +3,9 @@
  * A checkpoint is one safetensors file (written atomically: the previous
  * file survives any failure) holding
  *   - each parameter as tensor "param.<name>" in its own dtype,
- *   - the optimizer's state tensors as "optim.<i>.<state>" (f32; <state> is
- *     exp_avg, exp_avg_sq, max_exp_avg_sq or momentum_buffer),
+ *   - the optimizer's state tensors as "optim.<i>.<state>" (f32, or f64
+ *     for an f64 parameter; <state> is exp_avg, exp_avg_sq, max_exp_avg_sq
+ *     or momentum_buffer),
  *   - in __metadata__: "fucina.checkpoint" (the format version, 2), the
  *     optimizer kind, step count (the schedule position), every group's
  *     hyper-parameters printed exactly (%.17g), each parameter's group and

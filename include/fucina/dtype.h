@@ -109,7 +109,7 @@ FC_API bool fc_dtype_is_signed_int(fc_dtype dtype);      /* i8 i16 i32 i64 */
 FC_API bool fc_dtype_is_unsigned_int(fc_dtype dtype);    /* u8 u16 */
 FC_API bool fc_dtype_is_float(fc_dtype dtype);           /* == supports_forward_float_math */
 FC_API bool fc_dtype_supports_forward_float_math(fc_dtype dtype); /* f16 bf16 f32 f64 */
-FC_API bool fc_dtype_supports_grad(fc_dtype dtype);      /* f16 bf16 f32 (gradients are f32) */
+FC_API bool fc_dtype_supports_grad(fc_dtype dtype);      /* f16 bf16 f32 f64 (grads f32; f64's f64) */
 FC_API bool fc_dtype_supports_int_math(fc_dtype dtype);  /* u8 u16 i8 i16 i32 i64 */
 FC_API bool fc_dtype_supports_to_float(fc_dtype dtype);  /* floats, f8, every block dtype */
 FC_API bool fc_dtype_supports_quantized_matmul_rhs(fc_dtype dtype); /* blocks but q8_1, q8_k */

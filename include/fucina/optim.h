@@ -1,9 +1,10 @@
 /* fucina/optim.h - optimizers, gradient clipping, learning-rate schedules.
  *
  * An optimizer updates its parameters from their gradients (fc_grad) in one
- * fused pass per parameter. Parameters are leaves of dtype f32, f16 or bf16;
- * the update is computed in f32 (16-bit parameters are read, updated and
- * rounded back once). A step is a mutation: it bumps each parameter's
+ * fused pass per parameter. Parameters are leaves of dtype f32, f16, bf16
+ * or f64. The update of f32, f16 and bf16 parameters is computed in f32
+ * (16-bit parameters are read, updated and rounded back once); that of an
+ * f64 parameter in f64, from its f64 gradient, with f64 state. A step is a mutation: it bumps each parameter's
  * storage generation, so a graph that saved a parameter before the step
  * refuses to run backward after it (FC_ERR_SAVED_MODIFIED).
  *
@@ -51,7 +52,8 @@ typedef struct fc_optim fc_optim;
 /* Creates an optimizer over n parameters (retained; one parameter group
  * with opts). NULL on error (recorded in ctx): FC_ERR_INVALID_ARG for bad
  * hyper-parameters (named in the message) or a parameter given twice,
- * FC_ERR_DTYPE for a parameter that cannot carry a gradient. */
+ * FC_ERR_DTYPE for a parameter that cannot carry a gradient (not f32, f16,
+ * bf16 or f64). Groups may mix dtypes. */
 FC_API fc_optim *fc_optim_new(fc_ctx *ctx, const fc_optim_opts *opts, fc_tensor *const *params,
                               int n);
 /* Adds a parameter group with its own options (same kind as the first).
@@ -106,7 +108,8 @@ FC_API fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_opti
 FC_API int64_t fc_optim_step_count(const fc_optim *opt);
 FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
- * (Adam/AdamW) or "momentum_buffer" (SGD), f32, the parameter's shape.
+ * (Adam/AdamW) or "momentum_buffer" (SGD), the parameter's shape, f32 (f64
+ * for an f64 parameter).
  * Borrowed; created (zeros) on demand with create = true, else NULL when
  * it does not exist yet. Write it with fc_copy_ to restore a checkpoint.
  * NULL plus an error in the context for a NULL name (FC_ERR_NULL_ARG), a
@@ -117,8 +120,9 @@ FC_API fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool cr
 /* ---- clipping -------------------------------------------------------------------- */
 /* Scales all gradients so their global L2 norm is at most max_norm
  * (like torch.nn.utils.clip_grad_norm_: by max_norm / (norm + 1e-6) when
- * that is below 1). total_norm (NULL allowed) gets the norm before
- * clipping. Parameters without a gradient, and NULL entries, are skipped.
+ * that is below 1). Gradients may be f32 and f64 in any mix: the norm is
+ * summed in f64, f64 gradients are scaled in f64. total_norm (NULL
+ * allowed) gets the norm before clipping. Parameters without a gradient, and NULL entries, are skipped.
  * Returns FC_OK; FC_ERR_NULL_ARG for a NULL ctx or (n > 0) params;
  * FC_ERR_INVALID_ARG for n < 0 or max_norm not > 0. Errors but the NULL ctx
  * are recorded in ctx. */

@@ -13,7 +13,7 @@
  * the leaves only after every node ran (finish_walk), and saved values are
  * freed only then, so a failure leaves the leaves as they were and the
  * graph walkable again. */
-#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +77,7 @@ static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor
 /* Runs node n's rule and adds its input gradients into the input nodes'
  * accumulators and the leaves' staging slots (gstage: a leaf's grad is
  * only changed when the whole backward succeeds). */
-static fc_status run_node(fc_ctx *ctx, fc_node *n) {
+static fc_status run_node(fc_ctx *ctx, fc_node *n, bool functional) {
     fc_status st;
     if (n->freed)
         return fc__fail(ctx, FC_ERR_STATE,
@@ -115,6 +115,10 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n) {
             st = fc__fail(ctx, FC_ERR_STATE, "backward of %s: no gradient for input %d", n->op, k);
             break;
         }
+        /* fc_autograd_grad: a gradient nobody asked for goes nowhere */
+        if (functional && (in->leaf ? !(in->leaf->flags & FC__T_WANTED)
+                                    : !(in->node->run || in->node->want)))
+            continue;
         if (check && (st = check_gin(ctx, n, k, gin[k])) != FC_OK) break;
         fc_dtype gdt = fc__grad_dtype(in->dtype);
         fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->gstage;
@@ -145,91 +149,118 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n) {
 }
 
 /* The end of a walk over list[0, ran) (the nodes whose rules ran, in
- * order). On success each staged leaf gradient lands in the leaf's grad (a
- * move, or one in-place add that allocates nothing, so it cannot fail) and,
- * without retain, the saved values are freed; in check_finite mode a
- * staged sum that overflowed fails the whole backward first. On failure
- * the staging is dropped and the saved values kept: the leaves' gradients
- * are what they were before the call and the graph can be walked again. */
-static fc_status finish_walk(fc_ctx *ctx, fc_node **list, int64_t ran, fc_status st,
-                             bool retain) {
+ * order) and the leaf outputs outs[0, n). On success each staged leaf
+ * gradient lands in the leaf's grad (a move, or one in-place add that
+ * allocates nothing, so it cannot fail; fc_autograd_grad leaves it staged
+ * for the caller) and, without retain, the saved values are freed; in
+ * check_finite mode a staged sum that overflowed fails the whole backward
+ * first. On failure the staging is dropped and the saved values kept: the
+ * leaves' gradients are what they were before the call and the graph can
+ * be walked again. */
+static fc_status check_stage(fc_ctx *ctx, fc_tensor *leaf, int k, const fc_node *n) {
+    int64_t bad = leaf->gstage ? fc__count_non_finite(leaf->gstage) : 0;
+    if (!bad) return FC_OK;
+    char d[160], where[96] = "an output";
+    if (n)
+        snprintf(where, sizeof where, "input %d of %s, tape node %lld", k, n->op,
+                 (long long)n->id);
+    return fc__fail(ctx, FC_ERR_NON_FINITE,
+                    "backward: the summed gradient of the leaf %s (%s) has %lld non-finite "
+                    "value%s; no gradient was changed",
+                    fc__desc(leaf, d, (int)sizeof d), where, (long long)bad, bad == 1 ? "" : "s");
+}
+
+static void land_stage(fc_ctx *ctx, fc_tensor *leaf, fc_status st, bool functional) {
+    if (!leaf || !leaf->gstage) return;
+    if (st == FC_OK && functional) return; /* the caller takes it */
+    fc_tensor *g = leaf->gstage;
+    leaf->gstage = NULL;
+    if (st == FC_OK && !leaf->grad) {
+        leaf->grad = g; /* the staging reference moves */
+        return;
+    }
+    if (st == FC_OK) /* same shape and dtype: adds in place, allocates nothing */
+        fc__ag_add_into(ctx, &leaf->grad, g, g->raw.dtype, leaf->raw.shape, leaf->raw.rank);
+    fc_release(g);
+}
+
+static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran,
+                             int n_out, fc_tensor *const *outs, fc_status st) {
     for (int64_t i = 0; i < ran && st == FC_OK && ctx->check_finite; i++)
-        for (int k = 0; k < list[i]->n_in && st == FC_OK; k++) {
-            fc_tensor *leaf = list[i]->in[k].leaf;
-            if (!leaf || !leaf->gstage) continue;
-            int64_t bad = fc__count_non_finite(leaf->gstage);
-            if (bad) {
-                char d[160];
-                st = fc__fail(ctx, FC_ERR_NON_FINITE,
-                              "backward: the summed gradient of the leaf %s (input %d of %s, tape "
-                              "node %lld) has %lld non-finite value%s; no gradient was changed",
-                              fc__desc(leaf, d, (int)sizeof d), k, list[i]->op,
-                              (long long)list[i]->id, (long long)bad, bad == 1 ? "" : "s");
-            }
-        }
+        for (int k = 0; k < list[i]->n_in && st == FC_OK; k++)
+            if (list[i]->in[k].leaf) st = check_stage(ctx, list[i]->in[k].leaf, k, list[i]);
+    for (int i = 0; i < n_out && st == FC_OK && ctx->check_finite; i++)
+        if (!outs[i]->node) st = check_stage(ctx, outs[i], 0, NULL);
     for (int64_t i = 0; i < ran; i++) {
         fc_node *n = list[i];
-        for (int k = 0; k < n->n_in; k++) {
-            fc_tensor *leaf = n->in[k].leaf;
-            if (!leaf || !leaf->gstage) continue;
-            fc_tensor *g = leaf->gstage;
-            leaf->gstage = NULL;
-            if (st == FC_OK && !leaf->grad) {
-                leaf->grad = g; /* the staging reference moves */
-                continue;
-            }
-            if (st == FC_OK) /* same shape and dtype: adds in place, allocates nothing */
-                fc__ag_add_into(ctx, &leaf->grad, g, g->raw.dtype, leaf->raw.shape,
-                                leaf->raw.rank);
-            fc_release(g);
-        }
-        if (st == FC_OK && !retain) {
+        for (int k = 0; k < n->n_in; k++) land_stage(ctx, n->in[k].leaf, st, w->functional);
+        if (st == FC_OK && !w->retain) {
             fc__ag_release_saved(n);
             n->freed = true;
         }
     }
+    for (int i = 0; i < n_out; i++)
+        if (!outs[i]->node) land_stage(ctx, outs[i], st, w->functional);
     return st;
 }
 
-static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain);
+/* ---- hooks in the walk: when is a gradient final? ----------------------------------
+ * A node's output gradient is final when its turn comes (every consumer has
+ * a higher id and ran before it). A leaf's is final once every node that
+ * feeds it has run: with leaf hooks present the walk counts, per hooked
+ * leaf, the edges of the nodes that will run (hooks->pending) and runs the
+ * leaf's hooks when the count reaches 0, so they fire in the middle of the
+ * walk, as early as the graph allows. */
 
-/* Everything backward creates lives in this scope unless it is kept as a
- * gradient. */
-static fc_status backward_impl(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain) {
-    if (ctx->check_finite) {
-        int64_t bad = fc__count_non_finite(grad_out);
-        if (bad)
-            return fc__fail(ctx, FC_ERR_NON_FINITE,
-                            "fc_backward: the output gradient has %lld non-finite value%s",
-                            (long long)bad, bad == 1 ? "" : "s");
+static bool leaf_counts(const fc__walk *w, const fc_tensor *leaf) {
+    return leaf && leaf->hooks && (!w->functional || (leaf->flags & FC__T_WANTED));
+}
+
+static fc_status leaf_hooks(fc_ctx *ctx, fc_tensor *leaf) {
+    char d[160], who[200];
+    snprintf(who, sizeof who, "the leaf %s", fc__desc(leaf, d, (int)sizeof d));
+    return fc__ag_run_hooks(ctx, leaf->hooks, &leaf->gstage, leaf->raw.shape, leaf->raw.rank,
+                            who);
+}
+
+/* After node n ran (or was skipped): its hooked leaves whose last edge this
+ * was get their hooks. */
+static fc_status leaf_edges_done(fc_ctx *ctx, const fc__walk *w, fc_node *n) {
+    fc_status st = FC_OK;
+    for (int k = 0; k < n->n_in && st == FC_OK; k++) {
+        fc_tensor *leaf = n->in[k].leaf;
+        if (!leaf_counts(w, leaf)) continue;
+        if (--leaf->hooks->pending == 0 && leaf->gstage) st = leaf_hooks(ctx, leaf);
     }
-    fc_scope_begin(ctx);
-    fc_no_grad_begin(ctx);
-    fc_status st = backward_graph(ctx, out, grad_out, retain);
-    fc_no_grad_end(ctx);
-    fc_scope_end(ctx);
     return st;
 }
 
-static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain) {
-    if (!out->node) {
-        if (out->flags & FC__T_LEAF) { /* d out / d out = grad_out; one add: all or nothing */
-            return fc__ag_add_into(ctx, &out->grad, grad_out, fc__grad_dtype(out->raw.dtype),
-                                   out->raw.shape, out->raw.rank);
-        }
-        return fc__fail(ctx, FC_ERR_NO_GRAD,
-                        "fc_backward: the output does not require grad (no input of the ops "
-                        "that made it requires grad, or it was made under fc_no_grad_begin)");
-    }
+static fc_status node_hooks(fc_ctx *ctx, fc_node *n) {
+    char who[200];
+    snprintf(who, sizeof who, "the output of %s (tape node %lld)", n->op, (long long)n->id);
+    return fc__ag_run_hooks(ctx, n->hooks, &n->gacc, n->out_shape, n->out_rank, who);
+}
+
+/* ---- the walk ----------------------------------------------------------------------- */
+
+/* Collects the nodes reachable from the outputs (iterative DFS; the stack
+ * array doubles as the result list: [0, count) visited, pushed in order),
+ * sorted by descending id. NULL after recording FC_ERR_OOM. */
+static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *const *outs,
+                         int64_t *count_out) {
     int64_t stamp = fc__ag_new_stamp(ctx);
-    if (stamp < 0) return fc__fail(ctx, FC_ERR_OOM, "fc_backward: out of memory");
-    /* collect reachable nodes (iterative DFS); the stack array doubles as the
-     * result list: [0, count) visited, pushed in order */
+    fc_node **list = stamp < 0 ? NULL : fc__ag_stack(ctx, 64 + (int64_t)n_out);
+    if (!list) {
+        fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", w->fn);
+        return NULL;
+    }
     int64_t count = 0, top = 0;
-    fc_node **list = fc__ag_stack(ctx, 64);
-    if (!list) return fc__fail(ctx, FC_ERR_OOM, "fc_backward: out of memory");
-    out->node->mark = stamp;
-    list[count++] = out->node;
+    for (int i = 0; i < n_out; i++) {
+        fc_node *m = outs[i]->node;
+        if (!m || m->mark == stamp) continue;
+        m->mark = stamp;
+        list[count++] = m;
+    }
     while (top < count) {
         fc_node *n = list[top++];
         for (int k = 0; k < n->n_in; k++) {
@@ -237,24 +268,119 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
             if (!m || m->mark == stamp) continue;
             m->mark = stamp;
             list = fc__ag_stack(ctx, count + 1);
-            if (!list) return fc__fail(ctx, FC_ERR_OOM, "fc_backward: out of memory");
+            if (!list) {
+                fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", w->fn);
+                return NULL;
+            }
             list[count++] = m;
         }
     }
     sort_by_id_desc(list, count);
+    *count_out = count;
+    return list;
+}
 
+/* Which rules run: all for fc_backward; for fc_autograd_grad those with an
+ * input that is a wanted leaf or a node that runs or is wanted (ascending
+ * ids: a node's inputs are decided before it). */
+static void plan_runs(const fc__walk *w, fc_node **list, int64_t count) {
+    for (int64_t i = count - 1; i >= 0; i--) {
+        fc_node *n = list[i];
+        bool run = !w->functional;
+        for (int k = 0; k < n->n_in && !run; k++) {
+            const fc__ag_input *in = &n->in[k];
+            run = in->leaf ? (in->leaf->flags & FC__T_WANTED) != 0
+                           : in->node && (in->node->run || in->node->want);
+        }
+        n->run = run;
+    }
+}
+
+/* fc_autograd_grad without allow_unused: every input must get a gradient.
+ * A wanted node does when the walk reaches it (every reachable node's
+ * consumers hand it one), a wanted leaf when it is an output or a running
+ * rule's input. Checked before any rule runs, so a refusal changes nothing. */
+static fc_status check_reached(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t count,
+                               int n_out, fc_tensor *const *outs) {
+    int64_t stamp = count ? list[0]->mark : -1;
+    const unsigned wanted = FC__T_WANTED; /* only inputs get the mark: they are cleared below */
+    for (int64_t i = 0; i < count; i++)
+        for (int k = 0; k < list[i]->n_in && list[i]->run; k++) {
+            fc_tensor *leaf = list[i]->in[k].leaf;
+            if (leaf && (leaf->flags & wanted)) leaf->flags |= FC__T_REACHED;
+        }
+    for (int i = 0; i < n_out; i++)
+        if (!outs[i]->node && (outs[i]->flags & wanted)) outs[i]->flags |= FC__T_REACHED;
     fc_status st = FC_OK;
-    fc_dtype gdt = fc__grad_dtype(out->raw.dtype);
-    st = fc__ag_add_into(ctx, &out->node->gacc, grad_out, gdt, out->raw.shape, out->raw.rank);
+    for (int j = 0; j < w->n_in && st == FC_OK; j++) {
+        const fc_tensor *x = w->inputs[j];
+        bool reached = x->node ? x->node->mark == stamp : (x->flags & FC__T_REACHED) != 0;
+        if (!reached) {
+            char d[160];
+            st = fc__fail(ctx, FC_ERR_INVALID_ARG,
+                          "%s: input %d (%s) is not reached from the outputs (no gradient path "
+                          "leads to it); set allow_unused to get NULL for it",
+                          w->fn, j, fc__desc(x, d, (int)sizeof d));
+        }
+    }
+    for (int j = 0; j < w->n_in; j++) w->inputs[j]->flags &= ~(unsigned)FC__T_REACHED;
+    return st;
+}
+
+static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *const *outs,
+                            fc_tensor *const *gouts) {
+    int64_t count = 0;
+    fc_node **list = collect(ctx, w, n_out, outs, &count);
+    if (!list) return fc_ctx_status(ctx);
+    plan_runs(w, list, count);
+    if (w->inputs) {
+        fc_status st = check_reached(ctx, w, list, count, n_out, outs);
+        if (st != FC_OK) return st;
+    }
+    bool count_leaves = fc__ag_leaf_hook_count(ctx) > 0;
+    if (count_leaves) {
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t i = 0; i < count; i++)
+                for (int k = 0; k < list[i]->n_in; k++) {
+                    fc_tensor *leaf = list[i]->in[k].leaf;
+                    if (!leaf_counts(w, leaf)) continue;
+                    leaf->hooks->pending = pass == 0 ? 0 : leaf->hooks->pending + list[i]->run;
+                }
+        for (int i = 0; i < n_out; i++)
+            if (!outs[i]->node && outs[i]->hooks) outs[i]->hooks->pending = 0;
+    }
+    fc_status st = FC_OK;
+    for (int i = 0; i < n_out && st == FC_OK; i++) {
+        fc_tensor *o = outs[i];
+        fc_dtype gdt = fc__grad_dtype(o->raw.dtype);
+        if (o->node) /* d out / d out = grad_out */
+            st = fc__ag_add_into(ctx, &o->node->gacc, gouts[i], gdt, o->raw.shape, o->raw.rank);
+        else if (!w->functional || (o->flags & FC__T_WANTED))
+            st = fc__ag_add_into(ctx, &o->gstage, gouts[i], gdt, o->raw.shape, o->raw.rank);
+    }
+    /* a leaf output nothing else feeds is final already (once, if listed twice) */
+    for (int i = 0; i < n_out && st == FC_OK && count_leaves; i++) {
+        fc_tensor *o = outs[i];
+        if (o->node || !leaf_counts(w, o) || o->hooks->pending != 0 || !o->gstage) continue;
+        o->hooks->pending = -1;
+        st = leaf_hooks(ctx, o);
+    }
     /* the nodes that ran are packed to the front, in order: list[0, ran) */
     int64_t ran = 0;
     for (int64_t i = 0; i < count && st == FC_OK; i++) {
         fc_node *n = list[i];
-        if (!n->gacc) continue; /* reachable but no gradient flowed (e.g. unused branch) */
-        fc_scope_begin(ctx);
-        st = run_node(ctx, n);
-        fc_scope_end(ctx);
-        list[ran++] = n; /* a failed node may have staged some inputs too */
+        if (n->gacc && n->hooks) st = node_hooks(ctx, n);
+        if (st == FC_OK && n->gacc && n->want) n->gkeep = fc_retain(n->gacc);
+        if (st == FC_OK && n->gacc && n->run) {
+            fc_scope_begin(ctx);
+            st = run_node(ctx, n, w->functional);
+            fc_scope_end(ctx);
+            list[ran++] = n; /* a failed node may have staged some inputs too */
+        } else if (n->gacc) { /* pruned, or no gradient flowed (e.g. an unused branch) */
+            fc_release(n->gacc);
+            n->gacc = NULL;
+        }
+        if (st == FC_OK && count_leaves && n->run) st = leaf_edges_done(ctx, w, n);
     }
     /* on failure drop partial accumulations so a retry starts clean (the
      * packing above only overwrote nodes whose gacc is already NULL) */
@@ -263,8 +389,53 @@ static fc_status backward_graph(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out
             fc_release(list[i]->gacc);
             list[i]->gacc = NULL;
         }
+        if (st != FC_OK && list[i]->gkeep) {
+            fc_release(list[i]->gkeep);
+            list[i]->gkeep = NULL;
+        }
     }
-    return finish_walk(ctx, list, ran, st, retain);
+    return finish_walk(ctx, w, list, ran, n_out, outs, st);
+}
+
+/* Everything the walk creates lives in this scope unless it is kept as a
+ * gradient. */
+fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *const *outs,
+                      fc_tensor *const *gouts) {
+    if (fc__ag_walking(ctx))
+        return fc__fail(ctx, FC_ERR_STATE,
+                        "%s: called from a gradient hook during a backward of the same context",
+                        w->fn);
+    if (ctx->check_finite) {
+        for (int i = 0; i < n_out; i++) {
+            int64_t bad = fc__count_non_finite(gouts[i]);
+            char which[32] = "";
+            if (n_out > 1) snprintf(which, sizeof which, " %d", i);
+            if (bad)
+                return fc__fail(ctx, FC_ERR_NON_FINITE,
+                                "%s: the output gradient%s has %lld non-finite value%s", w->fn,
+                                which, (long long)bad, bad == 1 ? "" : "s");
+        }
+    }
+    fc_scope_begin(ctx);
+    fc_no_grad_begin(ctx);
+    fc__ag_set_walking(ctx, true);
+    fc_status st = walk_graph(ctx, w, n_out, outs, gouts);
+    fc__ag_set_walking(ctx, false);
+    fc_no_grad_end(ctx);
+    fc_scope_end(ctx);
+    return st;
+}
+
+static fc_status backward_impl(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain,
+                               const char *fn) {
+    fc__walk w = {.fn = fn, .functional = false, .retain = retain};
+    if (fc__ag_walking(ctx)) return fc__ag_walk(ctx, &w, 1, &out, &grad_out); /* refuses */
+    if (!out->node && !(out->flags & FC__T_LEAF))
+        return fc__fail(ctx, FC_ERR_NO_GRAD,
+                        "%s: the output does not require grad (no input of the ops that made it "
+                        "requires grad, or it was made under fc_no_grad_begin)",
+                        fn);
+    return fc__ag_walk(ctx, &w, 1, &out, &grad_out);
 }
 
 fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, bool retain_graph) {
@@ -284,7 +455,14 @@ fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_out, boo
     if (!fc_dtype_is_float(grad_out->raw.dtype))
         return fc__fail(ctx, FC_ERR_DTYPE, "fc_backward_with: grad_out dtype %s is not a float",
                         fc_dtype_name(grad_out->raw.dtype));
-    return backward_impl(ctx, out, grad_out, retain_graph);
+    /* a leaf output's gradient is grad_out itself: held once more for the
+     * call, the engine copies it instead of adopting the caller's tensor as
+     * fc_grad (which later backwards would then add into in place) */
+    bool hold = !out->node;
+    if (hold) fc_retain(grad_out);
+    fc_status st = backward_impl(ctx, out, grad_out, retain_graph, "fc_backward_with");
+    if (hold) fc_release(grad_out);
+    return st;
 }
 
 fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss) {
@@ -300,100 +478,7 @@ fc_status fc_backward(fc_ctx *ctx, fc_tensor *loss) {
     }
     fc_scope_begin(ctx);
     fc_tensor *one = fc_ones(ctx, fc__grad_dtype(loss->raw.dtype), loss->raw.shape, loss->raw.rank);
-    fc_status st = one ? backward_impl(ctx, loss, one, false) : fc_ctx_status(ctx);
+    fc_status st = one ? backward_impl(ctx, loss, one, false, "fc_backward") : fc_ctx_status(ctx);
     fc_scope_end(ctx);
     return st;
-}
-
-/* ---- leaves and grad mode ----------------------------------------------------------- */
-
-fc_status fc__ag_set_requires_grad(fc_tensor *t, bool on, bool allow_f64) {
-    if (!t) return FC_ERR_NULL_ARG;
-    fc_dtype dt = t->raw.dtype;
-    if (on && !fc_dtype_supports_grad(dt) && !(allow_f64 && dt == FC_F64))
-        return fc__fail(t->ctx, FC_ERR_DTYPE,
-                        "fc_requires_grad: dtype %s cannot carry a gradient (f32, f16, bf16 only)",
-                        fc_dtype_name(dt));
-    if (t->node)
-        return fc__fail(t->ctx, FC_ERR_INVALID_ARG,
-                        "fc_requires_grad: the tensor was made by %s; only leaves can be marked "
-                        "(use fc_detach first)",
-                        t->node->op);
-    if (on)
-        t->flags |= FC__T_REQUIRES_GRAD | FC__T_LEAF;
-    else
-        t->flags &= ~(unsigned)(FC__T_REQUIRES_GRAD | FC__T_LEAF);
-    return FC_OK;
-}
-
-fc_status fc_requires_grad(fc_tensor *t, bool on) { return fc__ag_set_requires_grad(t, on, false); }
-bool fc_tensor_requires_grad(const fc_tensor *t) {
-    return t && (t->flags & FC__T_REQUIRES_GRAD);
-}
-bool fc_tensor_is_leaf(const fc_tensor *t) { return t && !t->node; }
-
-static fc_tensor *make_param(fc_ctx *ctx, fc_tensor *t) {
-    if (!t) return NULL;
-    if (fc_requires_grad(t, true) != FC_OK) {
-        fc_release(t);
-        return NULL;
-    }
-    return t;
-}
-
-fc_tensor *fc_param_zeros(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank) {
-    return make_param(ctx, fc_zeros(ctx, dtype, shape, rank));
-}
-
-fc_tensor *fc_param_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
-                              const void *data) {
-    return make_param(ctx, fc_tensor_from_data(ctx, dtype, shape, rank, data));
-}
-
-fc_tensor *fc_param_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
-                          double std) {
-    FC__CHECK_CTX(ctx);
-    if (!(std >= 0) || !isfinite(std)) {
-        fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_param_randn: std %g must be finite and >= 0", std);
-        return NULL;
-    }
-    fc_tensor *t = fc_randn(ctx, FC_F32, shape, rank);
-    if (!t) return NULL;
-    float *p = (float *)fc__raw_base(&t->raw);
-    int64_t n = fc__raw_numel(&t->raw);
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(p[i] * std);
-    if (dtype != FC_F32) {
-        fc_tensor *c = fc__copy_cast(ctx, "fc_param_randn", t, dtype);
-        fc_release(t);
-        t = c;
-    }
-    return make_param(ctx, t);
-}
-
-fc_tensor *fc_grad(const fc_tensor *t) { return t ? t->grad : NULL; }
-
-void fc_zero_grad(fc_tensor *const *params, int n) {
-    if (!params) return;
-    for (int i = 0; i < n; i++) {
-        if (params[i] && params[i]->grad) {
-            fc_release(params[i]->grad);
-            params[i]->grad = NULL;
-        }
-    }
-}
-
-void fc_no_grad_begin(fc_ctx *ctx) {
-    if (ctx) ctx->no_grad_depth++;
-}
-void fc_no_grad_end(fc_ctx *ctx) {
-    if (ctx && ctx->no_grad_depth > 0) ctx->no_grad_depth--;
-}
-bool fc_grad_enabled(const fc_ctx *ctx) { return ctx && ctx->no_grad_depth == 0; }
-
-fc_tensor *fc_detach(fc_ctx *ctx, fc_tensor *t) {
-    FC__CHECK_CTX(ctx);
-    FC__CHECK_INPUT(ctx, "fc_detach", t);
-    fc_raw v;
-    if (fc__raw_view(&t->raw, &v) != FC_OK) return NULL;
-    return fc__tensor_wrap(ctx, "fc_detach", &v);
 }

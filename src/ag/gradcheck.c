@@ -61,7 +61,7 @@ fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *c
         fc_tensor *x = inputs[k];
         if (!x) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_gradcheck: input %d is NULL", k);
         if (o.check_all_f64 && x->raw.dtype == FC_F64 && !x->node) {
-            fc_status st = fc__ag_set_requires_grad(x, true, true);
+            fc_status st = fc_requires_grad(x, true);
             if (st != FC_OK) return st;
         }
         if ((x->flags & FC__T_REQUIRES_GRAD) &&

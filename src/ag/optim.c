@@ -80,7 +80,8 @@ static fc_status add_group(fc_optim *opt, const char *fn, const fc_optim_opts *o
         if (params[i]->ctx != ctx)
             return fc__fail(ctx, FC_ERR_CONTEXT, "%s: param %d belongs to another context", fn, i);
         if (!fc_dtype_supports_grad(params[i]->raw.dtype))
-            return fc__fail(ctx, FC_ERR_DTYPE, "%s: param %d has dtype %s (f32, f16, bf16 only)",
+            return fc__fail(ctx, FC_ERR_DTYPE,
+                            "%s: param %d has dtype %s (f32, f16, bf16, f64 only)",
                             fn, i, fc_dtype_name(params[i]->raw.dtype));
         if (!fc__raw_is_contiguous(&params[i]->raw))
             return fc__fail(ctx, FC_ERR_UNSUPPORTED_VIEW, "%s: param %d is not contiguous", fn, i);
@@ -158,9 +159,10 @@ void fc_optim_free(fc_optim *opt) {
     fc__ctx_free(ctx, opt, sizeof *opt);
 }
 
-/* f32 state tensor, zeroed, owned by the optimizer (outside any scope) */
+/* State tensor in the gradient dtype (f64 for an f64 parameter, else f32),
+ * zeroed, owned by the optimizer (outside any scope) */
 static fc_tensor *state_new(fc_ctx *ctx, const fc_tensor *p) {
-    fc_tensor *t = fc_zeros(ctx, FC_F32, p->raw.shape, p->raw.rank);
+    fc_tensor *t = fc_zeros(ctx, fc__grad_dtype(p->raw.dtype), p->raw.shape, p->raw.rank);
     return fc_keep(t);
 }
 
@@ -171,8 +173,8 @@ typedef struct upd {
     fc_optim_kind kind;
     fc_dtype pdt;
     void *p;
-    const float *g;
-    float *m, *v, *vmax;
+    const void *g;       /* float, or double for an f64 parameter (as the state) */
+    void *m, *v, *vmax;
     bool first; /* SGD: momentum buffer not yet set */
     double bc1, bc2_sqrt, step_size;
 } upd;
@@ -195,12 +197,14 @@ static void sgd_range(void *arg, int64_t b, int64_t e) {
     const upd *u = arg;
     const float lr = (float)u->o->lr, wd = (float)u->o->weight_decay, mom = (float)u->o->momentum;
     const float damp = (float)u->o->dampening;
+    const float *gg = u->g;
+    float *mm = u->m;
     for (int64_t i = b; i < e; i++) {
-        float p = load_p(u->pdt, u->p, i), g = u->g[i];
+        float p = load_p(u->pdt, u->p, i), g = gg[i];
         if (wd != 0) g += wd * p;
         if (mom != 0) {
-            float buf = u->first ? g : mom * u->m[i] + (1 - damp) * g;
-            u->m[i] = buf;
+            float buf = u->first ? g : mom * mm[i] + (1 - damp) * g;
+            mm[i] = buf;
             g = u->o->nesterov ? g + mom * buf : buf;
         }
         store_p(u->pdt, u->p, i, p - lr * g);
@@ -257,22 +261,69 @@ static void adam_range(void *arg, int64_t b, int64_t e) {
         adam_f32_plain((float *)u->p, u->m, u->v, u->g, c, l2, b, e);
         return;
     }
+    const float *gg = u->g;
+    float *mm = u->m, *vv = u->v, *vmax = u->vmax;
     for (int64_t i = b; i < e; i++) {
-        float p = load_p(u->pdt, u->p, i), g = u->g[i];
+        float p = load_p(u->pdt, u->p, i), g = gg[i];
         if (adamw)
             p *= 1 - lr * wd;
         else if (wd != 0)
             g += wd * p;
-        float m = b1 * u->m[i] + omb1 * g;
-        float v = b2 * u->v[i] + omb2 * g * g;
-        u->m[i] = m;
-        u->v[i] = v;
-        if (u->vmax) {
-            if (v > u->vmax[i]) u->vmax[i] = v;
-            v = u->vmax[i];
+        float m = b1 * mm[i] + omb1 * g;
+        float v = b2 * vv[i] + omb2 * g * g;
+        mm[i] = m;
+        vv[i] = v;
+        if (vmax) {
+            if (v > vmax[i]) vmax[i] = v;
+            v = vmax[i];
         }
         p -= step * m / (sqrtf(v) / bc2s + eps);
         store_p(u->pdt, u->p, i, p);
+    }
+}
+
+/* f64 parameters: the same rules with every quantity in double (their
+ * gradient and state are f64), as torch.optim does for float64. */
+static void sgd_range_f64(void *arg, int64_t b, int64_t e) {
+    const upd *u = arg;
+    const double lr = u->o->lr, wd = u->o->weight_decay, mom = u->o->momentum;
+    const double damp = u->o->dampening;
+    double *pp = u->p, *mm = u->m;
+    const double *gg = u->g;
+    for (int64_t i = b; i < e; i++) {
+        double g = gg[i];
+        if (wd != 0) g += wd * pp[i];
+        if (mom != 0) {
+            double buf = u->first ? g : mom * mm[i] + (1 - damp) * g;
+            mm[i] = buf;
+            g = u->o->nesterov ? g + mom * buf : buf;
+        }
+        pp[i] -= lr * g;
+    }
+}
+
+static void adam_range_f64(void *arg, int64_t b, int64_t e) {
+    const upd *u = arg;
+    const double b1 = u->o->beta1, b2 = u->o->beta2, eps = u->o->eps;
+    const double wd = u->o->weight_decay, lr = u->o->lr;
+    const bool adamw = u->kind == FC_OPTIM_ADAMW;
+    double *pp = u->p, *mm = u->m, *vv = u->v, *vmax = u->vmax;
+    const double *gg = u->g;
+    for (int64_t i = b; i < e; i++) {
+        double p = pp[i], g = gg[i];
+        if (adamw)
+            p *= 1 - lr * wd;
+        else if (wd != 0)
+            g += wd * p;
+        double m = b1 * mm[i] + (1 - b1) * g;
+        double v = b2 * vv[i] + (1 - b2) * g * g;
+        mm[i] = m;
+        vv[i] = v;
+        if (vmax) {
+            if (v > vmax[i]) vmax[i] = v;
+            v = vmax[i];
+        }
+        pp[i] = p - u->step_size * m / (sqrt(v) / u->bc2_sqrt + eps);
     }
 }
 
@@ -324,27 +375,26 @@ static void drop_fresh(fc_optim *opt) {
 
 /* Runs parameter s's update for step t on p (the parameter's data) and the
  * state arrays m, v, vmax (NULL where the rule has none). Cannot fail. */
-static void run_update(fc_optim *opt, const pstate *s, int64_t t, void *p, float *m, float *v,
-                       float *vmax) {
+static void run_update(fc_optim *opt, const pstate *s, int64_t t, void *p, void *m, void *v,
+                       void *vmax) {
     const fc_optim_opts *o = &opt->groups[s->group];
     upd u = {.o = o, .kind = opt->kind, .pdt = s->param->raw.dtype, .p = p,
-             .g = (const float *)fc__raw_base(&s->param->grad->raw), .m = m, .v = v,
+             .g = fc__raw_base(&s->param->grad->raw), .m = m, .v = v,
              .vmax = o->amsgrad ? vmax : NULL};
     int64_t n = fc__raw_numel(&s->param->raw);
+    bool f64 = u.pdt == FC_F64;
     if (opt->kind == FC_OPTIM_SGD) {
         u.first = !s->has_momentum;
-        fc__parallel_for(opt->ctx, n, 65536, sgd_range, &u);
+        fc__parallel_for(opt->ctx, n, 65536, f64 ? sgd_range_f64 : sgd_range, &u);
     } else {
         u.bc1 = 1 - pow(o->beta1, (double)t);
         u.bc2_sqrt = sqrt(1 - pow(o->beta2, (double)t));
         u.step_size = o->lr / u.bc1;
-        fc__parallel_for(opt->ctx, n, 65536, adam_range, &u);
+        fc__parallel_for(opt->ctx, n, 65536, f64 ? adam_range_f64 : adam_range, &u);
     }
 }
 
-static float *state_data(fc_tensor *t) {
-    return t ? (float *)fc__raw_base(&t->raw) : NULL;
-}
+static void *state_data(fc_tensor *t) { return t ? fc__raw_base(&t->raw) : NULL; }
 
 /* The in-place update of every parameter with a gradient (each one's
  * writes bump the generations of what they change). */
@@ -587,67 +637,4 @@ fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool create) {
         if (sgd && *slot) s->has_momentum = opt->steps > 0;
     }
     return *slot;
-}
-
-/* ---- clipping ------------------------------------------------------------------------ */
-
-fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double max_norm,
-                            double *total_norm) {
-    if (!ctx) return FC_ERR_NULL_ARG;
-    if (!params && n > 0) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_clip_grad_norm: params is NULL");
-    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: n = %d < 0", n);
-    if (!(max_norm > 0))
-        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: max_norm %g must be > 0",
-                        max_norm);
-    for (int i = 0; i < n; i++)
-        if (params[i] && params[i]->ctx != ctx)
-            return fc__fail(ctx, FC_ERR_CONTEXT,
-                            "fc_clip_grad_norm: param %d belongs to another context", i);
-    double sq = 0; /* f64, summed in parameter order: deterministic */
-    for (int i = 0; i < n; i++) {
-        fc_tensor *g = params[i] ? params[i]->grad : NULL;
-        if (!g) continue;
-        const float *p = (const float *)fc__raw_base(&g->raw);
-        int64_t m = fc__raw_numel(&g->raw);
-        for (int64_t j = 0; j < m; j++) sq += (double)p[j] * p[j];
-    }
-    double norm = sqrt(sq);
-    if (total_norm) *total_norm = norm;
-    double coef = max_norm / (norm + 1e-6);
-    if (coef < 1) {
-        for (int i = 0; i < n; i++) {
-            fc_tensor *g = params[i] ? params[i]->grad : NULL;
-            if (!g) continue;
-            float *p = (float *)fc__raw_base(&g->raw);
-            int64_t m = fc__raw_numel(&g->raw);
-            for (int64_t j = 0; j < m; j++) p[j] = (float)(p[j] * coef);
-            fc__buffer_bump_generation(g->raw.buf);
-        }
-    }
-    return FC_OK;
-}
-
-/* ---- schedules ---------------------------------------------------------------------- */
-
-double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
-    if (!s) return 0;
-    if (step < 0) step = 0;
-    /* a negative warm-up counts as none; with w >= 0 and step >= 0 every
-     * difference below stays inside int64 whatever the fields hold */
-    const int64_t w = s->warmup_steps > 0 ? s->warmup_steps : 0;
-    if (step < w) return s->base_lr * (double)(step + 1) / (double)w;
-    switch (s->kind) {
-    case FC_LR_STEP:
-        if (s->step_size <= 0) return s->base_lr;
-        return s->base_lr * pow(s->gamma, (double)((step - w) / s->step_size));
-    case FC_LR_COSINE: {
-        if (s->total_steps <= w) return s->min_lr;
-        int64_t span = s->total_steps - w; /* > 0: total_steps > w >= 0 */
-        double t = (double)(step - w) / (double)span;
-        if (t > 1) t = 1;
-        return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
-    }
-    default:
-        return s->base_lr;
-    }
 }

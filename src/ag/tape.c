@@ -17,6 +17,9 @@ typedef struct fc__tape {
     int64_t stamp; /* backward visit stamps */
     fc_node **stack;
     int64_t stack_cap;
+    int64_t next_hook_id;
+    int64_t leaf_hooks; /* leaves with a hook list */
+    bool walking;       /* a backward walk is running (hooks may not start another) */
 } fc__tape;
 
 static void node_release(fc_ctx *ctx, fc_node *n);
@@ -30,6 +33,9 @@ static void node_free(fc_ctx *ctx, fc_node *n) {
     node_drop_saved(n);
     if (n->aux) fc_release(n->aux);
     if (n->gacc) fc_release(n->gacc);
+    if (n->gkeep) fc_release(n->gkeep);
+    if (n->hooks) fc__ag_hooks_free(ctx, n->hooks);
+    n->hooks = NULL;
     for (int k = 0; k < n->n_in; k++) {
         if (n->in[k].node) node_release(ctx, n->in[k].node);
         if (n->in[k].leaf) fc_release(n->in[k].leaf);
@@ -57,6 +63,7 @@ static void tape_free(fc_ctx *ctx) {
     while (n) {
         fc_node *next = n->next_all;
         node_drop_saved(n);
+        if (n->hooks) fc__ag_hooks_free(ctx, n->hooks);
         fc__ctx_free(ctx, n, sizeof *n);
         n = next;
     }
@@ -124,6 +131,10 @@ fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc
     node->aux = NULL;
     node->gacc = NULL;
     node->regions = NULL;
+    node->hooks = NULL;
+    node->gkeep = NULL;
+    node->want = false;
+    node->run = false;
     node->prev_all = NULL;
     node->mark = 0;
     for (int k = 0; k < FC__AG_MAX_IN; k++) {
@@ -198,6 +209,19 @@ fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
 void fc__ag_release_saved(fc_node *node) { node_drop_saved(node); }
 
 /* ---- visiting support for backward.c ---------------------------------------------- */
+
+int64_t fc__ag_next_hook_id(fc_ctx *ctx) {
+    fc__tape *tp = tape_get(ctx);
+    return tp ? ++tp->next_hook_id : -1;
+}
+void fc__ag_leaf_hooks_add(fc_ctx *ctx, int64_t delta) {
+    if (ctx->tape) ctx->tape->leaf_hooks += delta; /* no tape: the context is being freed */
+}
+int64_t fc__ag_leaf_hook_count(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->leaf_hooks : 0; }
+bool fc__ag_walking(const fc_ctx *ctx) { return ctx->tape && ctx->tape->walking; }
+void fc__ag_set_walking(fc_ctx *ctx, bool on) {
+    if (ctx->tape) ctx->tape->walking = on;
+}
 
 int64_t fc__ag_new_stamp(fc_ctx *ctx) {
     fc__tape *tp = tape_get(ctx);

@@ -41,6 +41,22 @@ typedef struct fc__saved {
     const char *role; /* "input", "output", "weight", ... for messages */
 } fc__saved;
 
+/* Gradient hooks (hooks.c): a list per leaf (fc_tensor.hooks) or per node
+ * (the gradient of its output), in registration order. pending counts, for
+ * a leaf during a walk, the edges of nodes still to run that feed it: at 0
+ * its gradient for this walk is final and its hooks run. */
+typedef struct fc__hook {
+    struct fc__hook *next;
+    fc_grad_hook_fn fn;
+    void *user;
+    int64_t id;
+} fc__hook;
+
+typedef struct fc__hook_list {
+    fc__hook *head;
+    int64_t pending;
+} fc__hook_list;
+
 /* Where a region gradient lands (fc__ag_gin_region). */
 typedef struct fc__ag_region {
     int64_t strides[FC_MAX_RANK]; /* per axis of the gradient, in input elements */
@@ -75,6 +91,10 @@ struct fc_node {
     /* backward bookkeeping */
     fc_tensor *gacc;              /* accumulated output gradient during a backward */
     fc__ag_region *regions;       /* one per input while the rule runs, NULL otherwise */
+    fc__hook_list *hooks;         /* hooks on the output's gradient (owned), or NULL */
+    fc_tensor *gkeep;             /* fc_autograd_grad: the output's gradient, kept for the caller */
+    bool want;                    /* fc_autograd_grad: the output is one of its inputs */
+    bool run;                     /* this walk runs the rule (false: pruned) */
     fc_node *next_all, *prev_all; /* every live node of the context */
     int64_t mark;                 /* visit stamp of the current backward */
 };
@@ -99,8 +119,49 @@ fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k);
 const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k);
 /* The gradient dtype for a graph computing in dtype. */
 static inline fc_dtype fc__grad_dtype(fc_dtype dtype) { return dtype == FC_F64 ? FC_F64 : FC_F32; }
-/* Marks a leaf of any float dtype (f64 included, for gradcheck) as requiring grad. */
-fc_status fc__ag_set_requires_grad(fc_tensor *t, bool on, bool allow_f64);
+
+/* ---- the walk (backward.c), shared by fc_backward and fc_autograd_grad ------- */
+
+/* One walk from n outputs with their gradients (validated by the caller:
+ * same context, each output requires grad, gradient of its shape in a float
+ * dtype). functional: fc_autograd_grad's walk: only the leaves flagged
+ * FC__T_WANTED and the nodes with want get gradients, rules that lead to
+ * none of them are pruned, each wanted node's gradient is kept in gkeep and
+ * each wanted leaf's stays in its gstage for the caller to take (on success;
+ * on failure both are dropped); the leaves' fc_grad is not touched.
+ * Otherwise fc_backward's: every leaf's staged gradient lands in its
+ * fc_grad on success. Runs hooks in both. Refuses a walk started from a
+ * hook (FC_ERR_STATE naming fn). */
+typedef struct fc__walk {
+    const char *fn; /* the public entry point, for messages */
+    bool functional;
+    bool retain;
+    /* functional without allow_unused: the inputs, each of which must be
+     * reached (else FC_ERR_INVALID_ARG naming it, before any rule runs) */
+    fc_tensor *const *inputs;
+    int n_in;
+} fc__walk;
+fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
+                      fc_tensor *const *gouts);
+
+/* ---- hooks (hooks.c) ------------------------------------------------------------ */
+/* Runs the hooks of list h on *g (the gradient, of shape/rank and *g's
+ * dtype) in order; a replacement is checked and becomes *g (a private
+ * contiguous tensor the engine owns; the old *g is released). who names the
+ * tensor for messages. Returns the first failure (the hook's own status,
+ * or a mismatch). */
+fc_status fc__ag_run_hooks(fc_ctx *ctx, fc__hook_list *h, fc_tensor **g, const int64_t *shape,
+                           int rank, const char *who);
+/* Frees a hook list (node teardown, handle destroy). */
+void fc__ag_hooks_free(fc_ctx *ctx, fc__hook_list *h);
+/* Number of leaves of ctx with hooks (0 without a tape): walks count
+ * pending edges only when some exist. True while a walk runs. */
+int64_t fc__ag_leaf_hook_count(const fc_ctx *ctx);
+bool fc__ag_walking(const fc_ctx *ctx);
+void fc__ag_set_walking(fc_ctx *ctx, bool on);
+/* The tape, created on demand (NULL on OOM); its hook id counter. */
+int64_t fc__ag_next_hook_id(fc_ctx *ctx);
+void fc__ag_leaf_hooks_add(fc_ctx *ctx, int64_t delta);
 
 /* For backward.c's walk: drops a node's saved values (they are done with),
  * starts a new visit stamp (-1 without a tape), and returns the tape's

@@ -102,7 +102,7 @@ bool fc_dtype_supports_forward_float_math(fc_dtype dtype) {
 }
 bool fc_dtype_is_float(fc_dtype dtype) { return fc_dtype_supports_forward_float_math(dtype); }
 bool fc_dtype_supports_grad(fc_dtype dtype) {
-    return dtype == FC_F16 || dtype == FC_BF16 || dtype == FC_F32;
+    return dtype == FC_F16 || dtype == FC_BF16 || dtype == FC_F32 || dtype == FC_F64;
 }
 bool fc_dtype_supports_int_math(fc_dtype dtype) {
     return fc_dtype_is_signed_int(dtype) || fc_dtype_is_unsigned_int(dtype);

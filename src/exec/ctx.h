@@ -27,6 +27,7 @@
 #define FC__HANDLE_QUARANTINE 64
 
 struct fc_node; /* the autograd layer's node type; opaque here */
+struct fc__hook_list; /* the autograd layer's gradient hooks; opaque here */
 
 /* ---- buffer pool ---------------------------------------------------------- */
 #define FC__POOL_CLASSES 160
@@ -84,12 +85,14 @@ struct fc_ctx {
     fc_tensor *handle_slab; /* the first FC__HANDLE_QUARANTINE headers, one allocation */
     bool handle_no_reuse;   /* FUCINA_NO_HANDLE_REUSE: headers go back to the allocator */
 
-    /* autograd (src/ag): opaque here; src/ag installs the two hooks when it
-     * first records, so this layer never calls upward. */
+    /* autograd (src/ag): opaque here; src/ag installs these callbacks when
+     * it first records (or first registers a gradient hook), so this layer
+     * never calls upward. */
     struct fc__tape *tape;
     int no_grad_depth;
     void (*tape_free)(fc_ctx *ctx);
     void (*node_release)(fc_ctx *ctx, struct fc_node *node);
+    void (*hooks_free)(fc_ctx *ctx, struct fc__hook_list *hooks);
 };
 
 bool fc__scope_register(fc_ctx *ctx, fc_tensor *t);

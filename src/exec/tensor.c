@@ -74,6 +74,7 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
     t->node = NULL;
     t->grad = NULL;
     t->gstage = NULL;
+    t->hooks = NULL;
     t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
@@ -91,6 +92,8 @@ static void handle_destroy(fc_tensor *t) {
     fc_tensor *g = t->grad, *gs = t->gstage;
     t->grad = NULL;
     t->gstage = NULL;
+    if (t->hooks && ctx->hooks_free) ctx->hooks_free(ctx, t->hooks);
+    t->hooks = NULL;
     fc__raw_release(&t->raw);
     if (t->live_prev)
         t->live_prev->live_next = t->live_next;

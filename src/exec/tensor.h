@@ -9,6 +9,8 @@
 enum {
     FC__T_REQUIRES_GRAD = 1u << 0, /* leaf parameter or result of a recorded op */
     FC__T_LEAF = 1u << 1,          /* a parameter: its gradient lands in ->grad */
+    FC__T_WANTED = 1u << 2,        /* transient: an input of the running fc_autograd_grad */
+    FC__T_REACHED = 1u << 3,       /* transient: such an input is fed by the walk */
 };
 
 struct fc_tensor {
@@ -20,6 +22,7 @@ struct fc_tensor {
     struct fc_node *node;  /* producing tape node (retained), NULL otherwise */
     fc_tensor *grad;       /* f32 gradient of a leaf (owned), NULL until backward */
     fc_tensor *gstage;     /* a leaf's gradient staged by a running backward (owned) */
+    struct fc__hook_list *hooks; /* a leaf's gradient hooks (src/ag owns them), or NULL */
     fc_tensor *live_prev;  /* every live tensor of the context, for fc_ctx_free */
     fc_tensor *live_next;
 };

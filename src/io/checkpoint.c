@@ -341,8 +341,8 @@ static fc_status meta_u64(fc_ctx *ctx, const fc_st_file *f, const char *key, uin
  * mapped file that shrinks under its reader raises SIGBUS. */
 
 /* Finds tensor `name` in f and checks it fits a destination of dtype and
- * shape (dst NULL: a state tensor still to be created, f32 of the
- * parameter's shape); fills *info. Writes nothing. */
+ * shape (dst NULL: a state tensor still to be created, of the parameter's
+ * shape); fills *info. Writes nothing. */
 static fc_status check_into(fc_ctx *ctx, const fc_st_file *f, const char *name,
                             const fc_tensor *dst, const fc_tensor *like, const char *path,
                             fc_io_tensor *info) {
@@ -350,7 +350,9 @@ static fc_status check_into(fc_ctx *ctx, const fc_st_file *f, const char *name,
     if (idx < 0)
         return fc__fail(ctx, FC_ERR_INDEX, "fc_checkpoint_load: %s has no tensor '%s'", path, name);
     fc_safetensors_tensor_info(f, idx, info);
-    fc_dtype want = dst ? dst->raw.dtype : FC_F32;
+    /* a state yet to be created will have the optimizer's state dtype:
+     * f64 for an f64 parameter, f32 otherwise (fucina/optim.h) */
+    fc_dtype want = dst ? dst->raw.dtype : like->raw.dtype == FC_F64 ? FC_F64 : FC_F32;
     const fc_raw *geo = dst ? &dst->raw : &like->raw;
     if (info->dtype != want)
         return fc__fail(ctx, FC_ERR_DTYPE, "fc_checkpoint_load: '%s' is %s in %s, the tensor is %s",

@@ -225,7 +225,7 @@ static void test_regions_f64_unused_piece(void **state) {
     for (int i = 0; i < 12; i++)
         v[i] = i + 0.25;
     fc_tensor *x = fc_tensor_from_data(ctx, FC_F64, (const int64_t[]){3, 4}, 2, v);
-    assert_int_equal(fc__ag_set_requires_grad(x, true, true), FC_OK);
+    assert_int_equal(fc_requires_grad(x, true), FC_OK);
     fc_tensor *sp[3];
     assert_int_equal(fc_split(ctx, x, 1, (const int64_t[]){1, 2, 1}, 3, sp), FC_OK);
     fc_tensor *l = fc_add(ctx, fc_sum(ctx, fc_mul_scalar(ctx, sp[0], 0.5), NULL, 0, false),

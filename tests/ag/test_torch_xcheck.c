@@ -25,9 +25,7 @@
  * "max|torch|" is the largest magnitude in the reference tensor: a per-tensor
  * scale, so near-zero elements are judged against the tensor's size rather
  * than themselves. The parameters are f32 values; the f64 runs widen them
- * exactly, as the generator did. f64 leaves can require grad only through
- * the internal fc__ag_set_requires_grad (the public fc_requires_grad admits
- * the optimizer dtypes), so this test includes ag/tape.h for it. */
+ * exactly, as the generator did. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +37,6 @@
 
 #include <cmocka.h>
 
-#include "ag/tape.h"
 #include "fc_test_data.h"
 #include "fucina.h"
 
@@ -240,9 +237,7 @@ static fc_tensor *leaf(fc_ctx *ctx, fc_dtype dt, const tspec *s, const double *v
     free(buf);
     assert_non_null(t);
     if (grad) {
-        fc_status st =
-            dt == FC_F64 ? fc__ag_set_requires_grad(t, true, true) : fc_requires_grad(t, true);
-        assert_int_equal(st, FC_OK);
+        assert_int_equal(fc_requires_grad(t, true), FC_OK);
     }
     return t;
 }

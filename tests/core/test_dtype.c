@@ -138,7 +138,7 @@ static const pred_row preds[] = {
     {FC_F16, 0, 0, 0, 1, 1, 0, 1, 0, 0, FC_F16, FC_ACCUM_F32},
     {FC_BF16, 0, 0, 0, 1, 1, 0, 1, 0, 0, FC_BF16, FC_ACCUM_F32},
     {FC_F32, 0, 0, 0, 1, 1, 0, 1, 0, 0, FC_F32, FC_ACCUM_F32},
-    {FC_F64, 0, 0, 0, 1, 0, 0, 1, 0, 0, FC_F64, FC_ACCUM_F64},
+    {FC_F64, 0, 0, 0, 1, 1, 0, 1, 0, 0, FC_F64, FC_ACCUM_F64},
     {FC_F8_E4M3, 1, 0, 0, 0, 0, 0, 1, 0, 0, FC_F32, FC_ACCUM_F32},
     {FC_F8_E5M2, 1, 0, 0, 0, 0, 0, 1, 0, 0, FC_F32, FC_ACCUM_F32},
     B(FC_Q1_0),

@@ -255,7 +255,7 @@ static void grads(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, int6
     fc_tensor *rm = rand_t(ctx, dt, &C, 1, 24, -0.5, 0.5), *rv = rand_t(ctx, dt, &C, 1, 25, 0.5, 2);
     fc_tensor *leaves[3] = {x, w, b};
     for (int k = 0; k < 3; k++)
-        assert_int_equal(fc__ag_set_requires_grad(leaves[k], true, true), FC_OK);
+        assert_int_equal(fc_requires_grad(leaves[k], true), FC_OK);
     fc_tensor *y = groups ? fc_group_norm(ctx, x, groups, w, b, 1e-5)
                           : fc_batch_norm(ctx, x, w, b, rm, rv, train, 0.1, 1e-5);
     assert_non_null(y);

@@ -17,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "ag/tape.h"
 #include "fct_f64.h"
 #include "fucina.h"
 
@@ -283,7 +282,7 @@ static fc_tensor *leaf(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank,
     memcpy(s, shape, sizeof(int64_t) * (size_t)rank);
     if (!view) {
         *base = from_f64(ctx, dt, shape, rank, v);
-        assert_int_equal(fc__ag_set_requires_grad(*base, true, true), FC_OK);
+        assert_int_equal(fc_requires_grad(*base, true), FC_OK);
         return fc_retain(*base);
     }
     int64_t n = 1;
@@ -298,7 +297,7 @@ static fc_tensor *leaf(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank,
     s[rank - 2] = cols, s[rank - 1] = rows;
     *base = from_f64(ctx, dt, s, rank, t);
     free(t);
-    assert_int_equal(fc__ag_set_requires_grad(*base, true, true), FC_OK);
+    assert_int_equal(fc_requires_grad(*base, true), FC_OK);
     return fc_transpose(ctx, *base, rank - 2, rank - 1);
 }
 

@@ -96,7 +96,7 @@ static void ce_run(fc_ctx *ctx, const ce_case *k, fc_dtype dt, fc_dtype tdt, uin
     fc_tensor *x = flat ? from_f64(ctx, dt, &xshape[1], 1, xv) : from_f64(ctx, dt, xshape, 2, xv);
     double *xq = values(x);
     fc_tensor *t = from_f64(ctx, tdt, &k->n, 1, tv);
-    assert_int_equal(fc__ag_set_requires_grad(x, true, true), FC_OK);
+    assert_int_equal(fc_requires_grad(x, true), FC_OK);
     fc_ce_opts o = {.reduction = k->red,
                     .use_ignore = k->use_ignore,
                     .ignore_index = k->ignore,
@@ -203,8 +203,8 @@ static void test_mse_loss(void **state) {
         fc_tensor *a = from_f64(ctx, dts[d], (const int64_t[]){3, 4}, 2, av);
         fc_tensor *b = from_f64(ctx, dts[d], (const int64_t[]){4}, 1, bv); /* broadcasts */
         double *aq = values(a), *bq = values(b);
-        assert_int_equal(fc__ag_set_requires_grad(a, true, true), FC_OK);
-        assert_int_equal(fc__ag_set_requires_grad(b, true, true), FC_OK);
+        assert_int_equal(fc_requires_grad(a, true), FC_OK);
+        assert_int_equal(fc_requires_grad(b, true), FC_OK);
         double tol = dts[d] == FC_BF16 ? 2e-2 : 1e-6;
         for (int r = 0; r < 3; r++) {
             fc_tensor *y = fc_mse_loss(ctx, a, b, (fc_reduction)r);

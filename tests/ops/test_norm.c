@@ -123,7 +123,7 @@ static void norm_case(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank, 
     fc_tensor *g = random_tensor(ctx, fc__grad_dtype(dt), shape, rank, 34, -1, 1, &gv);
     fc_tensor *leaves[3] = {x, w, b};
     for (int k = 0; k < 3; k++)
-        if (leaves[k]) assert_int_equal(fc__ag_set_requires_grad(leaves[k], true, true), FC_OK);
+        if (leaves[k]) assert_int_equal(fc_requires_grad(leaves[k], true), FC_OK);
     double eps = 1e-5;
     fc_tensor *y = rms ? fc_rms_norm(ctx, x, w, eps) : fc_layer_norm(ctx, x, w, b, eps);
     if (!y) fail_msg("%s", fc_ctx_error(ctx));

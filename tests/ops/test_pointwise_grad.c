@@ -541,8 +541,14 @@ static void test_pointwise_grad_requires_grad_dtypes(void **state) {
     assert_non_null(
         strstr(fc_ctx_error(ctx), "fc_requires_grad: dtype i32 cannot carry a gradient"));
     fc_ctx_clear_error(ctx);
-    assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_F64, &s, 1), true), FC_ERR_DTYPE);
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_BOOL, &s, 1), true), FC_ERR_DTYPE);
+    assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_F8_E4M3, &s, 1), true), FC_ERR_DTYPE);
+    fc_ctx_clear_error(ctx);
+    /* f64 leaves carry f64 gradients */
+    fc_tensor *d = fc_zeros(ctx, FC_F64, &s, 1);
+    assert_int_equal(fc_requires_grad(d, true), FC_OK);
+    assert_int_equal(fc_backward(ctx, fc_sum(ctx, fc_mul(ctx, d, d), NULL, 0, false)), FC_OK);
+    assert_int_equal(fc_tensor_dtype(fc_grad(d)), FC_F64);
     fc_ctx_clear_error(ctx);
     assert_false(fc_tensor_requires_grad(i32));
     assert_int_equal(fc_requires_grad(fc_zeros(ctx, FC_F16, &s, 1), true), FC_OK);

@@ -170,7 +170,7 @@ static fc_tensor *make_input(fc_ctx *ctx, const cfg *c, fc_dtype dt, enum view v
     fill_random(vals, n, seed, -3, 3);
     *leaf = from_f64(ctx, dt, shape, (int)rank, vals);
     free(vals);
-    assert_int_equal(fc__ag_set_requires_grad(*leaf, true, true), FC_OK);
+    assert_int_equal(fc_requires_grad(*leaf, true), FC_OK);
     int r = (int)rank;
     if (v == V_TRANSPOSE) return fc_transpose(ctx, *leaf, r - 2, r - 1);
     if (v == V_NARROW) return fc_narrow(ctx, *leaf, r - 1, 1, c->w);
@@ -345,7 +345,7 @@ static void test_pool_max_ties_and_nan(void **state) {
     fc_scope_begin(ctx);
     const double x[8] = {5, 5, 1, NAN, 5, 2, NAN, 0};
     fc_tensor *t = from_f64(ctx, FC_F64, (const int64_t[]){1, 1, 2, 4}, 4, x);
-    assert_int_equal(fc__ag_set_requires_grad(t, true, true), FC_OK);
+    assert_int_equal(fc_requires_grad(t, true), FC_OK);
     fc_pool2d_opts o = {.kernel = {2, 2}};
     fc_tensor *y = fc_max_pool2d(ctx, t, &o);
     assert_non_null(y);

@@ -70,8 +70,8 @@ static fc_tensor *rand_int(fx *f) { return fc_rand(f->ctx, FC_I32, (const int64_
 static fc_tensor *randn_block(fx *f) { return fc_randn(f->ctx, FC_Q8_0, (const int64_t[]){32}, 1); }
 static fc_tensor *scalar_block(fx *f) { return fc_scalar(f->ctx, FC_Q8_0, 1); }
 static fc_tensor *scalar_dtype(fx *f) { return fc_scalar(f->ctx, (fc_dtype)-1, 1); }
-static fc_tensor *param_f64(fx *f) {
-    return fc_param_zeros(f->ctx, FC_F64, (const int64_t[]){2}, 1);
+static fc_tensor *param_u8(fx *f) {
+    return fc_param_zeros(f->ctx, FC_U8, (const int64_t[]){2}, 1);
 }
 static fc_tensor *param_int(fx *f) {
     return fc_param_randn(f->ctx, FC_I32, (const int64_t[]){2}, 1, 1.0);
@@ -117,7 +117,7 @@ static const bad_case creation_cases[] = {
     BAD_T(randn_block, FC_ERR_DTYPE, "fc_randn"),
     BAD_T(scalar_block, FC_ERR_DTYPE, "fc_scalar"),
     BAD_T(scalar_dtype, FC_ERR_DTYPE, "fc_scalar"),
-    BAD_T(param_f64, FC_ERR_DTYPE, "grad"),
+    BAD_T(param_u8, FC_ERR_DTYPE, "grad"),
     BAD_T(param_int, FC_ERR_DTYPE, NULL),
     BAD_T(param_randn_neg, FC_ERR_INVALID_ARG, "fc_param_randn: std -1 "),
     BAD_T(param_randn_nan, FC_ERR_INVALID_ARG, "nan must be finite and >= 0"),
@@ -209,7 +209,6 @@ static const bad_case access_cases[] = {
  * ---------------------------------------------------------------------------------------- */
 
 static fc_status rg_int(fx *f) { return fc_requires_grad(f->i_23, true); }
-static fc_status rg_f64(fx *f) { return fc_requires_grad(f->d_23, true); }
 static fc_status rg_block(fx *f) { return fc_requires_grad(f->q_232, true); }
 static fc_status rg_non_leaf(fx *f) {
     fc_tensor *m = fc_mul(f->ctx, f->p_23, f->p_23);
@@ -297,7 +296,6 @@ static fc_status gc_strided(fx *f) {
 
 static const bad_case autograd_cases[] = {
     BAD_S(rg_int, FC_ERR_DTYPE, "fc_requires_grad"),
-    BAD_S(rg_f64, FC_ERR_DTYPE, "fc_requires_grad"),
     BAD_S(rg_block, FC_ERR_DTYPE, "fc_requires_grad"),
     BAD_S(rg_non_leaf, FC_ERR_INVALID_ARG, "fc_requires_grad"),
     BAD_S(bw_non_scalar, FC_ERR_INVALID_SHAPE, "fc_backward"),

@@ -1,7 +1,7 @@
 /* test_oom_atomic.c - a failed call has no effect (SQLite's rule), checked by
  * out-of-memory sweeps (oom_sweep.h: every allocation fails in turn) over
  * the two calls that change state across many tensors:
- *   - fc_optim_step: after each failed step the parameters, their moments
+ *   - fc_optim_step (over f32, bf16 and f64 parameters): after each failed step the parameters, their moments
  *     (present or absent) and the step count are bit-identical to before,
  *     and a retry succeeds and ends where an unfailed run ends;
  *   - fc_backward: after each failed backward the leaves' gradients are
@@ -33,12 +33,15 @@ static void lift_fault(void) {
 
 #define P0 35 /* f32 [5, 7] */
 #define P1 9  /* bf16 [9] */
+#define P2 6  /* f64 [6]: updated in f64, with f64 state */
+#define NPAR 3
 
 typedef struct optim_snap {
     float p0[P0];
     uint16_t p1[P1];
-    bool has[2][3];
-    float st[2][3][P0];
+    double p2[P2];
+    bool has[NPAR][3];
+    unsigned char st[NPAR][3][P0 * sizeof(float)]; /* the state's bytes, any dtype */
     int64_t steps;
 } optim_snap;
 
@@ -58,15 +61,14 @@ static void optim_take(fc_optim *opt, fc_tensor *const *ps, optim_snap *s) {
     memset(s, 0, sizeof *s);
     assert_int_equal(fc_tensor_copy_to(ps[0], s->p0, sizeof s->p0), FC_OK);
     assert_int_equal(fc_tensor_copy_to(ps[1], s->p1, sizeof s->p1), FC_OK);
-    for (int i = 0; i < 2; i++)
+    assert_int_equal(fc_tensor_copy_to(ps[2], s->p2, sizeof s->p2), FC_OK);
+    for (int i = 0; i < NPAR; i++)
         for (int k = 0; k < 3; k++) {
             const char *name = state_name(k);
             fc_tensor *t = name ? fc_optim_state(opt, i, name, false) : NULL;
             s->has[i][k] = t != NULL;
             if (t)
-                assert_int_equal(
-                    fc_tensor_copy_to(t, s->st[i][k], sizeof(float) * (size_t)fc_tensor_numel(t)),
-                    FC_OK);
+                assert_int_equal(fc_tensor_copy_to(t, s->st[i][k], fc_tensor_nbytes(t)), FC_OK);
         }
     s->steps = fc_optim_step_count(opt);
 }
@@ -75,11 +77,15 @@ static fc_status set_grads(fc_ctx *ctx, fc_tensor *const *ps, int step) {
     float g[P0];
     for (int i = 0; i < P0; i++)
         g[i] = (float)((i % 7) - 3) * 0.125f + 0.01f * (float)step;
+    double g64[P0];
+    for (int i = 0; i < P0; i++)
+        g64[i] = (double)g[i] * (1 + 1e-9 * i); /* not an f32 value */
     fc_status st = FC_OK;
-    for (int k = 0; k < 2 && st == FC_OK; k++) {
+    for (int k = 0; k < NPAR && st == FC_OK; k++) {
         fc_zero_grad(&ps[k], 1);
-        fc_tensor *gt =
-            fc_tensor_from_data(ctx, FC_F32, fc_tensor_shape(ps[k]), fc_tensor_rank(ps[k]), g);
+        bool f64 = fc_tensor_dtype(ps[k]) == FC_F64;
+        fc_tensor *gt = fc_tensor_from_data(ctx, f64 ? FC_F64 : FC_F32, fc_tensor_shape(ps[k]),
+                                            fc_tensor_rank(ps[k]), f64 ? (const void *)g64 : g);
         st = gt ? fc_backward_with(ctx, ps[k], gt, false) : fc_ctx_status(ctx);
         fc_release(gt);
     }
@@ -94,8 +100,12 @@ static fc_status sc_optim_step(fc_ctx *ctx) {
         v0[i] = 0.5f - 0.03f * (float)i;
     for (int i = 0; i < P1; i++)
         v1[i] = fc_f32_to_bf16(1.0f + 0.25f * (float)i);
-    fc_tensor *ps[2] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){5, 7}, 2, v0),
-                        fc_param_from_data(ctx, FC_BF16, (const int64_t[]){P1}, 1, v1)};
+    double v2[P2];
+    for (int i = 0; i < P2; i++)
+        v2[i] = 0.3 + 0.1 * i + 1e-12 * i;
+    fc_tensor *ps[NPAR] = {fc_param_from_data(ctx, FC_F32, (const int64_t[]){5, 7}, 2, v0),
+                           fc_param_from_data(ctx, FC_BF16, (const int64_t[]){P1}, 1, v1),
+                           fc_param_from_data(ctx, FC_F64, (const int64_t[]){P2}, 1, v2)};
     fc_status st = fc_ctx_status(ctx);
     fc_optim_opts o = {.kind = g_kind, .lr = 0.05, .weight_decay = 0.01};
     if (g_kind == FC_OPTIM_SGD)
@@ -106,7 +116,7 @@ static fc_status sc_optim_step(fc_ctx *ctx) {
     o1.lr = 0.02;
     fc_optim *opt = st == FC_OK ? fc_optim_new(ctx, &o, ps, 1) : NULL;
     if (st == FC_OK && !opt) st = fc_ctx_status(ctx);
-    if (st == FC_OK) st = fc_optim_add_group(opt, &o1, &ps[1], 1);
+    if (st == FC_OK) st = fc_optim_add_group(opt, &o1, &ps[1], 2);
     bool faulted = false;
     for (int step = 1; step <= 3 && st == FC_OK; step++) {
         st = set_grads(ctx, ps, step);
@@ -143,8 +153,8 @@ static fc_status sc_optim_step(fc_ctx *ctx) {
         }
     }
     fc_optim_free(opt);
-    fc_release(ps[0]);
-    fc_release(ps[1]);
+    for (int k = 0; k < NPAR; k++)
+        fc_release(ps[k]);
     return st != FC_OK ? st : faulted ? FC_ERR_OOM : FC_OK;
 }
 

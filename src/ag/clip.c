@@ -1,0 +1,88 @@
+/* clip.c - gradient clipping and learning-rate schedules: the utilities
+ * around an optimizer that need none of its state.
+ *
+ * Gradients are f32 (leaves of f32, f16, bf16) or f64 (f64 leaves); the
+ * global norm is summed in f64 in parameter order, so it is deterministic
+ * and the same whatever the mix of gradient dtypes. */
+#include <math.h>
+
+#include "ag/tape.h"
+#include "fucina/optim.h"
+
+/* ---- clipping ------------------------------------------------------------------------ */
+
+fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double max_norm,
+                            double *total_norm) {
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!params && n > 0)
+        return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_clip_grad_norm: params is NULL");
+    if (n < 0) return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: n = %d < 0", n);
+    if (!(max_norm > 0))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "fc_clip_grad_norm: max_norm %g must be > 0",
+                        max_norm);
+    for (int i = 0; i < n; i++)
+        if (params[i] && params[i]->ctx != ctx)
+            return fc__fail(ctx, FC_ERR_CONTEXT,
+                            "fc_clip_grad_norm: param %d belongs to another context", i);
+    double sq = 0; /* f64, summed in parameter order: deterministic */
+    for (int i = 0; i < n; i++) {
+        fc_tensor *g = params[i] ? params[i]->grad : NULL;
+        if (!g) continue;
+        int64_t m = fc__raw_numel(&g->raw);
+        if (g->raw.dtype == FC_F64) {
+            const double *p = (const double *)fc__raw_base(&g->raw);
+            for (int64_t j = 0; j < m; j++)
+                sq += p[j] * p[j];
+        } else {
+            const float *p = (const float *)fc__raw_base(&g->raw);
+            for (int64_t j = 0; j < m; j++)
+                sq += (double)p[j] * p[j];
+        }
+    }
+    double norm = sqrt(sq);
+    if (total_norm) *total_norm = norm;
+    double coef = max_norm / (norm + 1e-6);
+    if (coef < 1) {
+        for (int i = 0; i < n; i++) {
+            fc_tensor *g = params[i] ? params[i]->grad : NULL;
+            if (!g) continue;
+            int64_t m = fc__raw_numel(&g->raw);
+            if (g->raw.dtype == FC_F64) {
+                double *p = (double *)fc__raw_base(&g->raw);
+                for (int64_t j = 0; j < m; j++)
+                    p[j] *= coef;
+            } else {
+                float *p = (float *)fc__raw_base(&g->raw);
+                for (int64_t j = 0; j < m; j++)
+                    p[j] = (float)(p[j] * coef);
+            }
+            fc__buffer_bump_generation(g->raw.buf);
+        }
+    }
+    return FC_OK;
+}
+
+/* ---- schedules ---------------------------------------------------------------------- */
+
+double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
+    if (!s) return 0;
+    if (step < 0) step = 0;
+    /* a negative warm-up counts as none; with w >= 0 and step >= 0 every
+     * difference below stays inside int64 whatever the fields hold */
+    const int64_t w = s->warmup_steps > 0 ? s->warmup_steps : 0;
+    if (step < w) return s->base_lr * (double)(step + 1) / (double)w;
+    switch (s->kind) {
+    case FC_LR_STEP:
+        if (s->step_size <= 0) return s->base_lr;
+        return s->base_lr * pow(s->gamma, (double)((step - w) / s->step_size));
+    case FC_LR_COSINE: {
+        if (s->total_steps <= w) return s->min_lr;
+        int64_t span = s->total_steps - w; /* > 0: total_steps > w >= 0 */
+        double t = (double)(step - w) / (double)span;
+        if (t > 1) t = 1;
+        return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
+    }
+    default:
+        return s->base_lr;
+    }
+}
