@@ -143,6 +143,86 @@ FC_API fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
                                   fc_tensor *const *inputs, int n_in,
                                   const fc_autograd_grad_opts *opts, fc_tensor **grads);
 
+/* ---- gradient checkpointing: recompute instead of store ---------------------------
+ * (Not to be confused with fc_checkpoint_save / fc_checkpoint_load in
+ * fucina/checkpoint.h, which write training state to files.)
+ *
+ * fc_grad_checkpoint(ctx, fn, user, inputs, n) returns fn(ctx, inputs, n,
+ * user) but keeps none of fn's intermediate values for backward: fn runs
+ * with grad mode off, and one node is recorded whose inputs are inputs[0,
+ * n). What it keeps: references to the n inputs (saved values, checked for
+ * in-place changes like any other), fn, user and the context RNG state
+ * (seed and offset) at the call. When a backward reaches the node, fn runs
+ * again with grad mode on, from the saved RNG state (so fc_dropout draws
+ * the same mask; the RNG is put back afterwards, so the stream position
+ * after the backward is as without the checkpoint), over stand-ins for
+ * the inputs (views of the same storage that require grad where the
+ * inputs do); the gradient flowing into the output is walked through the
+ * recomputed graph, the inputs get their gradients from the stand-ins,
+ * and the recomputed graph is freed before the backward goes on. Peak
+ * memory is then the inputs of every checkpoint plus one function's
+ * intermediate values, at the price of running each forward twice.
+ *
+ * Parameters: a leaf that requires grad and is used by fn without being an
+ * input (a layer's weights reached through user) gets its gradient
+ * exactly as without the checkpoint, including the all-or-nothing rule of
+ * a failed backward: its contributions are staged with the rest and land
+ * in fc_grad only when the whole outer backward succeeds. A tensor that
+ * requires grad but is neither an input nor a leaf (the output of an
+ * earlier recorded op) must be passed as an input; using it through user
+ * fails the backward with FC_ERR_INVALID_ARG naming it.
+ *
+ * Bit identity: every gradient (of the inputs and of the parameters) is
+ * bit for bit the one the same graph gives without the checkpoint, at any
+ * thread count, provided fn is deterministic given its inputs, the RNG
+ * state and the tensors it reads through user (which must not change
+ * between the forward and the backward), and fn uses the RNG only through
+ * the context (fc_rand, fc_randn, fc_dropout). The recompute adds each
+ * contribution in the order, and into the accumulator, the plain backward
+ * would. (Two exceptions, both about signs of zero: an input listed twice
+ * gets its whole gradient through the first listing plus a zero through
+ * the second, and an input fn ignores gets a zero where the plain graph
+ * gives it nothing.)
+ *
+ * Grad mode off at the call (fc_no_grad_begin): fc_grad_checkpoint is just
+ * a call of fn and records nothing. On, it records the node even when no
+ * input requires grad, since fn may use parameters: the output then
+ * requires grad. Nesting works: a checkpoint inside a checkpointed fn
+ * records nothing in the forward and its own node during the recompute.
+ * fc_backward, fc_backward_with and fc_autograd_grad all recompute
+ * (fc_autograd_grad with respect to a parameter used only inside fn needs
+ * allow_unused, since the graph it inspects before running shows no path
+ * to it; the gradient is still returned). retain_graph keeps the saved
+ * inputs: the next walk recomputes again.
+ *
+ * fn returns a new reference (it may return an input or a parameter
+ * itself) or NULL with an error recorded in ctx; it must release what else
+ * it creates (or use a scope), may record errors, and must compute a
+ * result of the same shape and dtype each time. It runs on the calling
+ * thread, inside the backward's walk during recompute (so it may not start
+ * a backward itself or add hooks: FC_ERR_STATE); kernels inside use the
+ * context's thread team as usual. check_finite mode checks fn's ops in
+ * the forward, and in backward the inputs' and parameters' gradients.
+ * Leaves with gradient hooks may not be used inside fn (the backward
+ * fails with FC_ERR_STATE naming the leaf); hooks on the inputs and the
+ * output work as usual.
+ *
+ * Returns a new reference (a handle of its own in the current scope, like
+ * any op's result, whatever fn returned), or NULL: NULL ctx (nothing recorded);
+ * FC_ERR_NULL_ARG for a NULL fn, inputs or entry of inputs;
+ * FC_ERR_INVALID_ARG for n outside [1, 4]; FC_ERR_CONTEXT for an input or
+ * result of another context; fn's own error when it returns NULL
+ * (FC_ERR_STATE if it recorded none); FC_ERR_OOM. In the backward: a
+ * recomputed result of another shape is FC_ERR_SHAPE_MISMATCH and of
+ * another dtype FC_ERR_STATE, each naming fc_grad_checkpoint and both
+ * shapes or dtypes; fn returning NULL fails it with fn's error; every
+ * failure leaves the gradients as a failed backward does (unchanged).
+ * Borrows inputs; user is passed through. */
+typedef fc_tensor *(*fc_grad_checkpoint_fn)(fc_ctx *ctx, fc_tensor *const *inputs, int n,
+                                            void *user);
+FC_API fc_tensor *fc_grad_checkpoint(fc_ctx *ctx, fc_grad_checkpoint_fn fn, void *user,
+                                     fc_tensor *const *inputs, int n);
+
 /* The gradient of a leaf (borrowed: valid until fc_zero_grad or the
  * leaf's release): f64 for an f64 leaf, else f32, the leaf's shape,
  * contiguous. NULL when backward has not reached it. */

@@ -161,6 +161,7 @@ static fc_status check_stage(fc_ctx *ctx, fc_tensor *leaf, int k, const fc_node 
     int64_t bad = leaf->gstage ? fc__count_non_finite(leaf->gstage) : 0;
     if (!bad) return FC_OK;
     char d[160], where[96] = "an output";
+    if (!n && k < 0) snprintf(where, sizeof where, "used inside a checkpointed function");
     if (n)
         snprintf(where, sizeof where, "input %d of %s, tape node %lld", k, n->op,
                  (long long)n->id);
@@ -184,13 +185,48 @@ static void land_stage(fc_ctx *ctx, fc_tensor *leaf, fc_status st, bool function
     fc_release(g);
 }
 
+/* A nested walk's end: its leaves keep their staged gradients, listed on
+ * the tape for the outermost walk (the list grows first, so a failure to
+ * list one changes nothing but the outcome); on failure they are dropped
+ * here, as the outer walk fails too. A checkpoint's stand-ins (FC__T_ALIAS)
+ * are not listed: the checkpoint's rule takes their gradients. */
+static fc_status finish_nested(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran,
+                               int n_out, fc_tensor *const *outs, fc_status st) {
+    int64_t edges = n_out;
+    for (int64_t i = 0; i < ran; i++) edges += list[i]->n_in;
+    if (st == FC_OK) st = fc__ag_extra_reserve(ctx, edges);
+    for (int64_t i = 0; i <= ran; i++) {
+        int n_leaf = i < ran ? list[i]->n_in : n_out;
+        for (int k = 0; k < n_leaf; k++) {
+            fc_tensor *leaf = i < ran ? list[i]->in[k].leaf : outs[k]->node ? NULL : outs[k];
+            if (!leaf || !leaf->gstage) continue;
+            if (st != FC_OK) {
+                fc_release(leaf->gstage);
+                leaf->gstage = NULL;
+            } else if (!(leaf->flags & FC__T_ALIAS)) {
+                fc__ag_extra_add(ctx, leaf);
+            }
+        }
+    }
+    for (int64_t i = 0; i < ran && st == FC_OK && !w->retain; i++) {
+        fc__ag_release_saved(list[i]);
+        list[i]->freed = true;
+    }
+    return st;
+}
+
 static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran,
                              int n_out, fc_tensor *const *outs, fc_status st) {
+    if (w->nested) return finish_nested(ctx, w, list, ran, n_out, outs, st);
+    int64_t n_extra = 0;
+    fc_tensor **extra = fc__ag_extra_list(ctx, &n_extra); /* from checkpoints' recomputes */
     for (int64_t i = 0; i < ran && st == FC_OK && ctx->check_finite; i++)
         for (int k = 0; k < list[i]->n_in && st == FC_OK; k++)
             if (list[i]->in[k].leaf) st = check_stage(ctx, list[i]->in[k].leaf, k, list[i]);
     for (int i = 0; i < n_out && st == FC_OK && ctx->check_finite; i++)
         if (!outs[i]->node) st = check_stage(ctx, outs[i], 0, NULL);
+    for (int64_t i = 0; i < n_extra && st == FC_OK && ctx->check_finite; i++)
+        st = check_stage(ctx, extra[i], -1, NULL);
     for (int64_t i = 0; i < ran; i++) {
         fc_node *n = list[i];
         for (int k = 0; k < n->n_in; k++) land_stage(ctx, n->in[k].leaf, st, w->functional);
@@ -201,6 +237,8 @@ static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int
     }
     for (int i = 0; i < n_out; i++)
         if (!outs[i]->node) land_stage(ctx, outs[i], st, w->functional);
+    for (int64_t i = 0; i < n_extra; i++) land_stage(ctx, extra[i], st, w->functional);
+    fc__ag_extra_clear(ctx);
     return st;
 }
 
@@ -275,6 +313,15 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
             list[count++] = m;
         }
     }
+    for (int64_t i = 0; i < count && w->nested; i++) {
+        if (list[i]->id >= w->min_id) continue;
+        fc__fail(ctx, FC_ERR_INVALID_ARG,
+                 "%s: the function used the output of %s (tape node %lld), a tensor made before "
+                 "the checkpoint that requires grad but is not one of its inputs; pass it as "
+                 "an input (leaves, such as parameters, may be used directly)",
+                 w->fn, list[i]->op, (long long)list[i]->id);
+        return NULL;
+    }
     sort_by_id_desc(list, count);
     *count_out = count;
     return list;
@@ -338,6 +385,17 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
         if (st != FC_OK) return st;
     }
     bool count_leaves = fc__ag_leaf_hook_count(ctx) > 0;
+    for (int64_t i = 0; i < count && count_leaves && w->nested; i++)
+        for (int k = 0; k < list[i]->n_in; k++) {
+            fc_tensor *leaf = list[i]->in[k].leaf;
+            if (!leaf || !leaf->hooks) continue;
+            char d[160];
+            return fc__fail(ctx, FC_ERR_STATE,
+                            "%s: the leaf %s used inside the checkpointed function has gradient "
+                            "hooks, which a checkpoint does not support (its gradient is only "
+                            "final after the outer backward)",
+                            w->fn, fc__desc(leaf, d, (int)sizeof d));
+        }
     if (count_leaves) {
         for (int pass = 0; pass < 2; pass++)
             for (int64_t i = 0; i < count; i++)
@@ -401,7 +459,7 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
  * gradient. */
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *const *outs,
                       fc_tensor *const *gouts) {
-    if (fc__ag_walking(ctx))
+    if (fc__ag_walking(ctx) && !w->nested)
         return fc__fail(ctx, FC_ERR_STATE,
                         "%s: called from a gradient hook during a backward of the same context",
                         w->fn);
@@ -418,9 +476,10 @@ fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *cons
     }
     fc_scope_begin(ctx);
     fc_no_grad_begin(ctx);
-    fc__ag_set_walking(ctx, true);
+    fc__ag_walk_save save;
+    fc__ag_walk_enter(ctx, w, &save);
     fc_status st = walk_graph(ctx, w, n_out, outs, gouts);
-    fc__ag_set_walking(ctx, false);
+    fc__ag_walk_leave(ctx, &save);
     fc_no_grad_end(ctx);
     fc_scope_end(ctx);
     return st;

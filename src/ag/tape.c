@@ -20,6 +20,11 @@ typedef struct fc__tape {
     int64_t next_hook_id;
     int64_t leaf_hooks; /* leaves with a hook list */
     bool walking;       /* a backward walk is running (hooks may not start another) */
+    const fc__walk *walk; /* the walk running now (the innermost when nested) */
+    fc_node **spare;      /* a nested walk's node list, kept for the next one */
+    int64_t spare_cap;
+    fc_tensor **extra; /* leaves staged by nested walks (retained), for the outermost */
+    int64_t n_extra, extra_cap;
 } fc__tape;
 
 static void node_release(fc_ctx *ctx, fc_node *n);
@@ -28,9 +33,16 @@ static void node_drop_saved(fc_node *n) {
     for (int k = 0; k < n->n_saved; k++) fc__raw_release(&n->saved[k].raw);
 }
 
+static void node_drop_ext(fc_ctx *ctx, fc_node *n) {
+    if (n->ext) fc__ctx_free(ctx, n->ext, n->ext_size);
+    n->ext = NULL;
+    n->ext_size = 0;
+}
+
 static void node_free(fc_ctx *ctx, fc_node *n) {
     fc__tape *tp = ctx->tape;
     node_drop_saved(n);
+    node_drop_ext(ctx, n);
     if (n->aux) fc_release(n->aux);
     if (n->gacc) fc_release(n->gacc);
     if (n->gkeep) fc_release(n->gkeep);
@@ -63,6 +75,7 @@ static void tape_free(fc_ctx *ctx) {
     while (n) {
         fc_node *next = n->next_all;
         node_drop_saved(n);
+        node_drop_ext(ctx, n);
         if (n->hooks) fc__ag_hooks_free(ctx, n->hooks);
         fc__ctx_free(ctx, n, sizeof *n);
         n = next;
@@ -74,6 +87,9 @@ static void tape_free(fc_ctx *ctx) {
         n = next;
     }
     fc__ctx_free(ctx, tp->stack, sizeof(fc_node *) * (size_t)tp->stack_cap);
+    fc__ctx_free(ctx, tp->spare, sizeof(fc_node *) * (size_t)tp->spare_cap);
+    /* the extra list is empty between walks; its leaves are handles, freed by the caller */
+    fc__ctx_free(ctx, tp->extra, sizeof(fc_tensor *) * (size_t)tp->extra_cap);
     fc__ctx_free(ctx, tp, sizeof *tp);
     ctx->tape = NULL;
 }
@@ -129,6 +145,8 @@ fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc
     memset(node->i, 0, sizeof node->i);
     memset(node->f, 0, sizeof node->f);
     node->aux = NULL;
+    node->ext = NULL;
+    node->ext_size = 0;
     node->gacc = NULL;
     node->regions = NULL;
     node->hooks = NULL;
@@ -244,4 +262,85 @@ fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need) {
         tp->stack_cap = cap;
     }
     return tp->stack;
+}
+
+const fc__walk *fc__ag_current_walk(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->walk : NULL; }
+int64_t fc__ag_next_id(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->next_id : 0; }
+
+/* ---- nested walks ------------------------------------------------------------------ */
+
+void fc__ag_walk_enter(fc_ctx *ctx, const fc__walk *w, fc__ag_walk_save *save) {
+    fc__tape *tp = tape_get(ctx);
+    *save = (fc__ag_walk_save){0};
+    if (!tp) return; /* the walk's collect reports the OOM */
+    save->walk = tp->walk;
+    save->walking = tp->walking;
+    tp->walk = w;
+    tp->walking = true;
+    if (!w->nested) return;
+    save->nested = true;
+    /* the outer walk holds a pointer into its list: the nested one gets its own */
+    save->stack = tp->stack;
+    save->stack_cap = tp->stack_cap;
+    tp->stack = tp->spare;
+    tp->stack_cap = tp->spare_cap;
+    tp->spare = NULL;
+    tp->spare_cap = 0;
+}
+
+void fc__ag_walk_leave(fc_ctx *ctx, fc__ag_walk_save *save) {
+    fc__tape *tp = ctx->tape;
+    if (!tp) return;
+    tp->walk = save->walk;
+    tp->walking = save->walking;
+    if (!save->nested) return;
+    /* keep the nested list for the next nested walk (one level deep is the
+     * common case: a checkpointed block), free a deeper level's */
+    if (!tp->spare) {
+        tp->spare = tp->stack;
+        tp->spare_cap = tp->stack_cap;
+    } else {
+        fc__ctx_free(ctx, tp->stack, sizeof(fc_node *) * (size_t)tp->stack_cap);
+    }
+    tp->stack = save->stack;
+    tp->stack_cap = save->stack_cap;
+}
+
+fc_status fc__ag_extra_reserve(fc_ctx *ctx, int64_t n) {
+    fc__tape *tp = tape_get(ctx);
+    if (!tp) return fc__fail(ctx, FC_ERR_OOM, "fc_grad_checkpoint: out of memory");
+    if (tp->n_extra + n <= tp->extra_cap) return FC_OK;
+    int64_t cap = tp->extra_cap ? tp->extra_cap : 16;
+    while (cap < tp->n_extra + n) cap *= 2;
+    fc_tensor **e = fc__ctx_alloc(ctx, sizeof(fc_tensor *) * (size_t)cap);
+    if (!e) return fc__fail(ctx, FC_ERR_OOM, "fc_grad_checkpoint: out of memory");
+    if (tp->extra) {
+        memcpy(e, tp->extra, sizeof(fc_tensor *) * (size_t)tp->n_extra);
+        fc__ctx_free(ctx, tp->extra, sizeof(fc_tensor *) * (size_t)tp->extra_cap);
+    }
+    tp->extra = e;
+    tp->extra_cap = cap;
+    return FC_OK;
+}
+
+void fc__ag_extra_add(fc_ctx *ctx, fc_tensor *leaf) {
+    fc__tape *tp = ctx->tape;
+    if (leaf->flags & FC__T_EXTRA) return;
+    leaf->flags |= FC__T_EXTRA;
+    tp->extra[tp->n_extra++] = fc_retain(leaf);
+}
+
+fc_tensor **fc__ag_extra_list(fc_ctx *ctx, int64_t *count) {
+    *count = ctx->tape ? ctx->tape->n_extra : 0;
+    return ctx->tape ? ctx->tape->extra : NULL;
+}
+
+void fc__ag_extra_clear(fc_ctx *ctx) {
+    fc__tape *tp = ctx->tape;
+    if (!tp) return;
+    for (int64_t i = 0; i < tp->n_extra; i++) {
+        tp->extra[i]->flags &= ~(unsigned)FC__T_EXTRA;
+        fc_release(tp->extra[i]);
+    }
+    tp->n_extra = 0;
 }

@@ -88,6 +88,9 @@ struct fc_node {
     int64_t i[8];   /* integer parameters (axes, flags) */
     double f[4];    /* float parameters (eps, slopes) */
     fc_tensor *aux; /* one extra owned tensor (e.g. an index), released with the node */
+    void *ext;       /* engine-owned state of ext_size bytes (a checkpoint's closure), freed
+                      * with the node; NULL for ops */
+    size_t ext_size;
     /* backward bookkeeping */
     fc_tensor *gacc;              /* accumulated output gradient during a backward */
     fc__ag_region *regions;       /* one per input while the rule runs, NULL otherwise */
@@ -140,9 +143,23 @@ typedef struct fc__walk {
      * reached (else FC_ERR_INVALID_ARG naming it, before any rule runs) */
     fc_tensor *const *inputs;
     int n_in;
+    /* nested: a walk run from inside a backward rule (fc_grad_checkpoint's
+     * recompute). It may start while another walk runs, uses its own node
+     * list, refuses nodes older than min_id (the recompute's graph is all
+     * it may reach) and leaf hooks on what it reaches, and lands no leaf
+     * gradient: it leaves them staged and lists the leaves on the tape
+     * (fc__ag_extra_add), so the outermost walk lands them with its own,
+     * all or nothing, or drops them when it fails. */
+    bool nested;
+    int64_t min_id;
 } fc__walk;
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
                       fc_tensor *const *gouts);
+
+/* The walk now running (NULL when none): a nested walk takes its mode. */
+const fc__walk *fc__ag_current_walk(const fc_ctx *ctx);
+/* The id the next recorded node will get (0 without a tape). */
+int64_t fc__ag_next_id(const fc_ctx *ctx);
 
 /* ---- hooks (hooks.c) ------------------------------------------------------------ */
 /* Runs the hooks of list h on *g (the gradient, of shape/rank and *g's
@@ -167,6 +184,26 @@ void fc__ag_leaf_hooks_add(fc_ctx *ctx, int64_t delta);
  * starts a new visit stamp (-1 without a tape), and returns the tape's
  * scratch stack grown to hold need nodes (NULL on OOM or without a tape). */
 void fc__ag_release_saved(fc_node *node);
+/* A walk's bookkeeping swapped in and out around a nested walk: the node
+ * list (the outer walk's stays untouched: it is read after the nested walk
+ * returns), the running walk and the walking flag. */
+typedef struct fc__ag_walk_save {
+    fc_node **stack;
+    int64_t stack_cap;
+    const fc__walk *walk;
+    bool walking, nested;
+} fc__ag_walk_save;
+void fc__ag_walk_enter(fc_ctx *ctx, const fc__walk *w, fc__ag_walk_save *save);
+void fc__ag_walk_leave(fc_ctx *ctx, fc__ag_walk_save *save);
+/* Nested walks' staged leaves (see fc__walk.nested). fc__ag_extra_reserve
+ * makes room for n more (FC_ERR_OOM recorded on failure, nothing changed);
+ * fc__ag_extra_add then lists leaf (retained, once) and cannot fail.
+ * fc__ag_extra_list returns the list and its length for the outermost
+ * walk, which lands or drops each, then calls fc__ag_extra_clear. */
+fc_status fc__ag_extra_reserve(fc_ctx *ctx, int64_t n);
+void fc__ag_extra_add(fc_ctx *ctx, fc_tensor *leaf);
+fc_tensor **fc__ag_extra_list(fc_ctx *ctx, int64_t *count);
+void fc__ag_extra_clear(fc_ctx *ctx);
 int64_t fc__ag_new_stamp(fc_ctx *ctx);
 fc_node **fc__ag_stack(fc_ctx *ctx, int64_t need);
 

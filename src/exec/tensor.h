@@ -11,6 +11,8 @@ enum {
     FC__T_LEAF = 1u << 1,          /* a parameter: its gradient lands in ->grad */
     FC__T_WANTED = 1u << 2,        /* transient: an input of the running fc_autograd_grad */
     FC__T_REACHED = 1u << 3,       /* transient: such an input is fed by the walk */
+    FC__T_ALIAS = 1u << 4,   /* transient: a checkpoint's stand-in for an input (ag/checkpoint.c) */
+    FC__T_EXTRA = 1u << 5,   /* transient: listed as staged by a nested walk (ag/tape.c) */
 };
 
 struct fc_tensor {
