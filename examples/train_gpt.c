@@ -109,13 +109,24 @@ typedef struct gpt_config {
     int64_t d_ff;    /* F: the MLP's hidden width */
 } gpt_config;
 
+typedef struct block_call block_call;
+
 typedef struct gpt_model {
     gpt_config cfg;
     int nparams;
     fc_tensor **params; /* wte, wpe, L * NBLOCK block params, lnf.w, lnf.b, head.w */
     char **names;       /* one per parameter, for checkpoints */
     fc_tensor *mask;    /* (T,T) bool, true above the diagonal */
+    bool recompute;     /* --checkpoint: each block recomputed in backward */
+    block_call *calls;  /* one per block, the user pointer of its checkpoint */
 } gpt_model;
+
+/* --checkpoint: block l of m as a function of its input alone, for
+ * fc_grad_checkpoint (which keeps this pointer until the backward) */
+struct block_call {
+    const gpt_model *m;
+    int64_t l;
+};
 
 enum { P_WTE, P_WPE, P_BLOCKS };
 static fc_tensor *const *block_params(const gpt_model *m, int64_t l) {
@@ -156,7 +167,10 @@ static fc_status gpt_init(fc_ctx *ctx, gpt_model *m, const gpt_config *cfg) {
     m->nparams = P_BLOCKS + (int)cfg->n_layer * NBLOCK + 3;
     m->params = calloc((size_t)m->nparams, sizeof *m->params);
     m->names = calloc((size_t)m->nparams, sizeof *m->names);
-    if (!m->params || !m->names) return FC_ERR_OOM;
+    m->calls = calloc((size_t)cfg->n_layer, sizeof *m->calls);
+    if (!m->params || !m->names || !m->calls) return FC_ERR_OOM;
+    for (int64_t l = 0; l < cfg->n_layer; l++)
+        m->calls[l] = (block_call){m, l};
     fc_tensor **p = m->params;
     p[P_WTE] = fc_param_randn(ctx, FC_F32, (const int64_t[]){V, C}, 2, 1.0);
     p[P_WPE] = fc_param_randn(ctx, FC_F32, (const int64_t[]){T, C}, 2, 0.02);
@@ -210,6 +224,7 @@ static void gpt_free(gpt_model *m) {
         free(m->names[i]);
     free(m->params);
     free(m->names);
+    free(m->calls);
     fc_release(m->mask);
     memset(m, 0, sizeof *m);
 }
@@ -221,13 +236,31 @@ static int64_t gpt_numel(const gpt_model *m) {
     return n;
 }
 
+static fc_tensor *causal_mask(fc_ctx *ctx, const gpt_model *m, int64_t T) {
+    return fc_narrow(ctx, fc_narrow(ctx, m->mask, 0, 0, T), 1, 0, T); /* (T,T) */
+}
+
+/* --checkpoint: x (B,T,C) -> block(x), its intermediates released (only
+ * the input is kept; fc_grad_checkpoint runs this again in backward) */
+static fc_tensor *block_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const block_call *c = user;
+    const gpt_model *m = c->m;
+    fc_scope_begin(ctx);
+    fc_tensor *mask = causal_mask(ctx, m, fc_tensor_dim(in[0], 1));
+    fc_tensor *y = fc_keep(block(ctx, block_params(m, c->l), m->cfg.n_head, mask, in[0]));
+    fc_scope_end(ctx);
+    return y;
+}
+
 /* idx (B,T) i64, T <= block -> logits (B,T,V) */
 static fc_tensor *gpt_forward(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx) {
     int64_t T = fc_tensor_dim(idx, 1);
-    fc_tensor *mask = fc_narrow(ctx, fc_narrow(ctx, m->mask, 0, 0, T), 1, 0, T); /* (T,T) */
-    fc_tensor *x = embed(ctx, m->params[P_WTE], m->params[P_WPE], idx);          /* (B,T,C) */
+    fc_tensor *mask = causal_mask(ctx, m, T);                           /* (T,T) */
+    fc_tensor *x = embed(ctx, m->params[P_WTE], m->params[P_WPE], idx); /* (B,T,C) */
     for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        x = block(ctx, block_params(m, l), m->cfg.n_head, mask, x);
+        x = m->recompute && x ? fc_grad_checkpoint(ctx, block_fn, &m->calls[l], &x, 1)
+                              : block(ctx, block_params(m, l), m->cfg.n_head, mask, x);
     int f = p_lnf(m);
     x = fc_layer_norm(ctx, x, m->params[f], m->params[f + 1], 1e-5);
     return fc_linear(ctx, x, m->params[f + 2], NULL); /* (B,T,V) */
@@ -332,7 +365,7 @@ typedef struct options {
     int64_t steps, stop_after, warmup, eval_every, sample_every, sample_len, ckpt_every;
     int64_t threads, seed;
     double minutes, lr, min_lr, weight_decay, clip, temperature, expect_drop;
-    bool resume;
+    bool resume, checkpoint;
 } options;
 
 static int parse_options(int argc, char **argv, options *o) {
@@ -368,6 +401,8 @@ static int parse_options(int argc, char **argv, options *o) {
         {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
         {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
         {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+        {"checkpoint", EX_ARG_FLAG, &o->checkpoint,
+         "gradient checkpointing: keep only each block's input, recompute it in backward"},
         {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
         {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
@@ -718,8 +753,10 @@ static bool setup(run *r) {
                       .n_head = o->n_head,
                       .d_ff = o->d_ff};
     fc_optim_opts oo = {.kind = FC_OPTIM_ADAMW, .lr = o->lr, .weight_decay = o->weight_decay};
-    if (gpt_init(r->ctx, &r->model, &cfg) == FC_OK)
+    if (gpt_init(r->ctx, &r->model, &cfg) == FC_OK) {
+        r->model.recompute = o->checkpoint;
         r->opt = fc_optim_new(r->ctx, &oo, r->model.params, r->model.nparams);
+    }
     r->idx = fc_empty(r->ctx, FC_I64, (const int64_t[]){B, T}, 2);
     r->tgt = fc_empty(r->ctx, FC_I64, (const int64_t[]){B * T}, 1);
     r->step_ms = malloc(sizeof(double) * (size_t)o->steps);
