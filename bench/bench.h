@@ -39,5 +39,6 @@ int bench_norm_softmax(int argc, char **argv);
 int bench_tiny_ops(int argc, char **argv);
 int bench_mlp_train(int argc, char **argv);
 int bench_gpt_train(int argc, char **argv);
+int bench_gpt_train_ckpt(int argc, char **argv); /* bench_gpt.c */
 
 #endif

@@ -14,9 +14,20 @@
  * values: Linear weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what
  * kaiming_uniform(a=sqrt(5)) reduces to), token embedding N(0,1), position
  * embedding N(0, 0.02), LayerNorm weight 1 and bias 0. The parameter count
- * must be the peer's, 818176; the program fails when it is not. */
+ * must be the peer's, 818176; the program fails when it is not.
+ *
+ * gpt_train_ckpt runs the same model plain and with every block under
+ * fc_grad_checkpoint (recomputed in backward), in one invocation, with the
+ * measurements alternated (plain, checkpointed, plain, checkpointed) so
+ * both see the same machine; it reports each one's step time and peak
+ * memory (fc_ctx_stats.bytes_peak, the high-water mark of what the
+ * context, its pool included, holds from the allocator, over 3 steps of a
+ * fresh context; and that peak above the resting state, what is still held
+ * after the steps once the gradients are dropped and the pool trimmed:
+ * parameters, AdamW moments, the fixed batch). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "fucina.h"
@@ -29,14 +40,24 @@ enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC1_W, FC1_B, F
 /* the whole table: tok, pos, L blocks, ln_f weight and bias, head */
 enum { P_TOK, P_POS, P_BLK, P_LNF_W = P_BLK + L * NB, P_LNF_B, P_HEAD, NP };
 
-typedef struct gpt {
+typedef struct gpt gpt;
+
+/* a block as fc_grad_checkpoint's function of its input: the user pointer */
+typedef struct block_call {
+    gpt *m;
+    int l;
+} block_call;
+
+struct gpt {
     fc_ctx *ctx;
     fc_tensor *p[NP];
     fc_tensor *mask;  /* (T,T) bool, true above the diagonal (a future position) */
     fc_tensor *x, *y; /* (B,T) i64 inputs, (B*T) i64 targets */
     fc_optim *opt;
     double loss;
-} gpt;
+    bool ckpt; /* every block under fc_grad_checkpoint */
+    block_call calls[L];
+};
 
 /* U(-bound, bound) of shape from the context RNG */
 static fc_tensor *uniform(fc_ctx *ctx, const int64_t *shape, int rank, double bound) {
@@ -135,12 +156,24 @@ static fc_tensor *block(fc_ctx *ctx, fc_tensor *const *b, fc_tensor *mask, fc_te
     return fc_add(ctx, x, fc_linear(ctx, fc_gelu(ctx, h, true), b[FC2_W], b[FC2_B]));
 }
 
+static fc_tensor *block_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const block_call *c = user;
+    fc_scope_begin(ctx);
+    fc_tensor *y = fc_keep(block(ctx, c->m->p + P_BLK + c->l * NB, c->m->mask, in[0]));
+    fc_scope_end(ctx);
+    return y;
+}
+
 /* mean cross-entropy of the model on the fixed batch */
 static fc_tensor *forward(gpt *m) {
     fc_ctx *ctx = m->ctx;
     fc_tensor *x = fc_add(ctx, fc_embedding(ctx, m->p[P_TOK], m->x), m->p[P_POS]);
-    for (int l = 0; l < L; l++)
-        x = block(ctx, m->p + P_BLK + l * NB, m->mask, x);
+    for (int l = 0; l < L; l++) {
+        m->calls[l] = (block_call){m, l};
+        x = m->ckpt && x ? fc_grad_checkpoint(ctx, block_fn, &m->calls[l], &x, 1)
+                         : block(ctx, m->p + P_BLK + l * NB, m->mask, x);
+    }
     x = fc_layer_norm(ctx, x, m->p[P_LNF_W], m->p[P_LNF_B], 1e-5);
     fc_tensor *logits = fc_linear(ctx, x, m->p[P_HEAD], NULL); /* (B,T,V) */
     logits = fc_view(ctx, logits, (const int64_t[]){B * T, V}, 2);
@@ -228,4 +261,81 @@ fail:
     fprintf(stderr, "fucina-bench gpt_train: %s\n", fc_ctx_error(m.ctx));
     destroy(&m);
     return 1;
+}
+
+/* ---- gpt_train_ckpt ---------------------------------------------------------------- */
+
+typedef struct mem_figures {
+    long long peak, rest; /* bytes: high-water mark; parameters + AdamW moments */
+    double loss;          /* after the steps, to show both variants train alike */
+} mem_figures;
+
+/* A fresh context, 3 steps (the first creates the AdamW moments). */
+static fc_status memory_of(bool ckpt, int threads, mem_figures *f) {
+    gpt m = {0};
+    fc_status st = make(&m, threads);
+    m.ckpt = ckpt;
+    for (int i = 0; i < 3 && st == FC_OK; i++) {
+        step(&m);
+        st = fc_ctx_status(m.ctx);
+    }
+    fc_ctx_stats s;
+    fc_optim_zero_grad(m.opt);
+    fc_ctx_pool_trim(m.ctx); /* bytes_live counts the pool's parked buffers too */
+    fc_ctx_get_stats(m.ctx, &s);
+    *f = (mem_figures){s.bytes_peak, s.bytes_live, m.loss};
+    if (st != FC_OK) fprintf(stderr, "fucina-bench gpt_train_ckpt: %s\n", fc_ctx_error(m.ctx));
+    destroy(&m);
+    return st;
+}
+
+int bench_gpt_train_ckpt(int argc, char **argv) {
+    (void)argc, (void)argv;
+    const char *ts = getenv("FUCINA_BENCH_THREADS");
+    int threads = ts && atoi(ts) > 0 ? atoi(ts) : 2;
+    mem_figures mem[2];
+    for (int c = 0; c < 2; c++)
+        if (memory_of(c, threads, &mem[c]) != FC_OK) return 1;
+    if (memcmp(&mem[0].loss, &mem[1].loss, sizeof(double))) {
+        fprintf(stderr, "fucina-bench gpt_train_ckpt: loss %.9g plain, %.9g checkpointed\n",
+                mem[0].loss, mem[1].loss);
+        return 1;
+    }
+    /* alternate the measurements so a change in the machine's load hits both */
+    bench_result r[2][2];
+    for (int round = 0; round < 2; round++)
+        for (int c = 0; c < 2; c++) {
+            gpt m = {0};
+            if (make(&m, threads) != FC_OK) {
+                fprintf(stderr, "fucina-bench gpt_train_ckpt: %s\n", fc_ctx_error(m.ctx));
+                destroy(&m);
+                return 1;
+            }
+            m.ckpt = c;
+            r[c][round] = bench_measure(step, &m);
+            fc_status st = fc_ctx_status(m.ctx);
+            destroy(&m);
+            if (st != FC_OK) return 1;
+        }
+    printf("{\"workload\": \"gpt_train_ckpt\", ");
+    bench_json_env(stdout, threads);
+    const char *name[2] = {"plain", "ckpt"};
+    double med[2];
+    for (int c = 0; c < 2; c++) {
+        /* the better round: the other one met more interference */
+        const bench_result *b = r[c][0].median_s <= r[c][1].median_s ? &r[c][0] : &r[c][1];
+        med[c] = b->median_s;
+        printf(", \"%s\": {", name[c]);
+        bench_json_stat(stdout, "ms_per_step", b, -1e3);
+        printf(", \"round_medians_ms\": [%.4f, %.4f], \"bytes_peak\": %lld, \"bytes_rest\": %lld, "
+               "\"bytes_peak_above_rest\": %lld, \"other_cpu_cores\": %.3f}",
+               r[c][0].median_s * 1e3, r[c][1].median_s * 1e3, mem[c].peak, mem[c].rest,
+               mem[c].peak - mem[c].rest, b->other_cpu_cores);
+    }
+    printf(", \"step_time_ratio\": %.4f, \"peak_above_rest_ratio\": %.4f, \"bytes_peak_ratio\": "
+           "%.4f, \"loss_step3\": %.9g}\n",
+           med[1] / med[0],
+           (double)(mem[1].peak - mem[1].rest) / (double)(mem[0].peak - mem[0].rest),
+           (double)mem[1].peak / (double)mem[0].peak, mem[0].loss);
+    return 0;
 }

@@ -24,6 +24,8 @@ static const cmd cmds[] = {
     {"tiny_ops", bench_tiny_ops, "(a*b + c).sum() fwd+bwd on 16 elements"},
     {"mlp_train", bench_mlp_train, "784-512-512-10 MLP, B=128, Adam, ms/step"},
     {"gpt_train", bench_gpt_train, "char GPT d=128, 4 layers, T=64, B=16, AdamW, ms/step"},
+    {"gpt_train_ckpt", bench_gpt_train_ckpt,
+     "gpt_train plain vs every block fc_grad_checkpoint'ed: ms/step, peak bytes"},
     {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
     {"conv_train", bench_conv_train, "conv3x3 64->64 on [16,64,32,32] fwd+bwd, GFLOP/s"},
 };
