@@ -138,6 +138,11 @@ fc_status fc__gemm_widened(const fc__matmul_provider *inner, const fc__gemm *g, 
  * 'onednn' was not built (install ...)" in err otherwise. */
 fc_status fc__backend_check_built(fc_backend id, char *err, size_t errcap);
 
+/* What a request means before any shape is known: requested itself, or for
+ * FC_BACKEND_AUTO the provider FUCINA_BACKEND names (FC_BACKEND_AUTO when
+ * it is unset or invalid: resolving reports the invalid value). */
+fc_backend fc__backend_requested(fc_backend requested);
+
 /* Forgets the cached FUCINA_BACKEND value so the next AUTO resolve reads the
  * environment again (tests; not thread-safe against concurrent resolves). */
 void fc__backend_env_refresh(void);
@@ -167,6 +172,13 @@ const fc_allocator *fc__backend_cache_allocator(const fc__backend_cache *cache);
  * one workspace per call and never nest them. */
 void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes);
 void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes);
+/* The grow-only scratch buffer of cache (non-NULL) itself, at least nbytes
+ * (64-byte aligned; NULL when out of memory; nothing to release). */
+void *fc__backend_workspace(fc__backend_cache *cache, size_t nbytes);
+/* The slot of cache (NULL: NULL) where the convolution primitives
+ * (backend/conv.h) keep their state, which state_free frees with the cache. */
+void **fc__backend_cache_conv_slot(fc__backend_cache *cache,
+                                   void (*state_free)(void *state, const fc_allocator *alloc));
 
 /* Entries held for provider id (0 for NULL, a provider without state, or
  * one not built): lets tests see that a repeated call reuses its primitive. */

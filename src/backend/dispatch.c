@@ -103,6 +103,12 @@ static int env_backend(void) {
     return v;
 }
 
+fc_backend fc__backend_requested(fc_backend requested) {
+    if (requested != FC_BACKEND_AUTO) return requested;
+    int env = env_backend();
+    return env >= 0 ? (fc_backend)env : FC_BACKEND_AUTO;
+}
+
 void fc__backend_env_refresh(void) {
     atomic_store_explicit(&env_choice, ENV_UNREAD, memory_order_relaxed);
 }
@@ -299,6 +305,8 @@ struct fc__backend_cache {
     void *slots[FC_BACKEND_COUNT];
     void *scratch; /* grow-only workspace, see fc__gemm_workspace */
     size_t scratch_bytes;
+    void *conv_state; /* the convolution primitives (backend/conv.h) */
+    void (*conv_state_free)(void *state, const fc_allocator *alloc);
 };
 
 fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
@@ -310,6 +318,8 @@ fc__backend_cache *fc__backend_cache_new(const fc_allocator *alloc) {
         c->slots[i] = NULL;
     c->scratch = NULL;
     c->scratch_bytes = 0;
+    c->conv_state = NULL;
+    c->conv_state_free = NULL;
     return c;
 }
 
@@ -319,14 +329,19 @@ void fc__backend_cache_free(fc__backend_cache *cache) {
         const fc__matmul_provider *p = providers[i];
         if (p && p->state_free && cache->slots[i]) p->state_free(cache->slots[i], &cache->alloc);
     }
+    if (cache->conv_state && cache->conv_state_free)
+        cache->conv_state_free(cache->conv_state, &cache->alloc);
     fc_allocator a = cache->alloc;
     fc__free(&a, cache->scratch, cache->scratch_bytes);
     fc__free(&a, cache, sizeof *cache);
 }
 
 void *fc__gemm_workspace(const fc__gemm *g, size_t nbytes) {
-    fc__backend_cache *c = g->cache;
-    if (!c) return fc__alloc(g->alloc, nbytes ? nbytes : 1, 64);
+    if (!g->cache) return fc__alloc(g->alloc, nbytes ? nbytes : 1, 64);
+    return fc__backend_workspace(g->cache, nbytes);
+}
+
+void *fc__backend_workspace(fc__backend_cache *c, size_t nbytes) {
     if (nbytes <= c->scratch_bytes) return c->scratch;
     /* grow by half again, so a slowly growing size does not reallocate
      * on every call */
@@ -348,6 +363,13 @@ void fc__gemm_workspace_done(const fc__gemm *g, void *p, size_t nbytes) {
 void **fc__backend_cache_slot(fc__backend_cache *cache, fc_backend id) {
     if (!cache || !backend_in_range(id)) return NULL;
     return &cache->slots[id];
+}
+
+void **fc__backend_cache_conv_slot(fc__backend_cache *cache,
+                                   void (*state_free)(void *state, const fc_allocator *alloc)) {
+    if (!cache) return NULL;
+    cache->conv_state_free = state_free;
+    return &cache->conv_state;
 }
 
 const fc_allocator *fc__backend_cache_allocator(const fc__backend_cache *cache) {

@@ -64,6 +64,9 @@ struct fc_ctx {
      * by the first such call that needs more; freed with the context. */
     struct fc__backend_cache **team_caches;
     int team_cache_count;
+    /* convolution products run by the provider's direct kernels (tests
+     * read it to see which path ran) */
+    int64_t conv_direct_products;
 
     uint64_t rng_seed, rng_offset;
 

@@ -36,6 +36,7 @@
 #include "exec/kernels/conv.h"
 
 #include "backend/backend.h"
+#include "backend/conv.h"
 #include "exec/kernels/copy.h"
 #include "exec/parallel.h"
 
@@ -316,6 +317,7 @@ typedef struct conv_team {
     char *partials; /* wgrad: parts x weight elements (NULL: one part, into out) */
     int64_t col_elems, rg_elems, w_elems;
     fc__backend_cache **caches; /* one per slice */
+    bool direct;                /* the provider's direct convolutions (backend/conv.h) */
     atomic_int next_slice;
     atomic_int failed;
     fc_status rc;
@@ -359,6 +361,50 @@ static void block_range(const conv_team *t, int64_t b, int64_t channels, int64_t
     *hi = *lo + t->block < channels ? *lo + t->block : channels;
 }
 
+/* The direct-convolution call for chunk c's images [n0, n0 + nb). */
+static fc__conv_call direct_call(const conv_team *t, fc__conv_kind kind, int64_t n0, int64_t nb,
+                                 fc__backend_cache *cache) {
+    const conv_plan *p = t->p;
+    const fc__conv_geom *g = p->g;
+    fc__conv_call c = {
+        .kind = kind,
+        .n = nb,
+        .groups = g->groups,
+        .cx = g->cx,
+        .hx = g->hx,
+        .wx = g->wx,
+        .cy = g->cy,
+        .hy = g->hy,
+        .wy = g->wy,
+        .kh = g->kh,
+        .kw = g->kw,
+        .sh = g->sh,
+        .sw = g->sw,
+        .ph = g->ph,
+        .pw = g->pw,
+        .dh = g->dh,
+        .dw = g->dw,
+        .cache = cache,
+    };
+    if (t->x) c.x = (const float *)t->x + n0 * g->cx * p->X;
+    if (t->gy) c.gy = (const float *)t->gy + n0 * g->cy * p->P;
+    c.w = (const float *)t->w;
+    if (kind == FC__CONV_FORWARD) {
+        c.bias = (const float *)t->bias;
+        c.out = (float *)t->out + n0 * g->cy * p->P;
+    } else if (kind == FC__CONV_DGRAD) {
+        c.out = (float *)t->out + n0 * g->cx * p->X;
+    }
+    return c;
+}
+
+static bool direct_run(conv_team *t, const fc__conv_call *c) {
+    char err[FC__ERR_CAP - 64];
+    fc_status rc = fc__conv_direct(c, err, sizeof err);
+    if (rc != FC_OK) team_fail(t, rc, err);
+    return rc == FC_OK;
+}
+
 /* Forward, chunk c, output channels [lo, hi) of every group. */
 static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
                          int64_t hi, int64_t *col_chunk) {
@@ -367,6 +413,10 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
     size_t es = p->es;
     int64_t n0, nb;
     chunk_images(p, c, &n0, &nb);
+    if (t->direct) {
+        fc__conv_call dc = direct_call(t, FC__CONV_FORWARD, n0, nb, cache);
+        return direct_run(t, &dc);
+    }
     if (!p->identity && *col_chunk != c) {
         col_job j = {p, t->x, col, n0, nb};
         im2col_range(&j, 0, p->K * nb);
@@ -421,6 +471,16 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
     size_t es = p->es;
     int64_t n0, nb, kk = g->kh * g->kw;
     chunk_images(p, c, &n0, &nb);
+    if (t->direct) {
+        fc__conv_call dc = direct_call(t, FC__CONV_DGRAD, n0, nb, cache);
+        if (!direct_run(t, &dc)) return false;
+        if (t->bias) {
+            rows_job j = {t->bias, t->out + (size_t)(n0 * g->cx * p->X) * es, es, g->cx, -1, p->X,
+                          true};
+            rows_range(&j, 0, nb * g->cx);
+        }
+        return true;
+    }
     for (int64_t gr = 0; gr < g->groups; gr++) {
         /* col rows of channels [lo, hi) of group gr (Kg-row block of the group) =
          * W_g[:, rows]^T . gy_b,g */
@@ -482,6 +542,12 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
     for (int64_t c = c0; c < c1; c++) {
         int64_t n0, nb;
         chunk_images(p, c, &n0, &nb);
+        if (t->direct) {
+            fc__conv_call dc = direct_call(t, FC__CONV_WGRAD, n0, nb, cache);
+            dc.out = (float *)dst, dc.accumulate = c > c0;
+            if (!direct_run(t, &dc)) return false;
+            continue;
+        }
         const char *gyc = t->gy + (size_t)(n0 * g->cy * p->P) * es;
         if (*col_chunk != c) {
             col_job j = {p, t->x, col, n0, nb};
@@ -589,6 +655,32 @@ static int64_t team_block(int64_t majors, int64_t channels) {
     return block < 8 ? (channels < 8 ? channels : 8) : block;
 }
 
+/* Whether t runs on the provider's direct convolutions: f32, the context
+ * asking for oneDNN or leaving the choice to the library, enough chunks to
+ * keep a team busy without channel blocks (the direct calls take whole
+ * images), and a JIT kernel for the chunk's geometry and the tail chunk's.
+ * Shapes and CPU decide, never the thread count. Measured on a 2-core
+ * AVX-512 Xeon: see backend/onednn_conv.c. */
+static bool direct_wanted(conv_team *t, fc__backend_cache *cache) {
+#ifdef FUCINA_HAVE_ONEDNN
+    const conv_plan *p = t->p;
+    fc_backend want = fc__backend_requested(t->ctx->backend);
+    if (p->dt != FC_F32 || (want != FC_BACKEND_AUTO && want != FC_BACKEND_ONEDNN)) return false;
+    if (t->nchunks < TEAM_ITEMS / 2) return false;
+    fc__conv_kind kind = t->kind == CONV_FORWARD ? FC__CONV_FORWARD
+                         : t->kind == CONV_DGRAD ? FC__CONV_DGRAD
+                                                 : FC__CONV_WGRAD;
+    int64_t tail = p->g->n - (t->nchunks - 1) * p->nb;
+    fc__conv_call c = direct_call(t, kind, 0, p->nb, cache);
+    if (!fc__conv_direct_takes(&c)) return false;
+    c.n = tail;
+    return tail == p->nb || fc__conv_direct_takes(&c);
+#else
+    (void)t, (void)cache;
+    return false;
+#endif
+}
+
 /* Runs t (kind, operands and out set) over the team; false with the error
  * recorded when an allocation or a product failed. */
 static bool team_run(conv_team *t) {
@@ -606,15 +698,17 @@ static bool team_run(conv_team *t) {
         if (t->parts > by_budget) t->parts = by_budget > 1 ? by_budget : 1;
         majors = t->parts;
     }
-    t->block = team_block(majors, channels);
+    if (!(t->caches = team_caches(ctx, t->op, 1))) goto done;
+    t->direct = direct_wanted(t, t->caches[0]);
+    t->block = t->direct ? channels : team_block(majors, channels);
     t->blocks = (channels + t->block - 1) / t->block;
     int64_t items = majors * t->blocks;
     int slices = team_slices(ctx, items);
-    bool needs_cols = !p->identity || t->kind == CONV_WGRAD;
+    bool needs_cols = !t->direct && (!p->identity || t->kind == CONV_WGRAD);
     t->col_elems = p->K * p->nb * p->P;
     t->rg_elems = g->cy * p->nb * p->P;
     if (needs_cols && !(cols = scratch(ctx, t->op, p->dt, slices * t->col_elems))) goto done;
-    if (t->kind == CONV_WGRAD && p->nb > 1 &&
+    if (t->kind == CONV_WGRAD && p->nb > 1 && !t->direct &&
         !(rg = scratch(ctx, t->op, p->dt, slices * t->rg_elems)))
         goto done;
     if (t->kind == CONV_WGRAD && t->parts > 1 &&
@@ -634,6 +728,7 @@ static bool team_run(conv_team *t) {
     if (t->partials) { /* out = partial 0 + partial 1 + ... in part order */
         sum_parts(ctx, p, t->partials, t->parts, t->w_elems, t->out);
     }
+    if (t->direct) ctx->conv_direct_products++;
     ok = true;
 done:
     fc_release(partials);

@@ -187,10 +187,46 @@ POOL_INLINE void avg_plane(const pool_job *j, fc_dtype ct, int64_t p) {
     }
 }
 
+/* Whether every window is 2x2 at stride 2 inside the image (no padding,
+ * no dilation): the CNN's pooling, which max_plane_2x2 runs without tables. */
+static bool is_2x2_max(const fc__pool_geom *g) {
+    return g->kind == FC__POOL_MAX && g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 &&
+           g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1 && 2 * g->oh <= g->ih &&
+           2 * g->ow <= g->iw;
+}
+
+/* window_max's rule as one scan of the four taps in their order: a tap
+ * takes over when it is above the max so far or a NaN, so the first
+ * maximum and the last NaN win, starting from the first tap at -inf. */
+static void max_plane_2x2(const pool_job *j, int64_t p) {
+    const fc__pool_geom *g = j->g;
+    const int64_t iw = g->iw;
+    const float *x = (const float *)j->src + p * g->ih * iw;
+    float *y = (float *)j->dst + p * g->oh * g->ow;
+    int64_t *idx = j->idx + p * g->oh * g->ow;
+    for (int64_t oi = 0; oi < g->oh; oi++) {
+        for (int64_t oj = 0; oj < g->ow; oj++) {
+            int64_t i0 = 2 * oi * iw + 2 * oj;
+            const int64_t taps[4] = {i0, i0 + 1, i0 + iw, i0 + iw + 1};
+            float m = -INFINITY;
+            int64_t best = i0;
+            for (int k = 0; k < 4; k++) {
+                float v = x[taps[k]];
+                if (v > m || v != v) m = v, best = taps[k];
+            }
+            y[oi * g->ow + oj] = m;
+            idx[oi * g->ow + oj] = best;
+        }
+    }
+}
+
 static void fwd_f32(void *arg, int64_t begin, int64_t end) {
     const pool_job *j = arg;
+    bool fast = is_2x2_max(j->g);
     for (int64_t p = begin; p < end; p++) {
-        if (j->g->kind == FC__POOL_MAX)
+        if (fast)
+            max_plane_2x2(j, p);
+        else if (j->g->kind == FC__POOL_MAX)
             max_plane(j, FC_F32, p);
         else
             avg_plane(j, FC_F32, p);
