@@ -1,13 +1,96 @@
-"""Prints the ratio table of bench/compare.sh from the JSON lines it saved.
+"""Prints the ratio table of bench/compare.sh from the JSON lines it saved
+(`ratios.py OUT_DIR WORKLOAD ...`), or with --vs-ggml DIR the qmatvec table
+of bench/qmatvec_vs_ggml.sh (fucina beside ggml, same run).
 
 For each metric: fucina's median, the faster PyTorch configuration's median,
 and the ratio expressed so that > 1 means fucina is better (time metrics:
 peer/fucina; throughput metrics: fucina/peer), next to the target of
 ../shared/BENCHMARKS.md.
 """
+import glob
 import json
 import os
+import re
+import statistics
 import sys
+
+
+def get(d, path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def print_table(hdr, rows):
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+
+
+def vs_ggml(out_dir):
+    """`ratios.py --vs-ggml DIR`: the table of bench/qmatvec_vs_ggml.sh.
+
+    DIR holds <level>.r<round>.<side>.json (side fucina or ggml_<buffer>).
+    Each cell is the median over rounds of each run's median GFLOP/s; a
+    ratio is fucina's over ggml's (> 1: fucina faster), and "vs best" is
+    against the fastest ggml buffer for that type and N, the target's peer.
+    """
+
+    runs = {}  # (level, side) -> [json, ...]
+    for p in sorted(glob.glob(os.path.join(out_dir, "*.r*.*.json"))):
+        m = re.match(r"(.+)\.r(\d+)\.(.+)\.json$", os.path.basename(p))
+        try:
+            with open(p) as f:
+                d = json.loads(f.read().strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError):
+            d = {}
+        if m:
+            runs.setdefault((m.group(1), m.group(3)), []).append(d)
+    levels = sorted({lv for lv, _ in runs}, key=lambda lv: lv != "avx512")
+    for level in levels:
+        sides = sorted(s for lv, s in runs if lv == level)
+        bufs = [s for s in sides if s.startswith("ggml_")]
+        bufs.sort(key=lambda b: (b != "ggml_CPU", b))
+        g0 = (runs.get((level, bufs[0])) or [{}])[0] if bufs else {}
+        f0 = (runs.get((level, "fucina")) or [{}])[0]
+        env = g0.get("env", {})
+        print(f"level {level}: fucina ISA {get(f0, ['env', 'isa']) or 'n/a'}; ggml "
+              f"{env.get('ggml_version', '?')} ({env.get('ggml_commit', '?')}) "
+              f"{env.get('cpu_backend', '?')}, threadpool {env.get('threadpool', '?')}; "
+              f"{len(runs.get((level, 'fucina'), []))} rounds; CPU {env.get('cpu', '?')}")
+
+        def med(side, t, n):
+            v = [get(d, ["results", t, n, "gflops", "median"]) for d in runs.get((level, side), [])]
+            v = [x for x in v if isinstance(x, (int, float))]
+            return statistics.median(v) if v else None
+
+        hdr = ["type", "N", "fucina"] + [b[5:] for b in bufs] + \
+              [f"vs {b[5:]}" for b in bufs] + ["vs best", "target"]
+        rows = []
+        for t in ("q4_0", "q8_0", "q4_k", "q6_k", "f32"):
+            for n in ("1", "16"):
+                f = med("fucina", t, n)
+                g = [med(b, t, n) for b in bufs]
+                if f is None and all(x is None for x in g):
+                    continue
+                fs = lambda x: f"{x:.4g}" if x is not None else "-"
+                rs = lambda x: f"{f / x:.2f}x" if f is not None and x else "-"
+                best = max((x for x in g if x is not None), default=None)
+                rows.append([t, n, fs(f)] + [fs(x) for x in g] + [rs(x) for x in g] +
+                            [rs(best), ">= 1.0" if t != "f32" else "-"])
+        print_table(hdr, rows)
+        print()
+    print("GFLOP/s = 2*4096*4096*N / median seconds per call, median over rounds; "
+          "ratios > 1 favour fucina; '-' where a buffer cannot hold the type.")
+
+
+if len(sys.argv) >= 3 and sys.argv[1] == "--vs-ggml":
+    vs_ggml(sys.argv[2])
+    sys.exit(0)
 
 out_dir = sys.argv[1]
 workloads = sys.argv[2:]
@@ -21,14 +104,6 @@ def load(w, side):
             return json.loads(line[-1]) if line else {}
     except (OSError, ValueError):
         return {}
-
-
-def get(d, path):
-    for k in path:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
 
 
 # (workload, label, fucina path, peer path, higher_is_better, target text)
@@ -94,23 +169,14 @@ for w, label, fp, pp, higher, target in METRICS:
     bs = f"{best:.4g}" if best else "n/a"
     rows.append((label, fs, bs, shown, target))
 
-
-
-def print_table(hdr, rows):
-    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
-    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
-
-
 print_table(("metric", "fucina", "PyTorch (best)", "ratio", "target"), rows)
 
 # Figures with no PyTorch peer: fc_matmul against OpenBLAS called directly
 # in the same process (the gemm JSON carries both), and qmatvec against
 # ggml's CPU figures (2 threads, 4096x4096, GFLOP/s) as published in
 # ../shared/BENCHMARKS.md -- ggml is not run here, so these are reference
-# numbers from another run, not a same-run ratio.
+# numbers from another run, not a same-run ratio (bench/qmatvec_vs_ggml.sh
+# gives that one).
 GGML = {"q4_0": {"1": 70, "16": 78}, "q8_0": {"1": 85, "16": 89},
         "q4_k": {"1": 108, "16": 108}, "q6_k": {"1": 101, "16": 108}}
 extra = []
