@@ -36,53 +36,71 @@ def vs_ggml(out_dir):
 
     DIR holds <level>.r<round>.<side>.json (side fucina or ggml_<buffer>).
     Each cell is the median over rounds of each run's median GFLOP/s; a
-    ratio is fucina's over ggml's (> 1: fucina faster), and "vs best" is
-    against the fastest ggml buffer for that type and N, the target's peer.
+    ratio is fucina's over ggml's (> 1: fucina faster), "vs best" is against
+    the fastest ggml buffer for that type and N (the target's peer), and
+    "per round" is the range of that ratio taken round by round, fucina
+    against the ggml runs next to it.
     """
-
-    runs = {}  # (level, side) -> [json, ...]
-    for p in sorted(glob.glob(os.path.join(out_dir, "*.r*.*.json"))):
+    runs = {}  # level -> side -> round -> json
+    for p in glob.glob(os.path.join(out_dir, "*.r*.*.json")):
         m = re.match(r"(.+)\.r(\d+)\.(.+)\.json$", os.path.basename(p))
+        if not m:
+            continue
         try:
             with open(p) as f:
                 d = json.loads(f.read().strip().splitlines()[-1])
         except (OSError, ValueError, IndexError):
             d = {}
-        if m:
-            runs.setdefault((m.group(1), m.group(3)), []).append(d)
-    levels = sorted({lv for lv, _ in runs}, key=lambda lv: lv != "avx512")
-    for level in levels:
-        sides = sorted(s for lv, s in runs if lv == level)
-        bufs = [s for s in sides if s.startswith("ggml_")]
-        bufs.sort(key=lambda b: (b != "ggml_CPU", b))
-        g0 = (runs.get((level, bufs[0])) or [{}])[0] if bufs else {}
-        f0 = (runs.get((level, "fucina")) or [{}])[0]
-        env = g0.get("env", {})
-        print(f"level {level}: fucina ISA {get(f0, ['env', 'isa']) or 'n/a'}; ggml "
-              f"{env.get('ggml_version', '?')} ({env.get('ggml_commit', '?')}) "
+        runs.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = d
+    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+    fs = lambda x: f"{x:.4g}" if x is not None else "-"
+    for level in sorted(runs, key=lambda lv: lv != "avx512"):
+        sides = runs[level]
+        bufs = sorted((s for s in sides if s.startswith("ggml_")),
+                      key=lambda b: (b != "ggml_CPU", b))
+        rounds = sorted({r for side in sides.values() for r in side})
+        first = lambda side: next(iter(sides.get(side, {}).values()), {})
+        env = first(bufs[0]).get("env", {}) if bufs else {}
+        print(f"level {level}: fucina ISA {get(first('fucina'), ['env', 'isa']) or 'n/a'}; "
+              f"ggml {env.get('ggml_version', '?')} ({env.get('ggml_commit', '?')}) "
               f"{env.get('cpu_backend', '?')}, threadpool {env.get('threadpool', '?')}; "
-              f"{len(runs.get((level, 'fucina'), []))} rounds; CPU {env.get('cpu', '?')}")
+              f"{len(rounds)} rounds; CPU {env.get('cpu', '?')}")
+
+        def at(side, r, t, n):
+            v = get(sides.get(side, {}).get(r), ["results", t, n, "gflops", "median"])
+            return v if num(v) else None
 
         def med(side, t, n):
-            v = [get(d, ["results", t, n, "gflops", "median"]) for d in runs.get((level, side), [])]
-            v = [x for x in v if isinstance(x, (int, float))]
+            v = [x for x in (at(side, r, t, n) for r in rounds) if x is not None]
             return statistics.median(v) if v else None
 
-        hdr = ["type", "N", "fucina"] + [b[5:] for b in bufs] + \
-              [f"vs {b[5:]}" for b in bufs] + ["vs best", "target"]
-        rows = []
+        hdr = (["type", "N", "fucina"] + [b[5:] for b in bufs] +
+               [f"vs {b[5:]}" for b in bufs] + ["vs best", "per round", "target"])
+        rows, dirty = [], 0
         for t in ("q4_0", "q8_0", "q4_k", "q6_k", "f32"):
             for n in ("1", "16"):
                 f = med("fucina", t, n)
                 g = [med(b, t, n) for b in bufs]
                 if f is None and all(x is None for x in g):
                     continue
-                fs = lambda x: f"{x:.4g}" if x is not None else "-"
                 rs = lambda x: f"{f / x:.2f}x" if f is not None and x else "-"
                 best = max((x for x in g if x is not None), default=None)
+                per = []
+                for r in rounds:
+                    fr = at("fucina", r, t, n)
+                    gr = [x for x in (at(b, r, t, n) for b in bufs) if x is not None]
+                    if fr is not None and gr:
+                        per.append(fr / max(gr))
+                    for side in ["fucina"] + bufs:
+                        raw = get(sides.get(side, {}).get(r), ["results", t, n, "raw"])
+                        dirty += bool(get(raw, ["contaminated"]))
+                span = f"{min(per):.2f}-{max(per):.2f}" if per else "-"
                 rows.append([t, n, fs(f)] + [fs(x) for x in g] + [rs(x) for x in g] +
-                            [rs(best), ">= 1.0" if t != "f32" else "-"])
+                            [rs(best), span, ">= 1.0" if t != "f32" else "-"])
         print_table(hdr, rows)
+        if dirty:
+            print(f"({dirty} of these measurements ran while other processes took more "
+                  f"than 0.05 cores after every retry: \"contaminated\" in their JSON)")
         print()
     print("GFLOP/s = 2*4096*4096*N / median seconds per call, median over rounds; "
           "ratios > 1 favour fucina; '-' where a buffer cannot hold the type.")
