@@ -31,8 +31,10 @@
 # Raw JSON lines: bench/out/qmatvec_ggml/<level>.r<round>.<side>.json, with
 # side fucina, ggml_CPU, ggml_CPU_REPACK, ggml_AMX. The protocol knobs of
 # fucina-bench (FUCINA_BENCH_MIN_S, FUCINA_BENCH_THREADS, ...) apply to both.
-# Not part of CI's smoke run: one level takes about 6 minutes per round with
-# the full protocol (about 1.5 with FUCINA_BENCH_MIN_S=0.5).
+# Not part of CI's smoke run: with FUCINA_BENCH_MIN_S=0.5 and
+# FUCINA_BENCH_NO_IDLE_WAIT=1 a round took 2.3 minutes at avx512 (four runs)
+# and 1.8 at avx2 (three) on a 2-core Sapphire Rapids; the full protocol
+# takes several times that, more while neighbours keep it waiting for idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VER="${GGML_NPM_VERSION:-3.22.1}"

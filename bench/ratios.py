@@ -59,7 +59,7 @@ def vs_ggml(out_dir):
         bufs = sorted((s for s in sides if s.startswith("ggml_")),
                       key=lambda b: (b != "ggml_CPU", b))
         rounds = sorted({r for side in sides.values() for r in side})
-        first = lambda side: next(iter(sides.get(side, {}).values()), {})
+        first = lambda side: next((d for d in sides.get(side, {}).values() if d), {})
         env = first(bufs[0]).get("env", {}) if bufs else {}
         print(f"level {level}: fucina ISA {get(first('fucina'), ['env', 'isa']) or 'n/a'}; "
               f"ggml {env.get('ggml_version', '?')} ({env.get('ggml_commit', '?')}) "
