@@ -1,4 +1,5 @@
-/* bench.c - the measuring protocol (see bench.h). */
+/* bench.c - the measuring protocol (see bench.h). It needs nothing of
+ * fucina, so bench/ggml/qmatvec.c times ggml with this very code. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 
@@ -7,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "fucina.h"
 
 double bench_now(void) {
     struct timespec ts;
@@ -70,7 +69,8 @@ static bench_result repeats(bench_fn fn, void *arg, long iters) {
     double sb0 = sys_busy_s(), ob0 = self_cpu_s(), w0 = bench_now();
     for (int k = 0; k < 5; k++) {
         double t0 = bench_now();
-        for (long i = 0; i < iters; i++) fn(arg);
+        for (long i = 0; i < iters; i++)
+            fn(arg);
         r.all_s[k] = (bench_now() - t0) / (double)iters;
     }
     double wall = bench_now() - w0;
@@ -99,7 +99,8 @@ bench_result bench_measure(bench_fn fn, void *arg) {
     if (iters < 1) iters = 1;
     for (;;) {
         double a = bench_now();
-        for (long i = 0; i < iters; i++) fn(arg);
+        for (long i = 0; i < iters; i++)
+            fn(arg);
         double dt = bench_now() - a;
         if (dt >= min_s) break;
         long next = (long)ceil((double)iters * min_s / dt * 1.05);
@@ -137,23 +138,4 @@ void bench_json_raw(FILE *f, const bench_result *r) {
             "\"contaminated\": %s}",
             r->median_s, r->min_s, r->max_s, r->iters, r->attempts, r->other_cpu_cores,
             r->contaminated ? "true" : "false");
-}
-
-void bench_json_env(FILE *f, int threads) {
-    double la[3] = {0};
-    FILE *l = fopen("/proc/loadavg", "r");
-    if (l) {
-        if (fscanf(l, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3) la[0] = la[1] = la[2] = 0;
-        fclose(l);
-    }
-    const char *be = getenv("FUCINA_BACKEND");
-    const char *dnnl = getenv("ONEDNN_MAX_CPU_ISA"), *ob = getenv("OPENBLAS_CORETYPE");
-    /* the CPU and the SIMD level the run used, so a figure always says
-     * which machine and which kernels it measured */
-    fprintf(f,
-            "\"env\": {\"fucina_threads\": %d, \"FUCINA_BACKEND\": \"%s\", \"cpu\": \"%s\", "
-            "\"isa\": \"%s\", \"ONEDNN_MAX_CPU_ISA\": \"%s\", \"OPENBLAS_CORETYPE\": \"%s\", "
-            "\"loadavg\": [%.2f, %.2f, %.2f]}",
-            threads, be ? be : "auto", fc_cpu_name(), fc_cpu_isa(), dnnl ? dnnl : "",
-            ob ? ob : "", la[0], la[1], la[2]);
 }

@@ -9,6 +9,8 @@
 # FUCINA_BENCH_BIN runs another build's fucina-bench (default build/bench/fucina-bench,
 # built here when missing); PEERS_DIR another peers folder.
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
+# The workload qmatvec_ggml (opt-in, never in the default list) runs
+# bench/qmatvec_vs_ggml.sh at this level: qmatvec beside ggml's CPU backend.
 #
 # The CPU decides the peers' tuned configuration: PyTorch gets the widest
 # ATEN_CPU_CAPABILITY the CPU has (avx512 only where AVX-512 F/BW/VL/DQ are
@@ -66,6 +68,13 @@ default_env=()
 failed=()
 for w in "${WORKLOADS[@]}"; do
   echo "== $w" >&2
+  # Opt-in (not in the default list, so not in CI's smoke run): qmatvec
+  # beside ggml at this level, one round unless GGML_ROUNDS says more.
+  if [ "$w" = qmatvec_ggml ]; then
+    GGML_LEVELS="$LEVEL" GGML_ROUNDS="${GGML_ROUNDS:-1}" FUCINA_BENCH_BIN="$BIN" \
+      bash bench/qmatvec_vs_ggml.sh || failed+=("$w")
+    continue
+  fi
   "$BIN" "$w" > "$OUT/$w.fucina.json" || { echo "{}" > "$OUT/$w.fucina.json"; failed+=("$w"); }
   if [ "$have_torch" = 1 ] && [ -f "$PEERS/$w.py" ]; then
     env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" \

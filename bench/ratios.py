@@ -1,13 +1,114 @@
-"""Prints the ratio table of bench/compare.sh from the JSON lines it saved.
+"""Prints the ratio table of bench/compare.sh from the JSON lines it saved
+(`ratios.py OUT_DIR WORKLOAD ...`), or with --vs-ggml DIR the qmatvec table
+of bench/qmatvec_vs_ggml.sh (fucina beside ggml, same run).
 
 For each metric: fucina's median, the faster PyTorch configuration's median,
 and the ratio expressed so that > 1 means fucina is better (time metrics:
 peer/fucina; throughput metrics: fucina/peer), next to the target of
 ../shared/BENCHMARKS.md.
 """
+import glob
 import json
 import os
+import re
+import statistics
 import sys
+
+
+def get(d, path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def print_table(hdr, rows):
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
+
+
+def vs_ggml(out_dir):
+    """`ratios.py --vs-ggml DIR`: the table of bench/qmatvec_vs_ggml.sh.
+
+    DIR holds <level>.r<round>.<side>.json (side fucina or ggml_<buffer>).
+    Each cell is the median over rounds of each run's median GFLOP/s; a
+    ratio is fucina's over ggml's (> 1: fucina faster), "vs best" is against
+    the fastest ggml buffer for that type and N (the target's peer), and
+    "per round" is the range of that ratio taken round by round, fucina
+    against the ggml runs next to it.
+    """
+    runs = {}  # level -> side -> round -> json
+    for p in glob.glob(os.path.join(out_dir, "*.r*.*.json")):
+        m = re.match(r"(.+)\.r(\d+)\.(.+)\.json$", os.path.basename(p))
+        if not m:
+            continue
+        try:
+            with open(p) as f:
+                d = json.loads(f.read().strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError):
+            d = {}
+        runs.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = d
+    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+    fs = lambda x: f"{x:.4g}" if x is not None else "-"
+    for level in sorted(runs, key=lambda lv: lv != "avx512"):
+        sides = runs[level]
+        bufs = sorted((s for s in sides if s.startswith("ggml_")),
+                      key=lambda b: (b != "ggml_CPU", b))
+        rounds = sorted({r for side in sides.values() for r in side})
+        first = lambda side: next((d for d in sides.get(side, {}).values() if d), {})
+        env = first(bufs[0]).get("env", {}) if bufs else {}
+        print(f"level {level}: fucina ISA {get(first('fucina'), ['env', 'isa']) or 'n/a'}; "
+              f"ggml {env.get('ggml_version', '?')} ({env.get('ggml_commit', '?')}) "
+              f"{env.get('cpu_backend', '?')}, threadpool {env.get('threadpool', '?')}; "
+              f"{len(rounds)} rounds; CPU {env.get('cpu', '?')}")
+
+        def at(side, r, t, n):
+            v = get(sides.get(side, {}).get(r), ["results", t, n, "gflops", "median"])
+            return v if num(v) else None
+
+        def med(side, t, n):
+            v = [x for x in (at(side, r, t, n) for r in rounds) if x is not None]
+            return statistics.median(v) if v else None
+
+        hdr = (["type", "N", "fucina"] + [b[5:] for b in bufs] +
+               [f"vs {b[5:]}" for b in bufs] + ["vs best", "per round", "target"])
+        rows, dirty = [], 0
+        for t in ("q4_0", "q8_0", "q4_k", "q6_k", "f32"):
+            for n in ("1", "16"):
+                f = med("fucina", t, n)
+                g = [med(b, t, n) for b in bufs]
+                if f is None and all(x is None for x in g):
+                    continue
+                rs = lambda x: f"{f / x:.2f}x" if f is not None and x else "-"
+                best = max((x for x in g if x is not None), default=None)
+                per = []
+                for r in rounds:
+                    fr = at("fucina", r, t, n)
+                    gr = [x for x in (at(b, r, t, n) for b in bufs) if x is not None]
+                    if fr is not None and gr:
+                        per.append(fr / max(gr))
+                    for side in ["fucina"] + bufs:
+                        raw = get(sides.get(side, {}).get(r), ["results", t, n, "raw"])
+                        dirty += bool(get(raw, ["contaminated"]))
+                span = f"{min(per):.2f}-{max(per):.2f}" if per else "-"
+                rows.append([t, n, fs(f)] + [fs(x) for x in g] + [rs(x) for x in g] +
+                            [rs(best), span, ">= 1.0" if t != "f32" else "-"])
+        print_table(hdr, rows)
+        if dirty:
+            print(f"({dirty} of these measurements ran while other processes took more "
+                  f"than 0.05 cores after every retry: \"contaminated\" in their JSON)")
+        print()
+    print("GFLOP/s = 2*4096*4096*N / median seconds per call, median over rounds; "
+          "ratios > 1 favour fucina; '-' where a buffer cannot hold the type.")
+
+
+if len(sys.argv) >= 3 and sys.argv[1] == "--vs-ggml":
+    vs_ggml(sys.argv[2])
+    sys.exit(0)
 
 out_dir = sys.argv[1]
 workloads = sys.argv[2:]
@@ -21,14 +122,6 @@ def load(w, side):
             return json.loads(line[-1]) if line else {}
     except (OSError, ValueError):
         return {}
-
-
-def get(d, path):
-    for k in path:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
 
 
 # (workload, label, fucina path, peer path, higher_is_better, target text)
@@ -94,23 +187,14 @@ for w, label, fp, pp, higher, target in METRICS:
     bs = f"{best:.4g}" if best else "n/a"
     rows.append((label, fs, bs, shown, target))
 
-
-
-def print_table(hdr, rows):
-    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
-    print("| " + " | ".join(h.ljust(widths[i]) for i, h in enumerate(hdr)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print("| " + " | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)) + " |")
-
-
 print_table(("metric", "fucina", "PyTorch (best)", "ratio", "target"), rows)
 
 # Figures with no PyTorch peer: fc_matmul against OpenBLAS called directly
 # in the same process (the gemm JSON carries both), and qmatvec against
 # ggml's CPU figures (2 threads, 4096x4096, GFLOP/s) as published in
 # ../shared/BENCHMARKS.md -- ggml is not run here, so these are reference
-# numbers from another run, not a same-run ratio.
+# numbers from another run, not a same-run ratio (bench/qmatvec_vs_ggml.sh
+# gives that one).
 GGML = {"q4_0": {"1": 70, "16": 78}, "q8_0": {"1": 85, "16": 89},
         "q4_k": {"1": 108, "16": 108}, "q6_k": {"1": 101, "16": 108}}
 extra = []
