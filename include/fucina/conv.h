@@ -25,13 +25,22 @@
  * x, weight and bias, as PyTorch's. The gradient dtype is f32 (f64 for f64
  * graphs). A stride that skips input elements gives them gradient 0.
  *
- * Computation: im2col / col2im with the GEMMs through the context's matmul
- * provider (fc_ctx_set_backend), column buffers from the context's pool, so
- * a repeated training step in steady state calls the allocator zero times.
- * The context's threads share the work in pieces fixed by the shapes alone
- * (chunks of images, blocks of channels) and each GEMM runs on one thread,
- * so with any provider the result bits do not depend on the thread count:
- * 1, 2 or 16 threads give the same tensors, run after run.
+ * Computation, two paths:
+ *   - oneDNN's direct convolution kernels, for f32 when the library was
+ *     built with oneDNN 2.x, the provider is "auto" or "onednn", the batch
+ *     makes at least eight chunks (a batch of 8 or more images) and oneDNN
+ *     has a JIT kernel for the geometry on this CPU (AVX2 or AVX-512;
+ *     grouped convolutions with few channels per group often have none);
+ *   - otherwise im2col / col2im with the GEMMs through the context's
+ *     matmul provider (fc_ctx_set_backend), the portable path everywhere.
+ * The choice depends on the shapes and the CPU only. Buffers come from the
+ * context's pool and its per-thread provider caches, so a repeated
+ * training step in steady state calls the allocator zero times. The
+ * context's threads share the work in pieces fixed by the shapes alone
+ * (chunks of images, blocks of channels) and each product runs on one
+ * thread, so on either path and with any provider the result bits do not
+ * depend on the thread count: 1, 2 or 16 threads give the same tensors,
+ * run after run. The two paths agree to f32 rounding, not bit for bit.
  *
  * Errors (the op returns NULL; fc_ctx_status / fc_ctx_error tell which,
  * the message naming the op, the shapes and the values):
