@@ -35,12 +35,16 @@ typedef struct fc__conv_call {
     int64_t cx, hx, wx;
     int64_t cy, hy, wy;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    const float *x;           /* [n, cx, hx, wx]: FORWARD, WGRAD */
-    const float *gy;          /* [n, cy, hy, wy]: DGRAD, WGRAD */
-    const float *w;           /* [cy, cx/groups, kh, kw]: FORWARD, DGRAD */
-    const float *bias;        /* [cy] or NULL: FORWARD only */
-    float *out;               /* y, gx or gw, contiguous */
-    bool accumulate;          /* WGRAD: out += the chunk's gradient */
+    const float *x;    /* [n, cx, hx, wx]: FORWARD, WGRAD */
+    const float *gy;   /* [n, cy, hy, wy]: DGRAD, WGRAD */
+    const float *w;    /* [cy, cx/groups, kh, kw]: FORWARD, DGRAD */
+    const float *bias; /* [cy] or NULL: FORWARD only */
+    float *out;        /* y, gx or gw, contiguous */
+    bool accumulate;   /* WGRAD: out += the chunk's gradient */
+    /* w holds the same values as at this cache's previous call (a later
+     * chunk of the same product): its blocked copy may be reused when that
+     * call left it in the workspace */
+    bool w_unchanged;
     fc__backend_cache *cache; /* non-NULL: primitives and workspace */
 } fc__conv_call;
 

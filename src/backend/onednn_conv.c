@@ -80,6 +80,10 @@ typedef struct conv_entry {
 typedef struct conv_state {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    /* where the last call left blocked weights: its entry, the plain data
+     * and the workspace they were reordered into */
+    const conv_entry *w_entry;
+    const void *w_data, *w_ws;
     conv_entry *entries[CONV_CACHE];
     int count;
     uint64_t clock;
@@ -391,8 +395,10 @@ fc_status fc__conv_direct(const fc__conv_call *c, char *err, size_t errcap) {
     }
     if (s == dnnl_success && e->scratch) s = dnnl_memory_set_data_handle(e->scratch, ws);
     if (s == dnnl_success && e->bias) s = dnnl_memory_set_data_handle(e->bias, (void *)c->bias);
+    bool w_ready = c->w_unchanged && st->w_entry == e && st->w_data == c->w && st->w_ws == ws;
     for (int i = 0; i < ARG_OUT && s == dnnl_success; i++)
-        if (e->args[i].reorder) s = reorder_run(st, &e->args[i], true);
+        if (e->args[i].reorder && !(i == ARG_W && w_ready)) s = reorder_run(st, &e->args[i], true);
+    st->w_entry = NULL; /* set again below once the call has succeeded */
     dnnl_exec_arg_t args[ARG_COUNT + 2];
     int n = 0;
     for (int i = 0; i < ARG_COUNT; i++)
@@ -407,6 +413,7 @@ fc_status fc__conv_direct(const fc__conv_call *c, char *err, size_t errcap) {
         rc = fail(s, "execution", c, err, errcap);
         goto out;
     }
+    if (e->args[ARG_W].reorder) st->w_entry = e, st->w_data = c->w, st->w_ws = ws;
     if (add) {
         const float *tmp = (const float *)(ws + tmp_at);
         size_t count = e->out_bytes / sizeof(float);

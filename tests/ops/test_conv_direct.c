@@ -349,10 +349,42 @@ static void test_conv_direct_same_bits_across_threads(void **state) {
         free(first[k]);
 }
 
+/* Weights changed in place between two products (an optimizer step) are
+ * what the second product reads: each product reorders its weights anew. */
+static void test_conv_direct_sees_updated_weights(void **state) {
+    (void)state;
+    float *y[2][2];
+    int64_t n;
+    for (int pass = 0; pass < 2; pass++) {
+        fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 3});
+        assert_int_equal(fc_ctx_set_backend(ctx, pass ? FC_BACKEND_REF : FC_BACKEND_AUTO), FC_OK);
+        fc_tensor *x = leaf(ctx, (const int64_t[]){16, 8, 10, 10}, 4, 7);
+        fc_tensor *w = leaf(ctx, (const int64_t[]){16, 8, 3, 3}, 4, 8);
+        assert_int_equal(fc_requires_grad(x, false), FC_OK);
+        assert_int_equal(fc_requires_grad(w, false), FC_OK);
+        fc_conv2d_opts o = fc_conv2d_defaults();
+        o.padding[0] = o.padding[1] = 1;
+        for (int k = 0; k < 2; k++) {
+            if (k == 1) assert_int_equal(fc_mul_scalar_(w, -1.5), FC_OK);
+            fc_tensor *out = fc_conv2d(ctx, x, w, NULL, &o);
+            assert_non_null(out);
+            y[pass][k] = floats(out, &n);
+            fc_release(out);
+        }
+        fc_release(x), fc_release(w);
+        free_ctx(ctx);
+    }
+    for (int k = 0; k < 2; k++) {
+        expect_near("y", k ? "after the update" : "before the update", y[0][k], y[1][k], n);
+        free(y[0][k]), free(y[1][k]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_direct_matches_im2col),
         cmocka_unit_test(test_conv_direct_same_bits_across_threads),
+        cmocka_unit_test(test_conv_direct_sees_updated_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

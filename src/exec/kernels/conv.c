@@ -407,7 +407,7 @@ static bool direct_run(conv_team *t, const fc__conv_call *c) {
 
 /* Forward, chunk c, output channels [lo, hi) of every group. */
 static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
-                         int64_t hi, int64_t *col_chunk) {
+                         int64_t hi, int64_t *col_chunk, bool w_unchanged) {
     const conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
@@ -415,6 +415,7 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
     chunk_images(p, c, &n0, &nb);
     if (t->direct) {
         fc__conv_call dc = direct_call(t, FC__CONV_FORWARD, n0, nb, cache);
+        dc.w_unchanged = w_unchanged;
         return direct_run(t, &dc);
     }
     if (!p->identity && *col_chunk != c) {
@@ -465,7 +466,7 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
 
 /* dgrad, chunk c, image-side channels [lo, hi) of every group. */
 static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
-                       int64_t hi) {
+                       int64_t hi, bool w_unchanged) {
     const conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
@@ -473,6 +474,7 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
     chunk_images(p, c, &n0, &nb);
     if (t->direct) {
         fc__conv_call dc = direct_call(t, FC__CONV_DGRAD, n0, nb, cache);
+        dc.w_unchanged = w_unchanged;
         if (!direct_run(t, &dc)) return false;
         if (t->bias) {
             rows_job j = {t->bias, t->out + (size_t)(n0 * g->cx * p->X) * es, es, g->cx, -1, p->X,
@@ -583,7 +585,9 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
     return true;
 }
 
-/* One slice of items, run by one thread with its own buffers. */
+/* One slice of items, run by one thread with its own buffers. The weights
+ * do not change during a product, so after a slice's first item a direct
+ * call may reuse the blocked weights its previous call left. */
 static void team_range(void *arg, int64_t begin, int64_t end) {
     conv_team *t = arg;
     int slice = atomic_fetch_add(&t->next_slice, 1);
@@ -598,11 +602,11 @@ static void team_range(void *arg, int64_t begin, int64_t end) {
         switch (t->kind) {
         case CONV_FORWARD:
             block_range(t, it % t->blocks, p->cyg, &lo, &hi);
-            ok = forward_item(t, cache, col, major, lo, hi, &col_chunk);
+            ok = forward_item(t, cache, col, major, lo, hi, &col_chunk, it > begin);
             break;
         case CONV_DGRAD:
             block_range(t, it % t->blocks, p->cxg, &lo, &hi);
-            ok = dgrad_item(t, cache, col, major, lo, hi);
+            ok = dgrad_item(t, cache, col, major, lo, hi, it > begin);
             break;
         default:
             block_range(t, it % t->blocks, p->cyg, &lo, &hi);
@@ -813,22 +817,37 @@ typedef struct sum_job {
     int64_t n, c, plane;
 } sum_job;
 
+/* Eight interleaved f64 partial sums per channel (element i of each row into
+ * sum i mod 8, the row's tail into the first ones), combined pairwise at
+ * the end: one dependent add chain would take four cycles per element. The
+ * order depends on the shapes only. */
+#define SUM_LANES 8
+
+#define CHANNEL_ROW(T)                                                                             \
+    static void channel_row_##T(const T *v, int64_t len, double *acc) {                            \
+        int64_t i = 0;                                                                             \
+        for (; i + SUM_LANES <= len; i += SUM_LANES)                                               \
+            for (int k = 0; k < SUM_LANES; k++)                                                    \
+                acc[k] += (double)v[i + k];                                                        \
+        for (int k = 0; i < len; i++, k++)                                                         \
+            acc[k] += (double)v[i];                                                                \
+    }
+CHANNEL_ROW(float)
+CHANNEL_ROW(double)
+
 static void channel_sum_range(void *arg, int64_t begin, int64_t end) {
     const sum_job *j = arg;
     for (int64_t ch = begin; ch < end; ch++) {
-        double s = 0;
+        double acc[SUM_LANES] = {0};
         for (int64_t b = 0; b < j->n; b++) {
             int64_t off = (b * j->c + ch) * j->plane;
-            if (j->dt == FC_F32) {
-                const float *v = (const float *)j->t + off;
-                for (int64_t i = 0; i < j->plane; i++)
-                    s += v[i];
-            } else {
-                const double *v = (const double *)j->t + off;
-                for (int64_t i = 0; i < j->plane; i++)
-                    s += v[i];
-            }
+            if (j->dt == FC_F32)
+                channel_row_float((const float *)j->t + off, j->plane, acc);
+            else
+                channel_row_double((const double *)j->t + off, j->plane, acc);
         }
+        double s =
+            ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
         if (j->dt == FC_F32)
             ((float *)j->out)[ch] = (float)s;
         else

@@ -53,7 +53,8 @@ fc_tensor *fc__conv_dgrad(fc_ctx *ctx, const char *op, const fc__conv_geom *g, f
 fc_tensor *fc__conv_wgrad(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_tensor *x,
                           fc_tensor *gy);
 /* [c]: sum of t [n, c, plane] over n and plane (a bias gradient), each
- * channel summed in f64 in index order. */
+ * channel summed in f64 over eight interleaved partial sums combined in a
+ * fixed order (the bits depend on the shapes only). */
 fc_tensor *fc__conv_channel_sum(fc_ctx *ctx, const char *op, fc_tensor *t, int64_t n, int64_t c,
                                 int64_t plane);
 
