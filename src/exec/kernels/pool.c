@@ -31,6 +31,7 @@
  * count. The backward scatters into a zeroed dx plane (max: to the argmax;
  * avg: over the window), which stays within the plane its thread owns. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "exec/kernels/copy.h"
@@ -197,7 +198,27 @@ static bool is_2x2_max(const fc__pool_geom *g) {
 
 /* window_max's rule as one scan of the four taps in their order: a tap
  * takes over when it is above the max so far or a NaN, so the first
- * maximum and the last NaN win, starting from the first tap at -inf. */
+ * maximum and the last NaN win. The first tap is taken as it is (from
+ * -inf it would win unless it is -inf, which keeps the same value and
+ * index). The picks are mask arithmetic on the bits, so the loop has no
+ * data-dependent branch (gcc turned ?: on floats into jumps, and on real
+ * activations the comparisons are coin flips). */
+typedef struct pick {
+    uint32_t m; /* the max so far, as bits */
+    int64_t best;
+} pick;
+
+static inline pick pick_take(pick p, float v, int64_t at) {
+    float m;
+    memcpy(&m, &p.m, sizeof m);
+    uint32_t vb, take = 0u - (uint32_t)((v > m) | (v != v));
+    memcpy(&vb, &v, sizeof vb);
+    p.m = (p.m & ~take) | (vb & take);
+    uint64_t take64 = 0u - (uint64_t)(take & 1u);
+    p.best = (int64_t)(((uint64_t)p.best & ~take64) | ((uint64_t)at & take64));
+    return p;
+}
+
 static void max_plane_2x2(const pool_job *j, int64_t p) {
     const fc__pool_geom *g = j->g;
     const int64_t iw = g->iw;
@@ -205,17 +226,16 @@ static void max_plane_2x2(const pool_job *j, int64_t p) {
     float *y = (float *)j->dst + p * g->oh * g->ow;
     int64_t *idx = j->idx + p * g->oh * g->ow;
     for (int64_t oi = 0; oi < g->oh; oi++) {
+        const float *r0 = x + 2 * oi * iw, *r1 = r0 + iw;
         for (int64_t oj = 0; oj < g->ow; oj++) {
             int64_t i0 = 2 * oi * iw + 2 * oj;
-            const int64_t taps[4] = {i0, i0 + 1, i0 + iw, i0 + iw + 1};
-            float m = -INFINITY;
-            int64_t best = i0;
-            for (int k = 0; k < 4; k++) {
-                float v = x[taps[k]];
-                if (v > m || v != v) m = v, best = taps[k];
-            }
-            y[oi * g->ow + oj] = m;
-            idx[oi * g->ow + oj] = best;
+            pick k = {0, i0};
+            memcpy(&k.m, &r0[2 * oj], sizeof k.m);
+            k = pick_take(k, r0[2 * oj + 1], i0 + 1);
+            k = pick_take(k, r1[2 * oj], i0 + iw);
+            k = pick_take(k, r1[2 * oj + 1], i0 + iw + 1);
+            memcpy(&y[oi * g->ow + oj], &k.m, sizeof k.m);
+            idx[oi * g->ow + oj] = k.best;
         }
     }
 }
