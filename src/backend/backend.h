@@ -199,6 +199,10 @@ extern const fc__matmul_provider fc__provider_blas;
 #endif
 #ifdef FUCINA_HAVE_ONEDNN
 extern const fc__matmul_provider fc__provider_onednn;
+/* Applies FUCINA_ISA's cap to oneDNN (once per process; oneDNN's own
+ * ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA win). Call before creating an
+ * engine, so no oneDNN kernel of this process runs above the cap. */
+void fc__onednn_cap_isa(void);
 #endif
 
 #endif /* FUCINA_BACKEND_BACKEND_H */

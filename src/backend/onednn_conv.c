@@ -279,6 +279,7 @@ static conv_entry *entry_get(const fc__conv_call *c, fc_status *rc, char *err, s
             return NULL;
         }
         memset(st, 0, sizeof *st);
+        fc__onednn_cap_isa();
         dnnl_status_t s = dnnl_engine_create(&st->engine, dnnl_cpu, 0);
         if (s == dnnl_success)
             s = dnnl_stream_create(&st->stream, st->engine, dnnl_stream_default_flags);

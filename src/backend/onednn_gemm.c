@@ -103,6 +103,8 @@ static void cap_isa_once(void) {
     (void)pthread_once(&once, cap_isa);
 }
 
+void fc__onednn_cap_isa(void) { cap_isa_once(); }
+
 /* ---- the cache ----------------------------------------------------------------------------- */
 
 /* Every field int64_t, so the struct has no padding and memcmp compares it. */

@@ -341,7 +341,9 @@ static void test_conv_direct_same_bits_across_threads(void **state) {
                 free(got[k]);
             }
         }
-        assert_true(ctx->conv_direct_products == 0 || ctx->conv_direct_products == 3);
+        /* each product chooses for itself (a capped oneDNN may have a JIT
+         * kernel for some of the three only) */
+        assert_true(ctx->conv_direct_products >= 0 && ctx->conv_direct_products <= 3);
         fc_release(x), fc_release(w), fc_release(y), fc_release(yy), fc_release(s);
         free_ctx(ctx);
     }
