@@ -399,10 +399,16 @@ static fc__conv_call direct_call(const conv_team *t, fc__conv_kind kind, int64_t
 }
 
 static bool direct_run(conv_team *t, const fc__conv_call *c) {
+#ifdef FUCINA_HAVE_ONEDNN
     char err[FC__ERR_CAP - 64];
     fc_status rc = fc__conv_direct(c, err, sizeof err);
     if (rc != FC_OK) team_fail(t, rc, err);
     return rc == FC_OK;
+#else /* never reached: direct_wanted says no without oneDNN */
+    (void)c;
+    team_fail(t, FC_ERR_BACKEND, "no direct convolutions in this build (no oneDNN)");
+    return false;
+#endif
 }
 
 /* Forward, chunk c, output channels [lo, hi) of every group. */
