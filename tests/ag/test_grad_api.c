@@ -13,19 +13,13 @@
 
 #include <cmocka.h>
 
+#include "fct_f64.h"
 #include "fucina.h"
 
 static fc_ctx *new_ctx(void) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 9});
     assert_non_null(ctx);
     return ctx;
-}
-
-static void free_ctx(fc_ctx *ctx) {
-    fc_ctx_stats st;
-    fc_ctx_get_stats(ctx, &st);
-    assert_int_equal(st.tensors_live, 0);
-    fc_ctx_free(ctx);
 }
 
 static void expect_err(fc_ctx *ctx, fc_status got, fc_status want, const char *a, const char *b) {

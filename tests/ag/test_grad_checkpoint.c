@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fct_f64.h"
 #include "fucina.h"
 
 #define B 4
@@ -26,13 +27,6 @@ static fc_ctx *new_ctx(int threads) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 11});
     assert_non_null(ctx);
     return ctx;
-}
-
-static void free_ctx(fc_ctx *ctx) {
-    fc_ctx_stats st;
-    fc_ctx_get_stats(ctx, &st);
-    assert_int_equal(st.tensors_live, 0);
-    fc_ctx_free(ctx);
 }
 
 static void expect_err(fc_ctx *ctx, fc_status got, fc_status want, const char *a, const char *b) {
