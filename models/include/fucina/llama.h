@@ -1,0 +1,196 @@
+/* fucina/llama.h - Llama-architecture models from GGUF files (fucina_models).
+ *
+ * A model is built from a GGUF file whose general.architecture is "llama":
+ * its sizes come from the llama.* keys, its weights from the standard
+ * tensor names (token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v /
+ * attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, and
+ * output, which when absent is tied to token_embd).
+ *
+ * Weights. Block-quantized tensors stay quantized and memory-mapped (the
+ * products dequantize inside the matmul; no f32 copy of such a weight is
+ * ever made); f32, f16 and bf16 tensors keep their dtype. With
+ * fc_llama_load_opts.trainable, f32 tensors are copied out of the mapping
+ * into writable tensors that require grad (the parameters of a trainer);
+ * every other tensor stays frozen.
+ *
+ * Conventions (those llama.cpp computes for "llama"):
+ *   - ggml lists dims innermost first, so a weight PyTorch holds as
+ *     [out, in] is stored as ne {in, out} and read here as [out, in];
+ *   - rotary embedding rotates adjacent pairs (2i, 2i+1) of each head's
+ *     first llama.rope.dimension_count dims, angle pos * scale *
+ *     base^(-2i / n_rot) (llama.cpp's convert script permutes the Q/K rows
+ *     of Hugging Face checkpoints so that this matches their rotate-half);
+ *   - query head h reads kv head h / (heads / kv_heads).
+ *
+ * Errors. Functions returning fc_status record the same status and a
+ * message in ctx (fc_ctx_error): the message names the key or tensor and
+ * the values that disagree ("llama: llama.attention.head_count_kv = 3 does
+ * not divide llama.attention.head_count = 4"). Tensor-producing functions
+ * return NULL with the error recorded, and propagate NULL inputs.
+ *
+ * Tokenizer seam: fc_llama_gguf gives the open GGUF handle the model was
+ * read from, so a tokenizer can be read from the same file (tokenizer.*).
+ */
+#ifndef FUCINA_LLAMA_H
+#define FUCINA_LLAMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fucina.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The sizes of a model (from the file's llama.* keys, or given to
+ * fc_llama_new). */
+typedef struct fc_llama_config {
+    int64_t n_layers;     /* llama.block_count */
+    int64_t dim;          /* llama.embedding_length */
+    int64_t n_heads;      /* llama.attention.head_count */
+    int64_t n_kv_heads;   /* llama.attention.head_count_kv (absent: n_heads) */
+    int64_t ff_dim;       /* llama.feed_forward_length */
+    int64_t vocab;        /* rows of token_embd (or llama.vocab_size) */
+    int64_t context;      /* llama.context_length: the longest sequence */
+    int64_t rope_dims;    /* llama.rope.dimension_count (absent: head_dim) */
+    double rope_base;     /* llama.rope.freq_base (absent: 10000) */
+    double rope_scale;    /* 1 / llama.rope.scaling.factor when linear (absent: 1) */
+    double rms_eps;       /* llama.attention.layer_norm_rms_epsilon (absent: 1e-5) */
+    bool tied_output;     /* no "output" tensor: logits use token_embd */
+} fc_llama_config;
+
+typedef struct fc_llama fc_llama;
+
+typedef struct fc_llama_load_opts {
+    unsigned io_flags; /* FC_IO_NO_MMAP to read the file instead of mapping it */
+    bool trainable;    /* f32 tensors become writable parameters requiring grad */
+} fc_llama_load_opts;
+
+/* Reads path (opts NULL allowed: mapped, frozen). On success *out is a new
+ * model to be freed with fc_llama_free; on failure *out is NULL, nothing is
+ * leaked and the error is in ctx. Errors: FC_ERR_NULL_ARG; the GGUF
+ * reader's (FC_ERR_IO, FC_ERR_FORMAT, ...); FC_ERR_FORMAT for an
+ * architecture other than "llama", a missing or non-integer key, a missing
+ * tensor, sizes that do not divide (heads into dim, kv heads into heads),
+ * an odd or too large rope dimension count, non-positive or non-finite
+ * rope base or epsilon; FC_ERR_SHAPE_MISMATCH for a tensor whose shape is
+ * not what the keys give (the message names the tensor, both shapes);
+ * FC_ERR_DTYPE for a weight whose dtype a product cannot take; FC_ERR_OOM. */
+FC_API fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
+                               fc_llama **out);
+/* Random-initialised f32 model (normal weights of std 0.02, norm weights 1)
+ * requiring grad, from the ctx RNG, for training from scratch. cfg->vocab,
+ * dim, n_heads, n_layers, ff_dim and context must be >= 1, with the
+ * divisions above (FC_ERR_INVALID_ARG naming the field); rope_dims 0 means
+ * head_dim, rope_base / rms_eps / rope_scale 0 mean the defaults. The model
+ * has no file (fc_llama_gguf is NULL); fc_llama_save writes its config as
+ * llama.* keys. */
+FC_API fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg, fc_llama **out);
+/* Frees the model and releases its tensors (tensors the caller retained
+ * stay valid, and keep the file mapping alive). NULL is a harmless no-op. */
+FC_API void fc_llama_free(fc_llama *m);
+
+/* The config (borrowed, valid while m lives); NULL for NULL. */
+FC_API const fc_llama_config *fc_llama_get_config(const fc_llama *m);
+/* The GGUF handle the model was read from (borrowed; open while m lives),
+ * or NULL for a model made by fc_llama_new. */
+FC_API const fc_gguf_file *fc_llama_gguf(const fc_llama *m);
+/* Number of tensors the model holds (every tensor of its file, in the
+ * file's order), and tensor i's name and tensor (borrowed; NULL out of
+ * range). */
+FC_API int64_t fc_llama_tensor_count(const fc_llama *m);
+FC_API const char *fc_llama_tensor_name(const fc_llama *m, int64_t i);
+FC_API fc_tensor *fc_llama_tensor_at(const fc_llama *m, int64_t i);
+/* The tensor of that GGUF name (borrowed), or NULL. */
+FC_API fc_tensor *fc_llama_tensor(const fc_llama *m, const char *name);
+/* Writes up to cap borrowed handles of the tensors that require grad into
+ * out (NULL allowed with cap 0) and returns how many there are. */
+FC_API int64_t fc_llama_params(const fc_llama *m, fc_tensor **out, int64_t cap);
+
+/* ---- forward ---------------------------------------------------------------------
+ * ids: [B, T] (or [T], read as B = 1) of an integer dtype, each in
+ * [0, vocab) (FC_ERR_INDEX naming the first bad id and its position);
+ * T <= context (FC_ERR_INVALID_ARG). Returns logits [B, T, vocab] f32, a
+ * new reference; recorded on the tape when a parameter requires grad and
+ * grad mode is on, so fc_cross_entropy + fc_backward train the model. */
+FC_API fc_tensor *fc_llama_forward(fc_ctx *ctx, fc_llama *m, fc_tensor *ids);
+
+/* A key/value cache for incremental decoding: per layer, room for
+ * max_len positions of B sequences. */
+typedef struct fc_llama_cache fc_llama_cache;
+/* batch >= 1, 1 <= max_len <= context (FC_ERR_INVALID_ARG). The cache
+ * belongs to m and must be freed before it. */
+FC_API fc_status fc_llama_cache_new(fc_ctx *ctx, fc_llama *m, int64_t batch, int64_t max_len,
+                                    fc_llama_cache **out);
+FC_API void fc_llama_cache_free(fc_llama_cache *c); /* NULL: no-op */
+/* Positions held (0 for NULL) and forgetting them all. */
+FC_API int64_t fc_llama_cache_len(const fc_llama_cache *c);
+FC_API void fc_llama_cache_reset(fc_llama_cache *c);
+/* Runs ids [B, T] at positions len .. len + T - 1 against the cached keys
+ * and values, appends theirs, and returns logits [B, T, vocab] (new
+ * reference). Never recorded on the tape. FC_ERR_SHAPE_MISMATCH when B is
+ * not the cache's; FC_ERR_INVALID_ARG when len + T passes max_len (the
+ * cache is then unchanged); FC_ERR_INDEX for an id outside the vocabulary. */
+FC_API fc_tensor *fc_llama_forward_cached(fc_ctx *ctx, fc_llama *m, fc_llama_cache *c,
+                                          fc_tensor *ids);
+
+/* ---- sampling and generation ------------------------------------------------------ */
+typedef struct fc_llama_sample_opts {
+    double temperature; /* <= 0: greedy (argmax, the lowest id on ties) */
+    int64_t top_k;      /* keep the k most likely (0: all) */
+    double top_p;       /* keep the smallest set whose probability reaches p (0 or >= 1: all) */
+    uint64_t seed;      /* the sampler's own stream: same seed, same tokens */
+} fc_llama_sample_opts;
+
+/* One token from logits[0..n) (opts NULL: greedy). *rng is the stream state
+ * (start it at the seed; it advances by one draw per non-greedy call).
+ * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG for n < 1, top_k < 0, a NaN
+ * temperature or top_p, or logits that are all -inf or hold a NaN. */
+FC_API fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_sample_opts *opts,
+                                 uint64_t *rng, int32_t *token);
+/* Runs the prompt (n_prompt >= 1 ids) through a fresh cache and samples
+ * n_new tokens into out (each fed back); opts NULL: greedy. Stops early at
+ * stop_token when stop_token >= 0 (it is written). Returns the number of
+ * tokens written through *n_out (NULL allowed). FC_ERR_INVALID_ARG when
+ * n_prompt + n_new passes the context ("prompt of ... tokens"), FC_ERR_INDEX
+ * for an id outside the vocabulary. */
+FC_API fc_status fc_llama_generate(fc_ctx *ctx, fc_llama *m, const int32_t *prompt,
+                                   int64_t n_prompt, int64_t n_new, int32_t stop_token,
+                                   const fc_llama_sample_opts *opts, int32_t *out,
+                                   int64_t *n_out);
+
+/* ---- writing back as GGUF ---------------------------------------------------------- */
+/* Chooses the dtype of one tensor on saving (FC_DTYPE_COUNT: keep it). */
+typedef fc_dtype (*fc_llama_dtype_fn)(const char *name, fc_tensor *t, void *user);
+
+typedef struct fc_llama_save_opts {
+    /* Dtype of every 2-D weight; FC_DTYPE_COUNT keeps each one's (start
+     * from fc_llama_save_opts_default, not a zeroed struct). 1-D tensors
+     * (the norms) stay as they are: llama.cpp expects f32 norms. */
+    fc_dtype dtype;
+    /* For a block dtype whose block does not divide a weight's rows: the
+     * dtype used instead (FC_DTYPE_COUNT: such a weight is FC_ERR_INVALID_SHAPE). */
+    fc_dtype fallback;
+    fc_llama_dtype_fn pick; /* NULL allowed: overrides dtype per tensor */
+    void *user;
+} fc_llama_save_opts;
+
+/* Every tensor kept as it is. */
+FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
+
+/* Writes the model to path atomically as GGUF v3: every metadata key of the
+ * file it came from, unchanged, in the same order (a model from
+ * fc_llama_new gets general.architecture and the llama.* keys), then every
+ * tensor in the model's order, converted as opts says (any dtype with a
+ * ggml type; block dtypes quantize through f32, one tensor at a time).
+ * opts NULL: as default. Errors: the writer's (FC_ERR_IO, FC_ERR_DTYPE for
+ * a dtype without a ggml type, ...), FC_ERR_INVALID_SHAPE (above),
+ * FC_ERR_NON_FINITE from quantizing NaN or inf, FC_ERR_OOM. */
+FC_API fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
+                               const fc_llama_save_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUCINA_LLAMA_H */

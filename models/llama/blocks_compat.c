@@ -1,0 +1,110 @@
+/* llama/blocks_compat.c - rotary embedding, SwiGLU and grouped-query
+ * attention composed from public ops (see blocks.h). This is the one place
+ * the fused ops of fucina/attention.h replace when they land: each function
+ * here then becomes a call of fc_rope (FC_ROPE_NORM), fc_swiglu or
+ * fc_attention (causal). Everything is differentiable because every op
+ * used is; intermediates live in a scope and only the result is kept. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "llama/blocks.h"
+
+/* cos and sin of (pos0 + t) * scale * base^(-2i / n_dims), as [T, 1, n/2]
+ * tables (broadcast over batch and heads), computed in double. */
+static fc_status rope_tables(fc_ctx *ctx, int64_t T, int64_t half, int64_t n_dims, double base,
+                             double scale, int64_t pos0, fc_tensor **cos_t, fc_tensor **sin_t) {
+    float *c = malloc(sizeof(float) * (size_t)(T * half));
+    float *s = malloc(sizeof(float) * (size_t)(T * half));
+    if (!c || !s) {
+        free(c);
+        free(s);
+        return fc_ctx_fail(ctx, FC_ERR_OOM, "llama rope: out of memory for the tables");
+    }
+    for (int64_t i = 0; i < half; i++) {
+        double freq = scale * pow(base, -2.0 * (double)i / (double)n_dims);
+        for (int64_t t = 0; t < T; t++) {
+            double a = (double)(pos0 + t) * freq;
+            c[t * half + i] = (float)cos(a);
+            s[t * half + i] = (float)sin(a);
+        }
+    }
+    int64_t shape[3] = {T, 1, half};
+    *cos_t = fc_tensor_from_data(ctx, FC_F32, shape, 3, c);
+    *sin_t = fc_tensor_from_data(ctx, FC_F32, shape, 3, s);
+    free(c);
+    free(s);
+    return *cos_t && *sin_t ? FC_OK : fc_ctx_status(ctx);
+}
+
+fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base, double scale,
+                          int64_t pos0) {
+    if (!x) return NULL;
+    const int64_t *s = fc_tensor_shape(x);
+    int64_t T = s[1], D = s[3], half = n_dims / 2;
+    fc_scope_begin(ctx);
+    fc_tensor *cos_t = NULL, *sin_t = NULL, *out = NULL;
+    if (rope_tables(ctx, T, half, n_dims, base, scale, pos0, &cos_t, &sin_t) == FC_OK) {
+        fc_tensor *xr = n_dims == D ? x : fc_narrow(ctx, x, 3, 0, n_dims);
+        fc_tensor *x0 = fc_slice(ctx, xr, 3, 0, n_dims, 2);
+        fc_tensor *x1 = fc_slice(ctx, xr, 3, 1, n_dims, 2);
+        fc_tensor *o0 = fc_sub(ctx, fc_mul(ctx, x0, cos_t), fc_mul(ctx, x1, sin_t));
+        fc_tensor *o1 = fc_add(ctx, fc_mul(ctx, x0, sin_t), fc_mul(ctx, x1, cos_t));
+        fc_tensor *pair[2] = {o0, o1};
+        fc_tensor *rot = o0 && o1 ? fc_stack(ctx, pair, 2, 4) : NULL;
+        rot = fc_reshape(ctx, rot, (int64_t[]){s[0], T, s[2], n_dims}, 4);
+        if (n_dims == D) {
+            out = rot;
+        } else {
+            fc_tensor *parts[2] = {rot, fc_narrow(ctx, x, 3, n_dims, D - n_dims)};
+            out = parts[0] && parts[1] ? fc_concat(ctx, parts, 2, 3) : NULL;
+        }
+    }
+    fc_keep(out);
+    fc_scope_end(ctx);
+    return out;
+}
+
+fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    fc_scope_begin(ctx);
+    fc_tensor *out = fc_keep(fc_mul(ctx, fc_silu(ctx, a), b));
+    fc_scope_end(ctx);
+    return out;
+}
+
+/* The additive causal mask [T, S]: 0 where key j <= i + (S - T), -inf past it. */
+static fc_tensor *causal_mask(fc_ctx *ctx, int64_t T, int64_t S) {
+    float *m = malloc(sizeof(float) * (size_t)(T * S));
+    if (!m) {
+        fc_ctx_fail(ctx, FC_ERR_OOM, "llama attention: out of memory for the mask");
+        return NULL;
+    }
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < S; j++) m[i * S + j] = j <= i + (S - T) ? 0.0f : -INFINITY;
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){T, S}, 2, m);
+    free(m);
+    return t;
+}
+
+/* k [B, Hkv, S, D] -> [B, Hkv * G, S, D], kv head j serving query heads
+ * j*G .. j*G + G - 1 (so query head h reads kv head h / G). */
+static fc_tensor *repeat_kv(fc_ctx *ctx, fc_tensor *k, int64_t G) {
+    if (G == 1) return k;
+    const int64_t *s = fc_tensor_shape(k);
+    fc_tensor *k5 = fc_unsqueeze(ctx, k, 2);
+    fc_tensor *e = fc_expand(ctx, k5, (int64_t[]){s[0], s[1], G, s[2], s[3]}, 5);
+    return fc_reshape(ctx, e, (int64_t[]){s[0], s[1] * G, s[2], s[3]}, 4);
+}
+
+fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v) {
+    if (!q || !k || !v) return NULL;
+    const int64_t *qs = fc_tensor_shape(q), *ks = fc_tensor_shape(k);
+    int64_t T = qs[2], S = ks[2], G = qs[1] / ks[1];
+    fc_scope_begin(ctx);
+    fc_tensor *kk = repeat_kv(ctx, k, G), *vv = repeat_kv(ctx, v, G);
+    fc_tensor *scores = fc_matmul(ctx, q, fc_transpose(ctx, kk, 2, 3));
+    scores = fc_mul_scalar(ctx, scores, 1.0 / sqrt((double)qs[3]));
+    if (T > 1) scores = fc_add(ctx, scores, causal_mask(ctx, T, S));
+    fc_tensor *out = fc_keep(fc_matmul(ctx, fc_softmax(ctx, scores, -1), vv));
+    fc_scope_end(ctx);
+    return out;
+}

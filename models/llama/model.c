@@ -1,0 +1,409 @@
+/* llama/model.c - building a Llama model: from a GGUF file (keys, then
+ * tensors, each checked against the other before anything is run) or from
+ * a config with random weights; accessors and freeing.
+ *
+ * Order of the checks: the architecture, the keys (present, of an integer
+ * or float type, in range), the divisions between them, then each tensor
+ * the keys imply (present, of a usable dtype, of the shape they give). The
+ * first failure is returned with a message naming the key or tensor, so a
+ * file that contradicts itself never reaches a product.
+ *
+ * Memory: the model's own small tables come from malloc (the public API
+ * does not hand out a context's allocator); every tensor is the context's. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llama/llama_internal.h"
+
+static const char *const OP = "llama";
+
+/* ---- keys ------------------------------------------------------------------- */
+
+static fc_status key_int(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool required,
+                         int64_t dflt, int64_t *out) {
+    const fc_gguf_value *v = fc_gguf_get(f, key);
+    if (!v) {
+        if (required)
+            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is missing", OP, key);
+        *out = dflt;
+        return FC_OK;
+    }
+    if (fc_gguf_value_int(v, out) != FC_OK)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not an integer (type %d)", OP,
+                           key, (int)fc_gguf_value_type(v));
+    if (*out < 1)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %lld must be >= 1", OP, key,
+                           (long long)*out);
+    return FC_OK;
+}
+
+static fc_status key_float(fc_ctx *ctx, const fc_gguf_file *f, const char *key, double dflt,
+                           double *out) {
+    const fc_gguf_value *v = fc_gguf_get(f, key);
+    if (!v) {
+        *out = dflt;
+        return FC_OK;
+    }
+    if (fc_gguf_value_float(v, out) != FC_OK) {
+        int64_t i;
+        if (fc_gguf_value_int(v, &i) != FC_OK)
+            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not a number (type %d)", OP,
+                               key, (int)fc_gguf_value_type(v));
+        *out = (double)i;
+    }
+    if (!isfinite(*out) || *out <= 0)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %g must be finite and > 0", OP,
+                           key, *out);
+    return FC_OK;
+}
+
+static bool string_is(const fc_gguf_value *v, const char *want) {
+    const char *s;
+    size_t n;
+    if (fc_gguf_value_string(v, &s, &n) != FC_OK) return false;
+    return n == strlen(want) && memcmp(s, want, n) == 0;
+}
+
+/* The keys a Llama file must carry, into cfg (vocab and tied_output come
+ * from the tensors). */
+static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *cfg) {
+    const fc_gguf_value *arch = fc_gguf_get(f, "general.architecture");
+    if (!arch) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is missing", OP);
+    if (!string_is(arch, "llama")) {
+        const char *s = "";
+        size_t n = 0;
+        if (fc_gguf_value_string(arch, &s, &n) != FC_OK)
+            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is not a string",
+                               OP);
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                           "%s: general.architecture '%.*s' is not supported (only 'llama')", OP,
+                           (int)(n > 64 ? 64 : n), s);
+    }
+    fc_status st;
+    if ((st = key_int(ctx, f, "llama.block_count", true, 0, &cfg->n_layers)) ||
+        (st = key_int(ctx, f, "llama.embedding_length", true, 0, &cfg->dim)) ||
+        (st = key_int(ctx, f, "llama.attention.head_count", true, 0, &cfg->n_heads)) ||
+        (st = key_int(ctx, f, "llama.attention.head_count_kv", false, cfg->n_heads,
+                      &cfg->n_kv_heads)) ||
+        (st = key_int(ctx, f, "llama.feed_forward_length", true, 0, &cfg->ff_dim)) ||
+        (st = key_int(ctx, f, "llama.context_length", true, 0, &cfg->context)) ||
+        (st = key_int(ctx, f, "llama.rope.dimension_count", false, 0, &cfg->rope_dims)) ||
+        (st = key_float(ctx, f, "llama.rope.freq_base", 10000.0, &cfg->rope_base)) ||
+        (st = key_float(ctx, f, "llama.attention.layer_norm_rms_epsilon", 1e-5, &cfg->rms_eps)))
+        return st;
+    cfg->rope_scale = 1.0;
+    const fc_gguf_value *stype = fc_gguf_get(f, "llama.rope.scaling.type");
+    if (stype && !string_is(stype, "none")) {
+        if (!string_is(stype, "linear"))
+            return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                               "%s: llama.rope.scaling.type other than 'none' or 'linear' is not "
+                               "supported", OP);
+        double factor;
+        if ((st = key_float(ctx, f, "llama.rope.scaling.factor", 1.0, &factor))) return st;
+        cfg->rope_scale = 1.0 / factor;
+    }
+    return FC_OK;
+}
+
+/* The divisions between sizes; the names are the keys' (for a file) or the
+ * config's fields (for fc_llama_new). */
+static fc_status check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status code, bool keys) {
+    const char *k_dim = keys ? "llama.embedding_length" : "dim";
+    const char *k_h = keys ? "llama.attention.head_count" : "n_heads";
+    const char *k_kv = keys ? "llama.attention.head_count_kv" : "n_kv_heads";
+    const char *k_rope = keys ? "llama.rope.dimension_count" : "rope_dims";
+    if (c->dim % c->n_heads)
+        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k_h,
+                           (long long)c->n_heads, k_dim, (long long)c->dim);
+    if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads)
+        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k_kv,
+                           (long long)c->n_kv_heads, k_h, (long long)c->n_heads);
+    int64_t hd = c->dim / c->n_heads;
+    if (c->rope_dims % 2 || c->rope_dims > hd)
+        return fc_ctx_fail(ctx, code, "%s: %s = %lld must be even and at most the head size %lld",
+                           OP, k_rope, (long long)c->rope_dims, (long long)hd);
+    return FC_OK;
+}
+
+/* ---- tensors ------------------------------------------------------------------ */
+
+static fc_tensor *find(const fc_llama *m, const char *name) {
+    for (int64_t i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->names[i], name) == 0) return m->tensors[i];
+    return NULL;
+}
+
+static void shape_str(const int64_t *s, int rank, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)s[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+/* The tensor name must exist with shape {d0[, d1]} (rank 1 when d1 == 0).
+ * Matrices must be something fc_linear / fc_embedding can read; norms a
+ * float dtype. */
+static fc_status bind(fc_ctx *ctx, const fc_llama *m, const char *name, int64_t d0, int64_t d1,
+                      fc_tensor **out) {
+    fc_tensor *t = find(m, name);
+    if (!t) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor '%s' is missing", OP, name);
+    int rank = d1 ? 2 : 1;
+    int64_t want[2] = {d0, d1};
+    const int64_t *s = fc_tensor_shape(t);
+    bool ok = fc_tensor_rank(t) == rank && s[0] == d0 && (rank == 1 || s[1] == d1);
+    if (!ok) {
+        char got[96], exp[64];
+        shape_str(s, fc_tensor_rank(t), got, sizeof got);
+        shape_str(want, rank, exp, sizeof exp);
+        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                           "%s: tensor '%s' has shape %s, the keys give %s (ggml order reversed)",
+                           OP, name, got, exp);
+    }
+    fc_dtype dt = fc_tensor_dtype(t);
+    bool usable = dt == FC_F32 || dt == FC_F16 || dt == FC_BF16 ||
+                  (rank == 2 && fc_dtype_supports_quantized_matmul_rhs(dt));
+    if (!usable)
+        return fc_ctx_fail(ctx, FC_ERR_DTYPE, "%s: tensor '%s' has dtype %s, which a %s cannot use",
+                           OP, name, fc_dtype_name(dt), rank == 2 ? "product" : "norm");
+    *out = t;
+    return FC_OK;
+}
+
+/* Points the model's fields at its tensors, checking each. */
+static fc_status bind_all(fc_ctx *ctx, fc_llama *m) {
+    const fc_llama_config *c = &m->cfg;
+    int64_t hd = m->head_dim, D = c->dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    fc_tensor *embd = find(m, "token_embd.weight");
+    if (!embd)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing", OP);
+    int64_t vocab = fc_tensor_rank(embd) == 2 ? fc_tensor_shape(embd)[0] : 0;
+    if (c->vocab && c->vocab != vocab)
+        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH,
+                           "%s: tensor 'token_embd.weight' has %lld rows, llama.vocab_size is %lld",
+                           OP, (long long)vocab, (long long)c->vocab);
+    fc_status st;
+    if ((st = bind(ctx, m, "token_embd.weight", vocab > 0 ? vocab : 1, D, &m->tok_embd)) ||
+        (st = bind(ctx, m, "output_norm.weight", D, 0, &m->out_norm)))
+        return st;
+    m->cfg.vocab = vocab;
+    m->cfg.tied_output = find(m, "output.weight") == NULL;
+    if (m->cfg.tied_output)
+        m->output = m->tok_embd;
+    else if ((st = bind(ctx, m, "output.weight", vocab, D, &m->output)))
+        return st;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        llama_layer *L = &m->layers[l];
+        struct {
+            const char *suffix;
+            int64_t d0, d1;
+            fc_tensor **slot;
+        } want[] = {
+            {"attn_norm", D, 0, &L->attn_norm}, {"attn_q", qd, D, &L->wq},
+            {"attn_k", kvd, D, &L->wk},         {"attn_v", kvd, D, &L->wv},
+            {"attn_output", D, qd, &L->wo},     {"ffn_norm", D, 0, &L->ffn_norm},
+            {"ffn_gate", c->ff_dim, D, &L->w_gate}, {"ffn_up", c->ff_dim, D, &L->w_up},
+            {"ffn_down", D, c->ff_dim, &L->w_down},
+        };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, want[i].suffix);
+            if ((st = bind(ctx, m, name, want[i].d0, want[i].d1, want[i].slot))) return st;
+        }
+    }
+    return FC_OK;
+}
+
+/* ---- construction ------------------------------------------------------------- */
+
+static fc_llama *model_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_tensors) {
+    fc_llama *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->ctx = ctx;
+    m->cfg = *cfg;
+    m->head_dim = cfg->dim / cfg->n_heads;
+    if (!m->cfg.rope_dims) m->cfg.rope_dims = m->head_dim;
+    m->names = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *m->names);
+    m->tensors = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *m->tensors);
+    m->layers = calloc((size_t)cfg->n_layers, sizeof *m->layers);
+    if (!m->names || !m->tensors || !m->layers) {
+        free(m->names);
+        free(m->tensors);
+        free(m->layers);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void fc_llama_free(fc_llama *m) {
+    if (!m) return;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        fc_release(m->tensors[i]);
+        free(m->names[i]);
+    }
+    free(m->names);
+    free(m->tensors);
+    free(m->layers);
+    fc_gguf_close(m->file);
+    free(m);
+}
+
+/* Appends (name, t) to the table, taking t's reference (released on failure). */
+static fc_status add_tensor(fc_ctx *ctx, fc_llama *m, const char *name, fc_tensor *t) {
+    if (!t) return fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
+    size_t n = strlen(name) + 1;
+    char *copy = malloc(n);
+    if (!copy) {
+        fc_release(t);
+        return fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for tensor names", OP);
+    }
+    memcpy(copy, name, n);
+    m->names[m->n_tensors] = copy;
+    m->tensors[m->n_tensors++] = t;
+    return FC_OK;
+}
+
+fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
+                        fc_llama **out) {
+    if (out) *out = NULL;
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!path || !out) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL path or out", OP);
+    fc_llama_load_opts o = opts ? *opts : (fc_llama_load_opts){0};
+    char err[256];
+    fc_io_opts io = {.flags = o.io_flags & FC_IO_NO_MMAP, .errbuf = err, .errcap = sizeof err};
+    fc_gguf_file *f = NULL;
+    fc_status st = fc_gguf_open(path, &io, &f);
+    if (st) return fc_ctx_fail(ctx, st, "%s: %s", OP, err);
+    fc_llama_config cfg = {0};
+    if ((st = read_keys(ctx, f, &cfg))) goto fail_file;
+    const fc_gguf_value *vs = fc_gguf_get(f, "llama.vocab_size");
+    if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
+    if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / (cfg.dim >= cfg.n_heads ? cfg.n_heads : 1);
+    if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
+    fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_count(f));
+    if (!m) {
+        st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", OP);
+        goto fail_file;
+    }
+    m->file = f;
+    for (int64_t i = 0; i < fc_gguf_count(f); i++) {
+        fc_io_tensor info;
+        if ((st = fc_gguf_tensor_info(f, i, &info))) break;
+        bool param = o.trainable && info.dtype == FC_F32;
+        fc_tensor *t = fc_gguf_load(ctx, f, info.name, param ? FC_IO_COPY : 0);
+        if (t && param && (st = fc_requires_grad(t, true))) {
+            fc_release(t);
+            break;
+        }
+        if ((st = add_tensor(ctx, m, info.name, t))) break;
+    }
+    if (!st) st = bind_all(ctx, m);
+    if (st) {
+        fc_llama_free(m);
+        return st;
+    }
+    *out = m;
+    return FC_OK;
+fail_file:
+    fc_gguf_close(f);
+    return st;
+}
+
+fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **out) {
+    if (out) *out = NULL;
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!cfg_in || !out) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s_new: NULL cfg or out", OP);
+    fc_llama_config c = *cfg_in;
+    if (!c.n_kv_heads) c.n_kv_heads = c.n_heads;
+    struct {
+        const char *name;
+        int64_t v;
+    } need[] = {{"vocab", c.vocab},     {"dim", c.dim},       {"n_heads", c.n_heads},
+                {"n_kv_heads", c.n_kv_heads}, {"n_layers", c.n_layers}, {"ff_dim", c.ff_dim},
+                {"context", c.context}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (need[i].v < 1)
+            return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s_new: %s = %lld must be >= 1", OP,
+                               need[i].name, (long long)need[i].v);
+    if (!c.rope_dims) c.rope_dims = c.dim / c.n_heads;
+    if (c.rope_base == 0) c.rope_base = 10000.0;
+    if (c.rope_scale == 0) c.rope_scale = 1.0;
+    if (c.rms_eps == 0) c.rms_eps = 1e-5;
+    if (!(c.rope_base > 0) || !(c.rope_scale > 0) || !(c.rms_eps > 0) || !isfinite(c.rope_base) ||
+        !isfinite(c.rope_scale) || !isfinite(c.rms_eps))
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "%s_new: rope_base %g, rope_scale %g, rms_eps %g must be finite and > 0",
+                           OP, c.rope_base, c.rope_scale, c.rms_eps);
+    fc_status st = check_sizes(ctx, &c, FC_ERR_INVALID_ARG, false);
+    if (st) return st;
+    int64_t n = 3 + 9 * c.n_layers;
+    fc_llama *m = model_alloc(ctx, &c, n);
+    if (!m) return fc_ctx_fail(ctx, FC_ERR_OOM, "%s_new: out of memory", OP);
+    int64_t hd = m->head_dim, D = c.dim;
+    const double std = 0.02;
+    st = add_tensor(ctx, m, "token_embd.weight",
+                    fc_param_randn(ctx, FC_F32, (int64_t[]){c.vocab, D}, 2, std));
+    for (int64_t l = 0; !st && l < c.n_layers; l++) {
+        struct {
+            const char *suffix;
+            int64_t d0, d1;
+        } w[] = {{"attn_norm", D, 0},         {"attn_q", c.n_heads * hd, D},
+                 {"attn_k", c.n_kv_heads * hd, D}, {"attn_v", c.n_kv_heads * hd, D},
+                 {"attn_output", D, c.n_heads * hd}, {"ffn_norm", D, 0},
+                 {"ffn_gate", c.ff_dim, D},   {"ffn_up", c.ff_dim, D},
+                 {"ffn_down", D, c.ff_dim}};
+        for (size_t i = 0; !st && i < sizeof w / sizeof w[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, w[i].suffix);
+            fc_tensor *t = w[i].d1 ? fc_param_randn(ctx, FC_F32, (int64_t[]){w[i].d0, w[i].d1}, 2, std)
+                                   : fc_ones(ctx, FC_F32, (int64_t[]){w[i].d0}, 1);
+            if (t && !w[i].d1 && (st = fc_requires_grad(t, true))) fc_release(t);
+            if (!st) st = add_tensor(ctx, m, name, t);
+        }
+    }
+    if (!st) {
+        fc_tensor *t = fc_ones(ctx, FC_F32, (int64_t[]){D}, 1);
+        if (t && (st = fc_requires_grad(t, true))) fc_release(t);
+        if (!st) st = add_tensor(ctx, m, "output_norm.weight", t);
+    }
+    if (!st && !c.tied_output)
+        st = add_tensor(ctx, m, "output.weight",
+                        fc_param_randn(ctx, FC_F32, (int64_t[]){c.vocab, D}, 2, std));
+    if (!st) st = bind_all(ctx, m);
+    if (st) {
+        fc_llama_free(m);
+        return st;
+    }
+    *out = m;
+    return FC_OK;
+}
+
+/* ---- accessors ------------------------------------------------------------------ */
+
+const fc_llama_config *fc_llama_get_config(const fc_llama *m) { return m ? &m->cfg : NULL; }
+const fc_gguf_file *fc_llama_gguf(const fc_llama *m) { return m ? m->file : NULL; }
+int64_t fc_llama_tensor_count(const fc_llama *m) { return m ? m->n_tensors : 0; }
+
+const char *fc_llama_tensor_name(const fc_llama *m, int64_t i) {
+    return m && i >= 0 && i < m->n_tensors ? m->names[i] : NULL;
+}
+
+fc_tensor *fc_llama_tensor_at(const fc_llama *m, int64_t i) {
+    return m && i >= 0 && i < m->n_tensors ? m->tensors[i] : NULL;
+}
+
+fc_tensor *fc_llama_tensor(const fc_llama *m, const char *name) {
+    return m && name ? find(m, name) : NULL;
+}
+
+int64_t fc_llama_params(const fc_llama *m, fc_tensor **out, int64_t cap) {
+    int64_t n = 0;
+    for (int64_t i = 0; m && i < m->n_tensors; i++) {
+        if (!fc_tensor_requires_grad(m->tensors[i])) continue;
+        if (out && n < cap) out[n] = m->tensors[i];
+        n++;
+    }
+    return n;
+}

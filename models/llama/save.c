@@ -1,0 +1,260 @@
+/* llama/save.c - writing a model back as GGUF.
+ *
+ * Metadata: every key/value of the source file is rebuilt as an fc_gguf_kv
+ * (the reader hands out values, the writer takes C data), in the file's
+ * order, so a round trip keeps them all, tokenizer arrays included. A
+ * model without a file gets the keys its config implies.
+ *
+ * Tensors: each is converted on its own (a block dtype quantizes from a
+ * transient f32 copy of that one tensor, released at once); the converted
+ * tensors are then written in the model's order by fc_gguf_save. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llama/llama_internal.h"
+
+/* Every allocation of one save, freed together. */
+typedef struct arena {
+    void **blocks;
+    size_t n, cap;
+    bool failed;
+} arena;
+
+static void *arena_alloc(arena *a, size_t size) {
+    if (a->failed) return NULL;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        void **b = realloc(a->blocks, cap * sizeof *b);
+        if (!b) {
+            a->failed = true;
+            return NULL;
+        }
+        a->blocks = b;
+        a->cap = cap;
+    }
+    void *p = calloc(1, size ? size : 1);
+    if (!p) {
+        a->failed = true;
+        return NULL;
+    }
+    a->blocks[a->n++] = p;
+    return p;
+}
+
+static void arena_free(arena *a) {
+    for (size_t i = 0; i < a->n; i++) free(a->blocks[i]);
+    free(a->blocks);
+}
+
+static const char *dup_string(arena *a, const fc_gguf_value *v) {
+    const char *s = "";
+    size_t n = 0;
+    fc_gguf_value_string(v, &s, &n);
+    char *c = arena_alloc(a, n + 1);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+static size_t scalar_size(fc_gguf_type t) {
+    switch (t) {
+    case FC_GGUF_U8: case FC_GGUF_I8: return 1;
+    case FC_GGUF_BOOL: return sizeof(bool);
+    case FC_GGUF_U16: case FC_GGUF_I16: return 2;
+    case FC_GGUF_U32: case FC_GGUF_I32: case FC_GGUF_F32: return 4;
+    default: return 8;
+    }
+}
+
+/* One scalar into C storage of its type. */
+static void *scalar_copy(arena *a, const fc_gguf_value *v, fc_gguf_type t) {
+    void *p = arena_alloc(a, 8);
+    if (!p) return NULL;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0;
+    bool b = false;
+    switch (t) {
+    case FC_GGUF_U8: fc_gguf_value_uint(v, &u); *(uint8_t *)p = (uint8_t)u; break;
+    case FC_GGUF_U16: fc_gguf_value_uint(v, &u); *(uint16_t *)p = (uint16_t)u; break;
+    case FC_GGUF_U32: fc_gguf_value_uint(v, &u); *(uint32_t *)p = (uint32_t)u; break;
+    case FC_GGUF_U64: fc_gguf_value_uint(v, &u); *(uint64_t *)p = u; break;
+    case FC_GGUF_I8: fc_gguf_value_int(v, &i); *(int8_t *)p = (int8_t)i; break;
+    case FC_GGUF_I16: fc_gguf_value_int(v, &i); *(int16_t *)p = (int16_t)i; break;
+    case FC_GGUF_I32: fc_gguf_value_int(v, &i); *(int32_t *)p = (int32_t)i; break;
+    case FC_GGUF_I64: fc_gguf_value_int(v, &i); *(int64_t *)p = i; break;
+    case FC_GGUF_F32: fc_gguf_value_float(v, &d); *(float *)p = (float)d; break;
+    case FC_GGUF_F64: fc_gguf_value_float(v, &d); *(double *)p = d; break;
+    case FC_GGUF_BOOL: fc_gguf_value_bool(v, &b); *(bool *)p = b; break;
+    default: break;
+    }
+    return p;
+}
+
+/* Fills kv (key excluded) from v; nested arrays recurse. */
+static void value_to_kv(arena *a, const fc_gguf_value *v, fc_gguf_kv *kv) {
+    fc_gguf_type t = fc_gguf_value_type(v);
+    kv->type = t;
+    if (t == FC_GGUF_STRING) {
+        kv->data = dup_string(a, v);
+        return;
+    }
+    if (t != FC_GGUF_ARRAY) {
+        kv->data = scalar_copy(a, v, t);
+        return;
+    }
+    fc_gguf_type et = FC_GGUF_U8;
+    uint64_t count = 0;
+    fc_gguf_array_info(v, &et, &count);
+    kv->elem_type = et;
+    kv->count = count;
+    if (et == FC_GGUF_STRING) {
+        const char **s = arena_alloc(a, sizeof *s * (size_t)count);
+        for (uint64_t i = 0; s && i < count; i++) s[i] = dup_string(a, fc_gguf_array_item(v, i));
+        kv->data = s;
+    } else if (et == FC_GGUF_ARRAY) {
+        fc_gguf_kv *sub = arena_alloc(a, sizeof *sub * (size_t)count);
+        for (uint64_t i = 0; sub && i < count; i++)
+            value_to_kv(a, fc_gguf_array_item(v, i), &sub[i]);
+        kv->data = sub;
+    } else {
+        const void *raw = NULL;
+        size_t es = 0;
+        fc_gguf_array_data(v, &raw, &es);
+        size_t cs = scalar_size(et);
+        uint8_t *d = arena_alloc(a, cs * (size_t)count);
+        /* bool is one byte 0/1 in the file; the writer reads C bools */
+        for (uint64_t i = 0; d && raw && i < count; i++) {
+            if (et == FC_GGUF_BOOL)
+                ((bool *)d)[i] = ((const uint8_t *)raw)[i] != 0;
+            else
+                memcpy(d + i * cs, (const uint8_t *)raw + i * es, cs);
+        }
+        kv->data = d;
+    }
+}
+
+/* The keys of a model made by fc_llama_new. */
+static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
+    int64_t n = 0;
+    kv[n++] = (fc_gguf_kv){.key = "general.architecture", .type = FC_GGUF_STRING, .data = "llama"};
+    struct {
+        const char *key;
+        int64_t v;
+    } ints[] = {{"llama.context_length", c->context},
+                {"llama.embedding_length", c->dim},
+                {"llama.block_count", c->n_layers},
+                {"llama.feed_forward_length", c->ff_dim},
+                {"llama.attention.head_count", c->n_heads},
+                {"llama.attention.head_count_kv", c->n_kv_heads},
+                {"llama.rope.dimension_count", c->rope_dims},
+                {"llama.vocab_size", c->vocab}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        uint32_t *p = arena_alloc(a, sizeof *p);
+        if (p) *p = (uint32_t)ints[i].v;
+        kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U32, .data = p};
+    }
+    struct {
+        const char *key;
+        double v;
+    } fl[] = {{"llama.rope.freq_base", c->rope_base},
+              {"llama.attention.layer_norm_rms_epsilon", c->rms_eps},
+              {"llama.rope.scaling.factor", 1.0 / c->rope_scale}};
+    for (size_t i = 0; i < (c->rope_scale != 1.0 ? 3u : 2u); i++) {
+        float *p = arena_alloc(a, sizeof *p);
+        if (p) *p = (float)fl[i].v;
+        kv[n++] = (fc_gguf_kv){.key = fl[i].key, .type = FC_GGUF_F32, .data = p};
+    }
+    if (c->rope_scale != 1.0)
+        kv[n++] = (fc_gguf_kv){.key = "llama.rope.scaling.type", .type = FC_GGUF_STRING,
+                               .data = "linear"};
+    return n;
+}
+
+fc_llama_save_opts fc_llama_save_opts_default(void) {
+    return (fc_llama_save_opts){.dtype = FC_DTYPE_COUNT, .fallback = FC_DTYPE_COUNT};
+}
+
+/* The dtype tensor t is written in, or FC_DTYPE_COUNT with the error recorded. */
+static fc_dtype target_dtype(fc_ctx *ctx, const fc_llama_save_opts *o, const char *name,
+                             fc_tensor *t) {
+    fc_dtype dt = fc_tensor_dtype(t), want = dt;
+    if (fc_tensor_rank(t) == 2 && o->dtype != FC_DTYPE_COUNT) want = o->dtype;
+    if (o->pick) {
+        fc_dtype p = o->pick(name, t, o->user);
+        if (p != FC_DTYPE_COUNT) want = p;
+    }
+    if (!fc_dtype_is_valid(want)) {
+        fc_ctx_fail(ctx, FC_ERR_DTYPE, "fc_llama_save: tensor '%s': invalid dtype %d", name,
+                    (int)want);
+        return FC_DTYPE_COUNT;
+    }
+    int64_t cols = fc_tensor_shape(t)[fc_tensor_rank(t) - 1];
+    if (want != dt && fc_dtype_is_block(want) && cols % fc_dtype_block_elems(want)) {
+        if (o->fallback != FC_DTYPE_COUNT && o->fallback != want) {
+            fc_llama_save_opts f = *o;
+            f.dtype = o->fallback;
+            f.fallback = FC_DTYPE_COUNT;
+            f.pick = NULL;
+            return target_dtype(ctx, &f, name, t);
+        }
+        fc_ctx_fail(ctx, FC_ERR_INVALID_SHAPE,
+                    "fc_llama_save: tensor '%s' has rows of %lld, not a multiple of %s's block "
+                    "of %lld (set a fallback dtype)",
+                    name, (long long)cols, fc_dtype_name(want),
+                    (long long)fc_dtype_block_elems(want));
+        return FC_DTYPE_COUNT;
+    }
+    return want;
+}
+
+static fc_tensor *convert(fc_ctx *ctx, fc_tensor *t, fc_dtype want) {
+    fc_dtype dt = fc_tensor_dtype(t);
+    if (want == dt) return fc_retain(t);
+    if (!fc_dtype_is_block(want) && !fc_dtype_is_block(dt)) return fc_to(ctx, t, want);
+    fc_tensor *f = dt == FC_F32 ? fc_retain(t) : fc_to(ctx, t, FC_F32);
+    fc_tensor *y = want == FC_F32 ? fc_retain(f) : fc_to(ctx, f, want);
+    fc_release(f);
+    return y;
+}
+
+fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
+                        const fc_llama_save_opts *opts) {
+    if (!ctx) return FC_ERR_NULL_ARG;
+    if (!m || !path) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "fc_llama_save: NULL model or path");
+    fc_llama_save_opts o = opts ? *opts : fc_llama_save_opts_default();
+    arena a = {0};
+    int64_t n_kv = m->file ? fc_gguf_kv_count(m->file) : 0;
+    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)(n_kv ? n_kv : 16));
+    fc_tensor **out = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *out);
+    fc_status st = FC_OK;
+    if (!kvs || !out) {
+        st = fc_ctx_fail(ctx, FC_ERR_OOM, "fc_llama_save: out of memory");
+        goto done;
+    }
+    if (m->file) {
+        for (int64_t i = 0; i < n_kv; i++) {
+            kvs[i].key = fc_gguf_kv_key(m->file, i);
+            value_to_kv(&a, fc_gguf_kv_value(m->file, i), &kvs[i]);
+        }
+    } else {
+        n_kv = config_kvs(&a, &m->cfg, kvs);
+    }
+    if (a.failed) {
+        st = fc_ctx_fail(ctx, FC_ERR_OOM, "fc_llama_save: out of memory for the metadata");
+        goto done;
+    }
+    fc_no_grad_begin(ctx);
+    for (int64_t i = 0; i < m->n_tensors && !st; i++) {
+        fc_dtype want = target_dtype(ctx, &o, m->names[i], m->tensors[i]);
+        out[i] = want == FC_DTYPE_COUNT ? NULL : convert(ctx, m->tensors[i], want);
+        if (!out[i]) st = fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
+    }
+    fc_no_grad_end(ctx);
+    if (!st)
+        st = fc_gguf_save(ctx, path, kvs, n_kv, (const char *const *)m->names, out, m->n_tensors);
+done:
+    for (int64_t i = 0; out && i < m->n_tensors; i++) fc_release(out[i]);
+    free(out);
+    arena_free(&a);
+    return st;
+}
