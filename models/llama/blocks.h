@@ -2,7 +2,10 @@
  * rotary embedding, SwiGLU and (grouped-query) attention. Their only home
  * in models/ is blocks_compat.c, which composes them from public ops until
  * the fused ops (fc_rope, fc_swiglu, fc_attention of fucina/attention.h)
- * land; swapping them in is a change to that one file. */
+ * land; swapping them in is a change to that one file.
+ *
+ * Each returns a new reference that belongs to no scope (the caller
+ * releases it), or NULL with the error recorded; NULL inputs propagate. */
 #ifndef FUCINA_MODELS_LLAMA_BLOCKS_H
 #define FUCINA_MODELS_LLAMA_BLOCKS_H
 

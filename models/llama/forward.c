@@ -81,9 +81,11 @@ static fc_tensor *heads(fc_ctx *ctx, const fc_llama *m, fc_tensor *y, int64_t n_
     const int64_t *s = y ? fc_tensor_shape(y) : NULL;
     if (!s) return NULL;
     fc_tensor *h = fc_reshape(ctx, y, (int64_t[]){s[0], s[1], n_heads, m->head_dim}, 4);
-    if (rope)
-        h = fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
-    return fc_permute(ctx, h, (const int[]){0, 2, 1, 3});
+    if (!rope) return fc_permute(ctx, h, (const int[]){0, 2, 1, 3});
+    fc_tensor *r = fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
+    fc_tensor *p = fc_permute(ctx, r, (const int[]){0, 2, 1, 3});
+    fc_release(r); /* outside every scope (blocks.h); p keeps what it needs */
+    return p;
 }
 
 /* Writes x [B, Hkv, T, hd] at positions pos0.. of cache tensor c and
@@ -109,12 +111,16 @@ static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_ll
         k = cache_append(ctx, cache->k[l], k, pos0, T);
         v = cache_append(ctx, cache->v[l], v, pos0, T);
     }
-    fc_tensor *a = fc_permute(ctx, fc__llama_attention(ctx, q, k, v), (const int[]){0, 2, 1, 3});
+    fc_tensor *att = fc__llama_attention(ctx, q, k, v);
+    fc_tensor *a = fc_permute(ctx, att, (const int[]){0, 2, 1, 3});
+    fc_release(att);
     a = fc_reshape(ctx, a, (int64_t[]){B, T, c->n_heads * m->head_dim}, 3);
     x = fc_add(ctx, x, lin(ctx, a, L->wo));
     h = norm(ctx, x, L->ffn_norm, c->rms_eps);
     fc_tensor *f = fc__llama_swiglu(ctx, lin(ctx, h, L->w_gate), lin(ctx, h, L->w_up));
-    return fc_add(ctx, x, lin(ctx, f, L->w_down));
+    fc_tensor *y = fc_add(ctx, x, lin(ctx, f, L->w_down));
+    fc_release(f);
+    return y;
 }
 
 fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_cache *cache,
@@ -142,15 +148,22 @@ fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_c
     fc_tensor *x = e && fc_tensor_dtype(e) != FC_F32 ? fc_to(ctx, e, FC_F32) : e;
     for (int64_t l = 0; x && l < m->cfg.n_layers; l++) {
         fc_scope_begin(ctx);
-        x = fc_keep(block(ctx, m, l, x, cache, pos0));
+        fc_tensor *nx = fc_keep(block(ctx, m, l, x, cache, pos0));
         fc_scope_end(ctx);
+        if (l > 0) fc_release(x); /* kept by the previous layer: ours */
+        x = nx;
     }
     logits = lin(ctx, norm(ctx, x, m->out_norm, m->cfg.rms_eps), m->output);
+    if (m->cfg.n_layers > 0) fc_release(x);
     if (logits && cache) cache->len = pos0 + T;
 done:
     fc_keep(logits);
     fc_scope_end(ctx);
-    return logits;
+    /* A new handle on the same storage, made after the scope closed, so the
+     * result belongs to the caller's scope as an op's result does. */
+    fc_tensor *out = logits ? fc_contiguous(ctx, logits) : NULL;
+    fc_release(logits);
+    return out;
 }
 
 fc_tensor *fc_llama_forward(fc_ctx *ctx, fc_llama *m, fc_tensor *ids) {
