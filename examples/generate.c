@@ -2,10 +2,13 @@
  *
  *   generate MODEL.gguf --prompt 1,15043,29892 [--n 32] [--temp 0.8]
  *            [--top-k 40] [--top-p 0.95] [--seed 1] [--stop -1] [--threads 0]
+ *            [--logits FILE]
  *
  * Until the tokenizer lands the prompt is a list of token ids and the
  * output is the generated ids, one line, then a timing line on stderr.
- * --temp 0 (the default) is greedy decoding. The model is mapped, not
+ * --temp 0 (the default) is greedy decoding. --logits writes the prompt's
+ * logits (f32 little-endian [T, vocab], one full forward) to FILE, for
+ * scripts/llama_cpp_parity.sh. The model is mapped, not
  * read: quantized weights stay quantized. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +45,28 @@ static int64_t parse_ids(const char *s, int32_t **out) {
     return n;
 }
 
+/* The prompt's logits, one forward without a cache, as raw f32. */
+static int write_logits(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t n,
+                        const char *path) {
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, n}, 2, ids);
+    fc_tensor *y = fc_llama_forward(ctx, m, t);
+    size_t bytes = y ? fc_tensor_nbytes(y) : 0;
+    float *buf = y ? malloc(bytes) : NULL;
+    int rc = !buf || fc_tensor_copy_to(y, buf, bytes) != FC_OK;
+    FILE *f = rc ? NULL : fopen(path, "wb");
+    if (!rc && (!f || fwrite(buf, 1, bytes, f) != bytes)) {
+        fc_ctx_fail(ctx, FC_ERR_IO, "generate: cannot write %s", path);
+        rc = 1;
+    }
+    if (f) fclose(f);
+    free(buf);
+    fc_release(y);
+    fc_release(t);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL;
+    const char *model_path = NULL, *prompt = NULL, *logits_path = NULL;
     int64_t n_new = 32, top_k = 0, seed = 1, stop = -1, threads = 0;
     double temp = 0.0, top_p = 0.0;
     const ex_arg args[] = {
@@ -55,6 +78,7 @@ int main(int argc, char **argv) {
         {"seed", EX_ARG_INT, &seed, "sampler seed"},
         {"stop", EX_ARG_INT, &stop, "stop after this token id (-1: none)"},
         {"threads", EX_ARG_INT, &threads, "threads (0: all cores)"},
+        {"logits", EX_ARG_STRING, &logits_path, "write the prompt's logits (f32 [T, vocab]) here"},
     };
     ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]),
                                       &model_path, "generate MODEL.gguf --prompt IDS [options]");
@@ -77,6 +101,7 @@ int main(int argc, char **argv) {
     if (!ctx || !out) goto done;
     double t0 = now();
     if (fc_llama_load(ctx, model_path, NULL, &m)) goto fail;
+    if (logits_path && write_logits(ctx, m, ids, n_prompt, logits_path)) goto fail;
     double t1 = now();
     fc_llama_sample_opts o = {.temperature = temp, .top_k = top_k, .top_p = top_p,
                               .seed = (uint64_t)seed};

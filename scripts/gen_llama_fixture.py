@@ -20,6 +20,11 @@ quantizes a GGUF Llama with the library. Writes into OUT_DIR
                      file (the quantized ones dequantized here, in numpy,
                      from the GGUF bytes: an independent reading of the
                      block formats)
+  <name>.logits_act  (quantized files) the same run with the input of every
+                     weight product rounded as fucina's and ggml's quantized
+                     products round it (q8 blocks of 32 with an f32 scale
+                     against q8_0, ggml's q8_K against q4_k; see q8_act):
+                     fucina should match these to f32 rounding
   <name>.greedy      int32 [N_GREEDY]: PyTorch's greedy continuation of
                      prompt 0 (full recomputation, no cache)
   <name>.margins     f32 [N_GREEDY]: at each of those steps, how far the
@@ -99,31 +104,67 @@ def rope_pairs(x, base):
     return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).reshape(B, T, H, hd)
 
 
-def forward(c, w, ids):
-    """ids [B, T] long -> logits [B, T, vocab] (f32 throughout)."""
+def forward(c, w, ids, act=None):
+    """ids [B, T] long -> logits [B, T, vocab] (f32 throughout). act, when
+    given, rounds the input of every weight product the way a quantized
+    matmul does (see q8_act)."""
     B, T = ids.shape
     H, KV, D = c["n_heads"], c["n_kv_heads"], c["dim"]
     hd, G = D // H, H // KV
+    act = act or (lambda x: x)
+
+    def lin(x, name):
+        return act(x) @ w[name].T
+
     x = w["token_embd.weight"][ids]
     mask = torch.full((T, T), float("-inf")).triu(1)
     for l in range(c["n_layers"]):
         p = "blk.%d." % l
         h = rms_norm(x, w[p + "attn_norm.weight"], c["eps"])
-        q = rope_pairs((h @ w[p + "attn_q.weight"].T).view(B, T, H, hd), c["rope_base"])
-        k = rope_pairs((h @ w[p + "attn_k.weight"].T).view(B, T, KV, hd), c["rope_base"])
-        v = (h @ w[p + "attn_v.weight"].T).view(B, T, KV, hd)
+        q = rope_pairs(lin(h, p + "attn_q.weight").view(B, T, H, hd), c["rope_base"])
+        k = rope_pairs(lin(h, p + "attn_k.weight").view(B, T, KV, hd), c["rope_base"])
+        v = lin(h, p + "attn_v.weight").view(B, T, KV, hd)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         k = k.repeat_interleave(G, dim=1)  # query head h reads kv head h // G
         v = v.repeat_interleave(G, dim=1)
         s = q @ k.transpose(2, 3) / hd ** 0.5 + mask
         a = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, T, D)
-        x = x + a @ w[p + "attn_output.weight"].T
+        x = x + lin(a, p + "attn_output.weight")
         h = rms_norm(x, w[p + "ffn_norm.weight"], c["eps"])
-        f = torch.nn.functional.silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)
-        x = x + f @ w[p + "ffn_down.weight"].T
+        f = torch.nn.functional.silu(lin(h, p + "ffn_gate.weight")) * lin(h, p + "ffn_up.weight")
+        x = x + lin(f, p + "ffn_down.weight")
     x = rms_norm(x, w["output_norm.weight"], c["eps"])
-    out = w["output.weight"] if "output.weight" in w else w["token_embd.weight"]
-    return x @ out.T
+    return lin(x, "output.weight" if "output.weight" in w else "token_embd.weight")
+
+
+def q8_act(kind):
+    """The activation rounding of ggml's quantized products (ggml's
+    vec_dot_type), in f32 like ggml, codes rounded half to even:
+      "q8_0"      per 32 values d = amax / 127, code = round(x * (1 / d)),
+                  d kept in f32 (fucina) ...
+      "q8_0_f16"  ... or rounded to f16 (ggml's block_q8_0 stores d as f16)
+      "q8_k"      per 256 values: m = the value of largest magnitude,
+                  iscale = -127 / m, code = min(127, round(iscale * x)),
+                  d = 1 / iscale (ggml's quantize_row_q8_K; q4_k's)."""
+    def f(x):
+        sh = x.shape
+        n = 256 if kind == "q8_k" else 32
+        b = x.detach().reshape(-1, n).numpy().astype(np.float32)
+        if kind == "q8_k":
+            idx = np.abs(b).argmax(1)
+            m = b[np.arange(len(b)), idx]
+            iscale = np.where(m != 0, np.float32(-127.0) / np.where(m != 0, m, 1), 0).astype(np.float32)
+            q = np.minimum(np.rint(iscale[:, None] * b), 127)
+            d = np.where(iscale != 0, np.float32(1.0) / np.where(iscale != 0, iscale, 1), 0)
+        else:
+            amax = np.abs(b).max(1)
+            d = (amax / np.float32(127.0)).astype(np.float32)
+            inv = np.where(d != 0, np.float32(1.0) / np.where(d != 0, d, 1), 0).astype(np.float32)
+            q = np.rint(b * inv[:, None])
+            if kind == "q8_0_f16":
+                d = d.astype(np.float16).astype(np.float32)
+        return torch.from_numpy((q * d.astype(np.float32)[:, None]).astype(np.float32)).reshape(sh)
+    return f
 
 
 def greedy(c, w, prompt, n):
@@ -155,7 +196,11 @@ def write_gguf(path, c, w):
            ("llama.attention.head_count_kv", U32, c["n_kv_heads"]),
            ("llama.rope.dimension_count", U32, c["dim"] // c["n_heads"]),
            ("llama.rope.freq_base", F32T, c["rope_base"]),
-           ("llama.attention.layer_norm_rms_epsilon", F32T, c["eps"])]
+           ("llama.attention.layer_norm_rms_epsilon", F32T, c["eps"]),
+           ("llama.vocab_size", U32, c["vocab"]),
+           # no vocabulary: llama.cpp then takes token ids as they are (its
+           # loader requires this key; "none" adds vocab_size dummy tokens)
+           ("tokenizer.ggml.model", STRING, "none")]
     out = bytearray(b"GGUF") + struct.pack("<IQQ", 3, len(w), len(kvs))
     for k, t, v in kvs:
         out += gstr(k) + struct.pack("<I", t)
@@ -254,11 +299,17 @@ def weights_of(path):
     return w
 
 
-def reference(out_dir, name, c, path):
+def reference(out_dir, name, c, path, act=None):
     w = weights_of(path)
     prompts = [[t % c["vocab"] for t in p] for p in PROMPTS]
     with torch.no_grad():
         logits = forward(c, w, torch.tensor(prompts))
+        if act:
+            # what a ggml-style quantized product computes: fucina's rounding
+            actl = forward(c, w, torch.tensor(prompts), q8_act(act))
+            actl.numpy().astype("<f4").tofile(os.path.join(out_dir, name + ".logits_act"))
+            print("%s: activations rounded as %s move the logits by %.3g at most" % (
+                name, act, float((actl - logits).abs().max())))
         g, margins = greedy(c, w, prompts[0], N_GREEDY)
     logits.numpy().astype("<f4").tofile(os.path.join(out_dir, name + ".logits"))
     np.array(g, "<i4").tofile(os.path.join(out_dir, name + ".greedy"))
@@ -281,13 +332,13 @@ def main():
     reference(out_dir, "tiny_f32", CONFIG_A, a)
     q8 = os.path.join(out_dir, "tiny_q8_0.gguf")
     convert(tool, a, q8, "q8_0")
-    reference(out_dir, "tiny_q8_0", CONFIG_A, q8)
+    reference(out_dir, "tiny_q8_0", CONFIG_A, q8, "q8_0")
     with tempfile.TemporaryDirectory() as tmp:
         b = os.path.join(tmp, "small_f32.gguf")
         write_gguf(b, CONFIG_B, init_weights(CONFIG_B, 1))
         q4 = os.path.join(out_dir, "small_q4_k.gguf")
         convert(tool, b, q4, "q4_k")
-    reference(out_dir, "small_q4_k", CONFIG_B, q4)
+    reference(out_dir, "small_q4_k", CONFIG_B, q4, "q8_k")
 
 
 if __name__ == "__main__":
