@@ -10,6 +10,7 @@
  * logits (f32 little-endian [T, vocab], one full forward) to FILE, for
  * scripts/llama_cpp_parity.sh. The model is mapped, not
  * read: quantized weights stay quantized. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
