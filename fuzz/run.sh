@@ -6,8 +6,9 @@
 #   fuzz/run.sh --seeds    # rewrite fuzz/corpus/checkpoint with gen_checkpoint_seeds
 # Targets: fuzz_safetensors and fuzz_gguf (the byte-level readers, built
 # from their sources), fuzz_checkpoint (fc_checkpoint_load) and fuzz_api
-# (random programs of public API calls, misuse included), the last two
-# linked against the whole library built with clang into $FUZZ_WORK/lib
+# (random programs of public API calls, misuse included) and fuzz_llama
+# (the Llama model loader of models/, fc_llama_from_gguf, with a forward),
+# the last three linked against the whole library built with clang into $FUZZ_WORK/lib
 # (default build-fuzz/ in this checkout): the first run configures and
 # builds it, later runs rebuild what changed; a build directory configured
 # from another checkout is discarded first, since cmake refuses to reuse it.
@@ -56,7 +57,7 @@ fi
 SECS="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api llama)
 
 # The byte-level readers need only the core layer; tensor_io.c and
 # checkpoint.c are the exec-level API on top and are left out.
@@ -71,6 +72,10 @@ for target in "${TARGETS[@]}"; do
   if [ "$target" = checkpoint ] || [ "$target" = api ]; then
     build_lib
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
+  elif [ "$target" = llama ]; then
+    build_lib
+    "$CC_" "${FLAGS[@]}" -Imodels/include -Imodels "fuzz/fuzz_$target.c" models/llama/*.c \
+      "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
   else
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
   fi

@@ -2,6 +2,7 @@
 """Llama fixtures for fucina's model tests, with PyTorch's logits.
 
   gen_llama_fixture.py OUT_DIR LLAMA_CONVERT
+  gen_llama_fixture.py --fuzz-seeds fuzz/corpus/llama LLAMA_CONVERT
 
 LLAMA_CONVERT is fucina's examples/llama_convert (build/examples/...), which
 quantizes a GGUF Llama with the library. Writes into OUT_DIR
@@ -323,7 +324,25 @@ def convert(tool, src, dst, dtype):
     subprocess.run([tool, src, dst, dtype], check=True)
 
 
+def fuzz_seeds(out_dir, tool):
+    """Seeds of fuzz/corpus/llama: two valid models small enough for the
+    fuzzer's 64 KiB inputs (one f32 with tied output, one q8_0)."""
+    os.makedirs(out_dir, exist_ok=True)
+    s1 = dict(n_layers=1, dim=8, n_heads=2, n_kv_heads=1, ff=16, vocab=10, context=8,
+              rope_base=10000.0, eps=1e-5, tied=True)
+    s2 = dict(n_layers=1, dim=32, n_heads=4, n_kv_heads=2, ff=32, vocab=16, context=8,
+              rope_base=10000.0, eps=1e-5, tied=False)
+    write_gguf(os.path.join(out_dir, "tiny_f32.gguf"), s1, init_weights(s1, 0))
+    with tempfile.TemporaryDirectory() as tmp:
+        b = os.path.join(tmp, "s2.gguf")
+        write_gguf(b, s2, init_weights(s2, 0))
+        convert(tool, b, os.path.join(out_dir, "small_q8_0.gguf"), "q8_0")
+
+
 def main():
+    if sys.argv[1] == "--fuzz-seeds":
+        fuzz_seeds(sys.argv[2], sys.argv[3])
+        return
     out_dir, tool = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     torch.manual_seed(0)

@@ -270,17 +270,33 @@ fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts 
     if (out) *out = NULL;
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!path || !out) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL path or out", OP);
-    fc_llama_load_opts o = opts ? *opts : (fc_llama_load_opts){0};
     char err[256];
-    fc_io_opts io = {.flags = o.io_flags & FC_IO_NO_MMAP, .errbuf = err, .errcap = sizeof err};
+    fc_io_opts io = {.flags = opts ? opts->io_flags & FC_IO_NO_MMAP : 0, .errbuf = err,
+                     .errcap = sizeof err};
     fc_gguf_file *f = NULL;
     fc_status st = fc_gguf_open(path, &io, &f);
     if (st) return fc_ctx_fail(ctx, st, "%s: %s", OP, err);
+    return fc_llama_from_gguf(ctx, f, opts, out);
+}
+
+fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_opts *opts,
+                             fc_llama **out) {
+    if (out) *out = NULL;
+    if (!ctx) {
+        fc_gguf_close(f);
+        return FC_ERR_NULL_ARG;
+    }
+    if (!f || !out) {
+        fc_gguf_close(f);
+        return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL file or out", OP);
+    }
+    fc_llama_load_opts o = opts ? *opts : (fc_llama_load_opts){0};
     fc_llama_config cfg = {0};
+    fc_status st;
     if ((st = read_keys(ctx, f, &cfg))) goto fail_file;
     const fc_gguf_value *vs = fc_gguf_get(f, "llama.vocab_size");
     if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
-    if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / (cfg.dim >= cfg.n_heads ? cfg.n_heads : 1);
+    if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
     if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
     fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_count(f));
     if (!m) {

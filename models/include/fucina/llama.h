@@ -79,6 +79,11 @@ typedef struct fc_llama_load_opts {
  * FC_ERR_DTYPE for a weight whose dtype a product cannot take; FC_ERR_OOM. */
 FC_API fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
                                fc_llama **out);
+/* The same over a GGUF handle the caller opened (fc_gguf_open_memory, say).
+ * Steals f: it is closed with the model, or before returning on failure
+ * (NULL f is FC_ERR_NULL_ARG). opts->io_flags is not used. */
+FC_API fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_opts *opts,
+                                    fc_llama **out);
 /* Random-initialised f32 model (normal weights of std 0.02, norm weights 1)
  * requiring grad, from the ctx RNG, for training from scratch. cfg->vocab,
  * dim, n_heads, n_layers, ff_dim and context must be >= 1, with the
