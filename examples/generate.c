@@ -28,7 +28,8 @@ static double now(void) {
 /* "1,2,3" -> ids (malloc'd); -1 on a bad list. */
 static int64_t parse_ids(const char *s, int32_t **out) {
     int64_t n = 1;
-    for (const char *p = s; *p; p++) n += *p == ',';
+    for (const char *p = s; *p; p++)
+        n += *p == ',';
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids) return -1;
     const char *p = s;
@@ -47,8 +48,7 @@ static int64_t parse_ids(const char *s, int32_t **out) {
 }
 
 /* The prompt's logits, one forward without a cache, as raw f32. */
-static int write_logits(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t n,
-                        const char *path) {
+static int write_logits(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t n, const char *path) {
     fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, n}, 2, ids);
     fc_tensor *y = fc_llama_forward(ctx, m, t);
     size_t bytes = y ? fc_tensor_nbytes(y) : 0;
@@ -104,12 +104,13 @@ int main(int argc, char **argv) {
     if (fc_llama_load(ctx, model_path, NULL, &m)) goto fail;
     if (logits_path && write_logits(ctx, m, ids, n_prompt, logits_path)) goto fail;
     double t1 = now();
-    fc_llama_sample_opts o = {.temperature = temp, .top_k = top_k, .top_p = top_p,
-                              .seed = (uint64_t)seed};
+    fc_llama_sample_opts o = {
+        .temperature = temp, .top_k = top_k, .top_p = top_p, .seed = (uint64_t)seed};
     int64_t n = 0;
     if (fc_llama_generate(ctx, m, ids, n_prompt, n_new, (int32_t)stop, &o, out, &n)) goto fail;
     double t2 = now();
-    for (int64_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)out[i]);
+    for (int64_t i = 0; i < n; i++)
+        printf(i ? " %d" : "%d", (int)out[i]);
     printf("\n");
     fflush(stdout); /* the ids first, then the timing line */
     const fc_llama_config *c = fc_llama_get_config(m);

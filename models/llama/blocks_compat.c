@@ -79,7 +79,8 @@ static fc_tensor *causal_mask(fc_ctx *ctx, int64_t T, int64_t S) {
         return NULL;
     }
     for (int64_t i = 0; i < T; i++)
-        for (int64_t j = 0; j < S; j++) m[i * S + j] = j <= i + (S - T) ? 0.0f : -INFINITY;
+        for (int64_t j = 0; j < S; j++)
+            m[i * S + j] = j <= i + (S - T) ? 0.0f : -INFINITY;
     fc_tensor *t = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){T, S}, 2, m);
     free(m);
     return t;

@@ -76,13 +76,14 @@ static fc_tensor *norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, double eps) {
 }
 
 /* [B, T, D] -> [B, heads, T, hd] after rope (rope false: v). */
-static fc_tensor *heads(fc_ctx *ctx, const fc_llama *m, fc_tensor *y, int64_t n_heads,
-                        bool rope, int64_t pos0) {
+static fc_tensor *heads(fc_ctx *ctx, const fc_llama *m, fc_tensor *y, int64_t n_heads, bool rope,
+                        int64_t pos0) {
     const int64_t *s = y ? fc_tensor_shape(y) : NULL;
     if (!s) return NULL;
     fc_tensor *h = fc_reshape(ctx, y, (int64_t[]){s[0], s[1], n_heads, m->head_dim}, 4);
     if (!rope) return fc_permute(ctx, h, (const int[]){0, 2, 1, 3});
-    fc_tensor *r = fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
+    fc_tensor *r =
+        fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
     fc_tensor *p = fc_permute(ctx, r, (const int[]){0, 2, 1, 3});
     fc_release(r); /* outside every scope (blocks.h); p keeps what it needs */
     return p;

@@ -49,7 +49,8 @@ fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_sample_
     }
     cand *c = malloc(sizeof *c * (size_t)n);
     if (!c) return FC_ERR_OOM;
-    for (int64_t i = 0; i < n; i++) c[i] = (cand){logits[i], (int32_t)i};
+    for (int64_t i = 0; i < n; i++)
+        c[i] = (cand){logits[i], (int32_t)i};
     qsort(c, (size_t)n, sizeof *c, cand_cmp);
     int64_t keep = o.top_k > 0 && o.top_k < n ? o.top_k : n;
     /* probabilities (unnormalised) in double; c[0] holds the maximum */
@@ -112,8 +113,9 @@ fc_status fc_llama_generate(fc_ctx *ctx, fc_llama *m, const int32_t *prompt, int
         return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL model, prompt or out", op);
     int64_t C = m->cfg.context;
     if (n_prompt < 1 || n_new < 0)
-        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: n_prompt %lld must be >= 1, n_new %lld >= 0",
-                           op, (long long)n_prompt, (long long)n_new);
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "%s: n_prompt %lld must be >= 1, n_new %lld >= 0", op,
+                           (long long)n_prompt, (long long)n_new);
     if (n_prompt > C)
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
                            "%s: prompt of %lld tokens is longer than the context of %lld", op,

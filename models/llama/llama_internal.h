@@ -10,7 +10,8 @@
 #include "fucina/llama.h"
 
 typedef struct llama_layer {
-    fc_tensor *attn_norm, *wq, *wk, *wv, *wo; /* norm [D]; wq [H*hd, D]; wk, wv [Hkv*hd, D]; wo [D, H*hd] */
+    fc_tensor *attn_norm, *wq, *wk, *wv,
+        *wo; /* norm [D]; wq [H*hd, D]; wk, wv [Hkv*hd, D]; wo [D, H*hd] */
     fc_tensor *ffn_norm, *w_gate, *w_up, *w_down; /* gate, up [F, D]; down [D, F] */
 } llama_layer;
 
@@ -20,10 +21,10 @@ struct fc_llama {
     int64_t head_dim;
     fc_gguf_file *file; /* NULL for fc_llama_new */
     int64_t n_tensors;
-    char **names;        /* n_tensors NUL-terminated copies */
-    fc_tensor **tensors; /* n_tensors owned references */
+    char **names;                            /* n_tensors NUL-terminated copies */
+    fc_tensor **tensors;                     /* n_tensors owned references */
     fc_tensor *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
-    llama_layer *layers;                      /* cfg.n_layers */
+    llama_layer *layers;                     /* cfg.n_layers */
 };
 
 struct fc_llama_cache {

@@ -25,14 +25,13 @@ static fc_status key_int(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bo
                          int64_t dflt, int64_t *out) {
     const fc_gguf_value *v = fc_gguf_get(f, key);
     if (!v) {
-        if (required)
-            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is missing", OP, key);
+        if (required) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is missing", OP, key);
         *out = dflt;
         return FC_OK;
     }
     if (fc_gguf_value_int(v, out) != FC_OK)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not an integer (type %d)", OP,
-                           key, (int)fc_gguf_value_type(v));
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not an integer (type %d)", OP, key,
+                           (int)fc_gguf_value_type(v));
     if (*out < 1)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %lld must be >= 1", OP, key,
                            (long long)*out);
@@ -54,8 +53,8 @@ static fc_status key_float(fc_ctx *ctx, const fc_gguf_file *f, const char *key, 
         *out = (double)i;
     }
     if (!isfinite(*out) || *out <= 0)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %g must be finite and > 0", OP,
-                           key, *out);
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %g must be finite and > 0", OP, key,
+                           *out);
     return FC_OK;
 }
 
@@ -70,7 +69,8 @@ static bool string_is(const fc_gguf_value *v, const char *want) {
  * from the tensors). */
 static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *cfg) {
     const fc_gguf_value *arch = fc_gguf_get(f, "general.architecture");
-    if (!arch) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is missing", OP);
+    if (!arch)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is missing", OP);
     if (!string_is(arch, "llama")) {
         const char *s = "";
         size_t n = 0;
@@ -99,7 +99,8 @@ static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *
         if (!string_is(stype, "linear"))
             return fc_ctx_fail(ctx, FC_ERR_FORMAT,
                                "%s: llama.rope.scaling.type other than 'none' or 'linear' is not "
-                               "supported", OP);
+                               "supported",
+                               OP);
         double factor;
         if ((st = key_float(ctx, f, "llama.rope.scaling.factor", 1.0, &factor))) return st;
         cfg->rope_scale = 1.0 / factor;
@@ -200,10 +201,14 @@ static fc_status bind_all(fc_ctx *ctx, fc_llama *m) {
             int64_t d0, d1;
             fc_tensor **slot;
         } want[] = {
-            {"attn_norm", D, 0, &L->attn_norm}, {"attn_q", qd, D, &L->wq},
-            {"attn_k", kvd, D, &L->wk},         {"attn_v", kvd, D, &L->wv},
-            {"attn_output", D, qd, &L->wo},     {"ffn_norm", D, 0, &L->ffn_norm},
-            {"ffn_gate", c->ff_dim, D, &L->w_gate}, {"ffn_up", c->ff_dim, D, &L->w_up},
+            {"attn_norm", D, 0, &L->attn_norm},
+            {"attn_q", qd, D, &L->wq},
+            {"attn_k", kvd, D, &L->wk},
+            {"attn_v", kvd, D, &L->wv},
+            {"attn_output", D, qd, &L->wo},
+            {"ffn_norm", D, 0, &L->ffn_norm},
+            {"ffn_gate", c->ff_dim, D, &L->w_gate},
+            {"ffn_up", c->ff_dim, D, &L->w_up},
             {"ffn_down", D, c->ff_dim, &L->w_down},
         };
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -271,8 +276,8 @@ fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts 
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!path || !out) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL path or out", OP);
     char err[256];
-    fc_io_opts io = {.flags = opts ? opts->io_flags & FC_IO_NO_MMAP : 0, .errbuf = err,
-                     .errcap = sizeof err};
+    fc_io_opts io = {
+        .flags = opts ? opts->io_flags & FC_IO_NO_MMAP : 0, .errbuf = err, .errcap = sizeof err};
     fc_gguf_file *f = NULL;
     fc_status st = fc_gguf_open(path, &io, &f);
     if (st) return fc_ctx_fail(ctx, st, "%s: %s", OP, err);
@@ -336,7 +341,7 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
     struct {
         const char *name;
         int64_t v;
-    } need[] = {{"vocab", c.vocab},     {"dim", c.dim},       {"n_heads", c.n_heads},
+    } need[] = {{"vocab", c.vocab},           {"dim", c.dim},           {"n_heads", c.n_heads},
                 {"n_kv_heads", c.n_kv_heads}, {"n_layers", c.n_layers}, {"ff_dim", c.ff_dim},
                 {"context", c.context}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
@@ -365,16 +370,21 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
         struct {
             const char *suffix;
             int64_t d0, d1;
-        } w[] = {{"attn_norm", D, 0},         {"attn_q", c.n_heads * hd, D},
-                 {"attn_k", c.n_kv_heads * hd, D}, {"attn_v", c.n_kv_heads * hd, D},
-                 {"attn_output", D, c.n_heads * hd}, {"ffn_norm", D, 0},
-                 {"ffn_gate", c.ff_dim, D},   {"ffn_up", c.ff_dim, D},
+        } w[] = {{"attn_norm", D, 0},
+                 {"attn_q", c.n_heads * hd, D},
+                 {"attn_k", c.n_kv_heads * hd, D},
+                 {"attn_v", c.n_kv_heads * hd, D},
+                 {"attn_output", D, c.n_heads * hd},
+                 {"ffn_norm", D, 0},
+                 {"ffn_gate", c.ff_dim, D},
+                 {"ffn_up", c.ff_dim, D},
                  {"ffn_down", D, c.ff_dim}};
         for (size_t i = 0; !st && i < sizeof w / sizeof w[0]; i++) {
             char name[64];
             snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, w[i].suffix);
-            fc_tensor *t = w[i].d1 ? fc_param_randn(ctx, FC_F32, (int64_t[]){w[i].d0, w[i].d1}, 2, std)
-                                   : fc_ones(ctx, FC_F32, (int64_t[]){w[i].d0}, 1);
+            fc_tensor *t = w[i].d1
+                               ? fc_param_randn(ctx, FC_F32, (int64_t[]){w[i].d0, w[i].d1}, 2, std)
+                               : fc_ones(ctx, FC_F32, (int64_t[]){w[i].d0}, 1);
             if (t && !w[i].d1 && (st = fc_requires_grad(t, true))) fc_release(t);
             if (!st) st = add_tensor(ctx, m, name, t);
         }

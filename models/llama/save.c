@@ -42,7 +42,8 @@ static void *arena_alloc(arena *a, size_t size) {
 }
 
 static void arena_free(arena *a) {
-    for (size_t i = 0; i < a->n; i++) free(a->blocks[i]);
+    for (size_t i = 0; i < a->n; i++)
+        free(a->blocks[i]);
     free(a->blocks);
 }
 
@@ -57,11 +58,20 @@ static const char *dup_string(arena *a, const fc_gguf_value *v) {
 
 static size_t scalar_size(fc_gguf_type t) {
     switch (t) {
-    case FC_GGUF_U8: case FC_GGUF_I8: return 1;
-    case FC_GGUF_BOOL: return sizeof(bool);
-    case FC_GGUF_U16: case FC_GGUF_I16: return 2;
-    case FC_GGUF_U32: case FC_GGUF_I32: case FC_GGUF_F32: return 4;
-    default: return 8;
+    case FC_GGUF_U8:
+    case FC_GGUF_I8:
+        return 1;
+    case FC_GGUF_BOOL:
+        return sizeof(bool);
+    case FC_GGUF_U16:
+    case FC_GGUF_I16:
+        return 2;
+    case FC_GGUF_U32:
+    case FC_GGUF_I32:
+    case FC_GGUF_F32:
+        return 4;
+    default:
+        return 8;
     }
 }
 
@@ -74,18 +84,52 @@ static void *scalar_copy(arena *a, const fc_gguf_value *v, fc_gguf_type t) {
     double d = 0;
     bool b = false;
     switch (t) {
-    case FC_GGUF_U8: fc_gguf_value_uint(v, &u); *(uint8_t *)p = (uint8_t)u; break;
-    case FC_GGUF_U16: fc_gguf_value_uint(v, &u); *(uint16_t *)p = (uint16_t)u; break;
-    case FC_GGUF_U32: fc_gguf_value_uint(v, &u); *(uint32_t *)p = (uint32_t)u; break;
-    case FC_GGUF_U64: fc_gguf_value_uint(v, &u); *(uint64_t *)p = u; break;
-    case FC_GGUF_I8: fc_gguf_value_int(v, &i); *(int8_t *)p = (int8_t)i; break;
-    case FC_GGUF_I16: fc_gguf_value_int(v, &i); *(int16_t *)p = (int16_t)i; break;
-    case FC_GGUF_I32: fc_gguf_value_int(v, &i); *(int32_t *)p = (int32_t)i; break;
-    case FC_GGUF_I64: fc_gguf_value_int(v, &i); *(int64_t *)p = i; break;
-    case FC_GGUF_F32: fc_gguf_value_float(v, &d); *(float *)p = (float)d; break;
-    case FC_GGUF_F64: fc_gguf_value_float(v, &d); *(double *)p = d; break;
-    case FC_GGUF_BOOL: fc_gguf_value_bool(v, &b); *(bool *)p = b; break;
-    default: break;
+    case FC_GGUF_U8:
+        fc_gguf_value_uint(v, &u);
+        *(uint8_t *)p = (uint8_t)u;
+        break;
+    case FC_GGUF_U16:
+        fc_gguf_value_uint(v, &u);
+        *(uint16_t *)p = (uint16_t)u;
+        break;
+    case FC_GGUF_U32:
+        fc_gguf_value_uint(v, &u);
+        *(uint32_t *)p = (uint32_t)u;
+        break;
+    case FC_GGUF_U64:
+        fc_gguf_value_uint(v, &u);
+        *(uint64_t *)p = u;
+        break;
+    case FC_GGUF_I8:
+        fc_gguf_value_int(v, &i);
+        *(int8_t *)p = (int8_t)i;
+        break;
+    case FC_GGUF_I16:
+        fc_gguf_value_int(v, &i);
+        *(int16_t *)p = (int16_t)i;
+        break;
+    case FC_GGUF_I32:
+        fc_gguf_value_int(v, &i);
+        *(int32_t *)p = (int32_t)i;
+        break;
+    case FC_GGUF_I64:
+        fc_gguf_value_int(v, &i);
+        *(int64_t *)p = i;
+        break;
+    case FC_GGUF_F32:
+        fc_gguf_value_float(v, &d);
+        *(float *)p = (float)d;
+        break;
+    case FC_GGUF_F64:
+        fc_gguf_value_float(v, &d);
+        *(double *)p = d;
+        break;
+    case FC_GGUF_BOOL:
+        fc_gguf_value_bool(v, &b);
+        *(bool *)p = b;
+        break;
+    default:
+        break;
     }
     return p;
 }
@@ -109,7 +153,8 @@ static void value_to_kv(arena *a, const fc_gguf_value *v, fc_gguf_kv *kv) {
     kv->count = count;
     if (et == FC_GGUF_STRING) {
         const char **s = arena_alloc(a, sizeof *s * (size_t)count);
-        for (uint64_t i = 0; s && i < count; i++) s[i] = dup_string(a, fc_gguf_array_item(v, i));
+        for (uint64_t i = 0; s && i < count; i++)
+            s[i] = dup_string(a, fc_gguf_array_item(v, i));
         kv->data = s;
     } else if (et == FC_GGUF_ARRAY) {
         fc_gguf_kv *sub = arena_alloc(a, sizeof *sub * (size_t)count);
@@ -165,8 +210,11 @@ static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
         kv[n++] = (fc_gguf_kv){.key = fl[i].key, .type = FC_GGUF_F32, .data = p};
     }
     if (c->rope_scale != 1.0)
-        kv[n++] = (fc_gguf_kv){.key = "llama.rope.scaling.type", .type = FC_GGUF_STRING,
-                               .data = "linear"};
+        kv[n++] = (fc_gguf_kv){
+            .key = "llama.rope.scaling.type", .type = FC_GGUF_STRING, .data = "linear"};
+    /* no vocabulary: llama.cpp's loader requires the key, and takes ids as
+     * they are with "none" */
+    kv[n++] = (fc_gguf_kv){.key = "tokenizer.ggml.model", .type = FC_GGUF_STRING, .data = "none"};
     return n;
 }
 
@@ -253,7 +301,8 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     if (!st)
         st = fc_gguf_save(ctx, path, kvs, n_kv, (const char *const *)m->names, out, m->n_tensors);
 done:
-    for (int64_t i = 0; out && i < m->n_tensors; i++) fc_release(out[i]);
+    for (int64_t i = 0; out && i < m->n_tensors; i++)
+        fc_release(out[i]);
     free(out);
     arena_free(&a);
     return st;

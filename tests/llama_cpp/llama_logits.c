@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
     }
     int n_greedy = atoi(argv[3]), T = argc - 4;
     llama_token *ids = malloc(sizeof *ids * (size_t)(T + 1));
-    for (int i = 0; i < T; i++) ids[i] = atoi(argv[4 + i]);
+    for (int i = 0; i < T; i++)
+        ids[i] = atoi(argv[4 + i]);
     llama_log_set(quiet, NULL);
     ggml_backend_load_all_from_path(argv[1]);
     llama_backend_init();
@@ -78,7 +79,8 @@ int main(int argc, char **argv) {
     printf("logits %d %d\n", T, V);
     for (int t = 0; t < T; t++) {
         const float *l = llama_get_logits_ith(ctx, t);
-        for (int v = 0; v < V; v++) printf(v ? " %.9g" : "%.9g", l[v]);
+        for (int v = 0; v < V; v++)
+            printf(v ? " %.9g" : "%.9g", l[v]);
         printf("\n");
     }
     printf("greedy");

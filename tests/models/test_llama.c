@@ -52,7 +52,8 @@ static fc_tensor *prompts(fc_ctx *ctx, int64_t vocab) {
     static const int32_t p[2][T_PROMPT] = {{1, 17, 42, 5, 63, 17, 8, 90, 33, 2, 71, 17},
                                            {3, 3, 60, 11, 94, 0, 45, 45, 12, 80, 7, 29}};
     int32_t ids[2 * T_PROMPT];
-    for (int i = 0; i < 2 * T_PROMPT; i++) ids[i] = p[i / T_PROMPT][i % T_PROMPT] % (int32_t)vocab;
+    for (int i = 0; i < 2 * T_PROMPT; i++)
+        ids[i] = p[i / T_PROMPT][i % T_PROMPT] % (int32_t)vocab;
     fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){2, T_PROMPT}, 2, ids);
     assert_non_null(t);
     return t;
@@ -109,7 +110,8 @@ static void parity(const char *name, fc_dtype weight_dtype, double tol, bool rel
     double big, rms;
     double d = diff_ref(logits, name, &big, &rms);
     printf("%s: max |fucina - pytorch| = %.3g (%.3g of max |logit| %.3g; rms %.3g), "
-           "tolerance %.3g\n", name, d, d / big, big, rms, tol * (rel ? big : 1.0));
+           "tolerance %.3g\n",
+           name, d, d / big, big, rms, tol * (rel ? big : 1.0));
     assert_true(d <= tol * (rel ? big : 1.0));
     if (weight_dtype != FC_F32) {
         /* against PyTorch with the products' activation rounding emulated */
@@ -149,7 +151,8 @@ static void greedy_case(const char *name, bool quant) {
     int64_t V = fc_llama_get_config(m)->vocab;
     static const int32_t p0[T_PROMPT] = {1, 17, 42, 5, 63, 17, 8, 90, 33, 2, 71, 17};
     int32_t prompt[T_PROMPT], out[N_GREEDY], ref[N_GREEDY];
-    for (int i = 0; i < T_PROMPT; i++) prompt[i] = p0[i] % (int32_t)V;
+    for (int i = 0; i < T_PROMPT; i++)
+        prompt[i] = p0[i] % (int32_t)V;
     int64_t n = 0;
     assert_int_equal(fc_llama_generate(ctx, m, prompt, T_PROMPT, N_GREEDY, -1, NULL, out, &n),
                      FC_OK);
@@ -302,7 +305,8 @@ static void test_llama_generate_seeded(void **s) {
     assert_int_equal(fc_llama_generate(ctx, m, prompt, 3, 16, -1, &o, a, NULL), FC_OK);
     assert_int_equal(fc_llama_generate(ctx, m, prompt, 3, 16, -1, &o, b, NULL), FC_OK);
     assert_memory_equal(a, b, sizeof a);
-    for (int i = 0; i < 16; i++) assert_true(a[i] >= 0 && a[i] < 64);
+    for (int i = 0; i < 16; i++)
+        assert_true(a[i] >= 0 && a[i] < 64);
     fc_llama_free(m);
     free_ctx(ctx);
 }
@@ -446,9 +450,9 @@ static void test_llama_trains(void **s) {
         tgt[i] = (i * 7 + 10) % 96;
     }
     fc_tensor *x = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, 8}, 2, in);
-    fc_tensor *y = fc_tensor_from_data(ctx, FC_I64, (int64_t[]){8}, 1,
-                                       (int64_t[]){tgt[0], tgt[1], tgt[2], tgt[3], tgt[4], tgt[5],
-                                                   tgt[6], tgt[7]});
+    fc_tensor *y = fc_tensor_from_data(
+        ctx, FC_I64, (int64_t[]){8}, 1,
+        (int64_t[]){tgt[0], tgt[1], tgt[2], tgt[3], tgt[4], tgt[5], tgt[6], tgt[7]});
     double loss[2];
     for (int step = 0; step < 2; step++) {
         fc_scope_begin(ctx);
@@ -481,8 +485,15 @@ static void test_llama_trains(void **s) {
 static void test_llama_new_save_load(void **s) {
     (void)s;
     fc_ctx *ctx = fc_ctx_new(NULL);
-    fc_llama_config c = {.vocab = 40, .dim = 32, .n_heads = 4, .n_kv_heads = 1, .n_layers = 1,
-                         .ff_dim = 48, .context = 16, .rope_dims = 4, .rope_base = 1000.0};
+    fc_llama_config c = {.vocab = 40,
+                         .dim = 32,
+                         .n_heads = 4,
+                         .n_kv_heads = 1,
+                         .n_layers = 1,
+                         .ff_dim = 48,
+                         .context = 16,
+                         .rope_dims = 4,
+                         .rope_base = 1000.0};
     fc_llama *m = NULL;
     assert_int_equal(fc_llama_new(ctx, &c, &m), FC_OK);
     assert_null(fc_llama_gguf(m));

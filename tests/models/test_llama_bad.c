@@ -201,7 +201,8 @@ static void test_llama_bad_divisions(void **st) {
     spec s;
     valid(&s);
     set_u32(&s, "llama.attention.head_count", 3);
-    expect(&s, FC_ERR_FORMAT, "llama.attention.head_count = 3 does not divide llama.embedding_length = 8");
+    expect(&s, FC_ERR_FORMAT,
+           "llama.attention.head_count = 3 does not divide llama.embedding_length = 8");
     valid(&s);
     set_u32(&s, "llama.attention.head_count", 4);
     set_u32(&s, "llama.attention.head_count_kv", 3);
@@ -227,7 +228,8 @@ static void test_llama_bad_tensors(void **st) {
     valid(&s);
     tensor_of(&s, "blk.0.attn_k.weight")->shape[0] = 8; /* 2 kv heads' worth */
     tensor_of(&s, "blk.0.attn_k.weight")->nbytes = sizeof(float) * 64;
-    expect(&s, FC_ERR_SHAPE_MISMATCH, "tensor 'blk.0.attn_k.weight' has shape [8,8], the keys give [4,8]");
+    expect(&s, FC_ERR_SHAPE_MISMATCH,
+           "tensor 'blk.0.attn_k.weight' has shape [8,8], the keys give [4,8]");
     valid(&s);
     set_u32(&s, "llama.feed_forward_length", 12);
     expect(&s, FC_ERR_SHAPE_MISMATCH, "tensor 'blk.0.ffn_gate.weight' has shape [16,8]");
@@ -241,7 +243,8 @@ static void test_llama_bad_tensors(void **st) {
     n->rank = 2;
     n->shape[0] = 2;
     n->shape[1] = 4;
-    expect(&s, FC_ERR_SHAPE_MISMATCH, "tensor 'output_norm.weight' has shape [2,4], the keys give [8]");
+    expect(&s, FC_ERR_SHAPE_MISMATCH,
+           "tensor 'output_norm.weight' has shape [2,4], the keys give [8]");
     valid(&s);
     add_tensor(&s, "output.weight", 9, 8);
     expect(&s, FC_ERR_SHAPE_MISMATCH, "tensor 'output.weight' has shape [9,8]");
@@ -286,6 +289,64 @@ static void test_llama_bad_files(void **st) {
     free_ctx(ctx);
 }
 
+/* Saving keeps every metadata value, arrays of strings, numbers and bools
+ * and nested arrays included (what a tokenizer's keys are made of). */
+static void test_llama_save_keeps_every_key(void **st) {
+    (void)st;
+    spec s;
+    valid(&s);
+    const char *const toks[3] = {"<s>", "h\xc3\xa9", ""};
+    const float scores[3] = {0.0f, -1.5f, 2.25f};
+    const bool flags[3] = {true, false, true};
+    const int64_t big = -((int64_t)1 << 40);
+    const int16_t inner[2] = {-7, 9};
+    fc_gguf_kv nested[2] = {
+        {.type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_I16, .count = 2, .data = inner},
+        {.type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_STRING, .count = 3, .data = toks}};
+    s.kv[s.n_kv++] = (fc_gguf_kv){.key = "tokenizer.ggml.tokens",
+                                  .type = FC_GGUF_ARRAY,
+                                  .elem_type = FC_GGUF_STRING,
+                                  .count = 3,
+                                  .data = toks};
+    s.kv[s.n_kv++] = (fc_gguf_kv){.key = "tokenizer.ggml.scores",
+                                  .type = FC_GGUF_ARRAY,
+                                  .elem_type = FC_GGUF_F32,
+                                  .count = 3,
+                                  .data = scores};
+    s.kv[s.n_kv++] = (fc_gguf_kv){.key = "x.flags",
+                                  .type = FC_GGUF_ARRAY,
+                                  .elem_type = FC_GGUF_BOOL,
+                                  .count = 3,
+                                  .data = flags};
+    s.kv[s.n_kv++] = (fc_gguf_kv){.key = "x.big", .type = FC_GGUF_I64, .data = &big};
+    s.kv[s.n_kv++] = (fc_gguf_kv){.key = "x.nested",
+                                  .type = FC_GGUF_ARRAY,
+                                  .elem_type = FC_GGUF_ARRAY,
+                                  .count = 2,
+                                  .data = nested};
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/tests/test_llama_keys_a_%ld.gguf", FUCINA_BINARY_DIR, (long)getpid());
+    snprintf(b, sizeof b, "%s/tests/test_llama_keys_b_%ld.gguf", FUCINA_BINARY_DIR, (long)getpid());
+    assert_int_equal(fc_gguf_write(a, s.kv, s.n_kv, s.t, s.n_t, NULL), FC_OK);
+    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_llama *m = NULL;
+    assert_int_equal(fc_llama_load(ctx, a, NULL, &m), FC_OK);
+    assert_int_equal(fc_llama_save(ctx, m, b, NULL), FC_OK);
+    fc_llama_free(m);
+    /* byte-identical: the same keys, values, tensors and alignment */
+    size_t na = 0, nb = 0;
+    void *da = fc_test_read_file("/", a, &na), *db = fc_test_read_file("/", b, &nb);
+    assert_non_null(da);
+    assert_non_null(db);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da);
+    free(db);
+    unlink(a);
+    unlink(b);
+    free_ctx(ctx);
+}
+
 /* Loading (trainable: the f32 tensors are copied through the context's
  * allocator) and running the tiny fixture, every allocation failed in turn. */
 static fc_status oom_load_forward(fc_ctx *ctx) {
@@ -320,6 +381,7 @@ int main(void) {
         cmocka_unit_test(test_llama_bad_tensors),
         cmocka_unit_test(test_llama_bad_files),
         cmocka_unit_test(test_llama_bad_oom_sweep),
+        cmocka_unit_test(test_llama_save_keeps_every_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

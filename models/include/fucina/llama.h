@@ -46,18 +46,18 @@ extern "C" {
 /* The sizes of a model (from the file's llama.* keys, or given to
  * fc_llama_new). */
 typedef struct fc_llama_config {
-    int64_t n_layers;     /* llama.block_count */
-    int64_t dim;          /* llama.embedding_length */
-    int64_t n_heads;      /* llama.attention.head_count */
-    int64_t n_kv_heads;   /* llama.attention.head_count_kv (absent: n_heads) */
-    int64_t ff_dim;       /* llama.feed_forward_length */
-    int64_t vocab;        /* rows of token_embd (or llama.vocab_size) */
-    int64_t context;      /* llama.context_length: the longest sequence */
-    int64_t rope_dims;    /* llama.rope.dimension_count (absent: head_dim) */
-    double rope_base;     /* llama.rope.freq_base (absent: 10000) */
-    double rope_scale;    /* 1 / llama.rope.scaling.factor when linear (absent: 1) */
-    double rms_eps;       /* llama.attention.layer_norm_rms_epsilon (absent: 1e-5) */
-    bool tied_output;     /* no "output" tensor: logits use token_embd */
+    int64_t n_layers;   /* llama.block_count */
+    int64_t dim;        /* llama.embedding_length */
+    int64_t n_heads;    /* llama.attention.head_count */
+    int64_t n_kv_heads; /* llama.attention.head_count_kv (absent: n_heads) */
+    int64_t ff_dim;     /* llama.feed_forward_length */
+    int64_t vocab;      /* rows of token_embd (or llama.vocab_size) */
+    int64_t context;    /* llama.context_length: the longest sequence */
+    int64_t rope_dims;  /* llama.rope.dimension_count (absent: head_dim) */
+    double rope_base;   /* llama.rope.freq_base (absent: 10000) */
+    double rope_scale;  /* 1 / llama.rope.scaling.factor when linear (absent: 1) */
+    double rms_eps;     /* llama.attention.layer_norm_rms_epsilon (absent: 1e-5) */
+    bool tied_output;   /* no "output" tensor: logits use token_embd */
 } fc_llama_config;
 
 typedef struct fc_llama fc_llama;
@@ -162,8 +162,7 @@ FC_API fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_
  * for an id outside the vocabulary. */
 FC_API fc_status fc_llama_generate(fc_ctx *ctx, fc_llama *m, const int32_t *prompt,
                                    int64_t n_prompt, int64_t n_new, int32_t stop_token,
-                                   const fc_llama_sample_opts *opts, int32_t *out,
-                                   int64_t *n_out);
+                                   const fc_llama_sample_opts *opts, int32_t *out, int64_t *n_out);
 
 /* ---- writing back as GGUF ---------------------------------------------------------- */
 /* Chooses the dtype of one tensor on saving (FC_DTYPE_COUNT: keep it). */
@@ -185,10 +184,14 @@ typedef struct fc_llama_save_opts {
 FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
 
 /* Writes the model to path atomically as GGUF v3: every metadata key of the
- * file it came from, unchanged, in the same order (a model from
- * fc_llama_new gets general.architecture and the llama.* keys), then every
- * tensor in the model's order, converted as opts says (any dtype with a
- * ggml type; block dtypes quantize through f32, one tensor at a time).
+ * file it came from, unchanged, in the same order (general.file_type too,
+ * which then may not describe the new dtypes; llama.cpp only prints it),
+ * or for a model from fc_llama_new general.architecture, the llama.* keys
+ * and tokenizer.ggml.model "none"; then every tensor with its current
+ * values (trained ones included) in the model's order, converted as opts
+ * says (any dtype with a ggml type; a block dtype quantizes from a
+ * transient f32 copy of that one tensor; the converted tensors are held
+ * until the file is written).
  * opts NULL: as default. Errors: the writer's (FC_ERR_IO, FC_ERR_DTYPE for
  * a dtype without a ggml type, ...), FC_ERR_INVALID_SHAPE (above),
  * FC_ERR_NON_FINITE from quantizing NaN or inf, FC_ERR_OOM. */
