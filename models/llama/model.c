@@ -303,6 +303,16 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
     if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
     if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
+    /* Before sizing anything by the key: a block count above the tensor
+     * count cannot be right (each block has 9), and would otherwise be a
+     * huge allocation before the first missing tensor is named. */
+    if (cfg.n_layers > fc_gguf_count(f)) {
+        st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                         "%s: llama.block_count = %lld needs %lld tensors, the file has %lld", OP,
+                         (long long)cfg.n_layers, (long long)(9 * cfg.n_layers + 2),
+                         (long long)fc_gguf_count(f));
+        goto fail_file;
+    }
     fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_count(f));
     if (!m) {
         st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", OP);

@@ -226,6 +226,12 @@ static void test_llama_bad_tensors(void **st) {
     set_u32(&s, "llama.block_count", 2);
     expect(&s, FC_ERR_FORMAT, "tensor 'blk.1.attn_norm.weight' is missing");
     valid(&s);
+    set_u32(&s, "llama.block_count", 201326593); /* found by fuzz_llama: no huge allocation */
+    expect(&s, FC_ERR_FORMAT, "llama.block_count = 201326593 needs");
+    valid(&s);
+    tensor_of(&s, "blk.0.ffn_down.weight")->name = "blk.1.ffn_down.weight";
+    expect(&s, FC_ERR_FORMAT, "tensor 'blk.0.ffn_down.weight' is missing");
+    valid(&s);
     tensor_of(&s, "blk.0.attn_k.weight")->shape[0] = 8; /* 2 kv heads' worth */
     tensor_of(&s, "blk.0.attn_k.weight")->nbytes = sizeof(float) * 64;
     expect(&s, FC_ERR_SHAPE_MISMATCH,
