@@ -30,6 +30,9 @@
 #include "fucina/llama.h"
 
 #define DATA FUCINA_TEST_DATA_DIR
+/* One thread: these models are tiny, and an OpenMP team's spinning
+ * workers only cost time on a loaded machine. */
+static const fc_ctx_opts ONE_THREAD = {.threads = 1};
 #define T_PROMPT 12
 #define N_GREEDY 8
 /* Quantized weights: max |diff| at most this fraction of max |logit| (see
@@ -90,7 +93,7 @@ static double max_diff_ref(fc_tensor *logits, const char *ref_name) {
 }
 
 static void parity(const char *name, fc_dtype weight_dtype, double tol, bool rel) {
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, name, false);
     const fc_llama_config *c = fc_llama_get_config(m);
     fc_tensor *wq = fc_llama_tensor(m, "blk.0.attn_q.weight");
@@ -146,7 +149,7 @@ static void test_llama_q4_k_matches_pytorch(void **s) {
 /* quant: compare tokens only while every step so far led its runner-up by
  * more than the type's tolerance (after a closer call the runs may part). */
 static void greedy_case(const char *name, bool quant) {
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, name, false);
     int64_t V = fc_llama_get_config(m)->vocab;
     static const int32_t p0[T_PROMPT] = {1, 17, 42, 5, 63, 17, 8, 90, 33, 2, 71, 17};
@@ -201,7 +204,7 @@ static void test_llama_greedy_matches_pytorch(void **s) {
  * full forward's logits at every position, for a batch of two. */
 static void test_llama_cache_matches_full_forward(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, "tiny_q8_0", false);
     int64_t V = fc_llama_get_config(m)->vocab;
     fc_tensor *ids = prompts(ctx, V);
@@ -297,7 +300,7 @@ static void test_llama_sampler(void **s) {
 /* Seeded sampling through generate: same seed, same tokens. */
 static void test_llama_generate_seeded(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, "small_q4_k", false);
     const int32_t prompt[3] = {1, 2, 3};
     int32_t a[16], b[16];
@@ -314,7 +317,7 @@ static void test_llama_generate_seeded(void **s) {
 /* Out-of-vocabulary ids and prompts longer than the context. */
 static void test_llama_bad_ids_and_lengths(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, "tiny_f32", false);
     const fc_llama_config *c = fc_llama_get_config(m);
     int32_t ids[3] = {4, 96, 1};
@@ -366,7 +369,7 @@ static void tmp_path(char *buf, size_t cap, const char *tag) {
  * matches PyTorch on the q8_0 fixture; f16 loads and stays f16. */
 static void test_llama_save_round_trip(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, "tiny_f32", false);
     char path[512];
     tmp_path(path, sizeof path, "f32");
@@ -439,7 +442,7 @@ static void test_llama_save_round_trip(void **s) {
  * next-token cross-entropy lowers the loss, and the file is not written. */
 static void test_llama_trains(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = load(ctx, "tiny_f32", true);
     fc_tensor *params[32];
     int64_t np = fc_llama_params(m, params, 32);
@@ -484,7 +487,7 @@ static void test_llama_trains(void **s) {
  * loads back to the same logits. */
 static void test_llama_new_save_load(void **s) {
     (void)s;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama_config c = {.vocab = 40,
                          .dim = 32,
                          .n_heads = 4,

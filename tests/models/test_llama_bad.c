@@ -20,6 +20,9 @@
 #include "oom_sweep.h"
 
 #define MAX_KV 16
+/* One thread: these models are tiny, and an OpenMP team's spinning
+ * workers only cost time on a loaded machine. */
+static const fc_ctx_opts ONE_THREAD = {.threads = 1};
 #define MAX_T 16
 
 typedef struct spec {
@@ -125,7 +128,7 @@ static void expect(spec *s, fc_status want, const char *needle) {
     fc_io_opts io = {.errbuf = err, .errcap = sizeof err};
     fc_status wst = fc_gguf_write(path, s->kv, s->n_kv, s->t, s->n_t, &io);
     if (wst) fail_msg("writing the test file: %s", err);
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = (fc_llama *)1;
     fc_status st = fc_llama_load(ctx, path, NULL, &m);
     if (st != want || (needle && !strstr(fc_ctx_error(ctx), needle)))
@@ -265,7 +268,7 @@ static void test_llama_bad_tensors(void **st) {
 
 static void test_llama_bad_files(void **st) {
     (void)st;
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = NULL;
     assert_int_equal(fc_llama_load(ctx, "/nonexistent/model.gguf", NULL, &m), FC_ERR_IO);
     assert_non_null(strstr(fc_ctx_error(ctx), "llama: "));
@@ -334,7 +337,7 @@ static void test_llama_save_keeps_every_key(void **st) {
     snprintf(a, sizeof a, "%s/tests/test_llama_keys_a_%ld.gguf", FUCINA_BINARY_DIR, (long)getpid());
     snprintf(b, sizeof b, "%s/tests/test_llama_keys_b_%ld.gguf", FUCINA_BINARY_DIR, (long)getpid());
     assert_int_equal(fc_gguf_write(a, s.kv, s.n_kv, s.t, s.n_t, NULL), FC_OK);
-    fc_ctx *ctx = fc_ctx_new(NULL);
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
     fc_llama *m = NULL;
     assert_int_equal(fc_llama_load(ctx, a, NULL, &m), FC_OK);
     assert_int_equal(fc_llama_save(ctx, m, b, NULL), FC_OK);
