@@ -4,8 +4,9 @@
  * the fused ops (fc_rope, fc_swiglu, fc_attention of fucina/attention.h)
  * land; swapping them in is a change to that one file.
  *
- * Each returns a new reference that belongs to no scope (the caller
- * releases it), or NULL with the error recorded; NULL inputs propagate. */
+ * Each borrows its inputs and returns a new reference, registered in the
+ * caller's scope like an op's result, or NULL with the error recorded;
+ * NULL inputs propagate. */
 #ifndef FUCINA_MODELS_LLAMA_BLOCKS_H
 #define FUCINA_MODELS_LLAMA_BLOCKS_H
 

@@ -9,12 +9,24 @@
 
 #include "llama/blocks.h"
 
+/* Each block works in its own scope and keeps only its result; this hands
+ * that result back as an op's would be, registered in the caller's scope:
+ * a new handle on the same storage (fc_contiguous of a contiguous tensor,
+ * an identity node on the tape), made after the block's scope closed. */
+static fc_tensor *in_caller_scope(fc_ctx *ctx, fc_tensor *kept) {
+    fc_tensor *r = kept ? fc_contiguous(ctx, kept) : NULL;
+    fc_release(kept);
+    return r;
+}
+
 /* cos and sin of (pos0 + t) * scale * base^(-2i / n_dims), as [T, 1, n/2]
- * tables (broadcast over batch and heads), computed in double. */
-static fc_status rope_tables(fc_ctx *ctx, int64_t T, int64_t half, int64_t n_dims, double base,
-                             double scale, int64_t pos0, fc_tensor **cos_t, fc_tensor **sin_t) {
-    float *c = malloc(sizeof(float) * (size_t)(T * half));
-    float *s = malloc(sizeof(float) * (size_t)(T * half));
+ * tables (broadcast over batch and heads), computed in double and given
+ * in dtype. */
+static fc_status rope_tables(fc_ctx *ctx, fc_dtype dtype, int64_t T, int64_t half, int64_t n_dims,
+                             double base, double scale, int64_t pos0, fc_tensor **cos_t,
+                             fc_tensor **sin_t) {
+    double *c = malloc(sizeof(double) * (size_t)(T * half));
+    double *s = malloc(sizeof(double) * (size_t)(T * half));
     if (!c || !s) {
         free(c);
         free(s);
@@ -24,15 +36,20 @@ static fc_status rope_tables(fc_ctx *ctx, int64_t T, int64_t half, int64_t n_dim
         double freq = scale * pow(base, -2.0 * (double)i / (double)n_dims);
         for (int64_t t = 0; t < T; t++) {
             double a = (double)(pos0 + t) * freq;
-            c[t * half + i] = (float)cos(a);
-            s[t * half + i] = (float)sin(a);
+            c[t * half + i] = cos(a);
+            s[t * half + i] = sin(a);
         }
     }
     int64_t shape[3] = {T, 1, half};
-    *cos_t = fc_tensor_from_data(ctx, FC_F32, shape, 3, c);
-    *sin_t = fc_tensor_from_data(ctx, FC_F32, shape, 3, s);
+    fc_tensor *ct = fc_tensor_from_data(ctx, FC_F64, shape, 3, c);
+    fc_tensor *st = fc_tensor_from_data(ctx, FC_F64, shape, 3, s);
     free(c);
     free(s);
+    /* in x's dtype: products need one dtype (f64 for the gradchecks) */
+    *cos_t = fc_to(ctx, ct, dtype);
+    *sin_t = fc_to(ctx, st, dtype);
+    fc_release(ct);
+    fc_release(st);
     return *cos_t && *sin_t ? FC_OK : fc_ctx_status(ctx);
 }
 
@@ -43,7 +60,8 @@ fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base
     int64_t T = s[1], D = s[3], half = n_dims / 2;
     fc_scope_begin(ctx);
     fc_tensor *cos_t = NULL, *sin_t = NULL, *out = NULL;
-    if (rope_tables(ctx, T, half, n_dims, base, scale, pos0, &cos_t, &sin_t) == FC_OK) {
+    if (rope_tables(ctx, fc_tensor_dtype(x), T, half, n_dims, base, scale, pos0, &cos_t, &sin_t) ==
+        FC_OK) {
         fc_tensor *xr = n_dims == D ? x : fc_narrow(ctx, x, 3, 0, n_dims);
         fc_tensor *x0 = fc_slice(ctx, xr, 3, 0, n_dims, 2);
         fc_tensor *x1 = fc_slice(ctx, xr, 3, 1, n_dims, 2);
@@ -61,18 +79,18 @@ fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base
     }
     fc_keep(out);
     fc_scope_end(ctx);
-    return out;
+    return in_caller_scope(ctx, out);
 }
 
 fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
     fc_scope_begin(ctx);
     fc_tensor *out = fc_keep(fc_mul(ctx, fc_silu(ctx, a), b));
     fc_scope_end(ctx);
-    return out;
+    return in_caller_scope(ctx, out);
 }
 
 /* The additive causal mask [T, S]: 0 where key j <= i + (S - T), -inf past it. */
-static fc_tensor *causal_mask(fc_ctx *ctx, int64_t T, int64_t S) {
+static fc_tensor *causal_mask(fc_ctx *ctx, fc_dtype dtype, int64_t T, int64_t S) {
     float *m = malloc(sizeof(float) * (size_t)(T * S));
     if (!m) {
         fc_ctx_fail(ctx, FC_ERR_OOM, "llama attention: out of memory for the mask");
@@ -83,7 +101,10 @@ static fc_tensor *causal_mask(fc_ctx *ctx, int64_t T, int64_t S) {
             m[i * S + j] = j <= i + (S - T) ? 0.0f : -INFINITY;
     fc_tensor *t = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){T, S}, 2, m);
     free(m);
-    return t;
+    if (!t || dtype == FC_F32) return t;
+    fc_tensor *c = fc_to(ctx, t, dtype);
+    fc_release(t);
+    return c;
 }
 
 /* k [B, Hkv, S, D] -> [B, Hkv * G, S, D], kv head j serving query heads
@@ -104,8 +125,8 @@ fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tenso
     fc_tensor *kk = repeat_kv(ctx, k, G), *vv = repeat_kv(ctx, v, G);
     fc_tensor *scores = fc_matmul(ctx, q, fc_transpose(ctx, kk, 2, 3));
     scores = fc_mul_scalar(ctx, scores, 1.0 / sqrt((double)qs[3]));
-    if (T > 1) scores = fc_add(ctx, scores, causal_mask(ctx, T, S));
+    if (T > 1) scores = fc_add(ctx, scores, causal_mask(ctx, fc_tensor_dtype(q), T, S));
     fc_tensor *out = fc_keep(fc_matmul(ctx, fc_softmax(ctx, scores, -1), vv));
     fc_scope_end(ctx);
-    return out;
+    return in_caller_scope(ctx, out);
 }

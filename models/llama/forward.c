@@ -84,9 +84,7 @@ static fc_tensor *heads(fc_ctx *ctx, const fc_llama *m, fc_tensor *y, int64_t n_
     if (!rope) return fc_permute(ctx, h, (const int[]){0, 2, 1, 3});
     fc_tensor *r =
         fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
-    fc_tensor *p = fc_permute(ctx, r, (const int[]){0, 2, 1, 3});
-    fc_release(r); /* outside every scope (blocks.h); p keeps what it needs */
-    return p;
+    return fc_permute(ctx, r, (const int[]){0, 2, 1, 3});
 }
 
 /* Writes x [B, Hkv, T, hd] at positions pos0.. of cache tensor c and
@@ -112,16 +110,12 @@ static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_ll
         k = cache_append(ctx, cache->k[l], k, pos0, T);
         v = cache_append(ctx, cache->v[l], v, pos0, T);
     }
-    fc_tensor *att = fc__llama_attention(ctx, q, k, v);
-    fc_tensor *a = fc_permute(ctx, att, (const int[]){0, 2, 1, 3});
-    fc_release(att);
+    fc_tensor *a = fc_permute(ctx, fc__llama_attention(ctx, q, k, v), (const int[]){0, 2, 1, 3});
     a = fc_reshape(ctx, a, (int64_t[]){B, T, c->n_heads * m->head_dim}, 3);
     x = fc_add(ctx, x, lin(ctx, a, L->wo));
     h = norm(ctx, x, L->ffn_norm, c->rms_eps);
     fc_tensor *f = fc__llama_swiglu(ctx, lin(ctx, h, L->w_gate), lin(ctx, h, L->w_up));
-    fc_tensor *y = fc_add(ctx, x, lin(ctx, f, L->w_down));
-    fc_release(f);
-    return y;
+    return fc_add(ctx, x, lin(ctx, f, L->w_down));
 }
 
 fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_cache *cache,

@@ -1,0 +1,201 @@
+/* test_llama_blocks.c - the model's three blocks (models/llama/blocks.h:
+ * rotary embedding, SwiGLU, grouped-query causal attention) against
+ * direct double-precision loops, and their gradients against f64 finite
+ * differences. They stay tested when blocks_compat.c gives way to the
+ * fused ops. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "fct_f64.h"
+#include "layout_helpers.h"
+#include "llama/blocks.h"
+
+static const fc_ctx_opts ONE_THREAD = {.threads = 1, .seed = 11};
+
+static double *values_of(fc_tensor *t) { return values(t); }
+
+/* x [B, T, H, D], pairs (2i, 2i+1) of the first n dims at angle
+ * (pos0 + t) * scale * base^(-2i / n). */
+static void rope_ref(const double *x, double *y, int64_t B, int64_t T, int64_t H, int64_t D,
+                     int64_t n, double base, double scale, int64_t pos0) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++) {
+                const double *xr = x + ((b * T + t) * H + h) * D;
+                double *yr = y + ((b * T + t) * H + h) * D;
+                for (int64_t d = 0; d < D; d++)
+                    yr[d] = xr[d];
+                for (int64_t i = 0; i < n / 2; i++) {
+                    double a = (double)(pos0 + t) * scale * pow(base, -2.0 * (double)i / (double)n);
+                    yr[2 * i] = xr[2 * i] * cos(a) - xr[2 * i + 1] * sin(a);
+                    yr[2 * i + 1] = xr[2 * i] * sin(a) + xr[2 * i + 1] * cos(a);
+                }
+            }
+}
+
+static void test_llama_blocks_rope_matches_reference(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    const int64_t B = 2, T = 3, H = 2, D = 6;
+    struct {
+        int64_t n, pos0;
+        double base, scale;
+    } cases[] = {{6, 0, 10000.0, 1.0}, {4, 5, 100.0, 0.5}, {2, 1, 10.0, 2.0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fc_tensor *x = fc_randn(ctx, FC_F64, (int64_t[]){B, T, H, D}, 4);
+        fc_tensor *y =
+            fc__llama_rope(ctx, x, cases[c].n, cases[c].base, cases[c].scale, cases[c].pos0);
+        assert_non_null(y);
+        double *xv = values_of(x), *yv = values_of(y), ref[2 * 3 * 2 * 6];
+        rope_ref(xv, ref, B, T, H, D, cases[c].n, cases[c].base, cases[c].scale, cases[c].pos0);
+        for (int64_t i = 0; i < B * T * H * D; i++)
+            assert_true(fabs(yv[i] - ref[i]) < 1e-12);
+        free(xv);
+        free(yv);
+        fc_release(y);
+        fc_release(x);
+    }
+    free_ctx(ctx);
+}
+
+typedef struct rope_args {
+    int64_t n, pos0;
+} rope_args;
+
+static fc_tensor *rope_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const rope_args *a = user;
+    return fc__llama_rope(ctx, in[0], a->n, 500.0, 1.0, a->pos0);
+}
+
+static void test_llama_blocks_rope_gradcheck(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    rope_args a[2] = {{4, 0}, {2, 3}};
+    for (int k = 0; k < 2; k++) {
+        fc_tensor *in[1] = {lh_leaf(ctx, (int64_t[]){1, 3, 2, 4}, 4)};
+        assert_true(lh_gradcheck(ctx, rope_fn, &a[k], in, 1, "rope"));
+    }
+    free_ctx(ctx);
+}
+
+static fc_tensor *swiglu_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    (void)user;
+    return fc__llama_swiglu(ctx, in[0], in[1]);
+}
+
+static void test_llama_blocks_swiglu(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    fc_tensor *a = fc_randn(ctx, FC_F64, (int64_t[]){3, 5}, 2);
+    fc_tensor *b = fc_randn(ctx, FC_F64, (int64_t[]){3, 5}, 2);
+    fc_tensor *y = fc__llama_swiglu(ctx, a, b);
+    double *av = values_of(a), *bv = values_of(b), *yv = values_of(y);
+    for (int i = 0; i < 15; i++)
+        assert_true(fabs(yv[i] - av[i] / (1 + exp(-av[i])) * bv[i]) < 1e-12);
+    free(av);
+    free(bv);
+    free(yv);
+    fc_release(y);
+    fc_release(a);
+    fc_release(b);
+    fc_tensor *in[2] = {lh_leaf(ctx, (int64_t[]){2, 4}, 2), lh_leaf(ctx, (int64_t[]){2, 4}, 2)};
+    assert_true(lh_gradcheck(ctx, swiglu_fn, NULL, in, 2, "swiglu"));
+    free_ctx(ctx);
+}
+
+/* q [B, Hq, T, D], k, v [B, Hkv, S, D]; query head h reads kv head
+ * h / (Hq / Hkv); query i sees keys j <= i + S - T. */
+static void attention_ref(const double *q, const double *k, const double *v, double *o, int64_t B,
+                          int64_t Hq, int64_t Hkv, int64_t T, int64_t S, int64_t D) {
+    int64_t G = Hq / Hkv;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < T; i++) {
+                const double *qi = q + ((b * Hq + h) * T + i) * D;
+                const double *kb = k + (b * Hkv + h / G) * S * D;
+                const double *vb = v + (b * Hkv + h / G) * S * D;
+                double w[16], mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j <= i + S - T; j++) {
+                    double d = 0;
+                    for (int64_t c = 0; c < D; c++)
+                        d += qi[c] * kb[j * D + c];
+                    w[j] = d / sqrt((double)D);
+                    mx = fmax(mx, w[j]);
+                }
+                for (int64_t j = 0; j <= i + S - T; j++)
+                    sum += (w[j] = exp(w[j] - mx));
+                double *oi = o + ((b * Hq + h) * T + i) * D;
+                for (int64_t c = 0; c < D; c++) {
+                    oi[c] = 0;
+                    for (int64_t j = 0; j <= i + S - T; j++)
+                        oi[c] += w[j] / sum * vb[j * D + c];
+                }
+            }
+}
+
+static void test_llama_blocks_attention_matches_reference(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    const int64_t B = 2, Hq = 4, D = 3;
+    /* (Hkv, T, S): GQA, MHA, MQA; a square causal block and a cached one */
+    const int64_t cases[4][3] = {{2, 3, 3}, {4, 2, 5}, {1, 4, 4}, {2, 1, 6}};
+    for (int c = 0; c < 4; c++) {
+        int64_t Hkv = cases[c][0], T = cases[c][1], S = cases[c][2];
+        fc_tensor *q = fc_randn(ctx, FC_F64, (int64_t[]){B, Hq, T, D}, 4);
+        fc_tensor *k = fc_randn(ctx, FC_F64, (int64_t[]){B, Hkv, S, D}, 4);
+        fc_tensor *v = fc_randn(ctx, FC_F64, (int64_t[]){B, Hkv, S, D}, 4);
+        fc_tensor *o = fc__llama_attention(ctx, q, k, v);
+        assert_non_null(o);
+        assert_int_equal(fc_tensor_dim(o, 1), Hq);
+        assert_int_equal(fc_tensor_dim(o, 2), T);
+        double *qv = values_of(q), *kv = values_of(k), *vv = values_of(v), *ov = values_of(o);
+        double ref[2 * 4 * 4 * 3];
+        attention_ref(qv, kv, vv, ref, B, Hq, Hkv, T, S, D);
+        for (int64_t i = 0; i < B * Hq * T * D; i++)
+            assert_true(fabs(ov[i] - ref[i]) < 1e-12);
+        free(qv);
+        free(kv);
+        free(vv);
+        free(ov);
+        fc_release(o);
+        fc_release(q);
+        fc_release(k);
+        fc_release(v);
+    }
+    free_ctx(ctx);
+}
+
+static fc_tensor *attention_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    (void)user;
+    return fc__llama_attention(ctx, in[0], in[1], in[2]);
+}
+
+static void test_llama_blocks_attention_gradcheck(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    fc_tensor *in[3] = {lh_leaf(ctx, (int64_t[]){1, 4, 3, 2}, 4),
+                        lh_leaf(ctx, (int64_t[]){1, 2, 4, 2}, 4),
+                        lh_leaf(ctx, (int64_t[]){1, 2, 4, 2}, 4)};
+    assert_true(lh_gradcheck(ctx, attention_fn, NULL, in, 3, "attention (GQA, S > T)"));
+    free_ctx(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_blocks_rope_matches_reference),
+        cmocka_unit_test(test_llama_blocks_rope_gradcheck),
+        cmocka_unit_test(test_llama_blocks_swiglu),
+        cmocka_unit_test(test_llama_blocks_attention_matches_reference),
+        cmocka_unit_test(test_llama_blocks_attention_gradcheck),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
