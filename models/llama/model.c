@@ -93,6 +93,20 @@ static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *
         (st = key_float(ctx, f, "llama.rope.freq_base", 10000.0, &cfg->rope_base)) ||
         (st = key_float(ctx, f, "llama.attention.layer_norm_rms_epsilon", 1e-5, &cfg->rms_eps)))
         return st;
+    /* Variants of the architecture this model does not compute: refused
+     * by name rather than run with a wrong result. */
+    int64_t n;
+    const fc_gguf_value *ex = fc_gguf_get(f, "llama.expert_count");
+    if (ex && fc_gguf_value_int(ex, &n) == FC_OK && n > 0)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                           "%s: llama.expert_count = %lld: mixture-of-experts blocks are not "
+                           "supported",
+                           OP, (long long)n);
+    if (fc_gguf_find(f, "rope_freqs.weight") >= 0)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                           "%s: tensor 'rope_freqs.weight' (per-frequency rope factors, Llama "
+                           "3.1's rope scaling) is not supported",
+                           OP);
     cfg->rope_scale = 1.0;
     const fc_gguf_value *stype = fc_gguf_get(f, "llama.rope.scaling.type");
     if (stype && !string_is(stype, "none")) {
@@ -303,6 +317,20 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
     if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
     if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
+    static const char *const head_keys[2] = {"llama.attention.key_length",
+                                             "llama.attention.value_length"};
+    for (int i = 0; i < 2; i++) {
+        int64_t len;
+        if (!fc_gguf_get(f, head_keys[i])) continue;
+        if ((st = key_int(ctx, f, head_keys[i], true, 0, &len))) goto fail_file;
+        if (len != cfg.dim / cfg.n_heads) {
+            st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                             "%s: %s = %lld differs from the head size %lld (embedding / heads), "
+                             "which is not supported",
+                             OP, head_keys[i], (long long)len, (long long)(cfg.dim / cfg.n_heads));
+            goto fail_file;
+        }
+    }
     /* Before sizing anything by the key: a block count above the tensor
      * count cannot be right (each block has 9), and would otherwise be a
      * huge allocation before the first missing tensor is named. */

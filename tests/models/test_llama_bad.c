@@ -199,6 +199,28 @@ static void test_llama_bad_keys(void **st) {
     expect(&s, FC_ERR_FORMAT, "at most the head size 4");
 }
 
+/* Variants of the architecture the model does not compute are refused by
+ * name. */
+static void test_llama_bad_unsupported_variants(void **st) {
+    (void)st;
+    spec s;
+    valid(&s);
+    add_u32(&s, "llama.expert_count", 8);
+    expect(&s, FC_ERR_FORMAT, "llama.expert_count = 8: mixture-of-experts");
+    valid(&s);
+    add_u32(&s, "llama.expert_count", 0);
+    expect(&s, FC_OK, NULL);
+    valid(&s);
+    add_tensor(&s, "rope_freqs.weight", 2, 0);
+    expect(&s, FC_ERR_FORMAT, "tensor 'rope_freqs.weight'");
+    valid(&s);
+    add_u32(&s, "llama.attention.key_length", 8);
+    expect(&s, FC_ERR_FORMAT, "llama.attention.key_length = 8 differs from the head size 4");
+    valid(&s);
+    add_u32(&s, "llama.attention.value_length", 4);
+    expect(&s, FC_OK, NULL);
+}
+
 static void test_llama_bad_divisions(void **st) {
     (void)st;
     spec s;
@@ -387,6 +409,7 @@ int main(void) {
         cmocka_unit_test(test_llama_bad_architecture),
         cmocka_unit_test(test_llama_bad_keys),
         cmocka_unit_test(test_llama_bad_divisions),
+        cmocka_unit_test(test_llama_bad_unsupported_variants),
         cmocka_unit_test(test_llama_bad_tensors),
         cmocka_unit_test(test_llama_bad_files),
         cmocka_unit_test(test_llama_bad_oom_sweep),

@@ -74,8 +74,10 @@ typedef struct fc_llama_load_opts {
  * architecture other than "llama", a missing or non-integer key, a missing
  * tensor, sizes that do not divide (heads into dim, kv heads into heads),
  * an odd or too large rope dimension count, non-positive or non-finite
- * rope base or epsilon; FC_ERR_SHAPE_MISMATCH for a tensor whose shape is
- * not what the keys give (the message names the tensor, both shapes);
+ * rope base or epsilon, and for variants this model does not compute
+ * (llama.expert_count > 0, a rope_freqs.weight tensor, key or value
+ * lengths other than the head size, rope scaling other than linear); FC_ERR_SHAPE_MISMATCH for a
+ * tensor whose shape is not what the keys give (the message names the tensor, both shapes);
  * FC_ERR_DTYPE for a weight whose dtype a product cannot take; FC_ERR_OOM. */
 FC_API fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
                                fc_llama **out);
