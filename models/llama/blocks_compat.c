@@ -89,17 +89,18 @@ fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
     return in_caller_scope(ctx, out);
 }
 
-/* The additive causal mask [T, S]: 0 where key j <= i + (S - T), -inf past it. */
-static fc_tensor *causal_mask(fc_ctx *ctx, fc_dtype dtype, int64_t T, int64_t S) {
-    float *m = malloc(sizeof(float) * (size_t)(T * S));
+/* The additive causal mask [G * T, S] of G stacked query groups: row
+ * g * T + i is query i, 0 where key j <= i + (S - T), -inf past it. */
+static fc_tensor *causal_mask(fc_ctx *ctx, fc_dtype dtype, int64_t G, int64_t T, int64_t S) {
+    float *m = malloc(sizeof(float) * (size_t)(G * T * S));
     if (!m) {
         fc_ctx_fail(ctx, FC_ERR_OOM, "llama attention: out of memory for the mask");
         return NULL;
     }
-    for (int64_t i = 0; i < T; i++)
+    for (int64_t r = 0; r < G * T; r++)
         for (int64_t j = 0; j < S; j++)
-            m[i * S + j] = j <= i + (S - T) ? 0.0f : -INFINITY;
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){T, S}, 2, m);
+            m[r * S + j] = j <= r % T + (S - T) ? 0.0f : -INFINITY;
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){G * T, S}, 2, m);
     free(m);
     if (!t || dtype == FC_F32) return t;
     fc_tensor *c = fc_to(ctx, t, dtype);
@@ -107,26 +108,23 @@ static fc_tensor *causal_mask(fc_ctx *ctx, fc_dtype dtype, int64_t T, int64_t S)
     return c;
 }
 
-/* k [B, Hkv, S, D] -> [B, Hkv * G, S, D], kv head j serving query heads
- * j*G .. j*G + G - 1 (so query head h reads kv head h / G). */
-static fc_tensor *repeat_kv(fc_ctx *ctx, fc_tensor *k, int64_t G) {
-    if (G == 1) return k;
-    const int64_t *s = fc_tensor_shape(k);
-    fc_tensor *k5 = fc_unsqueeze(ctx, k, 2);
-    fc_tensor *e = fc_expand(ctx, k5, (int64_t[]){s[0], s[1], G, s[2], s[3]}, 5);
-    return fc_reshape(ctx, e, (int64_t[]){s[0], s[1] * G, s[2], s[3]}, 4);
-}
-
+/* Grouped-query attention without copying K or V: the G query heads that
+ * share kv head j (heads j*G .. j*G + G - 1, so query head h reads kv head
+ * h / G) are stacked as G * T rows of one product with that head's keys,
+ * q [B, Hq, T, D] -> [B, Hkv, G * T, D] (a copy of q only, which a decode
+ * step keeps at one row per head), and the result is unstacked. */
 fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v) {
     if (!q || !k || !v) return NULL;
     const int64_t *qs = fc_tensor_shape(q), *ks = fc_tensor_shape(k);
-    int64_t T = qs[2], S = ks[2], G = qs[1] / ks[1];
+    int64_t B = qs[0], Hq = qs[1], T = qs[2], D = qs[3], Hkv = ks[1], S = ks[2], G = Hq / Hkv;
     fc_scope_begin(ctx);
-    fc_tensor *kk = repeat_kv(ctx, k, G), *vv = repeat_kv(ctx, v, G);
-    fc_tensor *scores = fc_matmul(ctx, q, fc_transpose(ctx, kk, 2, 3));
-    scores = fc_mul_scalar(ctx, scores, 1.0 / sqrt((double)qs[3]));
-    if (T > 1) scores = fc_add(ctx, scores, causal_mask(ctx, fc_tensor_dtype(q), T, S));
-    fc_tensor *out = fc_keep(fc_matmul(ctx, fc_softmax(ctx, scores, -1), vv));
+    fc_tensor *qg = G == 1 ? q : fc_reshape(ctx, q, (int64_t[]){B, Hkv, G * T, D}, 4);
+    fc_tensor *scores = fc_matmul(ctx, qg, fc_transpose(ctx, k, 2, 3));
+    scores = fc_mul_scalar(ctx, scores, 1.0 / sqrt((double)D));
+    if (T > 1) scores = fc_add(ctx, scores, causal_mask(ctx, fc_tensor_dtype(q), G, T, S));
+    fc_tensor *o = fc_matmul(ctx, fc_softmax(ctx, scores, -1), v);
+    if (G > 1) o = fc_reshape(ctx, o, (int64_t[]){B, Hq, T, D}, 4);
+    fc_tensor *out = fc_keep(o);
     fc_scope_end(ctx);
     return in_caller_scope(ctx, out);
 }
