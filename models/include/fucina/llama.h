@@ -7,8 +7,10 @@
  * output, which when absent is tied to token_embd).
  *
  * Weights. Block-quantized tensors stay quantized and memory-mapped (the
- * products dequantize inside the matmul; no f32 copy of such a weight is
- * ever made); f32, f16 and bf16 tensors keep their dtype. With
+ * products read them quantized, rounding the activations to 8-bit blocks
+ * as ggml does: blocks of 32 against q8_0, ggml's q8_K against the
+ * k-quants; no f32 copy of such a weight is ever made); f32, f16 and bf16 tensors keep their dtype (f16 and bf16
+ * weights are widened to f32 for each product, and freed after it). With
  * fc_llama_load_opts.trainable, f32 tensors are copied out of the mapping
  * into writable tensors that require grad (the parameters of a trainer);
  * every other tensor stays frozen.
@@ -30,6 +32,9 @@
  *
  * Tokenizer seam: fc_llama_gguf gives the open GGUF handle the model was
  * read from, so a tokenizer can be read from the same file (tokenizer.*).
+ *
+ * Threads: a model and its caches belong to the context they were made
+ * with, and are used from one thread at a time, like that context.
  */
 #ifndef FUCINA_LLAMA_H
 #define FUCINA_LLAMA_H
@@ -74,11 +79,13 @@ typedef struct fc_llama_load_opts {
  * architecture other than "llama", a missing or non-integer key, a missing
  * tensor, sizes that do not divide (heads into dim, kv heads into heads),
  * an odd or too large rope dimension count, non-positive or non-finite
- * rope base or epsilon, and for variants this model does not compute
- * (llama.expert_count > 0, a rope_freqs.weight tensor, key or value
- * lengths other than the head size, rope scaling other than linear); FC_ERR_SHAPE_MISMATCH for a
- * tensor whose shape is not what the keys give (the message names the tensor, both shapes);
- * FC_ERR_DTYPE for a weight whose dtype a product cannot take; FC_ERR_OOM. */
+ * rope base or epsilon, a block count above the file's tensor count, and
+ * for variants this model does not compute (llama.expert_count > 0, a
+ * rope_freqs.weight tensor, key or value lengths other than the head
+ * size, rope scaling other than linear); FC_ERR_SHAPE_MISMATCH for a
+ * tensor whose shape is not what the keys give (the message names the
+ * tensor, both shapes); FC_ERR_DTYPE for a weight whose dtype a product
+ * cannot take; FC_ERR_OOM. */
 FC_API fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
                                fc_llama **out);
 /* The same over a GGUF handle the caller opened (fc_gguf_open_memory, say).
