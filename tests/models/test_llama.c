@@ -422,6 +422,19 @@ static void test_llama_save_round_trip(void **s) {
     fc_llama_free(r);
     unlink(path);
 
+    o.dtype = FC_BF16;
+    tmp_path(path, sizeof path, "bf16");
+    assert_int_equal(fc_llama_save(ctx, m, path, &o), FC_OK);
+    assert_int_equal(fc_llama_load(ctx, path, NULL, &r), FC_OK);
+    assert_int_equal(fc_tensor_dtype(fc_llama_tensor(r, "blk.0.attn_v.weight")), FC_BF16);
+    y1 = forward_prompts(ctx, r);
+    d = max_diff_ref(y1, "tiny_f32");
+    printf("bf16 weights vs f32 reference: max diff %.3g\n", d);
+    assert_true(d < 2e-1);
+    fc_release(y1);
+    fc_llama_free(r);
+    unlink(path);
+
     /* q4_k cannot take rows of 64: refused unless a fallback is given */
     o.dtype = FC_Q4_K;
     tmp_path(path, sizeof path, "q4");
