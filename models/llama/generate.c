@@ -3,9 +3,10 @@
  *
  * The sampler owns its random stream (splitmix64 from the caller's seed),
  * so the tokens depend on the seed and the logits only, never on the
- * context's RNG or the thread count. Filters apply in llama.cpp's usual
- * order: top-k on the logits, then the temperature, then top-p on the
- * renormalised probabilities of what is left. */
+ * context's RNG or the thread count. Filters apply in the order of
+ * llama.cpp's default chain: top-k on the logits, top-p on the
+ * probabilities of what is left (at temperature 1), then the temperature
+ * on what top-p kept. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -53,26 +54,29 @@ fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_sample_
         c[i] = (cand){logits[i], (int32_t)i};
     qsort(c, (size_t)n, sizeof *c, cand_cmp);
     int64_t keep = o.top_k > 0 && o.top_k < n ? o.top_k : n;
-    /* probabilities (unnormalised) in double; c[0] holds the maximum */
+    /* top-p on the untempered probabilities (unnormalised, in double; c[0]
+     * holds the maximum), then the temperature on what is kept */
     double *p = malloc(sizeof *p * (size_t)keep), total = 0;
     if (!p) {
         free(c);
         return FC_ERR_OOM;
     }
-    for (int64_t i = 0; i < keep; i++) {
-        p[i] = exp(((double)c[i].logit - (double)c[0].logit) / o.temperature);
-        total += p[i];
-    }
     if (o.top_p > 0 && o.top_p < 1) {
+        for (int64_t i = 0; i < keep; i++)
+            total += p[i] = exp((double)c[i].logit - c[0].logit);
         double cum = 0;
         for (int64_t i = 0; i < keep; i++) {
             cum += p[i];
             if (cum >= o.top_p * total) {
                 keep = i + 1;
-                total = cum;
                 break;
             }
         }
+    }
+    total = 0;
+    for (int64_t i = 0; i < keep; i++) {
+        p[i] = exp(((double)c[i].logit - (double)c[0].logit) / o.temperature);
+        total += p[i];
     }
     double u = (double)(splitmix64(rng) >> 11) * 0x1.0p-53 * total, acc = 0;
     int32_t pick = c[keep - 1].id;

@@ -280,6 +280,13 @@ static void test_llama_sampler(void **s) {
         assert_int_equal(fc_llama_sample(l, 4, &o, &rng, &tok), FC_OK);
         assert_int_equal(tok, 1);
     }
+    /* top-p cuts at temperature 1, before the temperature: at T = 100 the
+     * kept token is still the only one */
+    o = (fc_llama_sample_opts){.temperature = 100.0, .top_p = 0.5};
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(fc_llama_sample(l, 4, &o, &rng, &tok), FC_OK);
+        assert_int_equal(tok, 1);
+    }
     /* never the -inf token, and the same seed gives the same draws */
     o = (fc_llama_sample_opts){.temperature = 2.0};
     uint64_t r1 = 5, r2 = 5;

@@ -9,8 +9,8 @@
  * Weights. Block-quantized tensors stay quantized and memory-mapped (the
  * products read them quantized, rounding the activations to 8-bit blocks
  * as ggml does: blocks of 32 against q8_0, ggml's q8_K against the
- * k-quants; no f32 copy of such a weight is ever made); f32, f16 and bf16 tensors keep their dtype (f16 and bf16
- * weights are widened to f32 for each product, and freed after it). With
+ * k-quants; no f32 copy of such a weight is ever made); f32, f16 and bf16 tensors keep their dtype
+ * (f16 and bf16 weights are widened to f32 for each product, and freed after it). With
  * fc_llama_load_opts.trainable, f32 tensors are copied out of the mapping
  * into writable tensors that require grad (the parameters of a trainer);
  * every other tensor stays frozen.
@@ -153,7 +153,8 @@ FC_API fc_tensor *fc_llama_forward_cached(fc_ctx *ctx, fc_llama *m, fc_llama_cac
 typedef struct fc_llama_sample_opts {
     double temperature; /* <= 0: greedy (argmax, the lowest id on ties) */
     int64_t top_k;      /* keep the k most likely (0: all) */
-    double top_p;       /* keep the smallest set whose probability reaches p (0 or >= 1: all) */
+    double top_p;       /* then keep the smallest set whose probability (at temperature 1)
+                         * reaches p (0 or >= 1: all); the temperature applies last */
     uint64_t seed;      /* the sampler's own stream: same seed, same tokens */
 } fc_llama_sample_opts;
 
