@@ -125,6 +125,18 @@ static void parity(const char *name, fc_dtype weight_dtype, double tol, bool rel
                da);
         assert_true(da <= 1e-4);
     }
+    if (weight_dtype != FC_F32) {
+        /* every matrix of the model is still the file's quantized,
+         * read-only bytes after a forward (none was replaced by a copy) */
+        for (int64_t i = 0; i < fc_llama_tensor_count(m); i++) {
+            fc_tensor *t = fc_llama_tensor_at(m, i);
+            if (fc_tensor_rank(t) != 2) continue;
+            assert_int_equal(fc_tensor_dtype(t), weight_dtype);
+            assert_null(fc_tensor_data_mut(t));
+            assert_int_equal(fc_ctx_status(ctx), FC_ERR_READ_ONLY);
+            fc_ctx_clear_error(ctx);
+        }
+    }
     fc_release(logits);
     fc_release(ids);
     fc_llama_free(m);
