@@ -57,5 +57,24 @@ for name, (act, tol_fc, rel_fc) in CASES.items():
              ref_greedy, fc_greedy, n_check, "ok" if ok else "FAIL"))
     passed += ok
     failed += not ok
+for dt in ("f32", "q4_k"):
+    name = "new_" + dt
+    try:
+        lines = open(os.path.join(out, name + ".llama_cpp.txt")).read().split("\n")
+        fc = np.fromfile(os.path.join(out, name + ".fucina.bin"), "<f4")
+        fc_greedy = [int(x) for x in open(os.path.join(out, name + ".fucina.txt")).read().split()]
+    except OSError:
+        print("%s: not run (no llama_convert, or llama.cpp refused the file)" % name)
+        failed += 1
+        continue
+    T, V = map(int, lines[0].split()[1:])
+    lc = np.array([float(x) for l in lines[1:1 + T] for x in l.split()])
+    greedy = [int(x) for x in lines[1 + T].split()[1:]]
+    dv = np.abs(lc - fc).max()
+    ok = dv <= 1e-4 and greedy == fc_greedy
+    print("%s (made by fucina): llama.cpp vs fucina max %.3g (limit 1e-4); greedy llama.cpp %s, "
+          "fucina %s: %s" % (name, dv, greedy, fc_greedy, "ok" if ok else "FAIL"))
+    passed += ok
+    failed += not ok
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -31,13 +31,16 @@
 #         model; fucina matches PyTorch emulating its own rounding to 1e-4
 #         in tests/models/test_llama.c).
 # Greedy tokens must equal PyTorch's while each step's lead over the
-# runner-up (the .margins files) is beyond the type's 3% tolerance. Prints
-# one line per fixture and a closing "N passed, N failed".
+# runner-up (the .margins files) is beyond the type's 3% tolerance.
+# Then two models fucina makes itself (llama_convert --new: fc_llama_new,
+# fc_llama_save with its own keys), f32 and q4_k: llama.cpp must load
+# them, agree with fucina's logits within 1e-4 and give the same 8 greedy
+# tokens. Prints one line per model and a closing "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VER="${GGML_NPM_VERSION:-3.22.1}"
 DIR="${GGML_DIR:-build-ggml}"
-GEN="${FUCINA_GENERATE:-build/examples/generate}"
+GEN="${FUCINA_GENERATE:-build/examples/generate}" # and llama_convert beside it
 PY=/usr/bin/python3
 
 skip() {
@@ -98,4 +101,20 @@ for name in tiny_f32 tiny_q8_0 small_q4_k; do
   "$GEN" "$model" --prompt "$csv" --n 8 --threads 1 --logits "$OUT/$name.fucina.bin" \
     > "$OUT/$name.fucina.txt" 2> /dev/null
 done
+# Models fucina made (fc_llama_new, written by fc_llama_save): llama.cpp
+# must load them and agree with fucina.
+CONVERT="${FUCINA_LLAMA_CONVERT:-$(dirname "$GEN")/llama_convert}"
+if [ -x "$CONVERT" ]; then
+  for spec in "f32 64,64,4,2,2,96,32,7" "q4_k 64,256,4,2,1,256,32,8"; do
+    read -r dt cfg <<< "$spec"
+    model="$OUT/new_$dt.gguf"
+    "$CONVERT" --new "$cfg" "$model" "$dt"
+    "$HARNESS" "$LIB" "$model" 8 1 2 3 4 5 > "$OUT/new_$dt.llama_cpp.txt" 2> "$OUT/new_$dt.log" ||
+      { cat "$OUT/new_$dt.log" >&2; continue; }
+    "$GEN" "$model" --prompt 1,2,3,4,5 --n 8 --threads 1 --logits "$OUT/new_$dt.fucina.bin" \
+      > "$OUT/new_$dt.fucina.txt" 2> /dev/null
+  done
+else
+  echo "llama_cpp_parity.sh: no $CONVERT: the models fucina makes are not checked" >&2
+fi
 "$PY" scripts/llama_cpp_compare.py "$OUT"
