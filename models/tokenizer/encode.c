@@ -101,13 +101,16 @@ static bool reserve(work *w, void **p, size_t *cap, size_t need, size_t elem) {
 }
 
 /* Symbols of the buffer's first n bytes: one per UTF-8 character (SPM) or
- * per encoded byte (BPE: each is one character of the buffer too). */
+ * per encoded byte (BPE: each is one character of the buffer too). A byte
+ * that starts no valid sequence is a character of its own (llama.cpp would
+ * take a stray lead byte together with the bytes after it, which then fail
+ * to round-trip). */
 static int32_t split_chars(work *w, size_t n) {
     if (!reserve(w, (void **)&w->syms, &w->syms_cap, n ? n : 1, sizeof(sym))) return -1;
     int32_t k = 0;
     for (size_t off = 0; off < n; k++) {
-        size_t len = fc__utf8_len((unsigned char)w->buf[off]);
-        if (len > n - off) len = n - off;
+        size_t len;
+        fc__utf8_decode((const unsigned char *)w->buf + off, n - off, &len);
         w->syms[k] = (sym){.prev = k - 1, .next = -1, .off = (uint32_t)off, .len = (uint32_t)len};
         if (k) w->syms[k - 1].next = k;
         off += len;

@@ -74,21 +74,19 @@ static bool gpt2_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
+/* The 68 others, in order: 0x00..0x20 (33), 0x7F..0xA0 (34), 0xAD (1). */
 uint32_t fc__gpt2_byte_cp(unsigned b) {
     if (gpt2_printable(b)) return b;
-    uint32_t k = 0;
-    for (unsigned i = 0; i < b; i++) k += !gpt2_printable(i);
+    uint32_t k = b <= 0x20 ? b : b <= 0xA0 ? 33 + (b - 0x7F) : 67;
     return 0x100 + k;
 }
 
 int fc__gpt2_cp_byte(uint32_t cp) {
     if (cp < 0x100) return gpt2_printable(cp) ? (int)cp : -1;
     uint32_t k = cp - 0x100;
-    for (unsigned b = 0; b < 256; b++) {
-        if (gpt2_printable(b)) continue;
-        if (k-- == 0) return (int)b;
-    }
-    return -1;
+    if (k < 33) return (int)k;
+    if (k < 67) return (int)(0x7F + (k - 33));
+    return k == 67 ? 0xAD : -1;
 }
 
 /* The pattern's alternatives, tried in order at each position (as a

@@ -10,7 +10,8 @@
  *     concatenation is a token of the highest score is merged (the leftmost
  *     on a tie) until no pair is a token. A character that is no token is
  *     spelled with the byte tokens "<0xXX>", or the unknown token when the
- *     vocabulary has no byte token for it.
+ *     vocabulary has no byte token for it. A byte that starts no valid
+ *     UTF-8 sequence is a character of its own.
  *   - "gpt2" (FC_TOKENIZER_BPE): byte-level BPE with a merge list. The text
  *     is split into words with GPT-2's pattern
  *       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
