@@ -20,7 +20,7 @@
 #
 # ggml is not built here: npm fetches the prebuilt CPU backends of
 # @node-llama-cpp/linux-x64 and the llama.cpp source bundle of node-llama-cpp
-# (for ggml's headers), both at GGML_NPM_VERSION (default 3.22.1: ggml 0.25.1),
+# (for ggml's headers; scripts/npm_llamacpp.sh), both at GGML_NPM_VERSION (default 3.22.1: ggml 0.25.1),
 # into GGML_DIR (default build-ggml/, ignored by git), once. `npm pack`
 # fetches just those two tarballs through the registry client, checked
 # against the registry's integrity hashes and with no install scripts run;
@@ -49,33 +49,11 @@ TYPES=(q4_0 q8_0 q4_k q6_k f32)
 skip() { echo "qmatvec_vs_ggml.sh: $*; skipping the ggml comparison" >&2; exit 0; }
 
 # --- fetch ggml (once) -------------------------------------------------------
-[ "$(uname -m)" = x86_64 ] || skip "the npm package holds x86-64 libraries only"
 LIB="$DIR/v$VER/bins"
 INC="$DIR/v$VER/include"
-if [ ! -f "$LIB/libggml-base.so" ] || [ ! -f "$INC/ggml.h" ]; then
-  command -v npm > /dev/null || skip "no npm (apt-get install npm)"
-  command -v git > /dev/null || skip "no git, which unpacks the headers' source bundle"
-  tmp="$DIR/v$VER/tmp"
-  rm -rf "$tmp" && mkdir -p "$tmp"
-  echo "qmatvec_vs_ggml.sh: fetching node-llama-cpp $VER from the npm registry" >&2
-  (cd "$tmp" && npm pack --silent --fetch-retries=1 --fetch-timeout=60000 \
-    "@node-llama-cpp/linux-x64@$VER" "node-llama-cpp@$VER") > /dev/null || skip "npm pack failed (no network or no such version)"
-  mkdir -p "$tmp/bins" "$tmp/src"
-  tar xzf "$tmp"/node-llama-cpp-linux-x64-*.tgz -C "$tmp/bins" package/bins/linux-x64
-  tar xzf "$tmp"/node-llama-cpp-[0-9]*.tgz -C "$tmp/src" package/llama/gitRelease.bundle \
-    package/llama/llama.cpp.info.json
-  # The headers come from the llama.cpp release the binaries were built from
-  # (a git bundle inside the package): only ggml/include is unpacked.
-  git init -q --bare "$tmp/llama.git"
-  git -C "$tmp/llama.git" fetch -q "$tmp/src/package/llama/gitRelease.bundle" HEAD:release
-  mkdir -p "$tmp/include"
-  git -C "$tmp/llama.git" archive release ggml/include | tar x -C "$tmp/include"
-  rm -rf "$LIB" "$INC"
-  mv "$tmp/bins/package/bins/linux-x64" "$LIB"
-  mv "$tmp/include/ggml/include" "$INC"
-  cp "$tmp/src/package/llama/llama.cpp.info.json" "$DIR/v$VER/"
-  rm -rf "$tmp"
-fi
+rc=0
+bash scripts/npm_llamacpp.sh "$DIR" "$VER" || rc=$?
+[ "$rc" = 0 ] || skip "the prebuilt ggml is not available here"
 
 # --- build the harness and fucina-bench --------------------------------------
 HARNESS="$DIR/v$VER/ggml-qmatvec"

@@ -6,9 +6,11 @@
 #   fuzz/run.sh --seeds    # rewrite fuzz/corpus/checkpoint with gen_checkpoint_seeds
 # Targets: fuzz_safetensors and fuzz_gguf (the byte-level readers, built
 # from their sources), fuzz_checkpoint (fc_checkpoint_load) and fuzz_api
-# (random programs of public API calls, misuse included) and fuzz_llama
-# (the Llama model loader of models/, fc_llama_from_gguf, with a forward),
-# the last three linked against the whole library built with clang into $FUZZ_WORK/lib
+# (random programs of public API calls, misuse included), fuzz_llama (the
+# Llama model loader of models/, fc_llama_from_gguf, with a forward) and
+# fuzz_tokenizer (GGUF tokenizers read from fuzzed files, and fuzzed text
+# through the fixture tokenizers, which must round-trip), the last four
+# linked against the whole library built with clang into $FUZZ_WORK/lib
 # (default build-fuzz/ in this checkout): the first run configures and
 # builds it, later runs rebuild what changed; a build directory configured
 # from another checkout is discarded first, since cmake refuses to reuse it.
@@ -57,7 +59,7 @@ fi
 SECS="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api llama)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api llama tokenizer)
 
 # The byte-level readers need only the core layer; tensor_io.c and
 # checkpoint.c are the exec-level API on top and are left out.
@@ -72,9 +74,9 @@ for target in "${TARGETS[@]}"; do
   if [ "$target" = checkpoint ] || [ "$target" = api ]; then
     build_lib
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
-  elif [ "$target" = llama ]; then
+  elif [ "$target" = llama ] || [ "$target" = tokenizer ]; then
     build_lib
-    "$CC_" "${FLAGS[@]}" -Imodels/include -Imodels "fuzz/fuzz_$target.c" models/llama/*.c \
+    "$CC_" "${FLAGS[@]}" -Imodels/include -Imodels "fuzz/fuzz_$target.c" "models/$target"/*.c \
       "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
   else
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
@@ -82,7 +84,7 @@ for target in "${TARGETS[@]}"; do
   mkdir -p "$WORK/corpus-$target"
   echo "== fuzzing $target for ${SECS}s"
   if ! "$bin" "$WORK/corpus-$target" "fuzz/corpus/$target" -max_total_time="$SECS" \
-       -max_len="$([ "$target" = api ] && echo 512 || echo 65536)" -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" \
+       -max_len="$(case "$target" in api) echo 512 ;; tokenizer) echo 8192 ;; *) echo 65536 ;; esac)" -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" \
        -print_final_stats=1; then
     echo "fuzz/run.sh: $target FAILED (artifacts: $WORK/crash-$target-*)" >&2
     status=1

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# The Llama fixtures (tests/data/llama) through llama.cpp: its logits for
-# the fixture prompt against PyTorch's and fucina's, and its greedy tokens
-# against PyTorch's (issue 21's parity with llama.cpp).
+# Parity with llama.cpp: the tokenizer fixtures (tests/data/tokenizer)
+# tokenized by llama.cpp against the reference ids, and the Llama fixtures
+# (tests/data/llama) through llama.cpp: its logits for the fixture prompt
+# against PyTorch's and fucina's, and its greedy tokens against PyTorch's.
 #
 #   bash scripts/llama_cpp_parity.sh            # build/ must hold generate
 #   LLAMA_CPP_STRICT=1 bash scripts/llama_cpp_parity.sh   # fail when the peer cannot be had
+# .ci/run runs it after the suite (the peer is fetched from the npm registry).
 #
 # The peer is the prebuilt llama.cpp the npm registry ships:
 # @node-llama-cpp/linux-x64 (libllama, libggml and its CPU variants) and the
 # llama.cpp release bundled in node-llama-cpp (for llama.h and ggml's
 # headers), both at GGML_NPM_VERSION (default 3.22.1, llama.cpp's tag
-# v0.5.0 in its llama.cpp.info.json), fetched with `npm pack` into
-# GGML_DIR (default build-ggml/, ignored by git) exactly as
-# bench/qmatvec_vs_ggml.sh does, which shares that folder. Nothing of
-# llama.cpp is built: only tests/llama_cpp/llama_logits.c, against those
+# v0.5.0 in its llama.cpp.info.json), fetched by scripts/npm_llamacpp.sh
+# into GGML_DIR (default build-ggml/, ignored by git), which
+# bench/qmatvec_vs_ggml.sh shares. Nothing of llama.cpp is built: only
+# tests/llama_cpp/llama_tokenize.c and llama_logits.c, against those
 # headers. Without npm, git or the registry, the script says so and exits 0
 # (1 with LLAMA_CPP_STRICT=1).
 #
@@ -51,39 +53,46 @@ skip() {
 
 [ "$(uname -m)" = x86_64 ] || skip "the npm package holds x86-64 libraries only"
 [ -x "$GEN" ] || skip "no $GEN (cmake --build build --target generate)"
-mkdir -p "$DIR" && DIR="$(cd "$DIR" && pwd)"
+rc=0
+bash scripts/npm_llamacpp.sh "$DIR" "$VER" || rc=$?
+[ "$rc" = 0 ] || skip "the prebuilt llama.cpp is not available here"
+DIR="$(cd "$DIR" && pwd)"
 LIB="$DIR/v$VER/bins"
-INC="$DIR/v$VER/include"
-LINC="$DIR/v$VER/include-llama"
-if [ ! -f "$LIB/libggml-base.so" ] || [ ! -f "$INC/ggml.h" ] || [ ! -f "$LINC/llama.h" ]; then
-  command -v npm > /dev/null || skip "no npm (apt-get install npm)"
-  command -v git > /dev/null || skip "no git, which unpacks the headers' source bundle"
-  tmp="$DIR/v$VER/tmp"
-  rm -rf "$tmp" && mkdir -p "$tmp"
-  echo "llama_cpp_parity.sh: fetching node-llama-cpp $VER from the npm registry" >&2
-  (cd "$tmp" && npm pack --silent --fetch-retries=1 --fetch-timeout=60000 \
-    "@node-llama-cpp/linux-x64@$VER" "node-llama-cpp@$VER") > /dev/null ||
-    skip "npm pack failed (no network or no such version)"
-  mkdir -p "$tmp/bins" "$tmp/src" "$tmp/inc"
-  tar xzf "$tmp"/node-llama-cpp-linux-x64-*.tgz -C "$tmp/bins" package/bins/linux-x64
-  tar xzf "$tmp"/node-llama-cpp-[0-9]*.tgz -C "$tmp/src" package/llama/gitRelease.bundle \
-    package/llama/llama.cpp.info.json
-  git init -q --bare "$tmp/llama.git"
-  git -C "$tmp/llama.git" fetch -q "$tmp/src/package/llama/gitRelease.bundle" HEAD:release
-  git -C "$tmp/llama.git" archive release include ggml/include | tar x -C "$tmp/inc"
-  rm -rf "$LIB" "$INC" "$LINC"
-  mv "$tmp/bins/package/bins/linux-x64" "$LIB"
-  mv "$tmp/inc/ggml/include" "$INC"
-  mkdir -p "$LINC" && cp "$tmp/inc/include/llama.h" "$LINC/" && cp "$INC"/*.h "$LINC/"
-  cp "$tmp/src/package/llama/llama.cpp.info.json" "$DIR/v$VER/"
-  rm -rf "$tmp"
+INC="$DIR/v$VER/include"  # ggml's headers
+LINC="$DIR/v$VER/llama"   # llama.h
+
+# Tokenizers first: llama.cpp must tokenize every case of
+# tests/data/tokenizer/expected.txt (sentencepiece's ids and GPT-2's
+# reference BPE's, which tests/models/test_tokenizer.c holds fucina to)
+# from the same GGUF vocabularies to the same ids.
+TOKENIZE="$DIR/v$VER/llama_tokenize"
+if [ ! -x "$TOKENIZE" ] || [ tests/llama_cpp/llama_tokenize.c -nt "$TOKENIZE" ]; then
+  libllama=("$LIB"/libllama.*so)
+  libggml=("$LIB"/libggml.*so)
+  "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" -I"$INC" tests/llama_cpp/llama_tokenize.c \
+    -o "$TOKENIZE" "${libllama[0]}" "$LIB/libggml-base.so" "${libggml[0]}" -Wl,-rpath,"$LIB"
 fi
+tok_fail=0
+for kind in spm bpe; do
+  exp="$(mktemp)" got="$(mktemp)"
+  awk -F'\t' -v k="$kind" '$1 == k { print $3 }' tests/data/tokenizer/expected.txt > "$exp"
+  awk -F'\t' -v k="$kind" '$1 == k { print ($2 == "" ? "-" : $2), 0 }' tests/data/tokenizer/expected.txt \
+    | "$TOKENIZE" "$LIB" "tests/data/tokenizer/$kind.gguf" > "$got"
+  n="$(wc -l < "$exp")"
+  same="$(paste -d'\n' "$exp" "$got" | awk 'NR % 2 { a = $0; next } a == $0 { s++ } END { print s + 0 }')"
+  echo "tokenizer $kind: $same of $n cases give the same ids in llama.cpp"
+  if [ "$same" != "$n" ]; then
+    paste "$exp" "$got" | awk -F'\t' '$1 != $2 { print "  expected:  " $1 "\n  llama.cpp: " $2 }' | head -20
+    tok_fail=1
+  fi
+  rm -f "$exp" "$got"
+done
 
 HARNESS="$DIR/v$VER/llama_logits"
 if [ ! -x "$HARNESS" ] || [ tests/llama_cpp/llama_logits.c -nt "$HARNESS" ]; then
   libllama=("$LIB"/libllama.*so)
   libggml=("$LIB"/libggml.*so)
-  "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" tests/llama_cpp/llama_logits.c \
+  "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" -I"$INC" tests/llama_cpp/llama_logits.c \
     -o "$HARNESS" "${libllama[0]}" "$LIB/libggml-base.so" "${libggml[0]}" -Wl,-rpath,"$LIB"
 fi
 
@@ -117,4 +126,4 @@ if [ -x "$CONVERT" ]; then
 else
   echo "llama_cpp_parity.sh: no $CONVERT: the models fucina makes are not checked" >&2
 fi
-"$PY" scripts/llama_cpp_compare.py "$OUT"
+"$PY" scripts/llama_cpp_compare.py "$OUT" && [ "$tok_fail" = 0 ]

@@ -1,0 +1,92 @@
+/* models/tokenizer/internal.h - what the tokenizer's files share: the
+ * vocabulary with its lookup tables, the allocator wrappers, the growable
+ * id list and the code point classes. */
+#ifndef FUCINA_MODELS_TOKENIZER_INTERNAL_H
+#define FUCINA_MODELS_TOKENIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fucina/tokenizer.h"
+
+/* Open-addressing table from byte strings to indices (slots hold index + 1,
+ * 0 is empty); the strings live elsewhere, named by the owner's arrays. */
+typedef struct fc__tok_map {
+    uint32_t *slots;
+    uint32_t mask; /* slot count - 1, a power of two at least twice the entries */
+} fc__tok_map;
+
+struct fc_tokenizer {
+    fc_allocator al;
+    fc_tokenizer_kind kind;
+    int32_t n;        /* tokens */
+    char **text;      /* NUL-terminated texts, in one arena */
+    uint32_t *len;    /* their bytes */
+    float *score;     /* n scores (0 when the file has none) */
+    int32_t *type;    /* n fc_token_type values */
+    char *arena;      /* every token and merge text */
+    size_t arena_size;
+    fc__tok_map tokens;
+    int64_t n_merges; /* "gpt2": merges, rank = index */
+    char **merge;     /* "left right", in the arena */
+    uint32_t *merge_len;
+    fc__tok_map merges;
+    int32_t bos, eos, unk, pad; /* -1 when absent */
+    bool add_bos, add_eos, add_space_prefix;
+    char *pre; /* tokenizer.ggml.pre, "" when absent (in the arena) */
+    int32_t byte_token[256]; /* the token spelling byte b, or -1 */
+    int32_t *special;        /* control, unknown and user-defined ids, longest text first */
+    int32_t n_special;
+    /* fc_tokenizer_gguf_kvs's view of the above */
+    fc_gguf_kv kvs[12];
+    int64_t n_kvs;
+    uint32_t kv_ids[4];
+    bool kv_flags[3];
+};
+
+void *fc__tok_alloc(const fc_allocator *al, size_t size);
+void fc__tok_free(const fc_allocator *al, void *p, size_t size);
+
+/* FNV-1a over len bytes. */
+uint64_t fc__tok_hash(const char *s, size_t len);
+/* The index whose string (names[i], lens[i]) equals s, or -1. */
+int64_t fc__tok_map_find(const fc__tok_map *m, char *const *names, const uint32_t *lens,
+                         const char *s, size_t len);
+
+/* A growable list of ids in the tokenizer's allocator. */
+typedef struct fc__tok_ids {
+    int32_t *v;
+    int64_t n, cap;
+    const fc_allocator *al;
+    bool oom;
+} fc__tok_ids;
+void fc__tok_ids_push(fc__tok_ids *ids, int32_t id);
+void fc__tok_ids_free(fc__tok_ids *ids);
+
+/* The byte length of the UTF-8 sequence led by byte c (1 for a stray
+ * continuation byte), as llama.cpp splits text into characters. */
+static inline size_t fc__utf8_len(unsigned char c) {
+    static const uint8_t lengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return lengths[c >> 4];
+}
+/* Decodes one code point at s[0, n) (n >= 1): the code point and its byte
+ * count; an invalid or truncated sequence is U+FFFD over one byte. */
+uint32_t fc__utf8_decode(const unsigned char *s, size_t n, size_t *used);
+/* Encodes cp into out (4 bytes of room); returns the byte count. */
+size_t fc__utf8_encode(uint32_t cp, char *out);
+
+/* Code point classes of the GPT-2 pattern (unicode.c). */
+bool fc__uni_is_letter(uint32_t cp);
+bool fc__uni_is_number(uint32_t cp);
+bool fc__uni_is_space(uint32_t cp);
+
+/* GPT-2's printable code point for byte b, and back (-1: none). */
+uint32_t fc__gpt2_byte_cp(unsigned b);
+int fc__gpt2_cp_byte(uint32_t cp);
+
+/* Splits cps[0, n) into GPT-2 words: calls fn for each [start, end). */
+void fc__gpt2_split(const uint32_t *cps, size_t n,
+                    void (*fn)(void *user, size_t start, size_t end), void *user);
+
+#endif
