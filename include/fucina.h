@@ -15,6 +15,7 @@
  *   fucina/checkpoint.h resumable training checkpoints
  *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
  *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
+ *   fucina/dist.h     data-parallel training on MPI (FC_ERR_BACKEND without it)
  */
 #ifndef FUCINA_H
 #define FUCINA_H
@@ -33,5 +34,6 @@
 #include "fucina/quant.h"
 #include "fucina/io.h"
 #include "fucina/checkpoint.h"
+#include "fucina/dist.h"
 
 #endif /* FUCINA_H */
