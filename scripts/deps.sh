@@ -4,11 +4,13 @@
 # (or sudo) only when something is actually missing.
 #   scripts/deps.sh           build, tests, examples
 #   scripts/deps.sh --bench   also Debian's PyTorch, for bench/compare.sh's peers
+#   scripts/deps.sh --mpi     also Open MPI, for data-parallel training (FUCINA_WITH_MPI)
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
       zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
       gnuplot-nox)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch python3-numpy); fi
+if [ "${1:-}" = "--mpi" ]; then PKGS+=(libopenmpi-dev openmpi-bin); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,7 +41,10 @@ bool ex_dist_start(ex_dist *x, const char *prog, fc_ctx *ctx) {
 
 bool ex_dist_wrap(ex_dist *x, const char *prog, fc_optim *opt) {
     if (!x->d) return true;
-    x->ddp = fc_ddp_new(x->d, opt, NULL);
+    /* tuning knobs for measurements: bucket size, and the overlap off */
+    const char *kb = getenv("FUCINA_DDP_BUCKET_KB"), *no = getenv("FUCINA_DDP_NO_OVERLAP");
+    fc_ddp_opts o = {.bucket_bytes = kb ? 1024 * atoll(kb) : 0, .no_overlap = no && *no == '1'};
+    x->ddp = fc_ddp_new(x->d, opt, &o);
     if (!x->ddp) {
         fprintf(stderr, "%s: rank %d: %s\n", prog, x->rank,
                 fc_ctx_error(fc_tensor_ctx(fc_optim_param(opt, 0))));

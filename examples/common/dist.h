@@ -37,7 +37,9 @@ typedef struct ex_dist {
  * failed, or a launcher started several copies of a build without MPI,
  * which would each train alone). */
 bool ex_dist_start(ex_dist *x, const char *prog, fc_ctx *ctx);
-/* Wraps opt's parameters (collective). false after printing why. */
+/* Wraps opt's parameters (collective). false after printing why. For
+ * measurements, FUCINA_DDP_BUCKET_KB sets the bucket size (default 25 MiB)
+ * and FUCINA_DDP_NO_OVERLAP=1 starts every bucket after backward. */
 bool ex_dist_wrap(ex_dist *x, const char *prog, fc_optim *opt);
 /* After each backward: the mean gradients (fc_ddp_sync). */
 fc_status ex_dist_sync(ex_dist *x);
