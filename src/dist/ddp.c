@@ -20,7 +20,6 @@
  * (w->next_gather): see dist/dist.h for why the orders matter. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +231,7 @@ fc_status fc_ddp_sync(fc_ddp *w) {
                           d->rank, d->size, d->timeout_s, w->next_gather, w->nb);
             break;
         }
-        if (spin > 1000) sched_yield();
+        fc__dist_pause(spin);
     }
     w->st.wait_s += fc__dist_now() - tw;
     if (st != FC_OK) return st; /* requests may be in flight: the wrapper is done for */

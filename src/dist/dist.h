@@ -22,21 +22,15 @@
 #include "fucina/autograd.h"
 #include "fucina/dist.h"
 
-struct fc_dist {
-    fc_ctx *ctx;
-    MPI_Comm comm;  /* broadcasts, small collectives, reductions' phase 1 */
-    MPI_Comm comm2; /* reductions' phase 2 */
-    int rank, size;
-    double timeout_s; /* < 0: none */
-    bool owns_mpi;    /* made by fc_dist_init: counts towards finalizing */
-};
-
 /* Records FC_ERR_COMM naming what (the MPI call and its purpose) and MPI's
  * message for rc; returns FC_ERR_COMM (FC_OK for rc == MPI_SUCCESS). */
 fc_status fc__dist_check(fc_dist *d, int rc, const char *what);
 /* Waits for n requests, polling until d's deadline. FC_OK, or FC_ERR_COMM
  * (an MPI error, or the deadline passed; the requests are then left). */
 fc_status fc__dist_wait(fc_dist *d, MPI_Request *reqs, int n, const char *what);
+/* Between two polls of a wait: nothing for the first spins, then a short
+ * sleep (comm.c says why). */
+void fc__dist_pause(unsigned spin);
 /* Seconds on a monotonic clock. */
 double fc__dist_now(void);
 
@@ -59,11 +53,24 @@ typedef struct fc__dist_red {
     MPI_Request req;
     fc__red_phase phase;
     double scale; /* 1 for a sum, 1/N for a mean */
+    size_t cap;   /* bytes of each buffer */
 } fc__dist_red;
+
+struct fc_dist {
+    fc_ctx *ctx;
+    MPI_Comm comm;  /* broadcasts, small collectives, reductions' phase 1 */
+    MPI_Comm comm2; /* reductions' phase 2 */
+    int rank, size;
+    double timeout_s;     /* < 0: none */
+    bool owns_mpi;        /* made by fc_dist_init: counts towards finalizing */
+    fc__dist_red scratch; /* fc_dist_all_reduce's buffers, kept between calls */
+};
 
 /* Buffers for count elements (count >= 1). FC_OK, FC_ERR_OOM,
  * FC_ERR_OVERFLOW (the slices must fit an int count for MPI). */
 fc_status fc__dist_red_init(fc_dist *d, fc__dist_red *r, bool f64, int64_t count);
+/* The same over r's buffers when they are large enough (else new ones). */
+fc_status fc__dist_red_reuse(fc_dist *d, fc__dist_red *r, bool f64, int64_t count);
 void fc__dist_red_free(fc_dist *d, fc__dist_red *r);
 /* Starts phase 1 over send[0, count) (the padding is zeroed here). */
 fc_status fc__dist_red_start(fc_dist *d, fc__dist_red *r, double scale);
