@@ -480,8 +480,9 @@ static int finish(run *r) {
     r->csv = NULL;
     const ex_curve curves[] = {
         {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
-    bool plotted = ex_dist_is_main(&r->dist) && ex_plot_png(r->path[0], r->path[1], "train_cnn: Fashion-MNIST", "step",
-                               "loss (nats) / accuracy", 1, curves, 3);
+    bool plotted =
+        ex_dist_is_main(&r->dist) && ex_plot_png(r->path[0], r->path[1], "train_cnn: Fashion-MNIST",
+                                                 "step", "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
     if (r->timed > 0) {
         qsort(r->step_ms, (size_t)r->timed, sizeof *r->step_ms, cmp_double);

@@ -725,9 +725,8 @@ static int finish(run *r) {
         fprintf(stderr, "train_gpt: sampling failed: %s\n", fc_ctx_error(r->ctx));
         return 1;
     }
-    if (ex_dist_is_main(&r->dist) &&
-        save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step, r->data_rng) !=
-            FC_OK)
+    if (ex_dist_is_main(&r->dist) && save_checkpoint(r->path[2], r->ctx, r->opt, &r->model,
+                                                     &r->data, r->step, r->data_rng) != FC_OK)
         return 1;
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
@@ -796,8 +795,7 @@ static bool setup(run *r) {
     r->idx = fc_empty(r->ctx, FC_I64, (const int64_t[]){B, T}, 2);
     r->tgt = fc_empty(r->ctx, FC_I64, (const int64_t[]){B * T}, 1);
     r->step_ms = malloc(sizeof(double) * (size_t)o->steps);
-    if (r->dist.size > 1)
-        r->all_idx = malloc(sizeof(int64_t) * (size_t)(2 * r->dist.size * B * T));
+    if (r->dist.size > 1) r->all_idx = malloc(sizeof(int64_t) * (size_t)(2 * r->dist.size * B * T));
     if (fc_ctx_status(r->ctx) != FC_OK || !r->opt || !r->step_ms ||
         (r->dist.size > 1 && !r->all_idx)) {
         fprintf(stderr, "train_gpt: building the model failed: %s\n",
@@ -831,9 +829,8 @@ static bool setup(run *r) {
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
     if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
-        r->csv = ex_csv_open(r->path[0],
-                             "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s",
-                             o->resume);
+        r->csv = ex_csv_open(
+            r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s", o->resume);
         if (!r->csv) return false;
     }
     printf("train_gpt: %s: %lld characters, vocabulary %d; train %lld, validation %lld "

@@ -13,8 +13,8 @@
  * Run: train_mlp (default data /usr/share/datasets/fashion-mnist). --help
  * lists the options. Under mpirun (a build with FUCINA_WITH_MPI) the ranks
  * split every batch and average the gradients (common/dist.h): mpirun -np
- * 2 train_mlp --batch 64 --threads 1 takes the steps of --batch 128. Output goes to --out (metrics.csv, loss.png when
- * gnuplot is installed). Exit status 77 means the data set is missing.
+ * 2 train_mlp --batch 64 --threads 1 takes the steps of --batch 128. Output goes to --out
+ * (metrics.csv, loss.png when gnuplot is installed). Exit status 77 means the data set is missing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -79,8 +79,8 @@ typedef struct eval_result {
     double loss, accuracy;
 } eval_result;
 
-static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test, int64_t limit,
-                                 const float *lut, ex_dist *dist) {
+static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test,
+                                 int64_t limit, const float *lut, ex_dist *dist) {
     enum { EB = 1000 };
     eval_result r = {NAN, NAN};
     int64_t n = limit > 0 && limit < test->n ? limit : test->n, lo, hi;
@@ -308,9 +308,9 @@ static int finish(run *r) {
     r->csv = NULL;
     const ex_curve curves[] = {
         {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
-    bool plotted = ex_dist_is_main(&r->dist) &&
-                   ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST", "step",
-                               "loss (nats) / accuracy", 1, curves, 3);
+    bool plotted =
+        ex_dist_is_main(&r->dist) && ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST",
+                                                 "step", "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
     if (r->step > 0) {
         qsort(r->step_ms, (size_t)r->step, sizeof *r->step_ms, cmp_double);

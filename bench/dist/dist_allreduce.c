@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
     }
     fc_tensor *t = fc_ones(ctx, FC_F32, &n, 1);
     float *buf = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)n);
-    double *ours = malloc(sizeof(double) * (size_t)reps), *mpi = malloc(sizeof(double) * (size_t)reps);
+    double *ours = malloc(sizeof(double) * (size_t)reps),
+           *mpi = malloc(sizeof(double) * (size_t)reps);
     double *ddp_ms = malloc(sizeof(double) * (size_t)reps);
     fc_tensor *p = fc_param_zeros(ctx, FC_F32, &n, 1), *c = fc_ones(ctx, FC_F32, &n, 1);
     fc_optim *opt = fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0}, &p, 1);

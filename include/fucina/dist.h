@@ -218,15 +218,15 @@ FC_API fc_status fc_ddp_bucket(const fc_ddp *w, int b, const int **first, int *c
 /* Counters and timers since creation (for tuning; the environment variable
  * FUCINA_DDP_STATS=1 also prints them to stderr from fc_ddp_free). */
 typedef struct fc_ddp_stats {
-    int64_t syncs;          /* fc_ddp_sync calls that communicated */
-    int64_t buckets;        /* bucket reductions started */
-    int64_t started_early;  /* ...of them from a hook, during backward */
-    int64_t done_early;     /* ...of them already complete when fc_ddp_sync began */
-    int64_t bytes;          /* gradient bytes reduced (per rank, payload) */
-    double hook_s;          /* in hooks: copying into buckets, starting, progressing */
-    double backward_s;      /* from each step's first hook to its fc_ddp_sync */
-    double wait_s;          /* in fc_ddp_sync waiting for communication */
-    double sync_s;          /* in fc_ddp_sync in all (waiting, summing, writing) */
+    int64_t syncs;         /* fc_ddp_sync calls that communicated */
+    int64_t buckets;       /* bucket reductions started */
+    int64_t started_early; /* ...of them from a hook, during backward */
+    int64_t done_early;    /* ...of them already complete when fc_ddp_sync began */
+    int64_t bytes;         /* gradient bytes reduced (per rank, payload) */
+    double hook_s;         /* in hooks: copying into buckets, starting, progressing */
+    double backward_s;     /* from each step's first hook to its fc_ddp_sync */
+    double wait_s;         /* in fc_ddp_sync waiting for communication */
+    double sync_s;         /* in fc_ddp_sync in all (waiting, summing, writing) */
 } fc_ddp_stats;
 /* Fills *out. FC_ERR_NULL_ARG for a NULL w or out. Not collective. */
 FC_API fc_status fc_ddp_get_stats(const fc_ddp *w, fc_ddp_stats *out);

@@ -31,7 +31,7 @@ static bool g_initialised_mpi;
 bool fc_dist_available(void) { return true; }
 
 void fc__dist_pause(unsigned spin) {
-    if (spin < 5000) return; /* about a millisecond of polls */
+    if (spin < 5000) return;         /* about a millisecond of polls */
     struct timespec ts = {0, 20000}; /* 20 us: small against a step, big for a CPU */
     nanosleep(&ts, NULL);
 }
@@ -83,8 +83,12 @@ static fc_status make(fc_ctx *ctx, MPI_Comm base, const fc_dist_opts *opts, bool
                       fc_dist **out) {
     fc_dist *d = fc__ctx_alloc(ctx, sizeof *d);
     if (!d) return fc__fail(ctx, FC_ERR_OOM, "fc_dist_init: out of memory");
-    *d = (fc_dist){.ctx = ctx, .comm = MPI_COMM_NULL, .comm2 = MPI_COMM_NULL, .size = 1,
-                   .timeout_s = default_timeout(opts), .owns_mpi = owns};
+    *d = (fc_dist){.ctx = ctx,
+                   .comm = MPI_COMM_NULL,
+                   .comm2 = MPI_COMM_NULL,
+                   .size = 1,
+                   .timeout_s = default_timeout(opts),
+                   .owns_mpi = owns};
     /* the base communicator's handler is the caller's (often fatal): the
      * duplicates get MPI_ERRORS_RETURN before anything else runs on them */
     fc_status st = fc__dist_check(d, MPI_Comm_dup(base, &d->comm), "MPI_Comm_dup");
@@ -116,8 +120,7 @@ fc_status fc_dist_init(fc_ctx *ctx, int *argc, char ***argv, const fc_dist_opts 
     int inited = 0, finalized = 0, provided = 0;
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
-    if (finalized)
-        return fc__fail(ctx, FC_ERR_STATE, "fc_dist_init: MPI was already finalized");
+    if (finalized) return fc__fail(ctx, FC_ERR_STATE, "fc_dist_init: MPI was already finalized");
     if (!inited) {
         int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
         if (rc != MPI_SUCCESS)
@@ -224,10 +227,9 @@ fc_status fc__dist_red_start(fc_dist *d, fc__dist_red *r, double scale) {
     memset((char *)r->send + (size_t)r->count * esz, 0, (size_t)(total - r->count) * esz);
     r->scale = scale;
     MPI_Datatype t = r->f64 ? MPI_DOUBLE : MPI_FLOAT;
-    fc_status st = fc__dist_check(d,
-                                  MPI_Ialltoall(r->send, (int)r->shard, t, r->recv, (int)r->shard,
-                                                t, d->comm, &r->req),
-                                  "fc_dist reduction: MPI_Ialltoall");
+    fc_status st = fc__dist_check(
+        d, MPI_Ialltoall(r->send, (int)r->shard, t, r->recv, (int)r->shard, t, d->comm, &r->req),
+        "fc_dist reduction: MPI_Ialltoall");
     r->phase = st == FC_OK ? FC__RED_EXCHANGE : FC__RED_IDLE;
     return st;
 }
@@ -270,10 +272,9 @@ fc_status fc__dist_red_poll(fc_dist *d, fc__dist_red *r, bool gather_ok) {
     }
     if (r->phase == FC__RED_SUMMED && gather_ok) {
         MPI_Datatype t = r->f64 ? MPI_DOUBLE : MPI_FLOAT;
-        st = fc__dist_check(d,
-                            MPI_Iallgather(MPI_IN_PLACE, 0, t, r->send, (int)r->shard, t,
-                                           d->comm2, &r->req),
-                            "fc_dist reduction: MPI_Iallgather");
+        st = fc__dist_check(
+            d, MPI_Iallgather(MPI_IN_PLACE, 0, t, r->send, (int)r->shard, t, d->comm2, &r->req),
+            "fc_dist reduction: MPI_Iallgather");
         if (st != FC_OK) return st;
         r->phase = FC__RED_GATHER;
     }
@@ -306,8 +307,7 @@ static fc_status red_run(fc_dist *d, fc__dist_red *r, double scale, const char *
 // the list collectives
 
 /* The checks every list collective makes on its tensors. */
-static fc_status check_list(fc_dist *d, const char *fn, fc_tensor *const *ts, int n,
-                            bool floats) {
+static fc_status check_list(fc_dist *d, const char *fn, fc_tensor *const *ts, int n, bool floats) {
     if (n < 0) return fc__fail(d->ctx, FC_ERR_INVALID_ARG, "%s: n is %d", fn, n);
     if (n > 0 && !ts) return fc__fail(d->ctx, FC_ERR_NULL_ARG, "%s: the tensor list is NULL", fn);
     char b[160];
@@ -322,8 +322,8 @@ static fc_status check_list(fc_dist *d, const char *fn, fc_tensor *const *ts, in
                             fn, i, fc__desc(t, b, (int)sizeof b));
         if (!fc__contiguous(&t->raw))
             return fc__fail(d->ctx, FC_ERR_UNSUPPORTED_VIEW,
-                            "%s: tensor %d (%s) is not contiguous; pass fc_contiguous of it", fn,
-                            i, fc__desc(t, b, (int)sizeof b));
+                            "%s: tensor %d (%s) is not contiguous; pass fc_contiguous of it", fn, i,
+                            fc__desc(t, b, (int)sizeof b));
         if (fc__buffer_is_read_only(t->raw.buf))
             return fc__fail(d->ctx, FC_ERR_READ_ONLY, "%s: tensor %d (%s) is read-only", fn, i,
                             fc__desc(t, b, (int)sizeof b));

@@ -28,14 +28,14 @@
 
 typedef struct slot {
     fc_ddp *w;
-    fc_tensor *p;   /* retained */
-    int index;      /* in the optimizer's order */
+    fc_tensor *p; /* retained */
+    int index;    /* in the optimizer's order */
     int bucket;
-    int64_t off;    /* first element in the bucket */
+    int64_t off; /* first element in the bucket */
     int64_t numel;
-    int64_t pres;   /* its presence value's element in the bucket */
+    int64_t pres; /* its presence value's element in the bucket */
     int64_t hook_id;
-    bool ready;     /* filled for this step */
+    bool ready; /* filled for this step */
 } slot;
 
 typedef struct bucket {
@@ -172,8 +172,8 @@ static fc_status write_grads(fc_ddp *w) {
         double present = f64 ? ((double *)b->red.send)[s->pres] : ((float *)b->red.send)[s->pres];
         if (!(present > 0)) continue;
         if (!s->p->grad) {
-            fc_tensor *g = fc_keep(fc_empty(w->ctx, f64 ? FC_F64 : FC_F32, s->p->raw.shape,
-                                            s->p->raw.rank));
+            fc_tensor *g =
+                fc_keep(fc_empty(w->ctx, f64 ? FC_F64 : FC_F32, s->p->raw.shape, s->p->raw.rank));
             if (!g) return fc__failed(w->ctx);
             s->p->grad = g;
         }
@@ -207,9 +207,9 @@ fc_status fc_ddp_sync(fc_ddp *w) {
     /* the ranks' failures, counted after every bucket (same order on all) */
     int failed = fc_ctx_status(w->ctx) != FC_OK || st != FC_OK, nfailed = 0;
     MPI_Request req = MPI_REQUEST_NULL;
-    fc_status cst = fc__dist_check(
-        d, MPI_Iallreduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, d->comm, &req),
-        "fc_ddp_sync: MPI_Iallreduce of the failure count");
+    fc_status cst =
+        fc__dist_check(d, MPI_Iallreduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, d->comm, &req),
+                       "fc_ddp_sync: MPI_Iallreduce of the failure count");
     if (st == FC_OK) st = cst;
     double tw = fc__dist_now(), deadline = d->timeout_s < 0 ? -1 : tw + d->timeout_s;
     for (unsigned spin = 0; st == FC_OK; spin++) {
@@ -306,9 +306,9 @@ static fc_status check_lists(fc_ddp *w, fc_tensor *const *ps, fc_status local) {
     int64_t mine[3] = {n, (int64_t)h, st == FC_OK && local == FC_OK};
     MPI_Request req = MPI_REQUEST_NULL;
     if (st == FC_OK)
-        st = fc__dist_check(d, MPI_Iallgather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, d->comm,
-                                              &req),
-                            "fc_ddp_new: MPI_Iallgather of the parameter lists");
+        st = fc__dist_check(
+            d, MPI_Iallgather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, d->comm, &req),
+            "fc_ddp_new: MPI_Iallgather of the parameter lists");
     if (st == FC_OK) st = fc__dist_wait(d, &req, 1, "fc_ddp_new (checking parameter lists)");
     int bad_rank = -1, failed_rank = -1;
     for (int r = 0; st == FC_OK && r < N; r++) {
@@ -397,8 +397,8 @@ static fc_status build_buckets(fc_ddp *w, int64_t cap) {
             w->slots[w->order[b->first + j]].pres = e + j;
         b->pending = b->count;
         if (w->d->size > 1) {
-            fc_status st = fc__dist_red_init(w->d, &b->red,
-                                             is_f64(&w->slots[w->order[b->first]]), e + b->count);
+            fc_status st = fc__dist_red_init(w->d, &b->red, is_f64(&w->slots[w->order[b->first]]),
+                                             e + b->count);
             if (st != FC_OK) return st;
         }
     }
@@ -432,14 +432,14 @@ fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
         fc__fail(ctx, FC_ERR_OOM, "fc_ddp_new: out of memory");
         return NULL;
     }
-    *w = (fc_ddp){.d = d, .ctx = ctx, .opt = opt, .n = n, .sync_on = true,
-                  .no_overlap = o.no_overlap};
+    *w = (fc_ddp){
+        .d = d, .ctx = ctx, .opt = opt, .n = n, .sync_on = true, .no_overlap = o.no_overlap};
     size_t cap = (size_t)(n > 0 ? n : 1);
     w->slots = fc__ctx_alloc(ctx, sizeof *w->slots * cap);
     w->order = fc__ctx_alloc(ctx, sizeof *w->order * cap);
     fc_tensor **ps = fc__ctx_alloc(ctx, sizeof *ps * cap);
-    fc_status local = w->slots && w->order && ps ? FC_OK
-                                                 : fc__fail(ctx, FC_ERR_OOM, "fc_ddp_new: out of memory");
+    fc_status local =
+        w->slots && w->order && ps ? FC_OK : fc__fail(ctx, FC_ERR_OOM, "fc_ddp_new: out of memory");
     if (w->slots) memset(w->slots, 0, sizeof *w->slots * cap);
     char b[160];
     for (int i = 0; local == FC_OK && i < n; i++) {
@@ -453,7 +453,10 @@ fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
     if (d->size > 1 && (w->slots && w->order && ps)) st = check_lists(w, ps, local);
     if (st == FC_OK && d->size > 1) st = fc_dist_broadcast(d, ps, n, 0);
     for (int i = 0; st == FC_OK && i < n; i++)
-        w->slots[i] = (slot){.w = w, .p = fc_retain(ps[i]), .index = i, .numel = fc__numel(&ps[i]->raw),
+        w->slots[i] = (slot){.w = w,
+                             .p = fc_retain(ps[i]),
+                             .index = i,
+                             .numel = fc__numel(&ps[i]->raw),
                              .hook_id = -1};
     if (st == FC_OK)
         st = build_buckets(w, o.bucket_bytes > 0 ? o.bucket_bytes : (int64_t)BUCKET_DEFAULT);

@@ -49,8 +49,8 @@ int main(int argc, char **argv) {
         fc_scope_end(ctx);
         if (st == FC_OK) st = fc_ddp_sync(ddp);
         if (st != FC_OK) {
-            fprintf(stderr, "fault_prog: rank %d step %d: %s: %s\n", rank, step,
-                    fc_status_name(st), fc_ctx_error(ctx));
+            fprintf(stderr, "fault_prog: rank %d step %d: %s: %s\n", rank, step, fc_status_name(st),
+                    fc_ctx_error(ctx));
             fflush(stderr);
             fc_dist_abort(d, 4);
         }

@@ -91,17 +91,17 @@ static void assert_mean_grad(const model *m, int i, int s, bool acc) {
     assert_non_null(g);
     bool f64 = fc_tensor_dtype(g) == FC_F64;
     for (int64_t j = 0; j < fc_tensor_numel(g); j++) {
-        double got = f64 ? ((const double *)fc_tensor_data(g))[j]
-                         : ((const float *)fc_tensor_data(g))[j];
+        double got =
+            f64 ? ((const double *)fc_tensor_data(g))[j] : ((const float *)fc_tensor_data(g))[j];
         if (got != want(i, j, s, f64, acc))
-            fail_msg("rank %d: parameter %d element %lld: %.9g, want %.9g", g_rank, i,
-                     (long long)j, got, want(i, j, s, f64, acc));
+            fail_msg("rank %d: parameter %d element %lld: %.9g, want %.9g", g_rank, i, (long long)j,
+                     got, want(i, j, s, f64, acc));
     }
 }
 
 static fc_optim *optim(model *m) {
-    fc_optim *o = fc_optim_new(g_ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0.1}, m->p,
-                               m->n);
+    fc_optim *o =
+        fc_optim_new(g_ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 0.1}, m->p, m->n);
     assert_non_null(o);
     return o;
 }

@@ -46,11 +46,11 @@ static fc_ctx *g_dctx; /* the distributed runs' context (the fc_dist's) */
 
 typedef struct spec {
     const char *name;
-    int n;                          /* parameters */
-    int64_t shape[MAXP][2];         /* rank 1 or 2 (shape[i][1] == 0: rank 1) */
-    float *init[MAXP];              /* initial values */
-    int64_t B;                      /* per-rank batch */
-    double clip;                    /* 0: none */
+    int n;                  /* parameters */
+    int64_t shape[MAXP][2]; /* rank 1 or 2 (shape[i][1] == 0: rank 1) */
+    float *init[MAXP];      /* initial values */
+    int64_t B;              /* per-rank batch */
+    double clip;            /* 0: none */
     /* loss of rows [lo, hi) of step s's global batch */
     fc_tensor *(*loss)(fc_ctx *ctx, fc_tensor *const *p, int s, int64_t lo, int64_t hi);
 } spec;
@@ -68,7 +68,9 @@ static void add_param(spec *m, int64_t a, int64_t b, double lo, double hi) {
         m->init[i][j] = (float)(lo + (hi - lo) * unit(&g_rng));
 }
 
-static int64_t numel(const spec *m, int i) { return m->shape[i][0] * (m->shape[i][1] ? m->shape[i][1] : 1); }
+static int64_t numel(const spec *m, int i) {
+    return m->shape[i][0] * (m->shape[i][1] ? m->shape[i][1] : 1);
+}
 
 /* parameter i in g_dt, from its f32 initial values */
 static fc_tensor *make_param(fc_ctx *ctx, const spec *m, int i) {
@@ -136,7 +138,8 @@ static fc_tensor *head_view(fc_ctx *ctx, fc_tensor *qkv, int which, const int *p
 static fc_tensor *gpt_block(fc_ctx *ctx, fc_tensor *const *p, fc_tensor *mask, fc_tensor *x) {
     int64_t B = fc_tensor_dim(x, 0), hd = C / NH;
     fc_tensor *a = fc_layer_norm(ctx, x, p[0], p[1], 1e-5);
-    fc_tensor *qkv = fc_view(ctx, fc_linear(ctx, a, p[2], p[3]), (const int64_t[]){B, T, 3, NH, hd}, 5);
+    fc_tensor *qkv =
+        fc_view(ctx, fc_linear(ctx, a, p[2], p[3]), (const int64_t[]){B, T, 3, NH, hd}, 5);
     fc_tensor *q = head_view(ctx, qkv, 0, (const int[]){0, 2, 1, 3});
     fc_tensor *kt = head_view(ctx, qkv, 1, (const int[]){0, 2, 3, 1});
     fc_tensor *v = head_view(ctx, qkv, 2, (const int[]){0, 2, 1, 3});
@@ -175,17 +178,16 @@ static fc_tensor *gpt_loss(fc_ctx *ctx, fc_tensor *const *p, int s, int64_t lo, 
     int f = 2 + L * NBLK;
     x = fc_layer_norm(ctx, x, p[f], p[f + 1], 1e-5);
     fc_tensor *logits = fc_linear(ctx, x, p[f + 2], NULL);
-    return fc_cross_entropy(ctx, fc_view(ctx, logits, (const int64_t[]){rows * T, V}, 2), tt,
-                            NULL);
+    return fc_cross_entropy(ctx, fc_view(ctx, logits, (const int64_t[]){rows * T, V}, 2), tt, NULL);
 }
 
 static spec gpt_spec(void) {
     spec m = {.name = "gpt", .B = GPT_B, .clip = 1.0, .loss = gpt_loss};
     double bc = 1 / sqrt((double)C), bf = 1 / sqrt((double)F);
-    add_param(&m, V, C, -1.5, 1.5);    /* wte */
+    add_param(&m, V, C, -1.5, 1.5);   /* wte */
     add_param(&m, T, C, -0.03, 0.03); /* wpe */
     for (int l = 0; l < L; l++) {
-        add_param(&m, C, 0, 0.9, 1.1);  /* ln1 */
+        add_param(&m, C, 0, 0.9, 1.1); /* ln1 */
         add_param(&m, C, 0, -0.1, 0.1);
         add_param(&m, 3 * C, C, -bc, bc); /* qkv */
         add_param(&m, 3 * C, 0, -bc, bc);
