@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "counting_alloc.h"
 #include "fct_f64.h"
 #include "fucina.h"
 
@@ -336,7 +337,11 @@ static void test_ddp_bad_arguments(void **state) {
 }
 
 int main(int argc, char **argv) {
-    g_ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 3});
+    /* every allocation of the context counted: fucina's own leaks show here
+     * (LeakSanitizer is off for the MPI tests: tests/CMakeLists.txt) */
+    static fct_counting alloc;
+    fct_counting_init(&alloc);
+    g_ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 3, .allocator = &alloc.alloc});
     if (!g_ctx || fc_dist_init(g_ctx, &argc, &argv, NULL, &g_d) != FC_OK) {
         fprintf(stderr, "test_dist_ddp: %s\n", g_ctx ? fc_ctx_error(g_ctx) : "no ctx");
         return 1;
@@ -356,5 +361,9 @@ int main(int argc, char **argv) {
     fc_ctx_get_stats(g_ctx, &s);
     if (s.tensors_live != 0) failed++;
     fc_ctx_free(g_ctx);
+    if (!fct_counting_clean(&alloc)) {
+        fct_counting_report(&alloc, "the test's context");
+        failed++;
+    }
     return failed ? 1 : 0;
 }
