@@ -175,6 +175,15 @@ typedef struct fc_ddp_opts {
     /* Start every bucket in fc_ddp_sync instead of during backward (to
      * measure what the overlap buys). */
     bool no_overlap;
+    /* ZeRO stage 1: the optimizer state is sharded across the ranks. Each
+     * parameter gets an owner (whole parameters, balanced by size, the same
+     * assignment on every rank: fc_ddp_owner); fc_ddp_step updates only the
+     * parameters this rank owns (so the optimizer creates state for those
+     * only: about 1/N of it per rank) and then sends each parameter from its
+     * owner to the others. The parameters end bit-identical to a run
+     * without it. A checkpoint of the optimizer then holds only this
+     * rank's share of the state. */
+    bool zero1;
 } fc_ddp_opts;
 
 /* Creates the wrapper over opt's parameters (every group; opt borrowed, it
@@ -208,6 +217,18 @@ FC_API fc_status fc_ddp_set_sync(fc_ddp *w, bool on);
  * are recorded in the context; after FC_ERR_STATE the wrapper is ready for
  * the next step, after FC_ERR_COMM it is not (see fc_dist_abort). */
 FC_API fc_status fc_ddp_sync(fc_ddp *w);
+/* The optimizer step of a data-parallel step: call it after fc_ddp_sync
+ * (and any clipping) on every rank, in place of fc_optim_step. Without
+ * zero1 it is fc_optim_step. With zero1 it drops the gradients of the
+ * parameters this rank does not own, steps the optimizer, and broadcasts
+ * every parameter from its owner (collective). Returns FC_OK,
+ * FC_ERR_NULL_ARG, fc_optim_step's error (the broadcasts still run, so the
+ * ranks stay matched), or FC_ERR_COMM. */
+FC_API fc_status fc_ddp_step(fc_ddp *w);
+/* The rank that owns parameter i (opt's order) under zero1; 0 without it
+ * or with one rank; -1 for a NULL w or i out of range. */
+FC_API int fc_ddp_owner(const fc_ddp *w, int i);
+
 /* Number of buckets, and the parameter indices (in opt's order) of bucket
  * b: *first gets a borrowed array of *count indices. FC_ERR_NULL_ARG,
  * FC_ERR_INDEX for b out of range. */
@@ -227,6 +248,9 @@ typedef struct fc_ddp_stats {
     double backward_s;     /* from each step's first hook to its fc_ddp_sync */
     double wait_s;         /* in fc_ddp_sync waiting for communication */
     double sync_s;         /* in fc_ddp_sync in all (waiting, summing, writing) */
+    int64_t elems;         /* parameter elements in all */
+    int64_t owned_elems;   /* ...of the parameters whose optimizer state this rank keeps
+                            * (all of them without zero1) */
 } fc_ddp_stats;
 /* Fills *out. FC_ERR_NULL_ARG for a NULL w or out. Not collective. */
 FC_API fc_status fc_ddp_get_stats(const fc_ddp *w, fc_ddp_stats *out);

@@ -35,6 +35,7 @@ typedef struct slot {
     int64_t numel;
     int64_t pres; /* its presence value's element in the bucket */
     int64_t hook_id;
+    int owner;  /* zero1: the rank that updates it */
     bool ready; /* filled for this step */
 } slot;
 
@@ -56,7 +57,7 @@ struct fc_ddp {
     int nb;
     bucket *b;
     int next_start, next_gather;
-    bool sync_on, in_step, no_overlap;
+    bool sync_on, in_step, no_overlap, zero1;
     double t_first_hook;
     fc_ddp_stats st;
 };
@@ -405,6 +406,27 @@ static fc_status build_buckets(fc_ddp *w, int64_t cap) {
     return FC_OK;
 }
 
+/* zero1: each parameter, in order, to the rank holding the fewest elements
+ * so far (the lowest such rank): the same on every rank, as the lists are */
+static void assign_owners(fc_ddp *w) {
+    int N = w->d->size;
+    int64_t load[64] = {0};
+    int64_t *ld = N <= 64 ? load : fc__ctx_alloc(w->ctx, sizeof(int64_t) * (size_t)N);
+    if (ld && ld != load) memset(ld, 0, sizeof(int64_t) * (size_t)N);
+    if (!ld) w->zero1 = false; /* no memory for N counters: no sharding, still correct */
+    for (int i = 0; i < w->n; i++) {
+        slot *s = &w->slots[i];
+        int best = 0;
+        for (int r = 1; w->zero1 && r < N; r++)
+            if (ld[r] < ld[best]) best = r;
+        s->owner = w->zero1 ? best : 0;
+        if (w->zero1) ld[best] += s->numel;
+        w->st.elems += s->numel;
+        if (!w->zero1 || s->owner == w->d->rank) w->st.owned_elems += s->numel;
+    }
+    if (ld && ld != load) fc__ctx_free(w->ctx, ld, sizeof(int64_t) * (size_t)N);
+}
+
 fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
     if (!d) return NULL;
     if (!opt) {
@@ -432,8 +454,13 @@ fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
         fc__fail(ctx, FC_ERR_OOM, "fc_ddp_new: out of memory");
         return NULL;
     }
-    *w = (fc_ddp){
-        .d = d, .ctx = ctx, .opt = opt, .n = n, .sync_on = true, .no_overlap = o.no_overlap};
+    *w = (fc_ddp){.d = d,
+                  .ctx = ctx,
+                  .opt = opt,
+                  .n = n,
+                  .sync_on = true,
+                  .no_overlap = o.no_overlap,
+                  .zero1 = o.zero1 && d->size > 1};
     size_t cap = (size_t)(n > 0 ? n : 1);
     w->slots = fc__ctx_alloc(ctx, sizeof *w->slots * cap);
     w->order = fc__ctx_alloc(ctx, sizeof *w->order * cap);
@@ -460,6 +487,7 @@ fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
                              .hook_id = -1};
     if (st == FC_OK)
         st = build_buckets(w, o.bucket_bytes > 0 ? o.bucket_bytes : (int64_t)BUCKET_DEFAULT);
+    if (st == FC_OK) assign_owners(w);
     for (int i = 0; st == FC_OK && i < n; i++)
         st = fc_grad_hook_add(w->slots[i].p, hook, &w->slots[i], &w->slots[i].hook_id);
     if (ps) fc__ctx_free(ctx, ps, sizeof *ps * cap);
@@ -498,6 +526,43 @@ void fc_ddp_free(fc_ddp *w) {
     if (w->slots) fc__ctx_free(w->ctx, w->slots, sizeof *w->slots * cap);
     if (w->order) fc__ctx_free(w->ctx, w->order, sizeof *w->order * cap);
     fc__ctx_free(w->ctx, w, sizeof *w);
+}
+
+fc_status fc_ddp_step(fc_ddp *w) {
+    if (!w) return FC_ERR_NULL_ARG;
+    if (!w->zero1) return fc_optim_step(w->opt);
+    /* the others' parameters get no update here, so no state either */
+    for (int i = 0; i < w->n; i++)
+        if (w->slots[i].owner != w->d->rank) fc_zero_grad(&w->slots[i].p, 1);
+    fc_status st = fc_optim_step(w->opt);
+    /* every parameter from its owner, all started, then one wait; run even
+     * after a failed step so the ranks' collectives stay matched */
+    MPI_Request *reqs = fc__ctx_alloc(w->ctx, sizeof *reqs * (size_t)w->n);
+    if (!reqs) return fc__fail(w->ctx, FC_ERR_OOM, "fc_ddp_step: out of memory");
+    fc_status cst = FC_OK;
+    int started = 0;
+    for (int i = 0; i < w->n && cst == FC_OK; i++) {
+        slot *s = &w->slots[i];
+        size_t nb = fc_tensor_nbytes(s->p);
+        void *p = s->owner == w->d->rank ? (void *)fc_tensor_data(s->p) : fc_tensor_data_mut(s->p);
+        if (nb > 0x7fffffff || !p) {
+            cst = fc__fail(w->ctx, FC_ERR_OVERFLOW,
+                           "fc_ddp_step: parameter %d (%zu bytes) cannot be sent in one message", i,
+                           nb);
+            break;
+        }
+        cst = fc__dist_check(w->d, MPI_Ibcast(p, (int)nb, MPI_BYTE, s->owner, w->d->comm, &reqs[i]),
+                             "fc_ddp_step: MPI_Ibcast of a parameter from its owner");
+        if (cst == FC_OK) started++;
+    }
+    if (cst == FC_OK) cst = fc__dist_wait(w->d, reqs, started, "fc_ddp_step (parameters)");
+    fc__ctx_free(w->ctx, reqs, sizeof *reqs * (size_t)w->n);
+    return st != FC_OK ? st : cst;
+}
+
+int fc_ddp_owner(const fc_ddp *w, int i) {
+    if (!w || i < 0 || i >= w->n) return -1;
+    return w->slots[i].owner;
 }
 
 int fc_ddp_num_buckets(const fc_ddp *w) { return w ? w->nb : 0; }

@@ -3,7 +3,8 @@
  * two trainers' models built small: train_mlp's 784-H-H-10 ReLU MLP and
  * train_gpt's pre-LayerNorm GPT (embeddings, causal attention from one
  * fused qkv projection, GELU MLP, final LayerNorm, untied head, gradient
- * clipping before the step). In f64 that holds with room to spare (the
+ * clipping before the step), also with ZeRO-1 (the optimizer state
+ * sharded, the parameters bit-identical). In f64 that holds with room to spare (the
  * differences are 1e-15 to 1e-12): the distributed arithmetic is the
  * one-process arithmetic. In f32 it cannot hold for the GPT, and not
  * because of the distribution: Adam divides each gradient element by its
@@ -230,8 +231,24 @@ static void train(fc_ctx *ctx, const spec *m, bool dist, double **out, const fc_
         fc_scope_end(ctx);
         if (w) assert_int_equal(fc_ddp_sync(w), FC_OK);
         if (m->clip > 0) assert_int_equal(fc_clip_grad_norm(ctx, p, m->n, m->clip, NULL), FC_OK);
-        assert_int_equal(fc_optim_step(o), FC_OK);
+        assert_int_equal(w ? fc_ddp_step(w) : fc_optim_step(o), FC_OK);
         fc_optim_zero_grad(o);
+    }
+    if (w && dopts && dopts->zero1) {
+        /* ZeRO-1: this rank holds Adam state for the parameters it owns only */
+        int me = fc_dist_rank(g_d);
+        int64_t held = 0;
+        for (int i = 0; i < m->n; i++) {
+            bool has = fc_optim_state(o, i, "exp_avg", false) != NULL;
+            assert_int_equal(has, fc_ddp_owner(w, i) == me);
+            held += has ? fc_tensor_numel(p[i]) : 0;
+        }
+        fc_ddp_stats st;
+        assert_int_equal(fc_ddp_get_stats(w, &st), FC_OK);
+        assert_true(st.owned_elems == held && held > 0 && held < st.elems);
+        printf("%s zero1: rank %d keeps Adam state for %lld of %lld elements (%.1f of %.1f KB)\n",
+               m->name, me, (long long)held, (long long)st.elems, 8e-3 * (double)held,
+               8e-3 * (double)st.elems);
     }
     for (int i = 0; i < m->n; i++)
         out[i] = values(p[i]); /* exact in f64 */
@@ -245,7 +262,9 @@ static void check_equivalence(spec *m, fc_dtype dt, double tol) {
     g_dt = dt;
     double *a[MAXP], *b[MAXP], *c[MAXP];
     train(g_dctx, m, true, a, NULL);
-    double *q[MAXP];
+    double *q[MAXP], *z[MAXP];
+    /* ZeRO-1: the same bits, with the optimizer state sharded */
+    train(g_dctx, m, true, z, &(fc_ddp_opts){.zero1 = true});
     fc_ctx *ref = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 9});
     train(ref, m, false, b, NULL);
     g_swap = true; /* the same batches, halves swapped: another summation order */
@@ -272,6 +291,7 @@ static void check_equivalence(spec *m, fc_dtype dt, double tol) {
         worst = fmax(worst, dmax / bmax);
         worst_q = fmax(worst_q, qmax / bmax);
         assert_memory_equal(a[i], c[i], sizeof(double) * (size_t)n);
+        assert_memory_equal(a[i], z[i], sizeof(double) * (size_t)n);
         /* both ranks hold the same bits */
         double *r0 = malloc(sizeof(double) * (size_t)n);
         memcpy(r0, a[i], sizeof(double) * (size_t)n);
@@ -282,6 +302,7 @@ static void check_equivalence(spec *m, fc_dtype dt, double tol) {
         free(b[i]);
         free(q[i]);
         free(c[i]);
+        free(z[i]);
     }
     if (fc_dist_rank(g_d) == 0)
         printf("%s %s: 2 ranks x B=%lld vs 1 rank x %lld after %d AdamW steps: worst "
