@@ -50,7 +50,7 @@
  *       loss = model(ctx, params, this rank's shard of the batch);
  *       fc_backward(ctx, loss);             // buckets all-reduce as they fill
  *       fc_ddp_sync(w);                     // waits; fc_grad = mean over ranks
- *       fc_optim_step(opt); fc_optim_zero_grad(opt);
+ *       fc_ddp_step(w); fc_optim_zero_grad(opt);   // fc_optim_step, or ZeRO-1's
  *   }
  *   fc_ddp_free(w); fc_optim_free(opt); fc_dist_free(d);   // finalizes MPI
  */

@@ -513,6 +513,10 @@ void fc_ddp_free(fc_ddp *w) {
                 s->buckets ? 100.0 * (double)s->done_early / (double)s->buckets : 0.0,
                 1e3 * s->backward_s / (double)s->syncs, 1e3 * s->hook_s / (double)s->syncs,
                 1e3 * s->wait_s / (double)s->syncs, 1e3 * s->sync_s / (double)s->syncs);
+        if (w->zero1)
+            fprintf(stderr,
+                    "fc_ddp rank %d/%d: ZeRO-1: optimizer state for %lld of %lld elements\n",
+                    w->d->rank, w->d->size, (long long)s->owned_elems, (long long)s->elems);
     }
     size_t cap = (size_t)(w->n > 0 ? w->n : 1);
     for (int i = 0; w->slots && i < w->n; i++) {
