@@ -15,6 +15,12 @@
  * Output in --out: metrics.csv, loss.png (when gnuplot is installed) and
  * ckpt.safetensors, the checkpoint --resume continues from exactly (the
  * parameters, batch-norm statistics, Adam state, RNG and data order).
+ *
+ * Under mpirun (a build with FUCINA_WITH_MPI) the ranks split every batch
+ * and average the gradients (common/dist.h); --batch is per rank. With
+ * --batch-norm each rank normalises over its own slice and keeps its own
+ * running statistics (PyTorch DDP without SyncBatchNorm); rank 0's are
+ * the ones saved.
  * --help lists the options. Exit status 77 means the data set is missing.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +34,7 @@
 #include <fucina.h>
 
 #include "common/args.h"
+#include "common/dist.h"
 #include "common/fashion_mnist.h"
 #include "common/progress.h"
 
@@ -130,18 +137,19 @@ typedef struct eval_result {
 } eval_result;
 
 static eval_result evaluate_test(fc_ctx *ctx, const cnn *m, const fm_split *test, int64_t limit,
-                                 const float *lut) {
+                                 const float *lut, ex_dist *dist) {
     enum { EB = 500 };
     eval_result r = {NAN, NAN};
-    int64_t n = limit > 0 && limit < test->n ? limit : test->n;
+    int64_t n = limit > 0 && limit < test->n ? limit : test->n, lo, hi;
+    ex_dist_share(dist, n, &lo, &hi); /* this rank's share; the sums are added */
     float *x = malloc(sizeof(float) * EB * FM_PIXELS);
     int64_t *y = malloc(sizeof(int64_t) * EB * 2), *order = malloc(sizeof(int64_t) * EB);
     if (!x || !y || !order) goto out;
     double loss = 0;
     int64_t correct = 0;
     fc_no_grad_begin(ctx);
-    for (int64_t s = 0; s < n && fc_ctx_status(ctx) == FC_OK; s += EB) {
-        int64_t rows = n - s < EB ? n - s : EB;
+    for (int64_t s = lo; s < hi && fc_ctx_status(ctx) == FC_OK; s += EB) {
+        int64_t rows = hi - s < EB ? hi - s : EB;
         for (int64_t i = 0; i < rows; i++)
             order[i] = s + i;
         fm_fill_batch(test, order, rows, lut, x, y);
@@ -161,8 +169,9 @@ static eval_result evaluate_test(fc_ctx *ctx, const cnn *m, const fm_split *test
         fc_scope_end(ctx);
     }
     fc_no_grad_end(ctx);
-    if (fc_ctx_status(ctx) == FC_OK)
-        r = (eval_result){loss / (double)n, (double)correct / (double)n};
+    double sums[2] = {loss, (double)correct};
+    if (fc_ctx_status(ctx) == FC_OK && ex_dist_sum(dist, sums, 2))
+        r = (eval_result){sums[0] / (double)n, sums[1] / (double)n};
 out:
     free(x);
     free(y);
@@ -236,6 +245,7 @@ typedef struct run {
     fm_split train, test;
     float lut[256];
     fc_ctx *ctx;
+    ex_dist dist;
     cnn model;
     fc_optim *opt;
     fc_lr_schedule sched;
@@ -265,24 +275,27 @@ static void new_epoch_order(run *r) {
     }
 }
 
-/* one Adam step on the next batch of the epoch; the loss, or NAN on error */
+/* one Adam step on the next batch of the epoch (this rank's slice of it);
+ * the loss (the ranks' mean), or NAN on error */
 static double train_step(run *r) {
     fc_ctx *ctx = r->ctx;
     int64_t B = r->o.batch, k = r->step % r->per_epoch;
+    int64_t first = (k * r->dist.size + r->dist.rank) * B;
     if (k == 0) new_epoch_order(r);
     double loss = NAN;
     fc_scope_begin(ctx);
     float *x = fc_tensor_data_mut(r->x);
     int64_t *y = fc_tensor_data_mut(r->y);
-    if (x && y) fm_fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
+    if (x && y) fm_fill_batch(&r->train, r->order + first, B, r->lut, x, y);
     fc_tensor *l = fc_cross_entropy(ctx, cnn_forward(ctx, &r->model, r->x, true), r->y, NULL);
-    if (l && fc_backward(ctx, l) == FC_OK &&
+    if (l && fc_backward(ctx, l) == FC_OK && ex_dist_sync(&r->dist) == FC_OK &&
         fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
         fc_optim_step(r->opt) == FC_OK)
         fc_tensor_item(l, &loss);
     fc_optim_zero_grad(r->opt);
     fc_scope_end(ctx);
-    return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
+    if (fc_ctx_status(ctx) != FC_OK || !ex_dist_mean(&r->dist, &loss, 1)) return NAN;
+    return loss;
 }
 
 // ----------------------------------------------------------------------------
@@ -317,6 +330,7 @@ static void meta_values(const run *r, uint64_t *v) {
 }
 
 static bool save_checkpoint(run *r) {
+    if (!ex_dist_is_main(&r->dist)) return true; /* rank 0 writes */
     const char *names[NPARAMS + NSTATS];
     fc_tensor *ts[NPARAMS + NSTATS];
     int n = ckpt_tensors(r, names, ts);
@@ -381,7 +395,7 @@ static bool load_checkpoint(run *r) {
 // the loop
 
 static bool evaluate(run *r) {
-    eval_result e = evaluate_test(r->ctx, &r->model, &r->test, r->o.test_limit, r->lut);
+    eval_result e = evaluate_test(r->ctx, &r->model, &r->test, r->o.test_limit, r->lut, &r->dist);
     if (isnan(e.loss)) return false;
     r->last = e;
     r->last_step = r->step;
@@ -392,6 +406,7 @@ static bool evaluate(run *r) {
 }
 
 static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    if (!r->csv) return; /* not rank 0 */
     fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
             lr);
     if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
@@ -406,8 +421,12 @@ static bool train(run *r) {
     const options *o = &r->o;
     double budget = o->minutes * 60, ema_ms = 0, loss = NAN;
     int64_t eval_every = o->eval_every > 0 ? o->eval_every : r->per_epoch;
-    while (r->step < r->stop_at && !g_stop) {
-        if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
+    for (;;) {
+        /* every rank must take the same decision: on the ranks' mean */
+        double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
+        if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (r->step >= r->stop_at || agree[1] > 0) break;
+        if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
                              o->minutes, (long long)r->step, (long long)r->total);
             break;
@@ -424,7 +443,7 @@ static bool train(run *r) {
         r->step++;
         r->step_ms[r->timed++] = ms;
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
-        double ips = (double)o->batch / (ema_ms * 1e-3);
+        double ips = (double)(r->dist.size * o->batch) / (ema_ms * 1e-3);
         ex_progress_update(&r->bar, r->step, loss, ips);
         bool ev = r->step % eval_every == 0 || r->step == r->total;
         if (ev && !evaluate(r)) break;
@@ -457,12 +476,13 @@ static int finish(run *r) {
         csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
-    fclose(r->csv);
+    if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {
         {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
-    bool plotted = ex_plot_png(r->path[0], r->path[1], "train_cnn: Fashion-MNIST", "step",
-                               "loss (nats) / accuracy", 1, curves, 3);
+    bool plotted =
+        ex_dist_is_main(&r->dist) && ex_plot_png(r->path[0], r->path[1], "train_cnn: Fashion-MNIST",
+                                                 "step", "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
     if (r->timed > 0) {
         qsort(r->step_ms, (size_t)r->timed, sizeof *r->step_ms, cmp_double);
@@ -505,19 +525,27 @@ static int setup(run *r) {
         return 2;
     }
     fm_pixel_table(&r->train, r->lut);
-    r->per_epoch = r->n_train / o->batch; /* the last partial batch is dropped */
-    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
-    r->stop_at = o->stop_after > 0 && o->stop_after < r->total ? o->stop_after : r->total;
     r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
     if (!r->ctx) {
         fprintf(stderr, "train_cnn: cannot create a context\n");
         return 1;
     }
+    if (!ex_dist_start(&r->dist, "train_cnn", r->ctx)) return 1;
+    /* a step reads size * batch images; the last partial step is dropped */
+    r->per_epoch = r->n_train / (o->batch * r->dist.size);
+    if (r->per_epoch < 1) {
+        fprintf(stderr, "train_cnn: %d ranks x --batch %lld is more than the training set\n",
+                r->dist.size, (long long)o->batch);
+        return 2;
+    }
+    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
+    r->stop_at = o->stop_after > 0 && o->stop_after < r->total ? o->stop_after : r->total;
     r->model.batch_norm = o->batch_norm;
     cnn_init(r->ctx, &r->model);
     if (fc_ctx_status(r->ctx) == FC_OK)
         r->opt = fc_optim_new(r->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = o->lr},
                               r->model.p, r->model.nparams);
+    if (r->opt && !ex_dist_wrap(&r->dist, "train_cnn", r->opt)) return 1;
     r->x = fc_empty(r->ctx, FC_F32, (const int64_t[]){o->batch, 1, SIDE, SIDE}, 4);
     r->y = fc_empty(r->ctx, FC_I64, &o->batch, 1);
     r->order = malloc(sizeof(int64_t) * (size_t)r->n_train);
@@ -531,7 +559,7 @@ static int setup(run *r) {
         .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
-    if (!ex_mkdir_p(o->out)) return 1;
+    if (ex_dist_is_main(&r->dist) && !ex_mkdir_p(o->out)) return 1;
     snprintf(r->path[0], sizeof r->path[0], "%s/metrics.csv", o->out);
     snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
     snprintf(r->path[2], sizeof r->path[2], "%s/ckpt.safetensors", o->out);
@@ -539,10 +567,13 @@ static int setup(run *r) {
         if (!load_checkpoint(r)) return 1;
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
-    r->csv = ex_csv_open(r->path[0],
-                         "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,elapsed_s",
-                         o->resume);
-    if (!r->csv) return 1;
+    if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
+        r->csv = ex_csv_open(r->path[0],
+                             "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
+                             "elapsed_s",
+                             o->resume);
+        if (!r->csv) return 1;
+    }
     int64_t np = 0;
     for (int i = 0; i < r->model.nparams; i++)
         np += fc_tensor_numel(r->model.p[i]);
@@ -556,8 +587,9 @@ static int setup(run *r) {
     return -1;
 }
 
-static void teardown(run *r) {
+static void teardown(run *r, bool ok) {
     if (r->csv) fclose(r->csv);
+    ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
     cnn_free(&r->model);
     fc_release(r->x);
@@ -586,6 +618,6 @@ int main(int argc, char **argv) {
             fprintf(stderr, "train_cnn: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         }
     }
-    teardown(&r);
+    teardown(&r, rc == 0 || rc == EXIT_SKIP);
     return rc;
 }

@@ -23,6 +23,12 @@
  * steps this model starts to memorise it and the validation loss rises.
  * Output goes to --out: metrics.csv, loss.png when gnuplot is installed,
  * and ckpt.safetensors, the checkpoint --resume continues from.
+ *
+ * Under mpirun (a build with FUCINA_WITH_MPI) the ranks split every batch
+ * and average the gradients (common/dist.h): mpirun -np 2 train_gpt
+ * --batch 8 --threads 1 takes the steps of --batch 16, and --resume works
+ * from a checkpoint of any world size (it holds the data PRNG, which
+ * every rank draws the whole batch from).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -35,6 +41,7 @@
 #include <fucina.h>
 
 #include "common/args.h"
+#include "common/dist.h"
 #include "common/progress.h"
 #include "common/text_data.h"
 
@@ -281,17 +288,19 @@ static fc_tensor *gpt_loss(fc_ctx *ctx, const gpt_model *m, fc_tensor *idx, fc_t
 // ----------------------------------------------------------------------------
 // evaluation and sampling (no graph is recorded for either)
 
-/* mean loss over every validation window, B at a time; NAN when an op
- * failed (the error is in ctx) */
-static double eval_loss(fc_ctx *ctx, const gpt_model *m, const ex_text *d, int64_t B) {
-    int64_t T = m->cfg.block, nw = d->nval;
+/* mean loss over every validation window (this rank's share, the ranks'
+ * sums added), B at a time; NAN when an op failed (the error is in ctx) */
+static double eval_loss(fc_ctx *ctx, const gpt_model *m, const ex_text *d, int64_t B,
+                        ex_dist *dist) {
+    int64_t T = m->cfg.block, nw = d->nval, lo, hi;
+    ex_dist_share(dist, nw, &lo, &hi);
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * B * T));
     if (!idx) return NAN;
     int64_t *tgt = idx + B * T;
     double total = 0;
     fc_no_grad_begin(ctx);
-    for (int64_t w0 = 0; w0 < nw; w0 += B) {
-        int64_t rows = nw - w0 < B ? nw - w0 : B;
+    for (int64_t w0 = lo; w0 < hi; w0 += B) {
+        int64_t rows = hi - w0 < B ? hi - w0 : B;
         ex_text_windows(d, d->val_off + w0, rows, T, idx, tgt);
         fc_scope_begin(ctx);
         fc_tensor *ti = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){rows, T}, 2, idx);
@@ -303,7 +312,8 @@ static double eval_loss(fc_ctx *ctx, const gpt_model *m, const ex_text *d, int64
     }
     fc_no_grad_end(ctx);
     free(idx);
-    return fc_ctx_status(ctx) == FC_OK ? total / (double)nw : NAN;
+    if (fc_ctx_status(ctx) != FC_OK || !ex_dist_sum(dist, &total, 1)) return NAN;
+    return total / (double)nw;
 }
 
 /* n characters sampled from the model into out (n+1 bytes), starting after
@@ -527,9 +537,11 @@ typedef struct run {
     ex_text data;
     gpt_model model;
     fc_ctx *ctx;
+    ex_dist dist;
     fc_optim *opt;
     fc_lr_schedule sched;
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
+    int64_t *all_idx;     /* with several ranks: the whole step's batch, (size*B,T) and targets */
     uint64_t data_rng, sample_rng;
     int64_t step;    /* optimizer steps done */
     int64_t planned; /* where the schedule ends: --steps, or what the budget fits */
@@ -543,7 +555,8 @@ typedef struct run {
     char path[3][4096]; /* csv, png, ckpt */
 } run;
 
-/* one optimizer step on a fresh training batch; the loss, or NAN on error */
+/* one optimizer step on a fresh training batch (this rank's slice of it);
+ * the loss (the ranks' mean), or NAN on error */
 static double train_step(run *r, double *grad_norm) {
     fc_ctx *ctx = r->ctx;
     int64_t B = r->o.batch, T = r->o.block;
@@ -551,9 +564,16 @@ static double train_step(run *r, double *grad_norm) {
     *grad_norm = NAN;
     fc_scope_begin(ctx);
     int64_t *idx = fc_tensor_data_mut(r->idx), *tgt = fc_tensor_data_mut(r->tgt);
-    if (idx && tgt) ex_text_batch(&r->data, B, T, &r->data_rng, idx, tgt);
+    if (idx && tgt && r->dist.size == 1) ex_text_batch(&r->data, B, T, &r->data_rng, idx, tgt);
+    if (idx && tgt && r->dist.size > 1) {
+        /* every rank draws the same whole batch and keeps its rows */
+        int64_t n = r->dist.size * B * T, *all_tgt = r->all_idx + n, off = r->dist.rank * B * T;
+        ex_text_batch(&r->data, r->dist.size * B, T, &r->data_rng, r->all_idx, all_tgt);
+        memcpy(idx, r->all_idx + off, sizeof(int64_t) * (size_t)(B * T));
+        memcpy(tgt, all_tgt + off, sizeof(int64_t) * (size_t)(B * T));
+    }
     fc_tensor *l = gpt_loss(ctx, &r->model, r->idx, r->tgt);
-    if (l && fc_backward(ctx, l) == FC_OK &&
+    if (l && fc_backward(ctx, l) == FC_OK && ex_dist_sync(&r->dist) == FC_OK &&
         (r->o.clip == 0 || fc_clip_grad_norm(ctx, r->model.params, r->model.nparams, r->o.clip,
                                              grad_norm) == FC_OK) &&
         fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
@@ -561,11 +581,12 @@ static double train_step(run *r, double *grad_norm) {
         fc_tensor_item(l, &loss);
     fc_optim_zero_grad(r->opt);
     fc_scope_end(ctx);
-    return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
+    if (fc_ctx_status(ctx) != FC_OK || !ex_dist_mean(&r->dist, &loss, 1)) return NAN;
+    return loss;
 }
 
 static bool evaluate(run *r) {
-    double v = eval_loss(r->ctx, &r->model, &r->data, r->o.batch);
+    double v = eval_loss(r->ctx, &r->model, &r->data, r->o.batch, &r->dist);
     if (isnan(v)) return false;
     if (isnan(r->val_first)) r->val_first = v;
     r->val_last = v;
@@ -579,6 +600,7 @@ static bool evaluate(run *r) {
 }
 
 static bool print_sample(run *r) {
+    if (!ex_dist_is_main(&r->dist)) return true; /* rank 0 samples and prints */
     char *s = malloc((size_t)r->o.sample_len + 1);
     if (!s) return false;
     fc_status st = sample_text(r->ctx, &r->model, &r->data, r->o.sample_len, r->o.temperature,
@@ -616,7 +638,11 @@ static void fit_schedule(run *r) {
     double ms[N];
     memcpy(ms, r->step_ms + r->nsteps_run - N, sizeof ms);
     qsort(ms, N, sizeof *ms, cmp_double);
-    double left = r->o.minutes * 60 - ex_progress_elapsed(&r->bar);
+    /* the ranks' means, so every rank fits the same schedule */
+    double agree[2] = {ms[N / 2], ex_progress_elapsed(&r->bar)};
+    if (!ex_dist_mean(&r->dist, agree, 2)) return;
+    ms[N / 2] = agree[0];
+    double left = r->o.minutes * 60 - agree[1];
     int64_t fits = r->step + (int64_t)(0.9 * left / (ms[N / 2] * 1e-3));
     if (fits >= r->planned) return;
     if (fits < r->step + 1) fits = r->step + 1;
@@ -634,8 +660,14 @@ static bool train(run *r) {
     const options *o = &r->o;
     double ema_ms = 0, tps = 0;
     double budget = o->minutes * 60;
-    while (r->step < r->planned && !(o->stop_after > 0 && r->step >= o->stop_after) && !g_stop) {
-        if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
+    for (;;) {
+        /* every rank must take the same decision: on the ranks' mean */
+        double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
+        if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (r->step >= r->planned || (o->stop_after > 0 && r->step >= o->stop_after) ||
+            agree[1] > 0)
+            break;
+        if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
                              o->minutes, (long long)r->step, (long long)r->planned);
             break;
@@ -655,7 +687,7 @@ static bool train(run *r) {
         r->step_ms[r->nsteps_run++] = ms;
         if (budget > 0 && r->nsteps_run == 20) fit_schedule(r);
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
-        tps = (double)(o->batch * o->block) / (ema_ms * 1e-3);
+        tps = (double)(r->dist.size * o->batch * o->block) / (ema_ms * 1e-3);
         ex_progress_update(&r->bar, r->step, loss, tps);
         double val = NAN;
         if (r->step % o->eval_every == 0 || r->step == r->planned) {
@@ -664,7 +696,7 @@ static bool train(run *r) {
         }
         csv_row(r, lr, loss, val, gnorm, tps);
         if (o->sample_every > 0 && r->step % o->sample_every == 0 && !print_sample(r)) break;
-        if (o->ckpt_every > 0 && r->step % o->ckpt_every == 0 &&
+        if (o->ckpt_every > 0 && r->step % o->ckpt_every == 0 && ex_dist_is_main(&r->dist) &&
             save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step,
                             r->data_rng) != FC_OK)
             return false;
@@ -693,13 +725,14 @@ static int finish(run *r) {
         fprintf(stderr, "train_gpt: sampling failed: %s\n", fc_ctx_error(r->ctx));
         return 1;
     }
-    if (save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step, r->data_rng) !=
-        FC_OK)
+    if (ex_dist_is_main(&r->dist) && save_checkpoint(r->path[2], r->ctx, r->opt, &r->model,
+                                                     &r->data, r->step, r->data_rng) != FC_OK)
         return 1;
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
-    bool plotted = ex_plot_png(r->path[0], r->path[1], "train_gpt: cross-entropy per character",
+    bool plotted = ex_dist_is_main(&r->dist) &&
+                   ex_plot_png(r->path[0], r->path[1], "train_gpt: cross-entropy per character",
                                "step", "loss (nats)", 1, curves, 2);
     double med = 0, best = 0;
     if (r->nsteps_run > 0) {
@@ -711,7 +744,7 @@ static int finish(run *r) {
            "(min %.2f), %.0f tokens/s\n",
            (long long)r->step, (long long)r->planned, (long long)r->nsteps_run,
            ex_progress_elapsed(&r->bar), med, best,
-           med > 0 ? (double)(o->batch * o->block) / (med * 1e-3) : 0.0);
+           med > 0 ? (double)(r->dist.size * o->batch * o->block) / (med * 1e-3) : 0.0);
     printf("val loss: %.4f -> %.4f at step %lld (best %.4f at step %lld)\n", r->val_first,
            r->val_last, (long long)r->val_step, r->val_best, (long long)r->best_step);
     /* full precision, so runs can be compared exactly (the resume test does) */
@@ -746,6 +779,7 @@ static bool setup(run *r) {
         fprintf(stderr, "train_gpt: cannot create a context\n");
         return false;
     }
+    if (!ex_dist_start(&r->dist, "train_gpt", r->ctx)) return false;
     gpt_config cfg = {.vocab = r->data.vocab,
                       .block = T,
                       .d_model = o->d_model,
@@ -757,10 +791,13 @@ static bool setup(run *r) {
         r->model.recompute = o->checkpoint;
         r->opt = fc_optim_new(r->ctx, &oo, r->model.params, r->model.nparams);
     }
+    if (r->opt && !ex_dist_wrap(&r->dist, "train_gpt", r->opt)) return false;
     r->idx = fc_empty(r->ctx, FC_I64, (const int64_t[]){B, T}, 2);
     r->tgt = fc_empty(r->ctx, FC_I64, (const int64_t[]){B * T}, 1);
     r->step_ms = malloc(sizeof(double) * (size_t)o->steps);
-    if (fc_ctx_status(r->ctx) != FC_OK || !r->opt || !r->step_ms) {
+    if (r->dist.size > 1) r->all_idx = malloc(sizeof(int64_t) * (size_t)(2 * r->dist.size * B * T));
+    if (fc_ctx_status(r->ctx) != FC_OK || !r->opt || !r->step_ms ||
+        (r->dist.size > 1 && !r->all_idx)) {
         fprintf(stderr, "train_gpt: building the model failed: %s\n",
                 fc_ctx_status(r->ctx) != FC_OK ? fc_ctx_error(r->ctx) : "out of memory");
         return false;
@@ -775,7 +812,7 @@ static bool setup(run *r) {
     r->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
     r->train_last = r->val_first = r->val_last = r->val_best = NAN;
     r->val_step = r->best_step = -1;
-    if (!ex_mkdir_p(o->out)) return false;
+    if (ex_dist_is_main(&r->dist) && !ex_mkdir_p(o->out)) return false;
     const char *files[3] = {"metrics.csv", "loss.png", "ckpt.safetensors"};
     for (int i = 0; i < 3; i++) {
         if (snprintf(r->path[i], sizeof r->path[i], "%s/%s", o->out, files[i]) >=
@@ -784,15 +821,18 @@ static bool setup(run *r) {
             return false;
         }
     }
+    /* every rank reads the checkpoint (one machine, or a shared directory) */
     if (o->resume) {
         if (load_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, &r->step,
                             &r->data_rng) != FC_OK)
             return false;
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
-    r->csv = ex_csv_open(r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s",
-                         o->resume);
-    if (!r->csv) return false;
+    if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
+        r->csv = ex_csv_open(
+            r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s", o->resume);
+        if (!r->csv) return false;
+    }
     printf("train_gpt: %s: %lld characters, vocabulary %d; train %lld, validation %lld "
            "(every 10th block of %lld, %lld windows)\n",
            o->data, (long long)r->data.n, r->data.vocab, (long long)r->data.train_chars,
@@ -802,13 +842,18 @@ static bool setup(run *r) {
            (long long)gpt_numel(&r->model), (long long)o->d_model, (long long)o->n_layer,
            (long long)o->n_head, (long long)T, (long long)o->d_ff, (long long)B, o->lr, o->min_lr,
            (long long)o->warmup, (long long)o->steps, o->minutes, fc_ctx_threads(r->ctx));
+    if (r->dist.size > 1)
+        printf("data parallel: %d ranks x batch %lld = %lld sequences per step\n", r->dist.size,
+               (long long)B, (long long)(r->dist.size * B));
     return true;
 }
 
-static void teardown(run *r) {
+static void teardown(run *r, bool ok) {
     if (r->csv) fclose(r->csv);
+    ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
     gpt_free(&r->model);
+    free(r->all_idx);
     fc_release(r->idx);
     fc_release(r->tgt);
     fc_ctx_free(r->ctx);
@@ -832,6 +877,6 @@ int main(int argc, char **argv) {
             if (train(&r)) rc = finish(&r);
         }
     }
-    teardown(&r);
+    teardown(&r, rc == 0);
     return rc;
 }

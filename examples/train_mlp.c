@@ -11,8 +11,10 @@
  * outside the context's pool.
  *
  * Run: train_mlp (default data /usr/share/datasets/fashion-mnist). --help
- * lists the options. Output goes to --out (metrics.csv, loss.png when
- * gnuplot is installed). Exit status 77 means the data set is missing.
+ * lists the options. Under mpirun (a build with FUCINA_WITH_MPI) the ranks
+ * split every batch and average the gradients (common/dist.h): mpirun -np
+ * 2 train_mlp --batch 64 --threads 1 takes the steps of --batch 128. Output goes to --out
+ * (metrics.csv, loss.png when gnuplot is installed). Exit status 77 means the data set is missing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,6 +29,7 @@
 #include <fucina.h>
 
 #include "common/args.h"
+#include "common/dist.h"
 #include "common/fashion_mnist.h"
 #include "common/progress.h"
 
@@ -69,25 +72,27 @@ static void mlp_init(fc_ctx *ctx, fc_tensor **p, int64_t H) {
 }
 
 // ----------------------------------------------------------------------------
-// evaluation: loss and accuracy on the first `limit` test images
+// evaluation: loss and accuracy on the first `limit` test images (this
+// rank's share of them; the ranks' sums are added)
 
 typedef struct eval_result {
     double loss, accuracy;
 } eval_result;
 
-static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test, int64_t limit,
-                                 const float *lut) {
+static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test,
+                                 int64_t limit, const float *lut, ex_dist *dist) {
     enum { EB = 1000 };
     eval_result r = {NAN, NAN};
-    int64_t n = limit > 0 && limit < test->n ? limit : test->n;
+    int64_t n = limit > 0 && limit < test->n ? limit : test->n, lo, hi;
+    ex_dist_share(dist, n, &lo, &hi);
     float *x = malloc(sizeof(float) * EB * PIXELS);
     int64_t *y = malloc(sizeof(int64_t) * EB * 2), *order = malloc(sizeof(int64_t) * EB);
     if (!x || !y || !order) goto out;
     double loss = 0;
     int64_t correct = 0;
     fc_no_grad_begin(ctx);
-    for (int64_t s = 0; s < n && fc_ctx_status(ctx) == FC_OK; s += EB) {
-        int64_t rows = n - s < EB ? n - s : EB;
+    for (int64_t s = lo; s < hi && fc_ctx_status(ctx) == FC_OK; s += EB) {
+        int64_t rows = hi - s < EB ? hi - s : EB;
         for (int64_t i = 0; i < rows; i++)
             order[i] = s + i;
         fm_fill_batch(test, order, rows, lut, x, y);
@@ -106,8 +111,9 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_spli
         fc_scope_end(ctx);
     }
     fc_no_grad_end(ctx);
-    if (fc_ctx_status(ctx) == FC_OK)
-        r = (eval_result){loss / (double)n, (double)correct / (double)n};
+    double sums[2] = {loss, (double)correct};
+    if (fc_ctx_status(ctx) == FC_OK && ex_dist_sum(dist, sums, 2))
+        r = (eval_result){sums[0] / (double)n, sums[1] / (double)n};
 out:
     free(x);
     free(y);
@@ -174,6 +180,7 @@ typedef struct run {
     fm_split train, test;
     float lut[256];
     fc_ctx *ctx;
+    ex_dist dist;
     fc_tensor *p[NPARAMS];
     fc_optim *opt;
     fc_lr_schedule sched;
@@ -197,28 +204,31 @@ static void shuffle(int64_t *order, int64_t n, uint64_t *rng) {
     }
 }
 
-/* one Adam step on the next batch of the epoch; the loss, or NAN on error */
+/* one Adam step on the next batch of the epoch (this rank's slice of it);
+ * the loss (the ranks' mean), or NAN on error */
 static double train_step(run *r) {
     fc_ctx *ctx = r->ctx;
     int64_t B = r->o.batch, k = r->step % r->per_epoch;
+    int64_t first = (k * r->dist.size + r->dist.rank) * B;
     if (k == 0) shuffle(r->order, r->train.n, &r->data_rng);
     double loss = NAN;
     fc_scope_begin(ctx);
     float *x = fc_tensor_data_mut(r->x);
     int64_t *y = fc_tensor_data_mut(r->y);
-    if (x && y) fm_fill_batch(&r->train, r->order + k * B, B, r->lut, x, y);
+    if (x && y) fm_fill_batch(&r->train, r->order + first, B, r->lut, x, y);
     fc_tensor *l = fc_cross_entropy(ctx, mlp_forward(ctx, r->p, r->x), r->y, NULL);
-    if (l && fc_backward(ctx, l) == FC_OK &&
+    if (l && fc_backward(ctx, l) == FC_OK && ex_dist_sync(&r->dist) == FC_OK &&
         fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
         fc_optim_step(r->opt) == FC_OK)
         fc_tensor_item(l, &loss);
     fc_optim_zero_grad(r->opt);
     fc_scope_end(ctx);
-    return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
+    if (fc_ctx_status(ctx) != FC_OK || !ex_dist_mean(&r->dist, &loss, 1)) return NAN;
+    return loss;
 }
 
 static bool evaluate(run *r) {
-    eval_result e = evaluate_test(r->ctx, r->p, &r->test, r->o.test_limit, r->lut);
+    eval_result e = evaluate_test(r->ctx, r->p, &r->test, r->o.test_limit, r->lut, &r->dist);
     if (isnan(e.loss)) return false;
     r->last = e;
     r->last_step = r->step;
@@ -229,6 +239,7 @@ static bool evaluate(run *r) {
 }
 
 static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    if (!r->csv) return; /* not rank 0 */
     fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
             lr);
     if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
@@ -243,8 +254,12 @@ static bool train(run *r) {
     const options *o = &r->o;
     double budget = o->minutes * 60, ema_ms = 0;
     int64_t eval_every = o->eval_every > 0 ? o->eval_every : r->per_epoch;
-    while (r->step < r->total && !g_stop) {
-        if (budget > 0 && ex_progress_elapsed(&r->bar) >= budget) {
+    for (;;) {
+        /* every rank must take the same decision: on the ranks' mean */
+        double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
+        if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (r->step >= r->total || agree[1] > 0) break;
+        if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
                              o->minutes, (long long)r->step, (long long)r->total);
             break;
@@ -260,7 +275,7 @@ static bool train(run *r) {
         }
         r->step_ms[r->step++] = ms;
         ema_ms = ema_ms == 0 ? ms : 0.9 * ema_ms + 0.1 * ms;
-        double ips = (double)o->batch / (ema_ms * 1e-3);
+        double ips = (double)(o->batch * r->dist.size) / (ema_ms * 1e-3);
         ex_progress_update(&r->bar, r->step, loss, ips);
         bool ev = r->step % eval_every == 0 || r->step == r->total;
         if (ev && !evaluate(r)) break;
@@ -289,12 +304,13 @@ static int finish(run *r) {
         csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
-    fclose(r->csv);
+    if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {
         {4, "train loss", false}, {5, "test loss", true}, {6, "test accuracy", true}};
-    bool plotted = ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST", "step",
-                               "loss (nats) / accuracy", 1, curves, 3);
+    bool plotted =
+        ex_dist_is_main(&r->dist) && ex_plot_png(r->path[0], r->path[1], "train_mlp: Fashion-MNIST",
+                                                 "step", "loss (nats) / accuracy", 1, curves, 3);
     double med = 0;
     if (r->step > 0) {
         qsort(r->step_ms, (size_t)r->step, sizeof *r->step_ms, cmp_double);
@@ -338,17 +354,25 @@ static int setup(run *r) {
         return 2;
     }
     fm_pixel_table(&r->train, r->lut);
-    r->per_epoch = r->train.n / o->batch; /* the last partial batch is dropped */
-    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
     r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
     if (!r->ctx) {
         fprintf(stderr, "train_mlp: cannot create a context\n");
         return 1;
     }
+    if (!ex_dist_start(&r->dist, "train_mlp", r->ctx)) return 1;
+    /* a step reads size * batch images; the last partial step is dropped */
+    r->per_epoch = r->train.n / (o->batch * r->dist.size);
+    if (r->per_epoch < 1) {
+        fprintf(stderr, "train_mlp: %d ranks x --batch %lld is more than the training set\n",
+                r->dist.size, (long long)o->batch);
+        return 2;
+    }
+    r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
     mlp_init(r->ctx, r->p, o->hidden);
     if (fc_ctx_status(r->ctx) == FC_OK)
         r->opt = fc_optim_new(r->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = o->lr}, r->p,
                               NPARAMS);
+    if (r->opt && !ex_dist_wrap(&r->dist, "train_mlp", r->opt)) return 1;
     r->x = fc_empty(r->ctx, FC_F32, (const int64_t[]){o->batch, PIXELS}, 2);
     r->y = fc_empty(r->ctx, FC_I64, &o->batch, 1);
     r->order = malloc(sizeof(int64_t) * (size_t)r->train.n);
@@ -364,13 +388,16 @@ static int setup(run *r) {
         .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
-    if (!ex_mkdir_p(o->out)) return 1;
     snprintf(r->path[0], sizeof r->path[0], "%s/metrics.csv", o->out);
     snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
-    r->csv = ex_csv_open(r->path[0],
-                         "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,elapsed_s",
-                         false);
-    if (!r->csv) return 1;
+    if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
+        if (!ex_mkdir_p(o->out)) return 1;
+        r->csv = ex_csv_open(r->path[0],
+                             "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
+                             "elapsed_s",
+                             false);
+        if (!r->csv) return 1;
+    }
     int64_t H = o->hidden, np = 0;
     for (int i = 0; i < NPARAMS; i++)
         np += fc_tensor_numel(r->p[i]);
@@ -380,11 +407,15 @@ static int setup(run *r) {
            "%lld steps (%lld per epoch), budget %g min, %d threads\n",
            (long long)H, (long long)H, (long long)np, (long long)o->batch, o->lr, o->min_lr,
            (long long)r->total, (long long)r->per_epoch, o->minutes, fc_ctx_threads(r->ctx));
+    if (r->dist.size > 1)
+        printf("data parallel: %d ranks x batch %lld = %lld images per step\n", r->dist.size,
+               (long long)o->batch, (long long)(r->dist.size * o->batch));
     return -1;
 }
 
-static void teardown(run *r) {
+static void teardown(run *r, bool ok) {
     if (r->csv) fclose(r->csv);
+    ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
     for (int i = 0; i < NPARAMS; i++)
         fc_release(r->p[i]);
@@ -414,6 +445,6 @@ int main(int argc, char **argv) {
             if (train(&r)) rc = finish(&r);
         }
     }
-    teardown(&r);
+    teardown(&r, rc == 0 || rc == EXIT_SKIP);
     return rc;
 }

@@ -15,23 +15,25 @@
  *   fucina/checkpoint.h resumable training checkpoints
  *   fucina/quant.h    ggml block formats, blockwise int8/int4/NF4, double quant
  *   fucina/io.h       model files: safetensors and GGUF, read (mmap) and written
+ *   fucina/dist.h     data-parallel training on MPI (FC_ERR_BACKEND without it)
  */
 #ifndef FUCINA_H
 #define FUCINA_H
 
-#include "fucina/status.h"
-#include "fucina/dtype.h"
 #include "fucina/alloc.h"
-#include "fucina/cpu.h"
-#include "fucina/tensor.h"
-#include "fucina/ops.h"
-#include "fucina/matmul.h"
-#include "fucina/conv.h"
-#include "fucina/pool.h"
 #include "fucina/autograd.h"
-#include "fucina/optim.h"
-#include "fucina/quant.h"
-#include "fucina/io.h"
 #include "fucina/checkpoint.h"
+#include "fucina/conv.h"
+#include "fucina/cpu.h"
+#include "fucina/dist.h"
+#include "fucina/dtype.h"
+#include "fucina/io.h"
+#include "fucina/matmul.h"
+#include "fucina/ops.h"
+#include "fucina/optim.h"
+#include "fucina/pool.h"
+#include "fucina/quant.h"
+#include "fucina/status.h"
+#include "fucina/tensor.h"
 
 #endif /* FUCINA_H */

@@ -6,12 +6,19 @@
 #   scripts/deps.sh --bench   also Debian's PyTorch, for bench/compare.sh's peers
 #   scripts/deps.sh --peers   also npm and git, which fetch the prebuilt llama.cpp
 #                             (scripts/npm_llamacpp.sh)
+#   scripts/deps.sh --mpi     also Open MPI, for data-parallel training (FUCINA_WITH_MPI)
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
       zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
       gnuplot-nox)
-if [ "${1:-}" = "--bench" ]; then PKGS+=(python3-torch python3-numpy); fi
-if [ "${1:-}" = "--peers" ]; then PKGS+=(npm git ca-certificates); fi
+for flag in "$@"; do
+  case "$flag" in
+    --bench) PKGS+=(python3-torch python3-numpy) ;;
+    --peers) PKGS+=(npm git ca-certificates) ;;
+    --mpi) PKGS+=(libopenmpi-dev openmpi-bin) ;;
+    *) echo "deps.sh: unknown option $flag" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

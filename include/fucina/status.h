@@ -25,7 +25,7 @@ extern "C" {
     X(FC_ERR_INVALID_ARG, -2, "invalid argument")                                                  \
     X(FC_ERR_SHAPE_MISMATCH, -3, "shapes do not match or do not broadcast")                        \
     X(FC_ERR_INVALID_SHAPE, -4, "invalid shape (a dimension is < 1 or the size does not fit)")     \
-    X(FC_ERR_RANK, -5, "rank out of range or not what the operation needs")                       \
+    X(FC_ERR_RANK, -5, "rank out of range or not what the operation needs")                        \
     X(FC_ERR_DTYPE, -6, "dtype not allowed here, or operand dtypes differ")                        \
     X(FC_ERR_OVERFLOW, -7, "size arithmetic overflows")                                            \
     X(FC_ERR_UNSUPPORTED_VIEW, -8, "operation needs a layout this view does not have")             \
@@ -43,7 +43,8 @@ extern "C" {
     X(FC_ERR_AXIS, -20, "axis out of range")                                                       \
     X(FC_ERR_STATE, -21, "object is not in a state that allows this call")                         \
     X(FC_ERR_NO_GRAD, -22, "tensor has no gradient path")                                          \
-    X(FC_ERR_CONTEXT, -23, "tensors of different contexts met in one call")
+    X(FC_ERR_CONTEXT, -23, "tensors of different contexts met in one call")                        \
+    X(FC_ERR_COMM, -24, "communication between processes failed (MPI)")
 
 typedef enum fc_status {
 #define FC__STATUS_ENUM(name, value, text) name = value,
@@ -52,7 +53,7 @@ typedef enum fc_status {
 } fc_status;
 
 /* Number of distinct codes in FC_STATUS_LIST. */
-#define FC_STATUS_COUNT 24
+#define FC_STATUS_COUNT 25
 
 /* Static, human-readable text for a code ("out of memory"). Never NULL:
  * an unknown code gives "unknown status". The string is static storage. */
