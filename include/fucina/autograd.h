@@ -106,11 +106,25 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *   allow_unused: an input no gradient path reaches gets a NULL slot;
  *     without it such an input is FC_ERR_INVALID_ARG naming its index and
  *     tensor, found before any rule runs.
- * Higher order (a create_graph option, recording the backward itself so it
- * can be differentiated): not yet. */
+ *   create_graph: record the backward pass itself, so the returned
+ *     gradients are recorded tensors (they require grad when they depend on
+ *     anything that does) and can be differentiated again, to any order:
+ *     pass them as outputs of another fc_autograd_grad (Hessian-vector
+ *     products, gradient penalties), or fold them into a loss for
+ *     fc_backward. Implies retain_graph (the first-order graph is part of
+ *     the new one). The walk records whatever grad mode the caller is in;
+ *     hooks on the way run with grad mode on, and a replacement they return
+ *     is used as given (a constant unless it is itself recorded). Every op
+ *     with a backward rule supports it; one that could not (none at
+ *     present) fails the call with FC_ERR_UNSUPPORTED naming the op, as does
+ *     fc_grad_checkpoint's node (its recompute is not recorded: checkpoint
+ *     the first-order pass only, or call the function directly).
+ *     Without create_graph the walk is the plain one of fc_backward: fused
+ *     kernels, nothing recorded. */
 typedef struct fc_autograd_grad_opts {
     bool retain_graph;
     bool allow_unused;
+    bool create_graph;
 } fc_autograd_grad_opts;
 
 /* Each output must require grad. grad_outputs (NULL allowed, as is each
@@ -134,6 +148,8 @@ typedef struct fc_autograd_grad_opts {
  * NULL grad_output of a many-element output; FC_ERR_SHAPE_MISMATCH /
  * FC_ERR_DTYPE for a grad_output of another shape / not a float;
  * FC_ERR_STATE from a hook, or for saved values freed by an earlier walk;
+ * FC_ERR_UNSUPPORTED with create_graph through an op that cannot record
+ * its backward;
  * and fc_backward's other errors (FC_ERR_SAVED_MODIFIED, FC_ERR_NON_FINITE,
  * FC_ERR_OOM, a hook's). Errors name the argument's index and are recorded
  * in ctx; on any error every grads[j] is NULL, no fc_grad changed, and the
@@ -353,6 +369,26 @@ typedef struct fc_gradcheck_report {
 FC_API fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
                               fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
                               fc_gradcheck_report *report);
+
+/* Second derivatives, like PyTorch's gradgradcheck (same defaults; f64
+ * inputs, which check_all_f64 marks as above). With a random grad_output w
+ * of fn's output shape (a leaf fc_gradgradcheck makes, requiring grad) it
+ * takes the first-order gradients G_j of sum(fn(inputs) * w) with
+ * create_graph, and checks the gradient of L2 = sum_j sum(G_j * u_j) (u_j
+ * fixed and random) with respect to every input that requires grad and to
+ * w, computed by a second fc_autograd_grad over the recorded G_j, against
+ * central differences of L2 (each a plain first-order backward). So it
+ * checks both the recorded backward's dependence on the inputs (a random
+ * projection of the Hessian) and on w (of the Jacobian). Inputs as for
+ * fc_gradcheck (contiguous leaves, 1 to 8 of them); fn is called
+ * 2 * (numel of the inputs checked + numel of the output) + 2 times, each
+ * followed by a backward. Errors as fc_gradcheck's (FC_ERR_STATE for a mismatch,
+ * FC_ERR_NON_FINITE, fn's or the walks' own, FC_ERR_UNSUPPORTED for an op
+ * whose backward cannot be recorded), plus FC_ERR_INVALID_ARG when no
+ * input requires grad. In the report, worst_input is n for w. */
+FC_API fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
+                                  fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
+                                  fc_gradcheck_report *report);
 
 #ifdef __cplusplus
 }

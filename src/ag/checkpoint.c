@@ -103,6 +103,9 @@ static fc_status ckpt_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_t
     const ckpt_closure *c = node->ext;
     const fc__walk *outer = fc__ag_current_walk(ctx);
     int n = node->n_in;
+    /* the recompute's nested walk stages leaf gradients as constants; a
+     * recorded form would need the whole recomputed graph kept alive */
+    if (outer && outer->create_graph) return fc__ag_unsupported(ctx, "grad_checkpoint");
     fc_tensor *alias[FC__AG_MAX_IN] = {0};
     fc_status st = FC_OK;
     for (int k = 0; k < n && st == FC_OK; k++) {

@@ -39,7 +39,13 @@ typedef struct fc__saved {
     fc_raw raw; /* a view holding one buffer reference; raw.buf NULL when freed */
     uint32_t generation;
     const char *role; /* "input", "output", "weight", ... for messages */
+    /* Where the value sits in the graph, for create_graph walks (a saved
+     * value read there must carry its autograd identity): FC__SAVED_OUTPUT
+     * (the node's own output: a weak link, so no node holds itself), the
+     * index of the input it is, or FC__SAVED_NONE (a constant). */
+    int8_t link;
 } fc__saved;
+enum { FC__SAVED_NONE = -1, FC__SAVED_OUTPUT = -2 };
 
 /* Gradient hooks (hooks.c): a list per leaf (fc_tensor.hooks) or per node
  * (the gradient of its output), in registration order. pending counts, for
@@ -116,6 +122,10 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
 /* A new tensor handle over saved value k (shares storage), in the current
  * scope; NULL on failure. */
 fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k);
+/* Saved value k as a constant: a new handle (as fc__ag_saved_tensor) that
+ * is never linked into a create_graph walk's graph. For what a rule
+ * derives only constants from (a mask, a tie weight, an argmax). */
+fc_tensor *fc__ag_saved_const(fc_ctx *ctx, fc_node *node, int k);
 /* Saved value k itself, borrowed (valid while the node keeps its saved
  * values): what a rule reads when it needs no handle for it. NULL after
  * recording the error fc__ag_saved_tensor records. */
@@ -152,9 +162,22 @@ typedef struct fc__walk {
      * all or nothing, or drops them when it fails. */
     bool nested;
     int64_t min_id;
+    /* create_graph: the walk is itself recorded (rules run with grad mode
+     * on, saved values carry their identity, accumulation is recorded) so
+     * the gradients it returns are differentiable again. Implies retain. */
+    bool create_graph;
 } fc__walk;
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
                       fc_tensor *const *gouts);
+
+/* True while a create_graph walk runs a rule: the rule must then build
+ * every gradient from recorded ops (its composite path) instead of fused
+ * kernels, reading saved values through fc__ag_saved_tensor (which links
+ * them into the graph). See "create_graph" in ag/graph_grad.c. */
+bool fc__ag_create_graph(const fc_ctx *ctx);
+/* Fails the running rule of op: it has no recorded (create_graph) form.
+ * Records FC_ERR_UNSUPPORTED naming op and returns it. */
+fc_status fc__ag_unsupported(fc_ctx *ctx, const char *op);
 
 /* The walk now running (NULL when none): a nested walk takes its mode. */
 const fc__walk *fc__ag_current_walk(const fc_ctx *ctx);
@@ -246,5 +269,23 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
  * first use. */
 fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                             const int64_t *shape, int rank, const fc__ag_region *reg);
+
+/* ---- recorded gradient arithmetic (graph_grad.c): create_graph walks ----------
+ * The same contracts as fc__ag_add_into / fc__ag_add_region, but every step
+ * (summing broadcast axes away, the dtype cast, a region's embedding, the
+ * addition into the accumulator) is a recorded node whose own rule is
+ * recorded too, so the accumulated gradients are differentiable to any
+ * order. The target is never written in place: it is replaced by a new
+ * tensor (contiguous, gdt). */
+fc_status fc__ag_graph_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                                const int64_t *shape, int rank);
+fc_status fc__ag_graph_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                                  const int64_t *shape, int rank, const fc__ag_region *reg);
+/* accumulate.c's dst += src over their broadcast (f32 or f64, same dtype). */
+void fc__ag_acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src);
+/* How many saved values fc__ag_saved_tensor has linked into a graph so far
+ * (a create_graph walk's check that a rule which read its saved values
+ * returned recorded gradients). */
+int64_t fc__ag_linked_count(const fc_ctx *ctx);
 
 #endif /* FUCINA_AG_TAPE_H */
