@@ -200,6 +200,10 @@ static fc_tensor *op_avg_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_avg_pool2d(ctx, x[0], &o));
 }
 
+static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
+}
+
 static const gcase cases[] = {
     {"add", op_add, 2, {2, 1}, {{3, 4}, {4}}, -1, 1, 0, 0},
     {"sub", op_sub, 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, 0, 0},
@@ -279,6 +283,7 @@ static const gcase cases[] = {
     {"conv_transpose2d", op_conv_transpose2d, 2, {4, 4}, {{1, 2, 2, 2}, {2, 1, 2, 2}}, -1, 1, 0, 0},
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
+    {"adaptive_avg_pool2d", op_adaptive_pool, 1, {3}, {{2, 3, 5}}, -1, 1, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
