@@ -13,12 +13,36 @@
  * with FC_ERR_SHAPE_MISMATCH naming the op. A window op's rule may instead
  * hand over gout as the gradient of a region of its input
  * (fc__ag_gin_region), which the engine adds straight into that region of
- * the accumulator. Rules run with grad mode off inside a
- * scope and may use every forward op: every tensor they create is released
- * when the node is done, so rules release nothing; gin[k] may be such a
- * temporary, gout itself or a saved tensor (the engine retains what it
- * keeps). Returning an error status (recorded with fc__fail) fails the
- * backward.
+ * the accumulator. Rules run inside a scope and may use every forward op:
+ * every tensor they create is released when the node is done, so rules
+ * release nothing; gin[k] may be such a temporary, gout itself or a saved
+ * tensor (the engine retains what it keeps). Returning an error status
+ * (recorded with fc__fail) fails the backward.
+ *
+ * Grad mode: off in a plain walk, where rules may use fused kernels. In a
+ * create_graph walk (fc__ag_create_graph true) it is on and the rule must
+ * build each gin[k] from recorded ops, so the gradient is differentiable
+ * again. Making a rule create_graph-ready:
+ *   - branch on fc__ag_create_graph(ctx) and write the formula with public
+ *     ops (fc_mul, fc_sum, fc_matmul, ...) instead of the fused kernel;
+ *   - read saved inputs and outputs with fc__ag_saved_tensor: in such a
+ *     walk the handle is linked to the graph (an input to its node or leaf,
+ *     the node's own output through a weak link), so the new nodes connect
+ *     to it; values used only as constants (masks, argmax, tie weights) are
+ *     read with fc__ag_saved_const;
+ *   - a saved value that is a copy of an input (a contiguous copy made by
+ *     the forward) links to it by setting saved[k].link to the input's
+ *     index after fc__ag_save;
+ *   - views of gout or of saved values must be recorded ops (fc_reshape,
+ *     fc_transpose, fc_narrow), not fc__tensor_view; region gradients
+ *     (fc__ag_gin_region) are recorded by the engine;
+ *   - an op with no composite form (a fused kernel only) gets a recorded
+ *     pair of its own: an op whose rule is its adjoint op and back (the
+ *     bilinear convolution products of ops/conv.c, pooling's adjoint pair in
+ *     ops/pool.c), or returns fc__ag_unsupported(ctx, op).
+ * The engine checks the result: a gin[k] that is a constant although gout
+ * requires grad or the rule read a linked saved value fails the walk with
+ * FC_ERR_UNSUPPORTED naming the op (a zero of one value is allowed).
  *
  * Nodes are refcounted: by the output handle that points at them and by
  * consumer nodes. Node memory is recycled per context. */

@@ -200,6 +200,43 @@ static fc_tensor *op_avg_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_avg_pool2d(ctx, x[0], &o));
 }
 
+U(add_scalar, fc_square(ctx, fc_add_scalar(ctx, x[0], 0.5)))
+U(maximum_scalar, fc_square(ctx, fc_maximum_scalar(ctx, x[0], 0.1)))
+U(clone, fc_square(ctx, fc_clone(ctx, x[0])))
+U(sum_all, fc_square(ctx, fc_sum(ctx, x[0], NULL, 0, false)))
+U(logsumexp2, fc_logsumexp(ctx, x[0], (int[]){0, 2}, 2, true))
+U(var2, fc_var(ctx, x[0], (int[]){0, 1}, 2, 1, false))
+U(softmax3, fc_softmax(ctx, x[0], -1))
+U(vecmat, fc_matmul(ctx, x[0], x[1]))
+U(linear3, fc_square(ctx, fc_linear(ctx, x[0], x[1], NULL)))
+U(mse_bcast, fc_mse_loss(ctx, x[0], x[1], FC_REDUCE_SUM))
+U(tril_k, fc_square(ctx, fc_tril(ctx, x[0], -1)))
+
+static fc_tensor *op_embedding(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_tensor *i = fc_tensor_from_data(ctx, FC_I64, (int64_t[]){2, 2}, 2, (int64_t[]){3, 0, 3, 1});
+    return fc_square(ctx, fc_embedding(ctx, x[0], i));
+}
+static fc_tensor *op_cross_entropy_ignore(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_ce_opts o = {.reduction = FC_REDUCE_NONE, .use_ignore = true, .ignore_index = -1};
+    return fc_cross_entropy(ctx, x[0], ids(ctx, (int64_t[]){2, -1, 3}, 3), &o);
+}
+static fc_tensor *op_batch_norm_eval(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_tensor *rm = fc_tensor_from_data(ctx, FC_F64, (int64_t[]){2}, 1, (double[]){0.1, -0.2});
+    fc_tensor *rv = fc_tensor_from_data(ctx, FC_F64, (int64_t[]){2}, 1, (double[]){0.5, 1.5});
+    return fc_square(ctx, fc_batch_norm(ctx, x[0], x[1], x[2], rm, rv, false, 0.1, 1e-5));
+}
+static fc_tensor *op_conv2d_groups(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_conv2d_opts o = fc_conv2d_defaults();
+    o.groups = 2;
+    o.dilation[0] = 2;
+    o.padding_same = true;
+    return fc_square(ctx, fc_conv2d(ctx, x[0], x[1], NULL, &o));
+}
+static fc_tensor *op_max_pool_pad(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool2d_opts o = {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}};
+    return fc_square(ctx, fc_max_pool2d(ctx, x[0], &o));
+}
+
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
 }
@@ -284,6 +321,23 @@ static const gcase cases[] = {
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"adaptive_avg_pool2d", op_adaptive_pool, 1, {3}, {{2, 3, 5}}, -1, 1, 0, 0},
+    {"add_scalar", op_add_scalar, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"maximum_scalar", op_maximum_scalar, 1, {2}, {{3, 4}}, -1, 1, 0.05, 0},
+    {"clone", op_clone, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"sum_all", op_sum_all, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"logsumexp_2axes", op_logsumexp2, 1, {3}, {{2, 3, 2}}, -1, 1, 0, 0},
+    {"var_2axes", op_var2, 1, {3}, {{2, 2, 3}}, -1, 1, 0, 0},
+    {"softmax_3d", op_softmax3, 1, {3}, {{2, 2, 3}}, -1, 1, 0, 0},
+    {"matmul_vec_mat", op_vecmat, 2, {1, 2}, {{4}, {4, 3}}, -1, 1, 0, 0},
+    {"matmul_mat_vec", op_vecmat, 2, {2, 1}, {{3, 4}, {4}}, -1, 1, 0, 0},
+    {"linear_3d", op_linear3, 2, {3, 2}, {{2, 2, 3}, {2, 3}}, -1, 1, 0, 0},
+    {"mse_loss_broadcast", op_mse_bcast, 2, {2, 1}, {{3, 4}, {4}}, -1, 1, 0, 0},
+    {"tril_k", op_tril_k, 1, {2}, {{4, 3}}, -1, 1, 0, 0},
+    {"embedding", op_embedding, 1, {2}, {{4, 3}}, -1, 1, 0, 0},
+    {"cross_entropy_ignore", op_cross_entropy_ignore, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"batch_norm_eval", op_batch_norm_eval, 3, {4, 1, 1}, {{2, 2, 2, 3}, {2}, {2}}, -1, 1, 0, 0},
+    {"conv2d_groups", op_conv2d_groups, 2, {4, 4}, {{1, 2, 4, 3}, {2, 1, 2, 3}}, -1, 1, 0, 0},
+    {"max_pool2d_padded", op_max_pool_pad, 1, {4}, {{1, 1, 4, 5}}, -1, 1, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
