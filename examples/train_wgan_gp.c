@@ -217,12 +217,38 @@ static fc_status evaluate(run *r, int64_t n, quality *q, const char *csv) {
     return st;
 }
 
+/* samples.png: the generated points and the eight mode centres, with
+ * gnuplot when it is on PATH (the numbers are in samples.csv either way). */
+static void plot_samples(const char *csv, const char *png) {
+    if (strchr(csv, '\'') || strchr(png, '\'') || system("command -v gnuplot >/dev/null 2>&1")) {
+        fprintf(stderr, "note: no gnuplot (or a quote in the path): %s not drawn\n", png);
+        return;
+    }
+    FILE *g = popen("gnuplot", "w");
+    if (!g) return;
+    fprintf(g, "set terminal png noenhanced size 700,700\nset output '%s'\n", png);
+    fprintf(g, "set datafile separator ','\nset size square\nset grid\n");
+    fprintf(g, "set xrange [-2.8:2.8]\nset yrange [-2.8:2.8]\n");
+    fprintf(g, "set title 'train_wgan_gp: generated samples and the 8 modes'\n");
+    fprintf(g, "plot '%s' every ::1 using 1:2 with points pt 7 ps 0.3 title 'generated', "
+               "'-' using 1:2 with points pt 6 ps 2 lw 2 title 'modes'\n",
+            csv);
+    for (int k = 0; k < N_MODES; k++) {
+        double cx, cy;
+        mode_center(k, &cx, &cy);
+        fprintf(g, "%.6f,%.6f\n", cx, cy);
+    }
+    fprintf(g, "e\n");
+    if (pclose(g) != 0) fprintf(stderr, "note: gnuplot failed on %s\n", png);
+}
+
 // ----------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     int64_t steps = 3000, batch = 256, hidden = 128, n_critic = 5, eval_every = 250;
     int64_t eval_samples = 2000, seed = 1, threads = 0, expect_modes = 0;
-    double lambda = 0.1, lr = 1e-4, minutes = 3;
+    bool expect_closer = false;
+    double lambda = 0.1, lr = 1e-4, minutes = 5;
     const char *out = "wgan_gp_out";
     ex_arg args[] = {
         {"steps", EX_ARG_INT, &steps, "generator steps"},
@@ -238,6 +264,9 @@ int main(int argc, char **argv) {
         {"seed", EX_ARG_INT, &seed, "seed of the data and the weights"},
         {"expect-modes", EX_ARG_INT, &expect_modes, "fail unless the last evaluation covers this "
                                                     "many modes"},
+        {"expect-closer", EX_ARG_FLAG, &expect_closer, "fail unless the samples end closer to "
+                                                        "the modes (mean distance) than at the "
+                                                        "start by a third"},
         {"out", EX_ARG_STRING, &out, "output directory"},
     };
     ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL,
@@ -277,8 +306,10 @@ int main(int argc, char **argv) {
     ex_progress bar;
     ex_progress_start(&bar, steps, minutes * 60, "step", 50);
     fc_status st = FC_OK;
-    quality q = {0};
+    quality q = {0}, q0 = {0};
     int64_t step = 0;
+    st = evaluate(&r, eval_samples, &q0, NULL); /* the untrained generator */
+    fprintf(csv, "0,,,%.4f,%d,%.5f\n", q0.good, q0.modes, q0.mean_d);
     double t0 = ex_now();
     while (step < steps && st == FC_OK) {
         for (int64_t c = 0; c < n_critic && st == FC_OK; c++) st = critic_step(&r);
@@ -313,14 +344,18 @@ int main(int argc, char **argv) {
     ex_plot_png(path[0], path[2], "train_wgan_gp: 8 Gaussians", "generator step", "value", 1,
                 curves, 3);
     snprintf(path[2], sizeof path[2], "%s/samples.png", out);
-    const ex_curve pts[] = {{2, "generated samples", true}};
-    ex_plot_png(path[1], path[2], "train_wgan_gp: samples", "x", "y", 1, pts, 1);
+    plot_samples(path[1], path[2]);
     fc_optim_free(r.opt_g);
     fc_optim_free(r.opt_d);
     mlp_free(&r.g);
     mlp_free(&r.d);
     free(r.buf);
     fc_ctx_free(r.ctx);
+    if (expect_closer && !(q.mean_d < q0.mean_d * 2 / 3)) {
+        fprintf(stderr, "train_wgan_gp: mean distance %.4f, at the start %.4f: not a third closer\n",
+                q.mean_d, q0.mean_d);
+        return 1;
+    }
     if (q.modes < expect_modes) {
         fprintf(stderr, "train_wgan_gp: %d modes covered, expected at least %lld\n", q.modes,
                 (long long)expect_modes);
