@@ -45,8 +45,8 @@ typedef struct problem {
 static fc_tensor *loss_at(fc_ctx *ctx, const problem *p, fc_tensor *w) {
     fc_tensor *margin = fc_mul(ctx, p->Y, fc_matmul(ctx, p->X, w)); /* (n) */
     fc_tensor *data = fc_mean(ctx, fc_softplus(ctx, fc_neg(ctx, margin)), NULL, 0, false);
-    fc_tensor *reg = fc_mul_scalar(ctx, fc_sum(ctx, fc_square(ctx, w), NULL, 0, false),
-                                   0.5 * p->lambda);
+    fc_tensor *reg =
+        fc_mul_scalar(ctx, fc_sum(ctx, fc_square(ctx, w), NULL, 0, false), 0.5 * p->lambda);
     return fc_add(ctx, data, reg);
 }
 
@@ -58,7 +58,8 @@ static double scalar_of(fc_tensor *t) {
 
 static double dot(const double *a, const double *b, int64_t n) {
     double s = 0;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    for (int64_t i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -80,11 +81,12 @@ static fc_status hvp(fc_ctx *ctx, fc_tensor *g, fc_tensor *w, const double *v, d
 
 /* Conjugate gradients on H p = -g (at most max_it products, relative
  * residual tol); returns the iterations used, -1 on error. */
-static int cg_solve(fc_ctx *ctx, fc_tensor *g, fc_tensor *w, const double *gv, double *p,
-                    int64_t d, int max_it, double tol) {
+static int cg_solve(fc_ctx *ctx, fc_tensor *g, fc_tensor *w, const double *gv, double *p, int64_t d,
+                    int max_it, double tol) {
     double *r = malloc(sizeof *r * (size_t)d * 3), *q = r + d, *hq = q + d;
     if (!r) return -1;
-    for (int64_t i = 0; i < d; i++) p[i] = 0, r[i] = -gv[i], q[i] = r[i];
+    for (int64_t i = 0; i < d; i++)
+        p[i] = 0, r[i] = -gv[i], q[i] = r[i];
     double rr = dot(r, r, d), r0 = sqrt(rr);
     int it = 0;
     while (it < max_it && sqrt(rr) > tol * r0) {
@@ -94,9 +96,11 @@ static int cg_solve(fc_ctx *ctx, fc_tensor *g, fc_tensor *w, const double *gv, d
         }
         it++;
         double alpha = rr / dot(q, hq, d);
-        for (int64_t i = 0; i < d; i++) p[i] += alpha * q[i], r[i] -= alpha * hq[i];
+        for (int64_t i = 0; i < d; i++)
+            p[i] += alpha * q[i], r[i] -= alpha * hq[i];
         double rr2 = dot(r, r, d);
-        for (int64_t i = 0; i < d; i++) q[i] = r[i] + rr2 / rr * q[i];
+        for (int64_t i = 0; i < d; i++)
+            q[i] = r[i] + rr2 / rr * q[i];
         rr = rr2;
     }
     free(r);
@@ -112,7 +116,8 @@ static bool make_data(fc_ctx *ctx, problem *p, uint64_t seed) {
     p->y = malloc(sizeof(double) * (size_t)n);
     double *wstar = malloc(sizeof(double) * (size_t)d);
     if (!p->x || !p->y || !wstar) return false;
-    for (int64_t j = 0; j < d; j++) wstar[j] = 2 * ex_rand_unit(&seed) - 1;
+    for (int64_t j = 0; j < d; j++)
+        wstar[j] = 2 * ex_rand_unit(&seed) - 1;
     for (int64_t i = 0; i < n; i++) {
         double z = 0;
         for (int64_t j = 0; j < d; j++) {
@@ -139,7 +144,8 @@ static double check_closed_form(const problem *p, const double *w, const double 
         const double *xi = p->x + i * d;
         double z = p->y[i] * dot(xi, w, d), s = 1 / (1 + exp(z)); /* sigmoid(-z) */
         double c = s * (1 - s) * dot(xi, v, d) / (double)n;
-        for (int64_t j = 0; j < d; j++) want[j] += c * xi[j];
+        for (int64_t j = 0; j < d; j++)
+            want[j] += c * xi[j];
     }
     for (int64_t j = 0; j < d; j++) {
         want[j] += p->lambda * v[j];
@@ -163,8 +169,8 @@ int main(int argc, char **argv) {
         {"max-newton", EX_ARG_INT, &max_newton, "Newton steps at most"},
         {"seed", EX_ARG_INT, &seed, "data seed"},
     };
-    ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL,
-                                      "hvp [options]");
+    ex_args_result ar =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL, "hvp [options]");
     if (ar != EX_ARGS_OK) return ar == EX_ARGS_HELP ? 0 : 2;
     if (n < 2 || d < 1 || lambda < 0) {
         fprintf(stderr, "hvp: need n >= 2, d >= 1, lambda >= 0\n");
@@ -182,8 +188,8 @@ int main(int argc, char **argv) {
     double *step = malloc(sizeof *step * (size_t)D), *hv = malloc(sizeof *hv * (size_t)D);
     fc_tensor *w = fc_param_from_data(ctx, FC_F64, &D, 1, wv);
     if (!wv || !gv || !step || !hv || !w) return 1;
-    printf("Newton-CG on logistic regression: n %lld, d %lld (+ bias), lambda %g\n",
-           (long long)n, (long long)d, lambda);
+    printf("Newton-CG on logistic regression: n %lld, d %lld (+ bias), lambda %g\n", (long long)n,
+           (long long)d, lambda);
     printf("%5s %16s %12s %6s %6s\n", "step", "loss", "|grad|", "cg", "alpha");
     double t0 = ex_now(), gnorm = INFINITY;
     int products = 0, k = 0;
@@ -206,7 +212,8 @@ int main(int argc, char **argv) {
             double slope = dot(gv, step, D);
             for (alpha = 1; st == FC_OK && alpha > 1e-8; alpha *= 0.5) {
                 double *trial = hv; /* scratch */
-                for (int64_t j = 0; j < D; j++) trial[j] = wv[j] + alpha * step[j];
+                for (int64_t j = 0; j < D; j++)
+                    trial[j] = wv[j] + alpha * step[j];
                 fc_scope_begin(ctx);
                 fc_no_grad_begin(ctx);
                 fc_tensor *wt = fc_tensor_from_data(ctx, FC_F64, &D, 1, trial);
@@ -215,7 +222,8 @@ int main(int argc, char **argv) {
                 fc_scope_end(ctx);
                 if (f1 <= f0 + 1e-4 * alpha * slope) break;
             }
-            for (int64_t j = 0; j < D; j++) wv[j] += alpha * step[j];
+            for (int64_t j = 0; j < D; j++)
+                wv[j] += alpha * step[j];
         }
         printf("%5d %16.12f %12.3e %6d %6.3f\n", k, f0, gnorm, it, alpha);
         fc_release(g);
@@ -235,7 +243,8 @@ int main(int argc, char **argv) {
     fc_tensor *l = loss_at(ctx, &p, w), *g = NULL;
     st = fc_autograd_grad(ctx, &l, NULL, 1, &w, 1, &(fc_autograd_grad_opts){.create_graph = true},
                           &g);
-    for (int64_t j = 0; j < D; j++) step[j] = sin((double)j + 1);
+    for (int64_t j = 0; j < D; j++)
+        step[j] = sin((double)j + 1);
     if (st == FC_OK) st = hvp(ctx, g, w, step, hv, D);
     if (st == FC_OK) rel = check_closed_form(&p, wv, step, hv);
     fc_release(g);

@@ -58,7 +58,8 @@ static void mlp_init(fc_ctx *ctx, mlp *m, int64_t in, int64_t hidden, int64_t ou
 }
 
 static void mlp_params(const mlp *m, fc_tensor **p) {
-    for (int l = 0; l < 3; l++) p[2 * l] = m->w[l], p[2 * l + 1] = m->b[l];
+    for (int l = 0; l < 3; l++)
+        p[2 * l] = m->w[l], p[2 * l + 1] = m->b[l];
 }
 
 static void mlp_free(mlp *m) {
@@ -140,9 +141,8 @@ static fc_status critic_step(run *r) {
                               &(fc_autograd_grad_opts){.create_graph = true}, &gx);
     }
     if (st == FC_OK) {
-        fc_tensor *norm = fc_sqrt(ctx, fc_add_scalar(ctx, fc_sum(ctx, fc_square(ctx, gx),
-                                                                 (int[]){1}, 1, false),
-                                                     1e-12));
+        fc_tensor *norm = fc_sqrt(
+            ctx, fc_add_scalar(ctx, fc_sum(ctx, fc_square(ctx, gx), (int[]){1}, 1, false), 1e-12));
         fc_tensor *gp = fc_mul_scalar(
             ctx, fc_mean(ctx, fc_square(ctx, fc_sub_scalar(ctx, norm, 1.0)), NULL, 0, false),
             r->lambda);
@@ -176,9 +176,9 @@ static fc_status generator_step(run *r) {
 // evaluation: how many generated points sit on a mode, and which modes
 
 typedef struct quality {
-    double good;    /* share of samples within GOOD_DIST of a mode */
-    int modes;      /* modes holding >= 1% of the samples as good ones */
-    double mean_d;  /* mean distance to the nearest mode */
+    double good;   /* share of samples within GOOD_DIST of a mode */
+    int modes;     /* modes holding >= 1% of the samples as good ones */
+    double mean_d; /* mean distance to the nearest mode */
 } quality;
 
 static fc_status evaluate(run *r, int64_t n, quality *q, const char *csv) {
@@ -189,8 +189,8 @@ static fc_status evaluate(run *r, int64_t n, quality *q, const char *csv) {
     fc_no_grad_begin(ctx);
     fc_tensor *fake = mlp_forward(ctx, &r->g, fc_randn(ctx, FC_F32, (int64_t[]){n, 2}, 2));
     fc_no_grad_end(ctx);
-    fc_status st = fake ? fc_tensor_copy_to(fake, pts, sizeof *pts * (size_t)(2 * n))
-                        : fc_ctx_status(ctx);
+    fc_status st =
+        fake ? fc_tensor_copy_to(fake, pts, sizeof *pts * (size_t)(2 * n)) : fc_ctx_status(ctx);
     fc_scope_end(ctx);
     int64_t count[N_MODES] = {0}, good = 0;
     double dsum = 0;
@@ -209,9 +209,11 @@ static fc_status evaluate(run *r, int64_t n, quality *q, const char *csv) {
     q->good = (double)good / (double)n;
     q->mean_d = dsum / (double)n;
     q->modes = 0;
-    for (int k = 0; k < N_MODES; k++) q->modes += count[k] * 100 >= n;
+    for (int k = 0; k < N_MODES; k++)
+        q->modes += count[k] * 100 >= n;
     FILE *f = csv && st == FC_OK ? ex_csv_open(csv, "x,y", false) : NULL;
-    for (int64_t i = 0; f && i < n; i++) fprintf(f, "%.6f,%.6f\n", pts[2 * i], pts[2 * i + 1]);
+    for (int64_t i = 0; f && i < n; i++)
+        fprintf(f, "%.6f,%.6f\n", pts[2 * i], pts[2 * i + 1]);
     if (f) fclose(f);
     free(pts);
     return st;
@@ -230,8 +232,9 @@ static void plot_samples(const char *csv, const char *png) {
     fprintf(g, "set datafile separator ','\nset size square\nset grid\n");
     fprintf(g, "set xrange [-2.8:2.8]\nset yrange [-2.8:2.8]\n");
     fprintf(g, "set title 'train_wgan_gp: generated samples and the 8 modes'\n");
-    fprintf(g, "plot '%s' every ::1 using 1:2 with points pt 7 ps 0.3 title 'generated', "
-               "'-' using 1:2 with points pt 6 ps 2 lw 2 title 'modes'\n",
+    fprintf(g,
+            "plot '%s' every ::1 using 1:2 with points pt 7 ps 0.3 title 'generated', "
+            "'-' using 1:2 with points pt 6 ps 2 lw 2 title 'modes'\n",
             csv);
     for (int k = 0; k < N_MODES; k++) {
         double cx, cy;
@@ -262,11 +265,13 @@ int main(int argc, char **argv) {
         {"minutes", EX_ARG_DOUBLE, &minutes, "wall-clock budget (0: none)"},
         {"threads", EX_ARG_INT, &threads, "threads (0: all cores)"},
         {"seed", EX_ARG_INT, &seed, "seed of the data and the weights"},
-        {"expect-modes", EX_ARG_INT, &expect_modes, "fail unless the last evaluation covers this "
-                                                    "many modes"},
-        {"expect-closer", EX_ARG_FLAG, &expect_closer, "fail unless the samples end closer to "
-                                                        "the modes (mean distance) than at the "
-                                                        "start by a third"},
+        {"expect-modes", EX_ARG_INT, &expect_modes,
+         "fail unless the last evaluation covers this "
+         "many modes"},
+        {"expect-closer", EX_ARG_FLAG, &expect_closer,
+         "fail unless the samples end closer to "
+         "the modes (mean distance) than at the "
+         "start by a third"},
         {"out", EX_ARG_STRING, &out, "output directory"},
     };
     ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL,
@@ -295,8 +300,8 @@ int main(int argc, char **argv) {
     fc_optim_opts adam = {.kind = FC_OPTIM_ADAM, .lr = lr, .beta1 = 0.5, .beta2 = 0.9};
     r.opt_g = fc_optim_new(r.ctx, &adam, pg, 6);
     r.opt_d = fc_optim_new(r.ctx, &adam, pd, 6);
-    FILE *csv = ex_csv_open(path[0], "step,w_estimate,gradient_penalty,good_share,modes,mean_dist",
-                            false);
+    FILE *csv =
+        ex_csv_open(path[0], "step,w_estimate,gradient_penalty,good_share,modes,mean_dist", false);
     if (!r.opt_g || !r.opt_d || !csv) {
         fprintf(stderr, "train_wgan_gp: setup failed: %s\n", fc_ctx_error(r.ctx));
         return 1;
@@ -312,15 +317,16 @@ int main(int argc, char **argv) {
     fprintf(csv, "0,,,%.4f,%d,%.5f\n", q0.good, q0.modes, q0.mean_d);
     double t0 = ex_now();
     while (step < steps && st == FC_OK) {
-        for (int64_t c = 0; c < n_critic && st == FC_OK; c++) st = critic_step(&r);
+        for (int64_t c = 0; c < n_critic && st == FC_OK; c++)
+            st = critic_step(&r);
         if (st == FC_OK) st = generator_step(&r);
         step++;
         ex_progress_update(&bar, step, -r.w_est, (double)step / fmax(1e-9, ex_now() - t0));
         bool last = step == steps || (minutes > 0 && ex_progress_elapsed(&bar) > minutes * 60);
         if (st == FC_OK && (step % eval_every == 0 || last)) {
             st = evaluate(&r, eval_samples, &q, last ? path[1] : NULL);
-            fprintf(csv, "%lld,%.6f,%.6f,%.4f,%d,%.5f\n", (long long)step, r.w_est, r.gp,
-                    q.good, q.modes, q.mean_d);
+            fprintf(csv, "%lld,%.6f,%.6f,%.4f,%d,%.5f\n", (long long)step, r.w_est, r.gp, q.good,
+                    q.modes, q.mean_d);
             ex_progress_note(&bar,
                              "step %6lld  W estimate %.4f  penalty %.4f  good %.1f%%  modes %d/8  "
                              "mean distance %.4f",
@@ -339,8 +345,8 @@ int main(int argc, char **argv) {
            "step; final: good %.1f%%, modes %d/8, mean distance %.4f\n",
            (long long)step, (long long)(step * n_critic), secs, 1000 * secs / (double)step,
            100 * q.good, q.modes, q.mean_d);
-    const ex_curve curves[] = {{2, "W estimate", true}, {3, "gradient penalty", true},
-                               {4, "good share", true}};
+    const ex_curve curves[] = {
+        {2, "W estimate", true}, {3, "gradient penalty", true}, {4, "good share", true}};
     ex_plot_png(path[0], path[2], "train_wgan_gp: 8 Gaussians", "generator step", "value", 1,
                 curves, 3);
     snprintf(path[2], sizeof path[2], "%s/samples.png", out);
@@ -352,7 +358,8 @@ int main(int argc, char **argv) {
     free(r.buf);
     fc_ctx_free(r.ctx);
     if (expect_closer && !(q.mean_d < q0.mean_d * 2 / 3)) {
-        fprintf(stderr, "train_wgan_gp: mean distance %.4f, at the start %.4f: not a third closer\n",
+        fprintf(stderr,
+                "train_wgan_gp: mean distance %.4f, at the start %.4f: not a third closer\n",
                 q.mean_d, q0.mean_d);
         return 1;
     }

@@ -25,7 +25,7 @@ extern "C" {
     X(FC_ERR_INVALID_ARG, -2, "invalid argument")                                                  \
     X(FC_ERR_SHAPE_MISMATCH, -3, "shapes do not match or do not broadcast")                        \
     X(FC_ERR_INVALID_SHAPE, -4, "invalid shape (a dimension is < 1 or the size does not fit)")     \
-    X(FC_ERR_RANK, -5, "rank out of range or not what the operation needs")                       \
+    X(FC_ERR_RANK, -5, "rank out of range or not what the operation needs")                        \
     X(FC_ERR_DTYPE, -6, "dtype not allowed here, or operand dtypes differ")                        \
     X(FC_ERR_OVERFLOW, -7, "size arithmetic overflows")                                            \
     X(FC_ERR_UNSUPPORTED_VIEW, -8, "operation needs a layout this view does not have")             \
@@ -43,7 +43,7 @@ extern "C" {
     X(FC_ERR_AXIS, -20, "axis out of range")                                                       \
     X(FC_ERR_STATE, -21, "object is not in a state that allows this call")                         \
     X(FC_ERR_NO_GRAD, -22, "tensor has no gradient path")                                          \
-    X(FC_ERR_CONTEXT, -23, "tensors of different contexts met in one call")                      \
+    X(FC_ERR_CONTEXT, -23, "tensors of different contexts met in one call")                        \
     X(FC_ERR_UNSUPPORTED, -24, "operation not supported in this mode")
 
 typedef enum fc_status {

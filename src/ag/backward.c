@@ -81,10 +81,8 @@ static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor
  * still on a fused kernel returns a constant although the gradient depends
  * on the graph (its gout does, or it read linked saved values). A zero of
  * one value (the "[1] zero" a rule may return) is a constant anyway. */
-static fc_status check_recorded(fc_ctx *ctx, const fc_node *n, bool depends,
-                                const fc_tensor *g) {
-    if ((g->flags & FC__T_REQUIRES_GRAD) || !depends)
-        return FC_OK;
+static fc_status check_recorded(fc_ctx *ctx, const fc_node *n, bool depends, const fc_tensor *g) {
+    if ((g->flags & FC__T_REQUIRES_GRAD) || !depends) return FC_OK;
     if (fc__single_value(&g->raw) && fc__raw_numel(&g->raw) > 0) {
         double v = fc__load_f64(g->raw.dtype, fc__raw_base(&g->raw));
         if (v == 0) return FC_OK;
@@ -145,8 +143,8 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
         if (reg[k].on) {
             st = fc__ag_region_check(ctx, n, k, &reg[k], gin[k]);
             if (st == FC_OK && graph)
-                st = fc__ag_graph_add_region(ctx, target, gin[k], gdt, in->shape, in->rank,
-                                             &reg[k]);
+                st =
+                    fc__ag_graph_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
             else if (st == FC_OK)
                 st = fc__ag_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
             continue;
@@ -438,7 +436,7 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
         fc_dtype gdt = fc__grad_dtype(o->raw.dtype);
         fc_tensor **target = o->node ? &o->node->gacc /* d out / d out = grad_out */
                              : !w->functional || (o->flags & FC__T_WANTED) ? &o->gstage
-                                                                          : NULL;
+                                                                           : NULL;
         if (target && w->create_graph)
             st = fc__ag_graph_add_into(ctx, target, gouts[i], gdt, o->raw.shape, o->raw.rank);
         else if (target)

@@ -165,7 +165,7 @@ typedef struct gg_state {
     int n;
     fc_tensor *x[FC__GG_MAX_IN]; /* the inputs that require grad */
     int m;
-    fc_tensor *w;       /* the grad_output leaf */
+    fc_tensor *w;             /* the grad_output leaf */
     double *u[FC__GG_MAX_IN]; /* projections of each G_j (numel of x_j each) */
 } gg_state;
 
@@ -190,7 +190,8 @@ static fc_status gg_eval(fc_ctx *ctx, gg_state *s, double *out) {
         if (g[j]) st = project(ctx, g[j], s->u[j], &p);
         acc += p;
     }
-    for (int j = 0; j < s->m; j++) fc_release(g[j]);
+    for (int j = 0; j < s->m; j++)
+        fc_release(g[j]);
     fc_scope_end(ctx);
     *out = acc;
     return st;
@@ -249,14 +250,15 @@ static fc_status gg_analytic(fc_ctx *ctx, gg_state *s, fc_tensor **hx, fc_tensor
                    : fc__fail(ctx, FC_ERR_STATE, "fc_gradgradcheck: fn returned NULL");
     if (!(y->flags & FC__T_REQUIRES_GRAD)) return FC_OK;
     fc_tensor *g[FC__GG_MAX_IN] = {0}, *outs[FC__GG_MAX_IN], *us[FC__GG_MAX_IN];
-    fc_status st = fc_autograd_grad(
-        ctx, &y, &s->w, 1, s->x, s->m,
-        &(fc_autograd_grad_opts){.allow_unused = true, .create_graph = true}, g);
+    fc_status st =
+        fc_autograd_grad(ctx, &y, &s->w, 1, s->x, s->m,
+                         &(fc_autograd_grad_opts){.allow_unused = true, .create_graph = true}, g);
     int no = 0;
     for (int j = 0; j < s->m && st == FC_OK; j++) {
         if (!g[j]) continue;
         if (!fc__scope_register(ctx, g[j])) { /* the scope owns it from here */
-            for (int q = j; q < s->m; q++) fc_release(g[q]);
+            for (int q = j; q < s->m; q++)
+                fc_release(g[q]);
             return fc__fail(ctx, FC_ERR_OOM, "fc_gradgradcheck: out of memory");
         }
         if (!(g[j]->flags & FC__T_REQUIRES_GRAD)) continue; /* a constant: no second order */
@@ -266,17 +268,20 @@ static fc_status gg_analytic(fc_ctx *ctx, gg_state *s, fc_tensor **hx, fc_tensor
     }
     if (st != FC_OK || no == 0) return st;
     fc_tensor *wrt[FC__GG_MAX_IN + 1], *h[FC__GG_MAX_IN + 1] = {0};
-    for (int j = 0; j < s->m; j++) wrt[j] = s->x[j];
+    for (int j = 0; j < s->m; j++)
+        wrt[j] = s->x[j];
     wrt[s->m] = s->w;
     st = fc_autograd_grad(ctx, outs, us, no, wrt, s->m + 1,
                           &(fc_autograd_grad_opts){.allow_unused = true}, h);
     for (int j = 0; j <= s->m; j++)
         if (h[j] && !fc__scope_register(ctx, h[j])) {
-            for (int q = j; q <= s->m; q++) fc_release(h[q]);
+            for (int q = j; q <= s->m; q++)
+                fc_release(h[q]);
             return fc__fail(ctx, FC_ERR_OOM, "fc_gradgradcheck: out of memory");
         }
     if (st != FC_OK) return st;
-    for (int j = 0; j < s->m; j++) hx[j] = h[j];
+    for (int j = 0; j < s->m; j++)
+        hx[j] = h[j];
     *hw = h[s->m];
     return FC_OK;
 }
@@ -286,15 +291,14 @@ fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tenso
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!fn || !inputs || n < 1 || n > FC__GG_MAX_IN)
         return fc__fail(ctx, fn && inputs ? FC_ERR_INVALID_ARG : FC_ERR_NULL_ARG,
-                        "fc_gradgradcheck: need fn and 1 to %d inputs (got %d)", FC__GG_MAX_IN,
-                        n);
+                        "fc_gradgradcheck: need fn and 1 to %d inputs (got %d)", FC__GG_MAX_IN, n);
     fc_gradcheck_opts o = {0};
     if (opts) o = *opts;
     if (o.eps <= 0) o.eps = 1e-6;
     if (o.atol <= 0) o.atol = 1e-5;
     if (o.rtol <= 0) o.rtol = 1e-3;
-    fc_gradcheck_report rep = {.passed = false, .worst_input = -1, .worst_index = -1,
-                               .worst_excess = -INFINITY};
+    fc_gradcheck_report rep = {
+        .passed = false, .worst_input = -1, .worst_index = -1, .worst_excess = -INFINITY};
     gg_state s = {.fn = fn, .user = user, .inputs = inputs, .n = n};
     for (int k = 0; k < n; k++) {
         fc_tensor *x = inputs[k];
@@ -354,12 +358,12 @@ fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tenso
     if (st == FC_OK) {
         rep.passed = rep.worst_excess <= 0;
         if (!rep.passed)
-            st = fc__fail(ctx, isfinite(rep.worst_excess) ? FC_ERR_STATE : FC_ERR_NON_FINITE,
-                          "fc_gradgradcheck: second-order mismatch at %s %d element %lld: "
-                          "analytic %.10g, numeric %.10g (atol %g, rtol %g)",
-                          rep.worst_input == n ? "the grad_output, input" : "input",
-                          rep.worst_input, (long long)rep.worst_index, rep.analytic, rep.numeric,
-                          o.atol, o.rtol);
+            st =
+                fc__fail(ctx, isfinite(rep.worst_excess) ? FC_ERR_STATE : FC_ERR_NON_FINITE,
+                         "fc_gradgradcheck: second-order mismatch at %s %d element %lld: "
+                         "analytic %.10g, numeric %.10g (atol %g, rtol %g)",
+                         rep.worst_input == n ? "the grad_output, input" : "input", rep.worst_input,
+                         (long long)rep.worst_index, rep.analytic, rep.numeric, o.atol, o.rtol);
     }
 done:
     fc_scope_end(ctx);

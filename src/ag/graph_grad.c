@@ -21,14 +21,15 @@
  * live in src/ag, below src/ops, so they use the engine's own kernels. */
 #include <string.h>
 
-#include "exec/kernels/copy.h"
 #include "ag/tape.h"
+#include "exec/kernels/copy.h"
 
 enum { GG_I_RANK = 0 }; /* region nodes: i[] holds the region's rank, ext its layout */
 
 static fc_status pass_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     (void)ctx;
-    for (int k = 0; k < node->n_in; k++) gin[k] = gout;
+    for (int k = 0; k < node->n_in; k++)
+        gin[k] = gout;
     return FC_OK;
 }
 

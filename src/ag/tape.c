@@ -277,8 +277,7 @@ fc_tensor *fc__ag_saved_const(fc_ctx *ctx, fc_node *node, int k) {
 }
 
 bool fc__ag_create_graph(const fc_ctx *ctx) {
-    return ctx->tape && ctx->tape->walk && ctx->tape->walk->create_graph &&
-           ctx->no_grad_depth == 0;
+    return ctx->tape && ctx->tape->walk && ctx->tape->walk->create_graph && ctx->no_grad_depth == 0;
 }
 
 int64_t fc__ag_linked_count(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->linked : 0; }

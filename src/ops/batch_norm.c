@@ -55,7 +55,8 @@ static fc__cnorm_geom geom_of(const int64_t *shape, int rank, int64_t groups) {
 /* t [C] (or [nstat] = [C] for fixed statistics) seen as [1, C, 1, ...]. */
 static fc_tensor *per_channel(fc_ctx *ctx, fc_tensor *t, int rank) {
     int64_t shape[FC_MAX_RANK];
-    for (int i = 0; i < rank; i++) shape[i] = 1;
+    for (int i = 0; i < rank; i++)
+        shape[i] = 1;
     shape[1] = fc_tensor_numel(t);
     return fc_reshape(ctx, t, shape, rank);
 }
@@ -95,9 +96,9 @@ static fc_status cnorm_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_ten
         if (fc__norm_graph_stats(ctx, fc_reshape(ctx, x, gs, 3), &ax, 1, node->f[CN_F_EPS], false,
                                  &xh, &r) == FC_OK) {
             xhat = fc_reshape(ctx, xh, x->raw.shape, rank);
-            dx = fc_reshape(ctx,
-                            fc__norm_graph_dx(ctx, xh, r, fc_reshape(ctx, dh, gs, 3), &ax, 1, false),
-                            x->raw.shape, rank);
+            dx = fc_reshape(
+                ctx, fc__norm_graph_dx(ctx, xh, r, fc_reshape(ctx, dh, gs, 3), &ax, 1, false),
+                x->raw.shape, rank);
         }
     }
     if (!xhat) return fc__failed(ctx);

@@ -330,8 +330,7 @@ typedef struct cp_state {
     cp_kind kind;
 } cp_state;
 
-static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tensor *a,
-                        fc_tensor *b);
+static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tensor *a, fc_tensor *b);
 
 static fc_status cprod_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     const cp_state *s = node->ext;
@@ -374,8 +373,7 @@ static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tenso
     *st = (cp_state){*g, k};
     nd->ext = st;
     nd->ext_size = sizeof *st;
-    if (fc__ag_save(ctx, nd, "a", a) != FC_OK || fc__ag_save(ctx, nd, "b", b) != FC_OK)
-        return NULL;
+    if (fc__ag_save(ctx, nd, "a", a) != FC_OK || fc__ag_save(ctx, nd, "b", b) != FC_OK) return NULL;
     return out;
 }
 
@@ -399,13 +397,13 @@ static fc_status conv_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
     fc_tensor *gy = fc_reshape(ctx, gout, yd, 4);
     if (!x || !w || !gy) return fc__failed(ctx);
     if (ix->needs)
-        gin[CONV_IN_X] = fc_reshape(ctx, transposed ? cprod(ctx, g, CP_F, gy, w)
-                                                    : cprod(ctx, g, CP_D, gy, w),
-                                    ix->shape, ix->rank);
+        gin[CONV_IN_X] =
+            fc_reshape(ctx, transposed ? cprod(ctx, g, CP_F, gy, w) : cprod(ctx, g, CP_D, gy, w),
+                       ix->shape, ix->rank);
     if (iw->needs)
-        gin[CONV_IN_WEIGHT] = fc_reshape(ctx, transposed ? cprod(ctx, g, CP_W, gy, x)
-                                                         : cprod(ctx, g, CP_W, x, gy),
-                                         iw->shape, iw->rank);
+        gin[CONV_IN_WEIGHT] =
+            fc_reshape(ctx, transposed ? cprod(ctx, g, CP_W, gy, x) : cprod(ctx, g, CP_W, x, gy),
+                       iw->shape, iw->rank);
     if (node->in[CONV_IN_BIAS].needs)
         gin[CONV_IN_BIAS] = fc_sum(ctx, gy, (int[]){0, 2, 3}, 3, false);
     return fc_ctx_status(ctx);

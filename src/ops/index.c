@@ -64,8 +64,7 @@ static fc_status index_select_backward(fc_ctx *ctx, fc_node *node, fc_tensor *go
             is[i] = i == a ? l : 1;
         }
         fc_tensor *g = fc_reshape(ctx, gout, gs, r); /* the index's axes as one */
-        fc_tensor *ix = fc_contiguous(
-            ctx, fc_expand(ctx, fc_reshape(ctx, index, is, r), gs, r));
+        fc_tensor *ix = fc_contiguous(ctx, fc_expand(ctx, fc_reshape(ctx, index, is, r), gs, r));
         fc_tensor *z = fc_zeros(ctx, gout->raw.dtype, node->in[0].shape, r);
         gin[0] = fc_scatter_add(ctx, z, a, ix, g);
         return fc_ctx_status(ctx);

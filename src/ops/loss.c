@@ -208,7 +208,8 @@ static fc_status mse_loss_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, 
               *b = saved_as(ctx, node, MSE_SAVED_B, gdt);
     if (!a || !b) return fc__failed(ctx);
     if (fc__ag_create_graph(ctx)) { /* 2 scale g (a - b), and its negation */
-        fc_tensor *da = fc_mul(ctx, gout, fc_mul_scalar(ctx, fc_sub(ctx, a, b), 2 * node->f[MSE_F_SCALE]));
+        fc_tensor *da =
+            fc_mul(ctx, gout, fc_mul_scalar(ctx, fc_sub(ctx, a, b), 2 * node->f[MSE_F_SCALE]));
         gin[0] = da;
         if (node->in[1].needs) gin[1] = fc_neg(ctx, da);
         return fc_ctx_status(ctx);

@@ -72,7 +72,8 @@ static fc_status norm_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
     if (fc__norm_graph_stats(ctx, x, &ax, 1, node->f[NORM_F_EPS], rms, &xhat, &r) != FC_OK)
         return fc__failed(ctx);
     fc_tensor *dh = w ? fc_mul(ctx, gout, w) : gout;
-    if (node->in[NORM_IN_X].needs) gin[NORM_IN_X] = fc__norm_graph_dx(ctx, xhat, r, dh, &ax, 1, rms);
+    if (node->in[NORM_IN_X].needs)
+        gin[NORM_IN_X] = fc__norm_graph_dx(ctx, xhat, r, dh, &ax, 1, rms);
     if (node->in[NORM_IN_WEIGHT].needs) gin[NORM_IN_WEIGHT] = fc_mul(ctx, gout, xhat);
     if (node->in[NORM_IN_BIAS].needs) gin[NORM_IN_BIAS] = gout;
     return fc_ctx_status(ctx);

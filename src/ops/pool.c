@@ -207,7 +207,8 @@ static fc_tensor *pool_lin(fc_ctx *ctx, const pool_lin_state *s, fc_tensor *t, b
 static fc_status avg_graph(fc_ctx *ctx, const fc_node *node, const fc__pool_geom *g,
                            fc_tensor *gout, fc_tensor **gin) {
     pool_lin_state s = {.g = *g, .in_rank = node->in[POOL_IN_X].rank};
-    for (int i = 0; i < s.in_rank; i++) s.in_shape[i] = node->in[POOL_IN_X].shape[i];
+    for (int i = 0; i < s.in_rank; i++)
+        s.in_shape[i] = node->in[POOL_IN_X].shape[i];
     gin[POOL_IN_X] = pool_lin(ctx, &s, gout, true);
     return gin[POOL_IN_X] ? FC_OK : fc__failed(ctx);
 }

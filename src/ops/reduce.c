@@ -155,8 +155,8 @@ static fc_status graph_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
         } else {
             fc_tensor *sd = fc__ag_saved_tensor(ctx, node, RED_SAVED_OUTPUT);
             if (sd && sd->raw.dtype != gout->raw.dtype) sd = fc_to(ctx, sd, gout->raw.dtype);
-            gin[0] = fc_div(ctx, fc_mul(ctx, g, fc_mul_scalar(ctx, d, 1.0 / den)),
-                            kept(ctx, node, sd));
+            gin[0] =
+                fc_div(ctx, fc_mul(ctx, g, fc_mul_scalar(ctx, d, 1.0 / den)), kept(ctx, node, sd));
         }
         return fc_ctx_status(ctx);
     }

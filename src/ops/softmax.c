@@ -26,9 +26,11 @@ static fc_status softmax_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_te
         int ax = (int)node->i[SOFTMAX_I_AXIS];
         if (y->raw.dtype != gout->raw.dtype) y = fc_to(ctx, y, gout->raw.dtype);
         if (is_log)
-            gin[0] = fc_sub(ctx, gout, fc_mul(ctx, fc_exp(ctx, y), fc_sum(ctx, gout, &ax, 1, true)));
+            gin[0] =
+                fc_sub(ctx, gout, fc_mul(ctx, fc_exp(ctx, y), fc_sum(ctx, gout, &ax, 1, true)));
         else
-            gin[0] = fc_mul(ctx, y, fc_sub(ctx, gout, fc_sum(ctx, fc_mul(ctx, gout, y), &ax, 1, true)));
+            gin[0] =
+                fc_mul(ctx, y, fc_sub(ctx, gout, fc_sum(ctx, fc_mul(ctx, gout, y), &ax, 1, true)));
         return fc_ctx_status(ctx);
     }
     gin[0] = fc__softmax_backward(ctx, y, gout, (int)node->i[SOFTMAX_I_AXIS], is_log);

@@ -66,8 +66,7 @@ static fc_tensor *normal_pdf(fc_ctx *ctx, fc_tensor *x) {
                          0.39894228040143267794);
 }
 
-static fc_status normal_cdf_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
-                                     fc_tensor **gin) {
+static fc_status normal_cdf_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc_tensor *x = fc__ag_saved_tensor(ctx, node, 0);
     gin[0] = x ? fc_mul(ctx, gout, normal_pdf(ctx, x)) : NULL;
     return fc_ctx_status(ctx);
@@ -139,22 +138,21 @@ static fc_tensor *unary_grad_graph(fc_ctx *ctx, fc__unary_kind k, const double *
     case FC__UN_GELU_TANH: { /* 0.5 (1 + t) + 0.5 x (1 - t^2) du */
         const double a = 0.044715, s2pi = 0.79788456080286535588;
         fc_tensor *x2 = fc_square(ctx, v);
-        fc_tensor *u = fc_mul_scalar(ctx, fc_add(ctx, v, fc_mul_scalar(ctx, fc_mul(ctx, x2, v), a)),
-                                     s2pi);
+        fc_tensor *u =
+            fc_mul_scalar(ctx, fc_add(ctx, v, fc_mul_scalar(ctx, fc_mul(ctx, x2, v), a)), s2pi);
         fc_tensor *t = fc_tanh(ctx, u);
-        fc_tensor *du = fc_mul_scalar(ctx, fc_add_scalar(ctx, fc_mul_scalar(ctx, x2, 3 * a), 1.0),
-                                      s2pi);
-        fc_tensor *d = fc_add(
-            ctx, fc_mul_scalar(ctx, fc_add_scalar(ctx, t, 1.0), 0.5),
-            fc_mul(ctx, fc_mul_scalar(ctx, v, 0.5),
-                   fc_mul(ctx, fc_rsub_scalar(ctx, fc_square(ctx, t), 1.0), du)));
+        fc_tensor *du =
+            fc_mul_scalar(ctx, fc_add_scalar(ctx, fc_mul_scalar(ctx, x2, 3 * a), 1.0), s2pi);
+        fc_tensor *d = fc_add(ctx, fc_mul_scalar(ctx, fc_add_scalar(ctx, t, 1.0), 0.5),
+                              fc_mul(ctx, fc_mul_scalar(ctx, v, 0.5),
+                                     fc_mul(ctx, fc_rsub_scalar(ctx, fc_square(ctx, t), 1.0), du)));
         return fc_mul(ctx, g, d);
     }
     case FC__UN_SILU: { /* s (1 + x (1 - s)) */
         fc_tensor *sg = fc_sigmoid(ctx, v);
-        return fc_mul(ctx, g, fc_mul(ctx, sg, fc_add_scalar(ctx, fc_mul(ctx, v,
-                                                                         fc_rsub_scalar(ctx, sg, 1.0)),
-                                                            1.0)));
+        return fc_mul(
+            ctx, g,
+            fc_mul(ctx, sg, fc_add_scalar(ctx, fc_mul(ctx, v, fc_rsub_scalar(ctx, sg, 1.0)), 1.0)));
     }
     case FC__UN_SOFTPLUS: /* sigmoid(x), 1 in the linear region */
         return fc_where(ctx, fc_gt_scalar(ctx, c, 20.0), g, fc_mul(ctx, g, fc_sigmoid(ctx, v)));

@@ -61,7 +61,8 @@ static fc_tensor *as_seen(fc_ctx *ctx, fc_tensor *leaf, int rank, bool strided) 
 static fc_tensor *case_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gctx *g = user;
     fc_tensor *x[3] = {0};
-    for (int k = 0; k < n; k++) x[k] = as_seen(ctx, in[k], g->c->rank[k], g->strided);
+    for (int k = 0; k < n; k++)
+        x[k] = as_seen(ctx, in[k], g->c->rank[k], g->strided);
     fc_tensor *y = g->c->fn(ctx, x);
     for (int k = 0; k < n; k++)
         if (x[k] != in[k]) fc_release(x[k]);
@@ -155,13 +156,13 @@ static fc_tensor *op_index_select(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_index_select(ctx, x[0], 0, ids(ctx, (int64_t[]){2, 0, 2, 1}, 4)));
 }
 static fc_tensor *op_gather(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_tensor *i = fc_tensor_from_data(ctx, FC_I64, (int64_t[]){3, 2}, 2,
-                                       (int64_t[]){0, 3, 1, 1, 2, 0});
+    fc_tensor *i =
+        fc_tensor_from_data(ctx, FC_I64, (int64_t[]){3, 2}, 2, (int64_t[]){0, 3, 1, 1, 2, 0});
     return fc_square(ctx, fc_gather(ctx, x[0], 1, i));
 }
 static fc_tensor *op_scatter_add(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_tensor *i = fc_tensor_from_data(ctx, FC_I64, (int64_t[]){3, 2}, 2,
-                                       (int64_t[]){0, 3, 1, 1, 2, 0});
+    fc_tensor *i =
+        fc_tensor_from_data(ctx, FC_I64, (int64_t[]){3, 2}, 2, (int64_t[]){0, 3, 1, 1, 2, 0});
     return fc_square(ctx, fc_scatter_add(ctx, x[0], 1, i, x[1]));
 }
 static fc_tensor *op_dropout(fc_ctx *ctx, fc_tensor *const *x) {
@@ -367,7 +368,8 @@ static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, fc_gradchec
         }
         if (strided && r == 1) shape[0] *= 2;
         int64_t n = 1;
-        for (int d = 0; d < r; d++) n *= shape[d];
+        for (int d = 0; d < r; d++)
+            n *= shape[d];
         assert_true(n <= 256);
         fill_case(v, n, 0x51ULL + (uint64_t)k * 977, c);
         in[k] = fc_tensor_from_data(ctx, FC_F64, shape, r, v);
@@ -379,7 +381,8 @@ static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, fc_gradchec
     fc_scope_begin(ctx);
     fc_status st = fc_gradgradcheck(ctx, case_fn, &g, in, c->n, &o, rep);
     fc_scope_end(ctx);
-    for (int k = 0; k < c->n; k++) fc_release(in[k]);
+    for (int k = 0; k < c->n; k++)
+        fc_release(in[k]);
     return st;
 }
 

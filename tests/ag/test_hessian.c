@@ -57,9 +57,9 @@ static void read(fc_tensor *t, double *out, int64_t n) {
 /* ---- the two losses ------------------------------------------------------------------------ */
 
 typedef struct problem {
-    double a[N * N], b[N];        /* quadratic: A symmetric positive definite */
-    double xs[M * N], y[M];       /* logistic: samples and +-1 labels */
-    fc_tensor *A, *bt, *X, *Y;    /* the same as constants */
+    double a[N * N], b[N];     /* quadratic: A symmetric positive definite */
+    double xs[M * N], y[M];    /* logistic: samples and +-1 labels */
+    fc_tensor *A, *bt, *X, *Y; /* the same as constants */
     bool logistic;
 } problem;
 
@@ -69,12 +69,14 @@ static void problem_init(fc_ctx *ctx, problem *p, bool logistic) {
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) { /* R^T R + I */
             double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < N; k++) s += r[k * N + i] * r[k * N + j];
+            for (int k = 0; k < N; k++)
+                s += r[k * N + i] * r[k * N + j];
             p->a[i * N + j] = s;
         }
     fill_random(p->b, N, 42, -1, 1);
     fill_random(p->xs, M * N, 43, -1.5, 1.5);
-    for (int i = 0; i < M; i++) p->y[i] = i % 3 == 0 ? -1.0 : 1.0;
+    for (int i = 0; i < M; i++)
+        p->y[i] = i % 3 == 0 ? -1.0 : 1.0;
     p->A = leaf(ctx, (int64_t[]){N, N}, 2, p->a, false);
     p->bt = leaf(ctx, (int64_t[]){N}, 1, p->b, false);
     p->X = leaf(ctx, (int64_t[]){M, N}, 2, p->xs, false);
@@ -92,10 +94,11 @@ static void problem_free(problem *p) {
 /* The loss at x [N] (scope-owned temporaries). */
 static fc_tensor *loss(fc_ctx *ctx, const problem *p, fc_tensor *x) {
     if (!p->logistic) /* 0.5 x^T A x + b^T x */
-        return fc_add(ctx, fc_mul_scalar(ctx, fc_sum(ctx, fc_mul(ctx, x, fc_matmul(ctx, p->A, x)),
-                                                     NULL, 0, false),
-                                         0.5),
-                      fc_sum(ctx, fc_mul(ctx, p->bt, x), NULL, 0, false));
+        return fc_add(
+            ctx,
+            fc_mul_scalar(ctx, fc_sum(ctx, fc_mul(ctx, x, fc_matmul(ctx, p->A, x)), NULL, 0, false),
+                          0.5),
+            fc_sum(ctx, fc_mul(ctx, p->bt, x), NULL, 0, false));
     /* mean softplus(-y (X x)) */
     fc_tensor *z = fc_mul(ctx, p->Y, fc_matmul(ctx, p->X, x));
     return fc_mean(ctx, fc_softplus(ctx, fc_neg(ctx, z)), NULL, 0, false);
@@ -110,7 +113,8 @@ static void closed_hessian(const problem *p, const double *x, double *h) {
     memset(h, 0, sizeof(double) * N * N);
     for (int i = 0; i < M; i++) {
         double z = 0;
-        for (int k = 0; k < N; k++) z += p->xs[i * N + k] * x[k];
+        for (int k = 0; k < N; k++)
+            z += p->xs[i * N + k] * x[k];
         z *= p->y[i];
         double s = 1.0 / (1.0 + exp(z)); /* sigmoid(-z); y^2 = 1 */
         for (int a = 0; a < N; a++)
@@ -164,7 +168,8 @@ static void check_hessians(fc_ctx *ctx, bool logistic) {
     hvp_at(ctx, &p, x, v, hv);
     for (int i = 0; i < N; i++) {
         double want = 0;
-        for (int j = 0; j < N; j++) want += hc[i * N + j] * v[j];
+        for (int j = 0; j < N; j++)
+            want += hc[i * N + j] * v[j];
         assert_true(fabs(hv[i] - want) <= 1e-12 * (1 + fabs(want)));
     }
     /* the full Hessian, column by column (H e_j), against the closed form
@@ -174,7 +179,8 @@ static void check_hessians(fc_ctx *ctx, bool logistic) {
         double e[N] = {0}, gp[N], gm[N], xp[N], xm[N];
         e[j] = 1;
         hvp_at(ctx, &p, x, e, hv);
-        for (int i = 0; i < N; i++) h[i * N + j] = hv[i];
+        for (int i = 0; i < N; i++)
+            h[i * N + j] = hv[i];
         memcpy(xp, x, sizeof x);
         memcpy(xm, x, sizeof x);
         xp[j] += 1e-5;
@@ -186,9 +192,11 @@ static void check_hessians(fc_ctx *ctx, bool logistic) {
             assert_true(fabs(h[i * N + j] - fd) <= 1e-7 * (1 + fabs(fd)));
         }
     }
-    for (int i = 0; i < N * N; i++) assert_true(fabs(h[i] - hc[i]) <= 1e-12 * (1 + fabs(hc[i])));
+    for (int i = 0; i < N * N; i++)
+        assert_true(fabs(h[i] - hc[i]) <= 1e-12 * (1 + fabs(hc[i])));
     for (int i = 0; i < N; i++) /* symmetric, as every Hessian */
-        for (int j = 0; j < i; j++) assert_true(fabs(h[i * N + j] - h[j * N + i]) <= 1e-12);
+        for (int j = 0; j < i; j++)
+            assert_true(fabs(h[i * N + j] - h[j * N + i]) <= 1e-12);
     problem_free(&p);
 }
 
@@ -206,18 +214,21 @@ static void test_hessian_third_order(void **state) {
     fc_tensor *g1 = NULL, *g2 = NULL, *g3 = NULL;
     assert_int_equal(fc_autograd_grad(ctx, &y, NULL, 1, &x, 1, &cg, &g1), FC_OK);
     read(g1, out, 4);
-    for (int i = 0; i < 4; i++) assert_true(fabs(out[i] - 4 * pow(xv[i], 3)) <= 1e-13);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(out[i] - 4 * pow(xv[i], 3)) <= 1e-13);
     fc_tensor *s1 = fc_sum(ctx, g1, NULL, 0, false);
     assert_int_equal(fc_autograd_grad(ctx, &s1, NULL, 1, &x, 1, &cg, &g2), FC_OK);
     read(g2, out, 4);
-    for (int i = 0; i < 4; i++) assert_true(fabs(out[i] - 12 * xv[i] * xv[i]) <= 1e-13);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(out[i] - 12 * xv[i] * xv[i]) <= 1e-13);
     fc_tensor *s2 = fc_sum(ctx, g2, NULL, 0, false);
     /* (retain_graph: the graph of g1 is walked again below) */
     assert_int_equal(fc_autograd_grad(ctx, &s2, NULL, 1, &x, 1,
                                       &(fc_autograd_grad_opts){.retain_graph = true}, &g3),
                      FC_OK);
     read(g3, out, 4);
-    for (int i = 0; i < 4; i++) assert_true(fabs(out[i] - 24 * xv[i]) <= 1e-13);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(out[i] - 24 * xv[i]) <= 1e-13);
     /* the gradient of a gradient folded into a loss trains with fc_backward:
      * d/dx sum((4x^3)^2) = 96 x^5 */
     fc_tensor *pen = fc_sum(ctx, fc_square(ctx, g1), NULL, 0, false);
@@ -348,7 +359,8 @@ static void test_hessian_plain_walk_unchanged(void **state) {
         read(plain[k], b, n);
         read(rec[k], c, n);
         assert_memory_equal(a, b, sizeof(double) * (size_t)n);
-        for (int i = 0; i < n; i++) assert_true(fabs(a[i] - c[i]) <= 1e-13);
+        for (int i = 0; i < n; i++)
+            assert_true(fabs(a[i] - c[i]) <= 1e-13);
         assert_false(fc_tensor_requires_grad(plain[k]));
         assert_true(fc_tensor_requires_grad(rec[k]));
         fc_release(plain[k]);

@@ -20,9 +20,9 @@
 static fc_tensor *net(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     (void)n;
     (void)user;
-    fc_tensor *h = fc_tanh(ctx, fc_matmul(ctx, in[0], in[1]));        /* [2, 3] */
+    fc_tensor *h = fc_tanh(ctx, fc_matmul(ctx, in[0], in[1])); /* [2, 3] */
     fc_tensor *s = fc_softmax(ctx, fc_layer_norm(ctx, h, NULL, NULL, 1e-5), 1);
-    fc_tensor *w = fc_narrow(ctx, s, 1, 1, 2);                          /* a region gradient */
+    fc_tensor *w = fc_narrow(ctx, s, 1, 1, 2); /* a region gradient */
     return fc_sum(ctx, fc_mul(ctx, w, fc_exp(ctx, fc_narrow(ctx, h, 1, 0, 2))), NULL, 0, false);
 }
 
