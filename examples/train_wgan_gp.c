@@ -25,6 +25,7 @@
  * --expect-modes K makes the exit status 1 unless the last evaluation
  * covers at least K modes (the ctest smoke run). f32 throughout.
  */
+#define _POSIX_C_SOURCE 200809L /* popen for the scatter picture */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
