@@ -114,7 +114,9 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *     fc_backward. Implies retain_graph (the first-order graph is part of
  *     the new one). The walk records whatever grad mode the caller is in;
  *     hooks on the way run with grad mode on, and a replacement they return
- *     is used as given (a constant unless it is itself recorded). Every op
+ *     is used as given: recorded when the hook computed it from the
+ *     gradient with ops (fc_mul_scalar(ctx, grad, 0.5) stays differentiable),
+ *     a constant when it is one (such as an fc_detach copy). Every op
  *     with a backward rule supports it; one that could not (none at
  *     present) fails the call with FC_ERR_UNSUPPORTED naming the op, as does
  *     fc_grad_checkpoint's node (its recompute is not recorded: checkpoint

@@ -281,6 +281,44 @@ static void test_hessian_gradgradcheck_catches(void **state) {
     fc_release(x);
 }
 
+/* A hook that halves the gradient with an op keeps it recorded. With y =
+ * sum(sin(s)), s = x * x: the plain second derivative is 2 cos(x^2) - 4 x^2
+ * sin(x^2); with the hook on s's gradient, g = x cos(x^2), and the second
+ * walk passes s's node again, so its hook halves the term through s once
+ * more (as in PyTorch): cos(x^2) - x^2 sin(x^2). */
+static fc_status half_hook(fc_ctx *ctx, fc_tensor *grad, fc_tensor **replace, void *user) {
+    (void)user;
+    *replace = fc_mul_scalar(ctx, grad, 0.5);
+    return *replace ? FC_OK : fc_ctx_status(ctx);
+}
+
+static void test_hessian_hook_replacement_recorded(void **state) {
+    fc_ctx *ctx = *state;
+    double v[3] = {0.3, -0.7, 1.1}, a[3], b[3];
+    fc_tensor *x = leaf(ctx, (int64_t[]){3}, 1, v, true);
+    for (int pass = 0; pass < 2; pass++) {
+        fc_scope_begin(ctx);
+        fc_tensor *sq = fc_mul(ctx, x, x);
+        if (pass) assert_int_equal(fc_grad_hook_add(sq, half_hook, NULL, NULL), FC_OK);
+        fc_tensor *y = fc_sum(ctx, fc_sin(ctx, sq), NULL, 0, false), *g = NULL, *h = NULL;
+        assert_int_equal(fc_autograd_grad(ctx, &y, NULL, 1, &x, 1,
+                                          &(fc_autograd_grad_opts){.create_graph = true}, &g),
+                         FC_OK);
+        fc_tensor *s = fc_sum(ctx, g, NULL, 0, false);
+        assert_int_equal(fc_autograd_grad(ctx, &s, NULL, 1, &x, 1, NULL, &h), FC_OK);
+        read(h, pass ? b : a, 3);
+        fc_release(g);
+        fc_release(h);
+        fc_scope_end(ctx);
+    }
+    for (int i = 0; i < 3; i++) {
+        double x2 = v[i] * v[i];
+        assert_true(fabs(a[i] - (2 * cos(x2) - 4 * x2 * sin(x2))) <= 1e-14);
+        assert_true(fabs(b[i] - (cos(x2) - x2 * sin(x2))) <= 1e-14);
+    }
+    fc_release(x);
+}
+
 /* ---- errors -------------------------------------------------------------------------------- */
 
 static fc_tensor *double_it(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
@@ -377,6 +415,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hessian_logistic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_third_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_gradgradcheck_catches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_plain_walk_unchanged, setup, teardown),
     };
