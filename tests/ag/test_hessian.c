@@ -5,8 +5,9 @@
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
  * derivative; that fc_gradgradcheck notices a second derivative the graph
  * lost; the errors (an op that cannot record its backward, a checkpoint);
- * and that the plain walk stays plain (no recorded gradients, the same
- * bits as fc_backward). All in f64, tolerances stated per check. */
+ * that a hook's recorded replacement stays differentiable; that repeated
+ * double backwards leak no graph; and that the plain walk stays plain (no
+ * recorded gradients, the same bits as fc_backward). All in f64, tolerances stated per check. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,6 +202,27 @@ static void check_hessians(fc_ctx *ctx, bool logistic) {
 }
 
 static void test_hessian_quadratic(void **state) { check_hessians(*state, false); }
+
+/* Every graph goes with its handles: repeated double backwards hold no more
+ * memory after the tenth than after the first (a node kept alive by a
+ * reference cycle, such as a saved output linking to its own node, would
+ * keep its saved buffers). */
+static void test_hessian_no_graph_leak(void **state) {
+    fc_ctx *ctx = *state;
+    problem p;
+    problem_init(ctx, &p, true);
+    double x[N], v[N], hv[N];
+    fill_random(x, N, 9, -0.5, 0.5);
+    fill_random(v, N, 10, -1, 1);
+    fc_ctx_stats s1, s10;
+    for (int i = 0; i < 10; i++) {
+        hvp_at(ctx, &p, x, v, hv);
+        fc_ctx_get_stats(ctx, i == 0 ? &s1 : &s10);
+    }
+    assert_int_equal(s10.bytes_live, s1.bytes_live);
+    assert_int_equal(s10.tensors_live, s1.tensors_live);
+    problem_free(&p);
+}
 static void test_hessian_logistic(void **state) { check_hessians(*state, true); }
 
 /* d/dx sum(x^4) = 4 x^3, then 12 x^2 (summed with ones), then 24 x. */
@@ -413,6 +435,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hessian_quadratic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_logistic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_no_graph_leak, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_third_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_gradgradcheck_catches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
