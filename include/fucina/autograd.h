@@ -121,10 +121,9 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *     ops instead of its fused kernel (slower, and the new graph lives
  *     until the returned gradients are released). FC_ERR_UNSUPPORTED,
  *     naming the op, where the recorded form does not reach: fc_prod over
- *     a set holding a zero, fc_max_pool2d with a window that covers only
- *     padding, and fc_grad_checkpoint's node (its recompute is not
- *     recorded: checkpoint the first-order pass only, or call the function
- *     directly). Without create_graph the walk is the plain one of
+ *     a set holding a zero, and fc_grad_checkpoint's node (its recompute
+ *     is not recorded: checkpoint the first-order pass only, or call the
+ *     function directly). Without create_graph the walk is the plain one of
  *     fc_backward: fused kernels, nothing recorded. */
 typedef struct fc_autograd_grad_opts {
     bool retain_graph;

@@ -215,18 +215,29 @@ static fc_status avg_graph(fc_ctx *ctx, const fc_node *node, const fc__pool_geom
 
 static fc_status max_graph(fc_ctx *ctx, const fc_node *node, const fc__pool_geom *g,
                            fc_tensor *gout, fc_tensor **gin) {
-    const fc_tensor *idx = node->aux;
+    fc_tensor *idx = node->aux, *go = gout;
     int64_t n = fc__numel(&idx->raw);
     const int64_t *ip = (const int64_t *)fc__raw_base(&idx->raw);
-    for (int64_t i = 0; i < n; i++)
-        if (ip[i] < 0) /* a window over padding only: PyTorch passes nothing there either */
-            return fc__fail(ctx, FC_ERR_UNSUPPORTED,
-                            "fc_autograd_grad: create_graph: the backward of max_pool2d is not "
-                            "recorded for windows that cover no input element");
+    bool empty = false; /* a window over padding only (-1): it passes nothing */
+    for (int64_t i = 0; i < n; i++) empty |= ip[i] < 0;
+    if (empty) { /* such outputs scatter a zero onto element 0 */
+        fc_tensor *c = fc_clone(ctx, idx);
+        fc_tensor *keep = c ? fc_empty(ctx, gout->raw.dtype, gout->raw.shape, gout->raw.rank) : NULL;
+        if (!keep) return fc__failed(ctx);
+        int64_t *cp = (int64_t *)fc__raw_base(&c->raw);
+        for (int64_t i = 0; i < n; i++) {
+            fc__store_f64(keep->raw.dtype, (char *)fc__raw_base(&keep->raw) +
+                                               (size_t)i * fc_dtype_size(keep->raw.dtype),
+                          cp[i] < 0 ? 0.0 : 1.0);
+            if (cp[i] < 0) cp[i] = 0;
+        }
+        idx = c;
+        go = fc_mul(ctx, gout, keep);
+    }
     int64_t ps[2] = {g->planes, g->ih * g->iw}, os[2] = {g->planes, g->oh * g->ow};
-    fc_tensor *ix = fc_reshape(ctx, (fc_tensor *)idx, os, 2);
+    fc_tensor *ix = fc_reshape(ctx, idx, os, 2);
     fc_tensor *dx = fc_scatter_add(ctx, fc_zeros(ctx, gout->raw.dtype, ps, 2), 1, ix,
-                                   fc_reshape(ctx, gout, os, 2));
+                                   fc_reshape(ctx, go, os, 2));
     gin[POOL_IN_X] = fc_reshape(ctx, dx, node->in[POOL_IN_X].shape, node->in[POOL_IN_X].rank);
     return fc_ctx_status(ctx);
 }

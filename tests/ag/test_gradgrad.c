@@ -238,6 +238,14 @@ static fc_tensor *op_max_pool_pad(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_max_pool2d(ctx, x[0], &o));
 }
 
+/* H 1, kernel 2, dilation 2, padding 1: every window covers padding rows
+ * only, output -inf (clamped to a finite value that passes no gradient) */
+static fc_tensor *op_max_pool_empty(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool2d_opts o = {.kernel = {2, 2}, .stride = {1, 1}, .padding = {1, 1}, .dilation = {2, 1}};
+    fc_tensor *p = fc_max_pool2d(ctx, x[0], &o);
+    return fc_mul(ctx, fc_square(ctx, fc_clamp(ctx, p, -5, 5)), fc_sum(ctx, x[0], NULL, 0, false));
+}
+
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
 }
@@ -339,6 +347,7 @@ static const gcase cases[] = {
     {"batch_norm_eval", op_batch_norm_eval, 3, {4, 1, 1}, {{2, 2, 2, 3}, {2}, {2}}, -1, 1, 0, 0},
     {"conv2d_groups", op_conv2d_groups, 2, {4, 4}, {{1, 2, 4, 3}, {2, 1, 2, 3}}, -1, 1, 0, 0},
     {"max_pool2d_padded", op_max_pool_pad, 1, {4}, {{1, 1, 4, 5}}, -1, 1, 0, 0},
+    {"max_pool2d_empty_window", op_max_pool_empty, 1, {4}, {{1, 1, 1, 4}}, -1, 1, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
