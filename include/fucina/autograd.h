@@ -119,12 +119,15 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *     a constant when it is one (such as an fc_detach copy). Every op
  *     with a backward rule supports it, its rule then built from recorded
  *     ops instead of its fused kernel (slower, and the new graph lives
- *     until the returned gradients are released). FC_ERR_UNSUPPORTED,
- *     naming the op, where the recorded form does not reach: fc_prod over
- *     a set holding a zero, and fc_grad_checkpoint's node (its recompute
- *     is not recorded: checkpoint the first-order pass only, or call the
- *     function directly). Without create_graph the walk is the plain one of
- *     fc_backward: fused kernels, nothing recorded. */
+ *     until the returned gradients are released; fc_prod over a set that
+ *     holds a zero takes n^2 memory per output for its n-element sets).
+ *     fc_grad_checkpoint's node fails it with FC_ERR_UNSUPPORTED naming
+ *     grad_checkpoint: its recompute is not recorded (checkpoint the
+ *     first-order pass only, or call the function directly). A rule that
+ *     returns a constant where the gradient depends on the graph (an op
+ *     added without a recorded form) fails it the same way, naming the op.
+ *     Without create_graph the walk is the plain one of fc_backward: fused
+ *     kernels, nothing recorded. */
 typedef struct fc_autograd_grad_opts {
     bool retain_graph;
     bool allow_unused;

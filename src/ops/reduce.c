@@ -103,6 +103,36 @@ static fc_tensor *graph_input(fc_ctx *ctx, fc_node *node, const fc_tensor *g) {
     return x && x->raw.dtype != g->raw.dtype ? fc_to(ctx, x, g->raw.dtype) : x;
 }
 
+/* prod's rule where the set holds a zero (prod / x is undefined there):
+ * dx_i = g * prod over k != i of x_k, each exclusive product a recorded
+ * fc_prod of the set with x_i replaced by 1 (an n x n matrix per output,
+ * n the set's size: meant for the small sets higher-order code meets). x
+ * is permuted so the reduced axes come last and flattened to n. */
+static fc_status prod_exclusive(fc_ctx *ctx, fc_node *node, fc_tensor *x, fc_tensor *g,
+                                const int *axes, int na, fc_tensor **gin) {
+    int r = x->raw.rank, perm[FC_MAX_RANK], inv[FC_MAX_RANK], nk = 0;
+    int64_t n = 1, shape[FC_MAX_RANK + 1], pshape[FC_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (!((node->i[RED_I_AXES] >> i) & 1)) perm[nk++] = i;
+    for (int j = 0; j < na; j++) perm[nk + j] = axes[j], n *= x->raw.shape[axes[j]];
+    for (int i = 0; i < r; i++) inv[perm[i]] = i, pshape[i] = x->raw.shape[perm[i]];
+    for (int i = 0; i < nk; i++) shape[i] = pshape[i];
+    shape[nk] = n;
+    fc_tensor *xr = fc_reshape(ctx, fc_permute(ctx, x, perm), shape, nk + 1); /* [K.., n] */
+    shape[nk + 1] = n;
+    fc_tensor *e = fc_expand(ctx, fc_unsqueeze(ctx, xr, nk), shape, nk + 2); /* [K.., n, n] */
+    fc_tensor *eye = fc_zeros(ctx, FC_BOOL, (int64_t[]){n, n}, 2);
+    if (!e || !eye) return fc__failed(ctx);
+    for (int64_t i = 0; i < n; i++) ((bool *)fc__raw_base(&eye->raw))[i * n + i] = true;
+    int last = nk + 1;
+    fc_tensor *ex = fc_prod(ctx, fc_masked_fill(ctx, e, eye, 1.0), &last, 1, false); /* [K.., n] */
+    shape[nk] = 1;
+    fc_tensor *d = fc_mul(ctx, ex, fc_reshape(ctx, g, shape, nk + 1));
+    fc_tensor *dx = fc_permute(ctx, fc_reshape(ctx, d, pshape, r), inv);
+    gin[0] = dx;
+    return fc_ctx_status(ctx);
+}
+
 static fc_status graph_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc_tensor *g = kept(ctx, node, gout);
     int axes[FC_MAX_RANK], na = node_axes(node, axes);
@@ -135,14 +165,12 @@ static fc_status graph_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
     fc_tensor *x = graph_input(ctx, node, gout);
     if (!x) return fc__failed(ctx);
     switch (node->i[RED_I_OP]) {
-    case FC__RED_PROD: { /* g * prod / x, defined without zeros in the set */
+    case FC__RED_PROD: { /* g * prod / x without zeros in the set, else exclusive products */
         fc_tensor *c = fc__ag_saved_const(ctx, node, RED_SAVED_INPUT);
         fc_tensor *z = c ? fc_any(ctx, fc_eq_scalar(ctx, c, 0.0), NULL, 0, false) : NULL;
         bool b = false;
         if (z && fc_tensor_copy_to(z, &b, sizeof b) == FC_OK && b)
-            return fc__fail(ctx, FC_ERR_UNSUPPORTED,
-                            "fc_autograd_grad: create_graph: the backward of prod is recorded only "
-                            "for inputs without zeros");
+            return prod_exclusive(ctx, node, x, g, axes, na, gin);
         gin[0] = fc_div(ctx, fc_mul(ctx, g, fc_prod(ctx, x, axes, na, true)), x);
         return fc_ctx_status(ctx);
     }

@@ -3,7 +3,7 @@
  * against central differences of the analytic gradient and against closed
  * forms (the quadratic 0.5 x^T A x + b^T x, whose Hessian is A, and the
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
- * derivative; that fc_gradgradcheck notices a second derivative the graph
+ * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a second derivative the graph
  * lost; the errors (an op that cannot record its backward, a checkpoint);
  * that a hook's recorded replacement stays differentiable; that repeated
  * double backwards leak no graph; and that the plain walk stays plain (no
@@ -267,6 +267,53 @@ static void test_hessian_third_order(void **state) {
     fc_release(x);
 }
 
+/* prod's Hessian where the set holds zeros (where prod / x, its rule without
+ * zeros, is undefined): H_ij = prod over k != i, j of x_k off the diagonal,
+ * 0 on it; with one zero, two zeros, over one axis of a matrix and over
+ * both. */
+static void check_prod_hessian(fc_ctx *ctx, const double *v, int rows, int cols, bool all) {
+    int n = rows * cols;
+    fc_tensor *x = leaf(ctx, (int64_t[]){rows, cols}, 2, v, true);
+    fc_scope_begin(ctx);
+    fc_tensor *y = fc_sum(ctx, fc_prod(ctx, x, all ? NULL : (int[]){1}, all ? 0 : 1, false), NULL,
+                          0, false);
+    fc_tensor *g = NULL;
+    assert_int_equal(fc_autograd_grad(ctx, &y, NULL, 1, &x, 1,
+                                      &(fc_autograd_grad_opts){.create_graph = true}, &g),
+                     FC_OK);
+    for (int j = 0; j < n; j++) {
+        double e[16] = {0}, h[16];
+        e[j] = 1;
+        fc_tensor *et = fc_tensor_from_data(ctx, FC_F64, (int64_t[]){rows, cols}, 2, e), *hj = NULL;
+        assert_int_equal(fc_autograd_grad(ctx, &g, &et, 1, &x, 1,
+                                          &(fc_autograd_grad_opts){.retain_graph = true}, &hj),
+                         FC_OK);
+        read(hj, h, n);
+        fc_release(hj);
+        for (int i = 0; i < n; i++) {
+            bool same_set = all || i / cols == j / cols;
+            double want = 0;
+            if (i != j && same_set) {
+                want = 1;
+                for (int k = 0; k < n; k++)
+                    if (k != i && k != j && (all || k / cols == i / cols)) want *= v[k];
+            }
+            assert_true(fabs(h[i] - want) <= 1e-14);
+        }
+    }
+    fc_release(g);
+    fc_scope_end(ctx);
+    fc_release(x);
+}
+
+static void test_hessian_prod_with_zeros(void **state) {
+    fc_ctx *ctx = *state;
+    check_prod_hessian(ctx, (double[]){2, 0, 3, -1}, 1, 4, true);             /* one zero */
+    check_prod_hessian(ctx, (double[]){0, 2, 0, 1.5}, 1, 4, true);            /* two */
+    check_prod_hessian(ctx, (double[]){0.5, 0, 2, 3, -1, 4}, 2, 3, false);    /* per row */
+    check_prod_hessian(ctx, (double[]){0.5, 1.5, 2, 3, 0, 4}, 2, 3, true);    /* both axes */
+}
+
 /* ---- fc_gradgradcheck notices a lost second derivative ------------------------------------- */
 
 /* A hook that replaces the gradient of x*x by a detached copy: the first
@@ -355,12 +402,6 @@ static void test_hessian_errors(void **state) {
     fc_tensor *x = leaf(ctx, (int64_t[]){4}, 1, v, true), *g = NULL;
     fc_autograd_grad_opts cg = {.create_graph = true};
     fc_scope_begin(ctx);
-    /* prod records its backward only without zeros (its plain rule has them) */
-    fc_tensor *p = fc_prod(ctx, x, NULL, 0, false);
-    expect_err(ctx, fc_autograd_grad(ctx, &p, NULL, 1, &x, 1, &cg, &g), FC_ERR_UNSUPPORTED, "prod");
-    assert_null(g);
-    assert_int_equal(fc_autograd_grad(ctx, &p, NULL, 1, &x, 1, NULL, &g), FC_OK);
-    fc_release(g);
     /* a checkpoint's recompute is not recorded: a clear error naming it */
     fc_tensor *ck = fc_sum(ctx, fc_grad_checkpoint(ctx, double_it, NULL, &x, 1), NULL, 0, false);
     expect_err(ctx, fc_autograd_grad(ctx, &ck, NULL, 1, &x, 1, &cg, &g), FC_ERR_UNSUPPORTED,
@@ -437,6 +478,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hessian_logistic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_no_graph_leak, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_third_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_prod_with_zeros, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_gradgradcheck_catches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_errors, setup, teardown),
