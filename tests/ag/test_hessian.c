@@ -4,7 +4,7 @@
  * forms (the quadratic 0.5 x^T A x + b^T x, whose Hessian is A, and the
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
  * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a second derivative the graph
- * lost; the errors (an op that cannot record its backward, a checkpoint);
+ * lost; the errors (a rule left on a fused kernel, a checkpoint);
  * that a hook's recorded replacement stays differentiable; that repeated
  * double backwards leak no graph; and that the plain walk stays plain (no
  * recorded gradients, the same bits as fc_backward). All in f64, tolerances stated per check. */
@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "ag/tape.h"
 #include "fct_f64.h"
 #include "fucina.h"
 
@@ -396,6 +397,46 @@ static fc_tensor *double_it(fc_ctx *ctx, fc_tensor *const *in, int n, void *user
     return fc_mul(ctx, in[0], in[0]);
 }
 
+/* An op whose rule still computes a constant (a fused kernel, here ops
+ * under no-grad) where the gradient depends on the graph: the engine's
+ * check refuses it in a create_graph walk, naming the op, and the plain
+ * walk is unaffected. */
+static fc_status fused_square_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                       fc_tensor **gin) {
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, 0);
+    fc_no_grad_begin(ctx);
+    gin[0] = fc_mul(ctx, gout, fc_mul_scalar(ctx, x, 2.0));
+    fc_no_grad_end(ctx);
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *fused_square(fc_ctx *ctx, fc_tensor *x) {
+    fc_no_grad_begin(ctx);
+    fc_tensor *y = fc_square(ctx, x);
+    fc_no_grad_end(ctx);
+    fc_node *nd = y ? fc__ag_record(ctx, "fused_square", fused_square_backward, y, 1, &x) : NULL;
+    if (!nd || fc__ag_save(ctx, nd, "input", x) != FC_OK) return NULL;
+    return y;
+}
+
+static void test_hessian_unrecorded_rule(void **state) {
+    fc_ctx *ctx = *state;
+    double v[3] = {0.5, -1, 2}, out[3];
+    fc_tensor *x = leaf(ctx, (int64_t[]){3}, 1, v, true), *g = NULL;
+    fc_scope_begin(ctx);
+    fc_tensor *y = fc_sum(ctx, fused_square(ctx, x), NULL, 0, false);
+    fc_autograd_grad_opts cg = {.create_graph = true};
+    expect_err(ctx, fc_autograd_grad(ctx, &y, NULL, 1, &x, 1, &cg, &g), FC_ERR_UNSUPPORTED,
+               "backward of fused_square has no recorded form");
+    assert_null(g);
+    assert_int_equal(fc_autograd_grad(ctx, &y, NULL, 1, &x, 1, NULL, &g), FC_OK);
+    read(g, out, 3);
+    for (int i = 0; i < 3; i++) assert_true(out[i] == 2 * v[i]);
+    fc_release(g);
+    fc_scope_end(ctx);
+    fc_release(x);
+}
+
 static void test_hessian_errors(void **state) {
     fc_ctx *ctx = *state;
     double v[4] = {0.5, 0.0, 2.0, -1.0};
@@ -482,6 +523,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hessian_gradgradcheck_catches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_unrecorded_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_plain_walk_unchanged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
