@@ -3,11 +3,12 @@
  * against central differences of the analytic gradient and against closed
  * forms (the quadratic 0.5 x^T A x + b^T x, whose Hessian is A, and the
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
- * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a second derivative the graph
- * lost; the errors (a rule left on a fused kernel, a checkpoint);
- * that a hook's recorded replacement stays differentiable; that repeated
- * double backwards leak no graph; and that the plain walk stays plain (no
- * recorded gradients, the same bits as fc_backward). All in f64, tolerances stated per check. */
+ * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a
+ * second derivative the graph lost; the errors (a rule left on a fused
+ * kernel, a checkpoint); that a hook's recorded replacement stays
+ * differentiable; that repeated double backwards leak no graph; and that
+ * the plain walk stays plain (no recorded gradients, the same bits as
+ * fc_backward). All in f64, tolerances stated per check. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
