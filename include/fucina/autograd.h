@@ -121,9 +121,9 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *     ops instead of its fused kernel (slower, and the new graph lives
  *     until the returned gradients are released; fc_prod over a set that
  *     holds a zero takes n^2 memory per output for its n-element sets).
- *     fc_grad_checkpoint's node fails it with FC_ERR_UNSUPPORTED naming
- *     grad_checkpoint: its recompute is not recorded (checkpoint the
- *     first-order pass only, or call the function directly). A rule that
+ *     Through fc_grad_checkpoint the function is recomputed on the inputs
+ *     and its recomputed graph kept as part of the new one (so the memory
+ *     saving is the first-order pass's only). A rule that
  *     returns a constant where the gradient depends on the graph (an op
  *     added without a recorded form) fails it the same way, naming the op.
  *     Without create_graph the walk is the plain one of fc_backward: fused
@@ -213,6 +213,9 @@ FC_API fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
  * requires grad. Nesting works: a checkpoint inside a checkpointed fn
  * records nothing in the forward and its own node during the recompute.
  * fc_backward, fc_backward_with and fc_autograd_grad all recompute
+ * (with create_graph the recompute is recorded and stays alive with the
+ * returned gradients, which are then differentiable through fn as through
+ * the plain graph; the bit identity above is the plain walk's)
  * (fc_autograd_grad with respect to a parameter used only inside fn needs
  * allow_unused, since the graph it inspects before running shows no path
  * to it; the gradient is still returned). retain_graph keeps the saved

@@ -324,7 +324,9 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
     }
     while (top < count) {
         fc_node *n = list[top++];
-        for (int k = 0; k < n->n_in; k++) {
+        bool bound = false;
+        for (int b = 0; b < w->n_bounds && n->id < w->min_id; b++) bound |= n == w->bounds[b];
+        for (int k = 0; k < n->n_in && !bound; k++) {
             fc_node *m = n->in[k].node;
             if (!m || m->mark == stamp) continue;
             m->mark = stamp;
@@ -335,6 +337,16 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
             }
             list[count++] = m;
         }
+    }
+    if (w->n_bounds) { /* drop the bounds: the outer walk runs them */
+        int64_t kept = 0;
+        for (int64_t i = 0; i < count; i++) {
+            bool bound = false;
+            for (int b = 0; b < w->n_bounds && list[i]->id < w->min_id; b++)
+                bound |= list[i] == w->bounds[b];
+            if (!bound) list[kept++] = list[i];
+        }
+        count = kept;
     }
     for (int64_t i = 0; i < count && w->nested; i++) {
         if (list[i]->id >= w->min_id) continue;

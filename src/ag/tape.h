@@ -190,6 +190,12 @@ typedef struct fc__walk {
      * on, saved values carry their identity, accumulation is recorded) so
      * the gradients it returns are differentiable again. Implies retain. */
     bool create_graph;
+    /* a nested create_graph walk (a checkpoint's recompute in a create_graph
+     * walk): the nodes older than min_id it may reach, the checkpoint's
+     * inputs, which it does not walk but adds into (their accumulators are
+     * the outer walk's, which runs them later) */
+    fc_node *const *bounds;
+    int n_bounds;
 } fc__walk;
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
                       fc_tensor *const *gouts);

@@ -246,6 +246,16 @@ static fc_tensor *op_max_pool_empty(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_mul(ctx, fc_square(ctx, fc_clamp(ctx, p, -5, 5)), fc_sum(ctx, x[0], NULL, 0, false));
 }
 
+static fc_tensor *ck_body(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    (void)user;
+    return fc_tanh(ctx, fc_matmul(ctx, in[0], fc_exp(ctx, in[1])));
+}
+static fc_tensor *op_grad_checkpoint(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_tensor *in[2] = {x[0], fc_mul_scalar(ctx, x[1], 0.5)}; /* a leaf and a non-leaf input */
+    return fc_grad_checkpoint(ctx, ck_body, NULL, in, 2);
+}
+
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
 }
@@ -330,6 +340,7 @@ static const gcase cases[] = {
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"adaptive_avg_pool2d", op_adaptive_pool, 1, {3}, {{2, 3, 5}}, -1, 1, 0, 0},
+    {"grad_checkpoint", op_grad_checkpoint, 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, 0},
     {"add_scalar", op_add_scalar, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"maximum_scalar", op_maximum_scalar, 1, {2}, {{3, 4}}, -1, 1, 0.05, 0},
     {"clone", op_clone, 1, {2}, {{3, 4}}, -1, 1, 0, 0},

@@ -4,8 +4,8 @@
  * forms (the quadratic 0.5 x^T A x + b^T x, whose Hessian is A, and the
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
  * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a
- * second derivative the graph lost; the errors (a rule left on a fused
- * kernel, a checkpoint); that a hook's recorded replacement stays
+ * second derivative the graph lost; a rule left on a fused kernel is
+ * refused; second derivatives through fc_grad_checkpoint; that a hook's recorded replacement stays
  * differentiable; that repeated double backwards leak no graph; and that
  * the plain walk stays plain (no recorded gradients, the same bits as
  * fc_backward). All in f64, tolerances stated per check. */
@@ -392,10 +392,56 @@ static void test_hessian_hook_replacement_recorded(void **state) {
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
-static fc_tensor *double_it(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+/* sin(x * w) * a: w a parameter reached through user (not an input) */
+static fc_tensor *ck_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     (void)n;
-    (void)user;
-    return fc_mul(ctx, in[0], in[0]);
+    fc_tensor *w = user;
+    return fc_mul(ctx, fc_sin(ctx, fc_mul(ctx, in[0], w)), in[1]);
+}
+
+/* Second derivatives through fc_grad_checkpoint equal the plain graph's:
+ * H v with respect to an input (through the recompute), a leaf input, a
+ * parameter used inside and an input made by an earlier op. */
+static void test_hessian_through_checkpoint(void **state) {
+    fc_ctx *ctx = *state;
+    double xv[4] = {0.3, -0.8, 1.2, 0.5}, wv[4] = {1.5, 0.7, -0.4, 2.0}, vv[4] = {1, -2, 0.5, 3};
+    double res[2][3][4];
+    fc_tensor *x = leaf(ctx, (int64_t[]){4}, 1, xv, true);
+    fc_tensor *w = leaf(ctx, (int64_t[]){4}, 1, wv, true);
+    fc_tensor *v = leaf(ctx, (int64_t[]){4}, 1, vv, false);
+    for (int ck = 0; ck < 2; ck++) {
+        fc_scope_begin(ctx);
+        fc_tensor *a = fc_exp(ctx, x); /* a non-leaf input */
+        fc_tensor *in[2] = {x, a};
+        fc_tensor *y = ck ? fc_grad_checkpoint(ctx, ck_fn, w, in, 2) : ck_fn(ctx, in, 2, w);
+        fc_tensor *l = fc_sum(ctx, fc_square(ctx, y), NULL, 0, false);
+        fc_tensor *wrt[3] = {x, w, a}, *g[3] = {0}, *h[3] = {0};
+        /* (allow_unused: w is reached only inside the checkpoint, which the
+         * walk's reachability check cannot see into) */
+        fc_status st = fc_autograd_grad(
+            ctx, &l, NULL, 1, wrt, 3,
+            &(fc_autograd_grad_opts){.create_graph = true, .allow_unused = true}, g);
+        if (st != FC_OK) fprintf(stderr, "ck %d: %s\n", ck, fc_ctx_error(ctx));
+        assert_int_equal(st, FC_OK);
+        fc_tensor *gv[3] = {fc_mul(ctx, g[0], v), fc_mul(ctx, g[1], v), fc_mul(ctx, g[2], v)};
+        fc_tensor *s = fc_sum(ctx, fc_add(ctx, fc_add(ctx, gv[0], gv[1]), gv[2]), NULL, 0, false);
+        st = fc_autograd_grad(ctx, &s, NULL, 1, wrt, 3,
+                              &(fc_autograd_grad_opts){.allow_unused = true}, h);
+        if (st != FC_OK) fprintf(stderr, "ck %d: %s\n", ck, fc_ctx_error(ctx));
+        assert_int_equal(st, FC_OK);
+        for (int k = 0; k < 3; k++) {
+            read(h[k], res[ck][k], 4);
+            fc_release(g[k]);
+            fc_release(h[k]);
+        }
+        fc_scope_end(ctx);
+    }
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 4; i++)
+            assert_true(fabs(res[1][k][i] - res[0][k][i]) <= 1e-13 * (1 + fabs(res[0][k][i])));
+    fc_release(x);
+    fc_release(w);
+    fc_release(v);
 }
 
 /* An op whose rule still computes a constant (a fused kernel, here ops
@@ -444,13 +490,6 @@ static void test_hessian_errors(void **state) {
     fc_tensor *x = leaf(ctx, (int64_t[]){4}, 1, v, true), *g = NULL;
     fc_autograd_grad_opts cg = {.create_graph = true};
     fc_scope_begin(ctx);
-    /* a checkpoint's recompute is not recorded: a clear error naming it */
-    fc_tensor *ck = fc_sum(ctx, fc_grad_checkpoint(ctx, double_it, NULL, &x, 1), NULL, 0, false);
-    expect_err(ctx, fc_autograd_grad(ctx, &ck, NULL, 1, &x, 1, &cg, &g), FC_ERR_UNSUPPORTED,
-               "grad_checkpoint");
-    assert_null(g);
-    assert_int_equal(fc_autograd_grad(ctx, &ck, NULL, 1, &x, 1, NULL, &g), FC_OK);
-    fc_release(g);
     /* create_graph implies retain_graph: the first-order graph stays walkable */
     fc_tensor *y = fc_sum(ctx, fc_exp(ctx, x), NULL, 0, false);
     assert_int_equal(fc_autograd_grad(ctx, &y, NULL, 1, &x, 1, &cg, &g), FC_OK);
@@ -525,6 +564,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_unrecorded_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_through_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_plain_walk_unchanged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,7 @@
  * product through fc_autograd_grad with create_graph (a graph whose rules
  * take the recorded paths of several families: matmul, layer_norm,
  * softmax, a window op's region gradient, broadcasting, a saved output),
- * and fc_gradgradcheck. At every failure the call reports FC_ERR_OOM,
+ * the same through fc_grad_checkpoint, and fc_gradgradcheck. At every failure the call reports FC_ERR_OOM,
  * hands back no gradient, leaves no tensor alive and no allocation behind,
  * and the context still works. */
 #include <setjmp.h>
@@ -61,6 +61,39 @@ static fc_status sc_hvp(fc_ctx *ctx) {
     return st;
 }
 
+static fc_tensor *ck_body(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    fc_tensor *q = user;
+    return fc_tanh(ctx, fc_matmul(ctx, in[0], q));
+}
+
+/* an HVP through a checkpoint (its recompute recorded, q used inside) */
+static fc_status sc_checkpoint(fc_ctx *ctx) {
+    fc_tensor *p = NULL, *q = NULL, *g[2] = {0}, *h[2] = {0};
+    fc_status st = make_leaves(ctx, &p, &q);
+    fc_tensor *in[2] = {p, q};
+    fc_scope_begin(ctx);
+    fc_tensor *y = st == FC_OK ? fc_grad_checkpoint(ctx, ck_body, q, &p, 1) : NULL;
+    fc_tensor *l = fc_sum(ctx, fc_square(ctx, y), NULL, 0, false);
+    if (st == FC_OK && !l) st = fc_ctx_status(ctx);
+    fc_autograd_grad_opts cg = {.create_graph = true, .allow_unused = true};
+    if (st == FC_OK) st = fc_autograd_grad(ctx, &l, NULL, 1, in, 2, &cg, g);
+    if (st == FC_OK && (!g[0] || !g[1])) fail_msg("a gradient through the checkpoint is missing");
+    if (st == FC_OK) {
+        fc_tensor *s = fc_add(ctx, fc_sum(ctx, g[0], NULL, 0, false),
+                              fc_sum(ctx, g[1], NULL, 0, false));
+        st = s ? fc_autograd_grad(ctx, &s, NULL, 1, in, 2, NULL, h) : fc_ctx_status(ctx);
+    }
+    fc_scope_end(ctx);
+    for (int j = 0; j < 2; j++) {
+        fc_release(g[j]);
+        fc_release(h[j]);
+    }
+    fc_release(p);
+    fc_release(q);
+    return st;
+}
+
 static fc_status sc_gradgradcheck(fc_ctx *ctx) {
     fc_tensor *p = NULL, *q = NULL;
     fc_status st = make_leaves(ctx, &p, &q);
@@ -87,6 +120,11 @@ static void test_oom_create_graph_hvp(void **state) {
     sweep("create_graph HVP", sc_hvp);
 }
 
+static void test_oom_create_graph_checkpoint(void **state) {
+    (void)state;
+    sweep("create_graph via checkpoint", sc_checkpoint);
+}
+
 static void test_oom_create_graph_gradgradcheck(void **state) {
     (void)state;
     sweep("fc_gradgradcheck", sc_gradgradcheck);
@@ -95,6 +133,7 @@ static void test_oom_create_graph_gradgradcheck(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_create_graph_hvp),
+        cmocka_unit_test(test_oom_create_graph_checkpoint),
         cmocka_unit_test(test_oom_create_graph_gradgradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
