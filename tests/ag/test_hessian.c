@@ -399,21 +399,33 @@ static fc_tensor *ck_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     return fc_mul(ctx, fc_sin(ctx, fc_mul(ctx, in[0], w)), in[1]);
 }
 
+/* ck_fn checkpointed again inside a checkpointed function */
+static fc_tensor *ck_nested(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    fc_tensor *y = fc_grad_checkpoint(ctx, ck_fn, user, in, n);
+    return fc_mul(ctx, y, in[0]);
+}
+static fc_tensor *ck_plain_nested(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    return fc_mul(ctx, ck_fn(ctx, in, n, user), in[0]);
+}
+
 /* Second derivatives through fc_grad_checkpoint equal the plain graph's:
  * H v with respect to an input (through the recompute), a leaf input, a
  * parameter used inside and an input made by an earlier op. */
 static void test_hessian_through_checkpoint(void **state) {
     fc_ctx *ctx = *state;
     double xv[4] = {0.3, -0.8, 1.2, 0.5}, wv[4] = {1.5, 0.7, -0.4, 2.0}, vv[4] = {1, -2, 0.5, 3};
-    double res[2][3][4];
+    double res[4][3][4];
     fc_tensor *x = leaf(ctx, (int64_t[]){4}, 1, xv, true);
     fc_tensor *w = leaf(ctx, (int64_t[]){4}, 1, wv, true);
     fc_tensor *v = leaf(ctx, (int64_t[]){4}, 1, vv, false);
-    for (int ck = 0; ck < 2; ck++) {
+    for (int ck = 0; ck < 4; ck++) { /* plain, checkpointed, plain nested, nested checkpoints */
         fc_scope_begin(ctx);
         fc_tensor *a = fc_exp(ctx, x); /* a non-leaf input */
         fc_tensor *in[2] = {x, a};
-        fc_tensor *y = ck ? fc_grad_checkpoint(ctx, ck_fn, w, in, 2) : ck_fn(ctx, in, 2, w);
+        fc_tensor *y = ck == 0   ? ck_fn(ctx, in, 2, w)
+                       : ck == 1 ? fc_grad_checkpoint(ctx, ck_fn, w, in, 2)
+                       : ck == 2 ? ck_plain_nested(ctx, in, 2, w)
+                                 : fc_grad_checkpoint(ctx, ck_nested, w, in, 2);
         fc_tensor *l = fc_sum(ctx, fc_square(ctx, y), NULL, 0, false);
         fc_tensor *wrt[3] = {x, w, a}, *g[3] = {0}, *h[3] = {0};
         /* (allow_unused: w is reached only inside the checkpoint, which the
@@ -437,8 +449,10 @@ static void test_hessian_through_checkpoint(void **state) {
         fc_scope_end(ctx);
     }
     for (int k = 0; k < 3; k++)
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 4; i++) {
             assert_true(fabs(res[1][k][i] - res[0][k][i]) <= 1e-13 * (1 + fabs(res[0][k][i])));
+            assert_true(fabs(res[3][k][i] - res[2][k][i]) <= 1e-13 * (1 + fabs(res[2][k][i])));
+        }
     fc_release(x);
     fc_release(w);
     fc_release(v);
