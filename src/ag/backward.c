@@ -7,7 +7,9 @@
  * broadcast gradients to the input shapes and accumulates them into the
  * input nodes or the leaves' staging slots (the arithmetic, region
  * gradients included, is in accumulate.c). Gradient tensors are pooled like
- * any other.
+ * any other. A create_graph walk (fc_autograd_grad's create_graph) runs the
+ * rules with grad mode on instead and accumulates with recorded ops
+ * (graph_grad.c), so the gradients it makes can be differentiated again.
  *
  * A failed backward has no effect: leaf gradients are staged and land in
  * the leaves only after every node ran (finish_walk), and saved values are
@@ -74,9 +76,6 @@ static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor
                     n->in[k].leaf ? " (a leaf)" : "", (long long)bad, bad == 1 ? "" : "s");
 }
 
-/* Runs node n's rule and adds its input gradients into the input nodes'
- * accumulators and the leaves' staging slots (gstage: a leaf's grad is
- * only changed when the whole backward succeeds). */
 /* A create_graph walk's check of a rule's gradient g for input k: a rule
  * still on a fused kernel returns a constant although the gradient depends
  * on the graph (its gout does, or it read linked saved values). A zero of
@@ -90,6 +89,10 @@ static fc_status check_recorded(fc_ctx *ctx, const fc_node *n, bool depends, con
     return fc__ag_unsupported(ctx, n->op);
 }
 
+/* Runs node n's rule and adds its input gradients into the input nodes'
+ * accumulators and the leaves' staging slots (gstage: a leaf's grad is
+ * only changed when the whole backward succeeds); a create_graph walk
+ * (w->create_graph) adds with recorded ops (graph_grad.c). */
 static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
     fc_status st;
     bool functional = w->functional, graph = w->create_graph;
