@@ -106,11 +106,32 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *   allow_unused: an input no gradient path reaches gets a NULL slot;
  *     without it such an input is FC_ERR_INVALID_ARG naming its index and
  *     tensor, found before any rule runs.
- * Higher order (a create_graph option, recording the backward itself so it
- * can be differentiated): not yet. */
+ *   create_graph: record the backward pass itself, so the returned
+ *     gradients are recorded tensors (they require grad when they depend on
+ *     anything that does) and can be differentiated again, to any order:
+ *     pass them as outputs of another fc_autograd_grad (Hessian-vector
+ *     products, gradient penalties), or fold them into a loss for
+ *     fc_backward. Implies retain_graph (the first-order graph is part of
+ *     the new one). The walk records whatever grad mode the caller is in;
+ *     hooks on the way run with grad mode on, and a replacement they return
+ *     is used as given: recorded when the hook computed it from the
+ *     gradient with ops (fc_mul_scalar(ctx, grad, 0.5) stays differentiable),
+ *     a constant when it is one (such as an fc_detach copy). Every op
+ *     with a backward rule supports it, its rule then built from recorded
+ *     ops instead of its fused kernel (slower, and the new graph lives
+ *     until the returned gradients are released; fc_prod over a set that
+ *     holds a zero takes n^2 memory per output for its n-element sets).
+ *     Through fc_grad_checkpoint the function is recomputed on the inputs
+ *     and its recomputed graph kept as part of the new one (so the memory
+ *     saving is the first-order pass's only). A rule that
+ *     returns a constant where the gradient depends on the graph (an op
+ *     added without a recorded form) fails it the same way, naming the op.
+ *     Without create_graph the walk is the plain one of fc_backward: fused
+ *     kernels, nothing recorded. */
 typedef struct fc_autograd_grad_opts {
     bool retain_graph;
     bool allow_unused;
+    bool create_graph;
 } fc_autograd_grad_opts;
 
 /* Each output must require grad. grad_outputs (NULL allowed, as is each
@@ -134,6 +155,8 @@ typedef struct fc_autograd_grad_opts {
  * NULL grad_output of a many-element output; FC_ERR_SHAPE_MISMATCH /
  * FC_ERR_DTYPE for a grad_output of another shape / not a float;
  * FC_ERR_STATE from a hook, or for saved values freed by an earlier walk;
+ * FC_ERR_UNSUPPORTED with create_graph through an op that cannot record
+ * its backward;
  * and fc_backward's other errors (FC_ERR_SAVED_MODIFIED, FC_ERR_NON_FINITE,
  * FC_ERR_OOM, a hook's). Errors name the argument's index and are recorded
  * in ctx; on any error every grads[j] is NULL, no fc_grad changed, and the
@@ -190,6 +213,9 @@ FC_API fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
  * requires grad. Nesting works: a checkpoint inside a checkpointed fn
  * records nothing in the forward and its own node during the recompute.
  * fc_backward, fc_backward_with and fc_autograd_grad all recompute
+ * (with create_graph the recompute is recorded and stays alive with the
+ * returned gradients, which are then differentiable through fn as through
+ * the plain graph; the bit identity above is the plain walk's)
  * (fc_autograd_grad with respect to a parameter used only inside fn needs
  * allow_unused, since the graph it inspects before running shows no path
  * to it; the gradient is still returned). retain_graph keeps the saved
@@ -353,6 +379,26 @@ typedef struct fc_gradcheck_report {
 FC_API fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
                               fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
                               fc_gradcheck_report *report);
+
+/* Second derivatives, like PyTorch's gradgradcheck (same defaults; f64
+ * inputs, which check_all_f64 marks as above). With a random grad_output w
+ * of fn's output shape (a leaf fc_gradgradcheck makes, requiring grad) it
+ * takes the first-order gradients G_j of sum(fn(inputs) * w) with
+ * create_graph, and checks the gradient of L2 = sum_j sum(G_j * u_j) (u_j
+ * fixed and random) with respect to every input that requires grad and to
+ * w, computed by a second fc_autograd_grad over the recorded G_j, against
+ * central differences of L2 (each a plain first-order backward). So it
+ * checks both the recorded backward's dependence on the inputs (a random
+ * projection of the Hessian) and on w (of the Jacobian). Inputs as for
+ * fc_gradcheck (contiguous leaves, 1 to 8 of them); fn is called
+ * 2 * (numel of the inputs checked + numel of the output) + 2 times, each
+ * followed by a backward. Errors as fc_gradcheck's (FC_ERR_STATE for a mismatch,
+ * FC_ERR_NON_FINITE, fn's or the walks' own, FC_ERR_UNSUPPORTED for an op
+ * whose backward cannot be recorded), plus FC_ERR_INVALID_ARG when no
+ * input requires grad. In the report, worst_input is n for w. */
+FC_API fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
+                                  fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
+                                  fc_gradcheck_report *report);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,8 @@ extern "C" {
     X(FC_ERR_STATE, -21, "object is not in a state that allows this call")                         \
     X(FC_ERR_NO_GRAD, -22, "tensor has no gradient path")                                          \
     X(FC_ERR_CONTEXT, -23, "tensors of different contexts met in one call")                        \
-    X(FC_ERR_COMM, -24, "communication between processes failed (MPI)")
+    X(FC_ERR_COMM, -24, "communication between processes failed (MPI)")                          \
+    X(FC_ERR_UNSUPPORTED, -25, "operation not supported in this mode")
 
 typedef enum fc_status {
 #define FC__STATUS_ENUM(name, value, text) name = value,
@@ -53,7 +54,7 @@ typedef enum fc_status {
 } fc_status;
 
 /* Number of distinct codes in FC_STATUS_LIST. */
-#define FC_STATUS_COUNT 25
+#define FC_STATUS_COUNT 26
 
 /* Static, human-readable text for a code ("out of memory"). Never NULL:
  * an unknown code gives "unknown status". The string is static storage. */

@@ -106,7 +106,7 @@ static bool is_trailing(const fc_raw *dst, const fc_raw *src) {
  * accumulator, or a region fc__ag_region_check passed), so threads may
  * split it; a walk that sums into broadcast positions runs on one thread,
  * in order. */
-static void acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
+void fc__ag_acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
     fc_dtype dt = dst->dtype;
     int64_t es = (int64_t)fc_dtype_size(dt);
     bool dense = fc__contiguous(dst) && fc__contiguous(src);
@@ -177,7 +177,7 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
         return out;
     }
     memset(fc__raw_base(&out->raw), 0, fc_tensor_nbytes(out));
-    acc_raw(ctx, &out->raw, &g->raw);
+    fc__ag_acc_raw(ctx, &out->raw, &g->raw);
     return out;
 }
 
@@ -215,7 +215,7 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     fc_tensor *c = r->raw.dtype == gdt ? r : fc__copy_cast(ctx, "backward", r, gdt);
     if (!c) return fc_ctx_status(ctx);
     fc__buffer_bump_generation((*target)->raw.buf);
-    acc_raw(ctx, &(*target)->raw, &c->raw);
+    fc__ag_acc_raw(ctx, &(*target)->raw, &c->raw);
     return FC_OK;
 }
 
@@ -291,7 +291,7 @@ fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dt
     memcpy(v.strides, reg->strides, sizeof v.strides);
     v.offset = dst->raw.offset + reg->offset;
     if (!fresh && dst == *target) fc__buffer_bump_generation(dst->raw.buf);
-    acc_raw(ctx, &v, &c->raw);
+    fc__ag_acc_raw(ctx, &v, &c->raw);
     if (fresh) {
         *target = fc_retain(dst);
         return FC_OK;

@@ -7,7 +7,9 @@
  * broadcast gradients to the input shapes and accumulates them into the
  * input nodes or the leaves' staging slots (the arithmetic, region
  * gradients included, is in accumulate.c). Gradient tensors are pooled like
- * any other.
+ * any other. A create_graph walk (fc_autograd_grad's create_graph) runs the
+ * rules with grad mode on instead and accumulates with recorded ops
+ * (graph_grad.c), so the gradients it makes can be differentiated again.
  *
  * A failed backward has no effect: leaf gradients are staged and land in
  * the leaves only after every node ran (finish_walk), and saved values are
@@ -74,11 +76,26 @@ static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor
                     n->in[k].leaf ? " (a leaf)" : "", (long long)bad, bad == 1 ? "" : "s");
 }
 
+/* A create_graph walk's check of a rule's gradient g for input k: a rule
+ * still on a fused kernel returns a constant although the gradient depends
+ * on the graph (its gout does, or it read linked saved values). A zero of
+ * one value (the "[1] zero" a rule may return) is a constant anyway. */
+static fc_status check_recorded(fc_ctx *ctx, const fc_node *n, bool depends, const fc_tensor *g) {
+    if ((g->flags & FC__T_REQUIRES_GRAD) || !depends) return FC_OK;
+    if (fc__single_value(&g->raw) && fc__raw_numel(&g->raw) > 0) {
+        double v = fc__load_f64(g->raw.dtype, fc__raw_base(&g->raw));
+        if (v == 0) return FC_OK;
+    }
+    return fc__ag_unsupported(ctx, n->op);
+}
+
 /* Runs node n's rule and adds its input gradients into the input nodes'
  * accumulators and the leaves' staging slots (gstage: a leaf's grad is
- * only changed when the whole backward succeeds). */
-static fc_status run_node(fc_ctx *ctx, fc_node *n, bool functional) {
+ * only changed when the whole backward succeeds); a create_graph walk
+ * (w->create_graph) adds with recorded ops (graph_grad.c). */
+static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
     fc_status st;
+    bool functional = w->functional, graph = w->create_graph;
     if (n->freed)
         return fc__fail(ctx, FC_ERR_STATE,
                         "backward of %s (tape node %lld): its saved values were freed by an "
@@ -95,7 +112,10 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool functional) {
      * returns, so the message names this node and the input */
     bool check = ctx->check_finite;
     ctx->check_finite = false;
+    int64_t linked = graph ? fc__ag_linked_count(ctx) : 0;
+    bool depends = graph && (gout->flags & FC__T_REQUIRES_GRAD);
     st = n->backward(ctx, n, gout, gin);
+    depends |= graph && fc__ag_linked_count(ctx) != linked;
     ctx->check_finite = check;
     n->regions = NULL;
     if (st == FC_OK) st = fc_ctx_status(ctx);
@@ -120,11 +140,15 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool functional) {
                                     : !(in->node->run || in->node->want)))
             continue;
         if (check && (st = check_gin(ctx, n, k, gin[k])) != FC_OK) break;
+        if (graph && (st = check_recorded(ctx, n, depends, gin[k])) != FC_OK) break;
         fc_dtype gdt = fc__grad_dtype(in->dtype);
         fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->gstage;
         if (reg[k].on) {
             st = fc__ag_region_check(ctx, n, k, &reg[k], gin[k]);
-            if (st == FC_OK)
+            if (st == FC_OK && graph)
+                st =
+                    fc__ag_graph_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
+            else if (st == FC_OK)
                 st = fc__ag_add_region(ctx, target, gin[k], gdt, in->shape, in->rank, &reg[k]);
             continue;
         }
@@ -141,7 +165,9 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, bool functional) {
                           fc__shape_str(in->shape, in->rank, b, (int)sizeof b));
             break;
         }
-        if (in->node || in->leaf)
+        if ((in->node || in->leaf) && graph)
+            st = fc__ag_graph_add_into(ctx, target, gin[k], gdt, in->shape, in->rank);
+        else if (in->node || in->leaf)
             st = fc__ag_add_into(ctx, target, gin[k], gdt, in->shape, in->rank);
     }
     if (gout) fc_release(gout); /* gin[] are scope-owned or borrowed */
@@ -301,7 +327,9 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
     }
     while (top < count) {
         fc_node *n = list[top++];
-        for (int k = 0; k < n->n_in; k++) {
+        bool bound = false;
+        for (int b = 0; b < w->n_bounds && n->id < w->min_id; b++) bound |= n == w->bounds[b];
+        for (int k = 0; k < n->n_in && !bound; k++) {
             fc_node *m = n->in[k].node;
             if (!m || m->mark == stamp) continue;
             m->mark = stamp;
@@ -312,6 +340,16 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
             }
             list[count++] = m;
         }
+    }
+    if (w->n_bounds) { /* drop the bounds: the outer walk runs them */
+        int64_t kept = 0;
+        for (int64_t i = 0; i < count; i++) {
+            bool bound = false;
+            for (int b = 0; b < w->n_bounds && list[i]->id < w->min_id; b++)
+                bound |= list[i] == w->bounds[b];
+            if (!bound) list[kept++] = list[i];
+        }
+        count = kept;
     }
     for (int64_t i = 0; i < count && w->nested; i++) {
         if (list[i]->id >= w->min_id) continue;
@@ -411,10 +449,13 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
     for (int i = 0; i < n_out && st == FC_OK; i++) {
         fc_tensor *o = outs[i];
         fc_dtype gdt = fc__grad_dtype(o->raw.dtype);
-        if (o->node) /* d out / d out = grad_out */
-            st = fc__ag_add_into(ctx, &o->node->gacc, gouts[i], gdt, o->raw.shape, o->raw.rank);
-        else if (!w->functional || (o->flags & FC__T_WANTED))
-            st = fc__ag_add_into(ctx, &o->gstage, gouts[i], gdt, o->raw.shape, o->raw.rank);
+        fc_tensor **target = o->node ? &o->node->gacc /* d out / d out = grad_out */
+                             : !w->functional || (o->flags & FC__T_WANTED) ? &o->gstage
+                                                                           : NULL;
+        if (target && w->create_graph)
+            st = fc__ag_graph_add_into(ctx, target, gouts[i], gdt, o->raw.shape, o->raw.rank);
+        else if (target)
+            st = fc__ag_add_into(ctx, target, gouts[i], gdt, o->raw.shape, o->raw.rank);
     }
     /* a leaf output nothing else feeds is final already (once, if listed twice) */
     for (int i = 0; i < n_out && st == FC_OK && count_leaves; i++) {
@@ -431,7 +472,7 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
         if (st == FC_OK && n->gacc && n->want) n->gkeep = fc_retain(n->gacc);
         if (st == FC_OK && n->gacc && n->run) {
             fc_scope_begin(ctx);
-            st = run_node(ctx, n, w->functional);
+            st = run_node(ctx, n, w);
             fc_scope_end(ctx);
             list[ran++] = n; /* a failed node may have staged some inputs too */
         } else if (n->gacc) { /* pruned, or no gradient flowed (e.g. an unused branch) */
@@ -475,12 +516,21 @@ fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *cons
         }
     }
     fc_scope_begin(ctx);
-    fc_no_grad_begin(ctx);
+    /* a plain walk records nothing; a create_graph walk records everything,
+     * whatever grad mode the caller is in */
+    int depth = ctx->no_grad_depth;
+    if (w->create_graph)
+        ctx->no_grad_depth = 0;
+    else
+        fc_no_grad_begin(ctx);
     fc__ag_walk_save save;
     fc__ag_walk_enter(ctx, w, &save);
     fc_status st = walk_graph(ctx, w, n_out, outs, gouts);
     fc__ag_walk_leave(ctx, &save);
-    fc_no_grad_end(ctx);
+    if (w->create_graph)
+        ctx->no_grad_depth = depth;
+    else
+        fc_no_grad_end(ctx);
     fc_scope_end(ctx);
     return st;
 }

@@ -24,7 +24,13 @@
  *     onto the input's own accumulator, instead of being summed apart and
  *     added once (which rounds differently when the input has other uses).
  * The rule hands the stand-ins' sums back as the inputs' gradients, and
- * the engine moves each into its (now empty) accumulator. */
+ * the engine moves each into its (now empty) accumulator.
+ *
+ * In a create_graph walk (ckpt_graph) there are no stand-ins: the function
+ * runs again on the inputs themselves, linked to the graph, so the
+ * recomputed graph hangs off the first-order one, and a nested
+ * create_graph walk stops at the inputs' nodes (fc__walk.bounds) and adds
+ * straight into their accumulators, which the outer walk runs later. */
 #include <string.h>
 
 #include "ag/tape.h"
@@ -99,10 +105,58 @@ static fc_tensor *recompute(fc_ctx *ctx, const ckpt_closure *c, fc_tensor *const
     return out;
 }
 
+/* In a create_graph walk: fn runs again on the inputs themselves (linked
+ * to the graph, so the recomputed graph hangs off the first-order one and
+ * stays alive while the recorded gradients use it), and a nested
+ * create_graph walk takes gout through it, adding straight into the
+ * inputs' accumulators and staging the parameters' gradients, recorded;
+ * the rule's own gradients are then zeros. */
+static fc_status ckpt_graph(fc_ctx *ctx, fc_node *node, const ckpt_closure *c,
+                            const fc__walk *outer, fc_tensor *gout, fc_tensor **gin) {
+    int n = node->n_in, nb = 0;
+    fc_tensor *in[FC__AG_MAX_IN] = {0};
+    fc_node *bounds[FC__AG_MAX_IN];
+    int64_t min_id = fc__ag_next_id(ctx); /* a leaf input's link node is part of the recompute */
+    fc_status st = FC_OK;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        in[k] = fc__ag_saved_tensor(ctx, node, k);
+        if (!in[k]) st = fc_ctx_status(ctx);
+        if (node->in[k].node) bounds[nb++] = node->in[k].node;
+    }
+    fc_tensor *out = st == FC_OK ? recompute(ctx, c, in, n) : NULL;
+    if (st == FC_OK && !out)
+        st = fc_ctx_status(ctx) != FC_OK
+                 ? fc_ctx_status(ctx)
+                 : fc__fail(ctx, FC_ERR_STATE,
+                            "%s: the function returned NULL when recomputed for backward "
+                            "without recording an error",
+                            FN);
+    if (st == FC_OK) st = check_output(ctx, node, out);
+    if (st == FC_OK && (out->flags & FC__T_REQUIRES_GRAD)) {
+        fc__walk w = {.fn = FN,
+                      .functional = outer->functional,
+                      .retain = true,
+                      .nested = true,
+                      .min_id = min_id,
+                      .create_graph = true,
+                      .bounds = bounds,
+                      .n_bounds = nb};
+        st = fc__ag_walk(ctx, &w, 1, &out, &gout);
+    }
+    fc_release(out);
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        if (!node->in[k].needs) continue;
+        gin[k] = fc_zeros(ctx, fc__grad_dtype(node->in[k].dtype), (int64_t[]){1}, 1);
+        if (!gin[k]) st = fc_ctx_status(ctx);
+    }
+    return st;
+}
+
 static fc_status ckpt_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     const ckpt_closure *c = node->ext;
     const fc__walk *outer = fc__ag_current_walk(ctx);
     int n = node->n_in;
+    if (outer && outer->create_graph) return ckpt_graph(ctx, node, c, outer, gout, gin);
     fc_tensor *alias[FC__AG_MAX_IN] = {0};
     fc_status st = FC_OK;
     for (int k = 0; k < n && st == FC_OK; k++) {

@@ -125,8 +125,12 @@ fc_status fc_autograd_grad(fc_ctx *ctx, fc_tensor *const *outputs,
     }
     if (st == FC_OK) {
         mark_inputs(inputs, n_in, true);
-        fc__walk w = {.fn = FN, .functional = true, .retain = o.retain_graph,
-                      .inputs = o.allow_unused ? NULL : inputs, .n_in = n_in};
+        fc__walk w = {.fn = FN,
+                      .functional = true,
+                      .retain = o.retain_graph || o.create_graph,
+                      .inputs = o.allow_unused ? NULL : inputs,
+                      .n_in = n_in,
+                      .create_graph = o.create_graph};
         st = fc__ag_walk(ctx, &w, n_out, outputs, gouts);
         for (int j = 0; j < n_in; j++) {
             fc_tensor *g = take(inputs, j, grads);

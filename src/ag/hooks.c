@@ -149,7 +149,10 @@ fc_status fc__ag_run_hooks(fc_ctx *ctx, fc__hook_list *h, fc_tensor **g, const i
             /* a private contiguous tensor: the replacement itself when only
              * the hook's scope holds it, else a copy (the engine may add
              * into it in place later) */
-            if (st == FC_OK) st = fc__ag_add_into(ctx, &c, r, r->raw.dtype, shape, rank);
+            if (st == FC_OK && fc__ag_create_graph(ctx)) /* keeps a recorded one's graph */
+                st = fc__ag_graph_add_into(ctx, &c, r, r->raw.dtype, shape, rank);
+            else if (st == FC_OK)
+                st = fc__ag_add_into(ctx, &c, r, r->raw.dtype, shape, rank);
             if (st == FC_OK) {
                 fc_release(*g);
                 *g = c;

@@ -25,6 +25,7 @@ typedef struct fc__tape {
     int64_t spare_cap;
     fc_tensor **extra; /* leaves staged by nested walks (retained), for the outermost */
     int64_t n_extra, extra_cap;
+    int64_t linked; /* saved values linked into a create_graph walk's graph */
 } fc__tape;
 
 static void node_release(fc_ctx *ctx, fc_node *n);
@@ -204,6 +205,16 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
     if (st != FC_OK) return fc__fail(ctx, st, "%s: cannot save %s", node->op, role);
     s->generation = fc__buffer_generation(t->raw.buf);
     s->role = role;
+    s->link = FC__SAVED_NONE;
+    if (t->node == node) {
+        s->link = FC__SAVED_OUTPUT;
+    } else if (t->flags & FC__T_REQUIRES_GRAD) {
+        for (int k = 0; k < node->n_in && s->link == FC__SAVED_NONE; k++) {
+            const fc__ag_input *in = &node->in[k];
+            if ((t->node && in->node == t->node) || (!t->node && in->leaf == t))
+                s->link = (int8_t)k;
+        }
+    }
     node->n_saved++;
     return FC_OK;
 }
@@ -217,11 +228,65 @@ const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k) {
     return &node->saved[k].raw;
 }
 
+/* A leaf's saved value, in a create_graph walk: the handle is a view of
+ * the leaf's storage, so it reaches the leaf through one recorded
+ * identity node. */
+static fc_status link_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    (void)ctx;
+    (void)node;
+    gin[0] = gout;
+    return FC_OK;
+}
+
+/* In a create_graph walk, t (a new handle over saved value s of node)
+ * gets the autograd identity of what was saved: the node's output (the
+ * weak link becomes a reference held by t), an input's node, or, through
+ * an identity node, an input leaf. */
+static fc_tensor *link_saved(fc_ctx *ctx, fc_node *node, const fc__saved *s, fc_tensor *t) {
+    fc_node *src = s->link == FC__SAVED_OUTPUT ? node
+                   : s->link >= 0              ? node->in[s->link].node
+                                               : NULL;
+    fc_tensor *leaf = s->link >= 0 ? node->in[s->link].leaf : NULL;
+    if (!src && !leaf) return t;
+    ctx->tape->linked++;
+    if (src) {
+        src->refs++;
+        t->node = src;
+        t->flags |= FC__T_REQUIRES_GRAD;
+        return t;
+    }
+    if (!fc__ag_record(ctx, "saved leaf", link_backward, t, 1, &leaf)) return NULL;
+    return t;
+}
+
 fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
     fc_raw v;
     const fc_raw *s = fc__ag_saved_raw(ctx, node, k);
     if (!s || fc__raw_view(s, &v) != FC_OK) return NULL;
+    fc_tensor *t = fc__tensor_wrap(ctx, node->op, &v);
+    if (t && node->saved[k].link != FC__SAVED_NONE && fc__ag_create_graph(ctx))
+        t = link_saved(ctx, node, &node->saved[k], t);
+    return t;
+}
+
+fc_tensor *fc__ag_saved_const(fc_ctx *ctx, fc_node *node, int k) {
+    fc_raw v;
+    const fc_raw *s = fc__ag_saved_raw(ctx, node, k);
+    if (!s || fc__raw_view(s, &v) != FC_OK) return NULL;
     return fc__tensor_wrap(ctx, node->op, &v);
+}
+
+bool fc__ag_create_graph(const fc_ctx *ctx) {
+    return ctx->tape && ctx->tape->walk && ctx->tape->walk->create_graph && ctx->no_grad_depth == 0;
+}
+
+int64_t fc__ag_linked_count(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->linked : 0; }
+
+fc_status fc__ag_unsupported(fc_ctx *ctx, const char *op) {
+    return fc__fail(ctx, FC_ERR_UNSUPPORTED,
+                    "fc_autograd_grad: create_graph: the backward of %s has no recorded form, so "
+                    "its gradient cannot be differentiated again",
+                    op);
 }
 
 void fc__ag_release_saved(fc_node *node) { node_drop_saved(node); }

@@ -13,12 +13,36 @@
  * with FC_ERR_SHAPE_MISMATCH naming the op. A window op's rule may instead
  * hand over gout as the gradient of a region of its input
  * (fc__ag_gin_region), which the engine adds straight into that region of
- * the accumulator. Rules run with grad mode off inside a
- * scope and may use every forward op: every tensor they create is released
- * when the node is done, so rules release nothing; gin[k] may be such a
- * temporary, gout itself or a saved tensor (the engine retains what it
- * keeps). Returning an error status (recorded with fc__fail) fails the
- * backward.
+ * the accumulator. Rules run inside a scope and may use every forward op:
+ * every tensor they create is released when the node is done, so rules
+ * release nothing; gin[k] may be such a temporary, gout itself or a saved
+ * tensor (the engine retains what it keeps). Returning an error status
+ * (recorded with fc__fail) fails the backward.
+ *
+ * Grad mode: off in a plain walk, where rules may use fused kernels. In a
+ * create_graph walk (fc__ag_create_graph true) it is on and the rule must
+ * build each gin[k] from recorded ops, so the gradient is differentiable
+ * again. Making a rule create_graph-ready:
+ *   - branch on fc__ag_create_graph(ctx) and write the formula with public
+ *     ops (fc_mul, fc_sum, fc_matmul, ...) instead of the fused kernel;
+ *   - read saved inputs and outputs with fc__ag_saved_tensor: in such a
+ *     walk the handle is linked to the graph (an input to its node or leaf,
+ *     the node's own output through a weak link), so the new nodes connect
+ *     to it; values used only as constants (masks, argmax, tie weights) are
+ *     read with fc__ag_saved_const;
+ *   - a saved value that is a copy of an input (a contiguous copy made by
+ *     the forward) links to it by setting saved[k].link to the input's
+ *     index after fc__ag_save;
+ *   - views of gout or of saved values must be recorded ops (fc_reshape,
+ *     fc_transpose, fc_narrow), not fc__tensor_view; region gradients
+ *     (fc__ag_gin_region) are recorded by the engine;
+ *   - an op with no composite form (a fused kernel only) gets a recorded
+ *     pair of its own: an op whose rule is its adjoint op and back (the
+ *     bilinear convolution products of ops/conv.c, pooling's adjoint pair in
+ *     ops/pool.c), or returns fc__ag_unsupported(ctx, op).
+ * The engine checks the result: a gin[k] that is a constant although gout
+ * requires grad or the rule read a linked saved value fails the walk with
+ * FC_ERR_UNSUPPORTED naming the op (a zero of one value is allowed).
  *
  * Nodes are refcounted: by the output handle that points at them and by
  * consumer nodes. Node memory is recycled per context. */
@@ -39,7 +63,13 @@ typedef struct fc__saved {
     fc_raw raw; /* a view holding one buffer reference; raw.buf NULL when freed */
     uint32_t generation;
     const char *role; /* "input", "output", "weight", ... for messages */
+    /* Where the value sits in the graph, for create_graph walks (a saved
+     * value read there must carry its autograd identity): FC__SAVED_OUTPUT
+     * (the node's own output: a weak link, so no node holds itself), the
+     * index of the input it is, or FC__SAVED_NONE (a constant). */
+    int8_t link;
 } fc__saved;
+enum { FC__SAVED_NONE = -1, FC__SAVED_OUTPUT = -2 };
 
 /* Gradient hooks (hooks.c): a list per leaf (fc_tensor.hooks) or per node
  * (the gradient of its output), in registration order. pending counts, for
@@ -116,6 +146,10 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
 /* A new tensor handle over saved value k (shares storage), in the current
  * scope; NULL on failure. */
 fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k);
+/* Saved value k as a constant: a new handle (as fc__ag_saved_tensor) that
+ * is never linked into a create_graph walk's graph. For what a rule
+ * derives only constants from (a mask, a tie weight, an argmax). */
+fc_tensor *fc__ag_saved_const(fc_ctx *ctx, fc_node *node, int k);
 /* Saved value k itself, borrowed (valid while the node keeps its saved
  * values): what a rule reads when it needs no handle for it. NULL after
  * recording the error fc__ag_saved_tensor records. */
@@ -152,9 +186,28 @@ typedef struct fc__walk {
      * all or nothing, or drops them when it fails. */
     bool nested;
     int64_t min_id;
+    /* create_graph: the walk is itself recorded (rules run with grad mode
+     * on, saved values carry their identity, accumulation is recorded) so
+     * the gradients it returns are differentiable again. Implies retain. */
+    bool create_graph;
+    /* a nested create_graph walk (a checkpoint's recompute in a create_graph
+     * walk): the nodes older than min_id it may reach, the checkpoint's
+     * inputs, which it does not walk but adds into (their accumulators are
+     * the outer walk's, which runs them later) */
+    fc_node *const *bounds;
+    int n_bounds;
 } fc__walk;
 fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *outs,
                       fc_tensor *const *gouts);
+
+/* True while a create_graph walk runs a rule: the rule must then build
+ * every gradient from recorded ops (its composite path) instead of fused
+ * kernels, reading saved values through fc__ag_saved_tensor (which links
+ * them into the graph). See "create_graph" in ag/graph_grad.c. */
+bool fc__ag_create_graph(const fc_ctx *ctx);
+/* Fails the running rule of op: it has no recorded (create_graph) form.
+ * Records FC_ERR_UNSUPPORTED naming op and returns it. */
+fc_status fc__ag_unsupported(fc_ctx *ctx, const char *op);
 
 /* The walk now running (NULL when none): a nested walk takes its mode. */
 const fc__walk *fc__ag_current_walk(const fc_ctx *ctx);
@@ -246,5 +299,23 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
  * first use. */
 fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                             const int64_t *shape, int rank, const fc__ag_region *reg);
+
+/* ---- recorded gradient arithmetic (graph_grad.c): create_graph walks ----------
+ * The same contracts as fc__ag_add_into / fc__ag_add_region, but every step
+ * (summing broadcast axes away, the dtype cast, a region's embedding, the
+ * addition into the accumulator) is a recorded node whose own rule is
+ * recorded too, so the accumulated gradients are differentiable to any
+ * order. The target is never written in place: it is replaced by a new
+ * tensor (contiguous, gdt). */
+fc_status fc__ag_graph_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                                const int64_t *shape, int rank);
+fc_status fc__ag_graph_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                                  const int64_t *shape, int rank, const fc__ag_region *reg);
+/* accumulate.c's dst += src over their broadcast (f32 or f64, same dtype). */
+void fc__ag_acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src);
+/* How many saved values fc__ag_saved_tensor has linked into a graph so far
+ * (a create_graph walk's check that a rule which read its saved values
+ * returned recorded gradients). */
+int64_t fc__ag_linked_count(const fc_ctx *ctx);
 
 #endif /* FUCINA_AG_TAPE_H */

@@ -18,6 +18,7 @@
 #include "ag/tape.h"
 #include "exec/kernels/batch_norm.h"
 #include "fucina.h"
+#include "ops/norm_graph.h"
 
 /* The node's saved layout (batch_norm and group_norm alike). Inputs: x,
  * weight, bias (NULL entries allowed). saved[]: the contiguous input, the
@@ -39,6 +40,9 @@ enum {
     CN_I_BATCH_STATS = 1, /* i[]: 1 when the stats were the batch's (they depend on x) */
     CN_I_HAS_WEIGHT = 2,  /* i[]: 1 when a weight was given */
 };
+enum {
+    CN_F_EPS = 0, /* f[]: eps (the create_graph form recomputes batch statistics) */
+};
 
 /* x [N, C, S...] as the kernel's geometry. */
 static fc__cnorm_geom geom_of(const int64_t *shape, int rank, int64_t groups) {
@@ -48,7 +52,68 @@ static fc__cnorm_geom geom_of(const int64_t *shape, int rank, int64_t groups) {
     return g;
 }
 
+/* t [C] (or [nstat] = [C] for fixed statistics) seen as [1, C, 1, ...]. */
+static fc_tensor *per_channel(fc_ctx *ctx, fc_tensor *t, int rank) {
+    int64_t shape[FC_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        shape[i] = 1;
+    shape[1] = fc_tensor_numel(t);
+    return fc_reshape(ctx, t, shape, rank);
+}
+
+/* The rule from recorded ops: batch statistics are recomputed from the
+ * linked x (group_norm's over [N, G, C/G * S]), fixed ones are constants. */
+static fc_status cnorm_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_dtype gdt = gout->raw.dtype;
+    bool has_w = node->i[CN_I_HAS_WEIGHT] != 0;
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, CN_SAVED_INPUT);
+    fc_tensor *w = has_w ? fc__ag_saved_tensor(ctx, node, CN_SAVED_WEIGHT) : NULL;
+    if (x && x->raw.dtype != gdt) x = fc_to(ctx, x, gdt);
+    if (w && w->raw.dtype != gdt) w = fc_to(ctx, w, gdt);
+    if (!x || (has_w && !w)) return fc__failed(ctx);
+    int rank = x->raw.rank, groups = (int)node->i[CN_I_GROUPS];
+    int64_t n = x->raw.shape[0];
+    fc_tensor *wc = w ? per_channel(ctx, w, rank) : NULL;
+    fc_tensor *dh = wc ? fc_mul(ctx, gout, wc) : gout, *xhat = NULL, *dx = NULL;
+    if (!node->i[CN_I_BATCH_STATS]) { /* fixed statistics: an affine map of x */
+        fc_tensor *m = fc__ag_saved_tensor(ctx, node, CN_SAVED_MEAN);
+        fc_tensor *r = fc__ag_saved_tensor(ctx, node, CN_SAVED_RSTD);
+        fc_tensor *mc = m ? per_channel(ctx, fc_to(ctx, m, gdt), rank) : NULL;
+        fc_tensor *rc = r ? per_channel(ctx, fc_to(ctx, r, gdt), rank) : NULL;
+        xhat = fc_mul(ctx, fc_sub(ctx, x, mc), rc);
+        dx = fc_mul(ctx, dh, rc);
+    } else if (!groups) { /* per channel over the batch and spatial axes */
+        int axes[FC_MAX_RANK], na = 0;
+        for (int i = 0; i < rank; i++)
+            if (i != 1) axes[na++] = i;
+        fc_tensor *r;
+        if (fc__norm_graph_stats(ctx, x, axes, na, node->f[CN_F_EPS], false, &xhat, &r) == FC_OK)
+            dx = fc__norm_graph_dx(ctx, xhat, r, dh, axes, na, false);
+    } else { /* per sample and group */
+        int64_t gs[3] = {n, groups, fc_tensor_numel(x) / (n * groups)};
+        int ax = 2;
+        fc_tensor *xh, *r;
+        if (fc__norm_graph_stats(ctx, fc_reshape(ctx, x, gs, 3), &ax, 1, node->f[CN_F_EPS], false,
+                                 &xh, &r) == FC_OK) {
+            xhat = fc_reshape(ctx, xh, x->raw.shape, rank);
+            dx = fc_reshape(
+                ctx, fc__norm_graph_dx(ctx, xh, r, fc_reshape(ctx, dh, gs, 3), &ax, 1, false),
+                x->raw.shape, rank);
+        }
+    }
+    if (!xhat) return fc__failed(ctx);
+    int red[FC_MAX_RANK], nr = 0; /* every axis but the channel's */
+    for (int i = 0; i < rank; i++)
+        if (i != 1) red[nr++] = i;
+    if (node->in[CN_IN_X].needs) gin[CN_IN_X] = dx;
+    if (node->in[CN_IN_WEIGHT].needs)
+        gin[CN_IN_WEIGHT] = fc_sum(ctx, fc_mul(ctx, gout, xhat), red, nr, false);
+    if (node->in[CN_IN_BIAS].needs) gin[CN_IN_BIAS] = fc_sum(ctx, gout, red, nr, false);
+    return fc_ctx_status(ctx);
+}
+
 static fc_status cnorm_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return cnorm_graph(ctx, node, gout, gin);
     bool has_w = node->i[CN_I_HAS_WEIGHT] != 0;
     fc_tensor *x = fc__ag_saved_tensor(ctx, node, CN_SAVED_INPUT);
     fc_tensor *mean = fc__ag_saved_tensor(ctx, node, CN_SAVED_MEAN);
@@ -64,14 +129,18 @@ static fc_status cnorm_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_
 }
 
 static fc_status record(fc_ctx *ctx, const char *op, fc_tensor *y, fc_tensor *x, fc_tensor *w,
-                        fc_tensor *b, const fc__cnorm_out *o, int64_t groups, bool batch_stats) {
+                        fc_tensor *b, const fc__cnorm_out *o, int64_t groups, bool batch_stats,
+                        double eps) {
     fc_tensor *in[CN_N_IN] = {[CN_IN_X] = x, [CN_IN_WEIGHT] = w, [CN_IN_BIAS] = b};
     fc_node *nd = fc__ag_record(ctx, op, cnorm_backward, y, CN_N_IN, in);
     if (!nd) return fc__failed(ctx);
     nd->i[CN_I_GROUPS] = groups;
     nd->i[CN_I_BATCH_STATS] = batch_stats;
     nd->i[CN_I_HAS_WEIGHT] = w != NULL;
+    nd->f[CN_F_EPS] = eps;
     fc_status st = fc__ag_save(ctx, nd, "input", o->x);           /* CN_SAVED_INPUT */
+    /* o->x holds x's values (contiguous, maybe a copy): linked to x */
+    if (st == FC_OK) nd->saved[CN_SAVED_INPUT].link = CN_IN_X;
     if (st == FC_OK) st = fc__ag_save(ctx, nd, "mean", o->mean);  /* CN_SAVED_MEAN */
     if (st == FC_OK) st = fc__ag_save(ctx, nd, "rstd", o->rstd);  /* CN_SAVED_RSTD */
     if (st == FC_OK && w) st = fc__ag_save(ctx, nd, "weight", w); /* CN_SAVED_WEIGHT */
@@ -169,7 +238,7 @@ static fc_tensor *cnorm_run(fc_ctx *ctx, const char *op, const fc__cnorm_geom *g
     fc_tensor *y = fc__cnorm_forward(ctx, op, g, x, w, b, batch_stats ? NULL : rm,
                                      batch_stats ? NULL : rv, eps, rec, update, &o);
     if (!y) return NULL;
-    fc_status st = rec ? record(ctx, op, y, x, w, b, &o, g->groups, batch_stats) : FC_OK;
+    fc_status st = rec ? record(ctx, op, y, x, w, b, &o, g->groups, batch_stats, eps) : FC_OK;
     fc_release(o.x);
     fc_release(o.mean);
     fc_release(o.rstd);

@@ -74,6 +74,7 @@ static fc_status mul_record(fc_ctx *ctx, fc_node *nd, fc_tensor *a, fc_tensor *b
 /* g * saved value k; a saved value already in g's dtype is read in place
  * (no handle for it), a 16-bit one is widened first. */
 static fc_tensor *times_saved(fc_ctx *ctx, fc_node *nd, int k, fc_tensor *g) {
+    if (fc__ag_create_graph(ctx)) return fc_mul(ctx, g, saved_as(ctx, nd, k, g));
     const fc_raw *v = fc__ag_saved_raw(ctx, nd, k);
     if (!v) return NULL;
     if (v->dtype == g->raw.dtype) return fc__binary_mul_raw(ctx, g, v);
@@ -123,6 +124,21 @@ static fc_status pow_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_te
     fc_tensor *a = saved_as(ctx, node, PAIR_SAVED_A, gout);
     fc_tensor *b = saved_as(ctx, node, PAIR_SAVED_B, gout);
     if (!a || !b) return fc_ctx_status(ctx);
+    if (fc__ag_create_graph(ctx)) { /* the same formulas and zeros from recorded ops */
+        fc_tensor *ca = fc__ag_saved_const(ctx, node, PAIR_SAVED_A);
+        fc_tensor *cb = fc__ag_saved_const(ctx, node, PAIR_SAVED_B);
+        if (node->in[BIN_IN_A].needs)
+            gin[BIN_IN_A] = fc_masked_fill(
+                ctx, fc_mul(ctx, gout, fc_mul(ctx, b, fc_pow(ctx, a, fc_sub_scalar(ctx, b, 1.0)))),
+                fc_eq_scalar(ctx, cb, 0.0), 0.0);
+        if (node->in[BIN_IN_B].needs)
+            gin[BIN_IN_B] = fc_masked_fill(
+                ctx, fc_mul(ctx, gout, fc_mul(ctx, fc_pow(ctx, a, b), fc_log(ctx, a))),
+                fc_logical_and(ctx, fc_eq_scalar(ctx, ca, 0.0),
+                               fc_logical_not(ctx, fc_lt_scalar(ctx, cb, 0.0))),
+                0.0);
+        return fc_ctx_status(ctx);
+    }
     if (node->in[BIN_IN_A].needs) gin[BIN_IN_A] = fc__binary_pow_grad_a(ctx, gout, a, b);
     if (node->in[BIN_IN_B].needs) gin[BIN_IN_B] = fc__binary_pow_grad_b(ctx, gout, a, b);
     return fc_ctx_status(ctx);
@@ -132,8 +148,9 @@ static fc_status pow_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_te
  * (or is NaN), 0.5 on ties (PyTorch's split), 0 where b wins. */
 static fc_status minmax_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin,
                                  bool is_min) {
-    fc_tensor *a = saved_as(ctx, node, PAIR_SAVED_A, gout);
-    fc_tensor *b = saved_as(ctx, node, PAIR_SAVED_B, gout);
+    /* the weights are constants, also in a create_graph walk */
+    fc_tensor *a = as_grad_dtype(ctx, fc__ag_saved_const(ctx, node, PAIR_SAVED_A), gout->raw.dtype);
+    fc_tensor *b = as_grad_dtype(ctx, fc__ag_saved_const(ctx, node, PAIR_SAVED_B), gout->raw.dtype);
     if (!a || !b) return fc_ctx_status(ctx);
     fc_tensor *ga = fc_mul(ctx, gout, fc__binary_minmax_weight(ctx, a, b, is_min));
     gin[BIN_IN_A] = ga;

@@ -131,7 +131,7 @@ enum { WHERE_SAVED_COND };
 
 /* g [broadcast(C, A, B)] -> cond: 0, a: g where cond, b: g elsewhere */
 static fc_status where_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
-    fc_tensor *cond = fc__ag_saved_tensor(ctx, node, WHERE_SAVED_COND);
+    fc_tensor *cond = fc__ag_saved_const(ctx, node, WHERE_SAVED_COND);
     fc_tensor *zero = zero_scalar(ctx, gout);
     if (!cond || !zero) return fc_ctx_status(ctx);
     gin[WHERE_IN_COND] = zero;
@@ -173,7 +173,7 @@ enum { MFILL_SAVED_MASK };
 /* g [..X] -> x: g where mask is false, 0 where it was filled; mask: 0 */
 static fc_status masked_fill_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
                                       fc_tensor **gin) {
-    fc_tensor *mask = fc__ag_saved_tensor(ctx, node, MFILL_SAVED_MASK);
+    fc_tensor *mask = fc__ag_saved_const(ctx, node, MFILL_SAVED_MASK);
     if (!mask) return fc_ctx_status(ctx);
     gin[MFILL_IN_X] = fc_masked_fill(ctx, gout, mask, 0.0);
     if (node->in[MFILL_IN_MASK].needs) gin[MFILL_IN_MASK] = zero_scalar(ctx, gout);

@@ -316,6 +316,99 @@ static fc_tensor *conv_impl(fc_ctx *ctx, const char *op, int rank, fc_tensor *x,
     return y ? fc__finish(ctx, op, y) : NULL;
 }
 
+/* ---- create_graph: the three products as recorded bilinear ops --------------------------------
+ * F(x, w) = conv, D(gy, w) = conv^T (dgrad), W(x, gy) = wgrad, over one
+ * geometry. Each is bilinear and the other two are its partial adjoints:
+ *   F: dx = D(gbar, w)   dw = W(x, gbar)
+ *   D: dgy = F(gbar, w)  dw = W(gbar, gy)
+ *   W: dx = D(gy, gbar)  dgy = F(x, gbar)
+ * so a convolution's rule written with them is differentiable to any
+ * order. The node keeps the geometry and the kind in ext. */
+typedef enum cp_kind { CP_F, CP_D, CP_W } cp_kind;
+typedef struct cp_state {
+    fc__conv_geom g;
+    cp_kind kind;
+} cp_state;
+
+static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tensor *a, fc_tensor *b);
+
+static fc_status cprod_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    const cp_state *s = node->ext;
+    fc_tensor *a = fc__ag_saved_tensor(ctx, node, 0), *b = fc__ag_saved_tensor(ctx, node, 1);
+    if (!a || !b) return fc__failed(ctx);
+    const fc__conv_geom *g = &s->g;
+    bool na = node->in[0].needs, nb = node->in[1].needs;
+    switch (s->kind) {
+    case CP_F:
+        if (na) gin[0] = cprod(ctx, g, CP_D, gout, b);
+        if (nb) gin[1] = cprod(ctx, g, CP_W, a, gout);
+        break;
+    case CP_D:
+        if (na) gin[0] = cprod(ctx, g, CP_F, gout, b);
+        if (nb) gin[1] = cprod(ctx, g, CP_W, gout, a);
+        break;
+    case CP_W:
+        if (na) gin[0] = cprod(ctx, g, CP_D, b, gout);
+        if (nb) gin[1] = cprod(ctx, g, CP_F, a, gout);
+        break;
+    }
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tensor *a,
+                        fc_tensor *b) {
+    const char *op = "conv (create_graph)";
+    if (!a || !b) return NULL;
+    fc_tensor *out = k == CP_F   ? fc__conv_forward(ctx, op, g, a, b, NULL)
+                     : k == CP_D ? fc__conv_dgrad(ctx, op, g, a, b, NULL)
+                                 : fc__conv_wgrad(ctx, op, g, a, b);
+    fc_tensor *in[2] = {a, b};
+    if (!out || !fc__ag_wants(ctx, 2, in)) return out;
+    fc_node *nd = fc__ag_record(ctx, op, cprod_backward, out, 2, in);
+    cp_state *st = nd ? fc__ctx_alloc(ctx, sizeof *st) : NULL;
+    if (!st) {
+        if (nd) fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", op);
+        return NULL;
+    }
+    *st = (cp_state){*g, k};
+    nd->ext = st;
+    nd->ext_size = sizeof *st;
+    if (fc__ag_save(ctx, nd, "a", a) != FC_OK || fc__ag_save(ctx, nd, "b", b) != FC_OK) return NULL;
+    return out;
+}
+
+/* The convolutions' rules from cprod: x, w and gout seen as 4-D (recorded
+ * reshapes), the results reshaped back; transposed: the image side is the
+ * output. */
+static fc_status conv_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin,
+                            const fc__conv_geom *g, bool transposed) {
+    fc_dtype gdt = gout->raw.dtype;
+    const fc__ag_input *ix = &node->in[CONV_IN_X], *iw = &node->in[CONV_IN_WEIGHT];
+    int64_t xd[4], wd[4], yd[4];
+    dims4(ix->shape, ix->rank, xd);
+    dims4(iw->shape, iw->rank, wd);
+    dims4(node->out_shape, node->out_rank, yd);
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, CONV_SAVED_X);
+    fc_tensor *w = fc__ag_saved_tensor(ctx, node, CONV_SAVED_WEIGHT);
+    if (x && x->raw.dtype != gdt) x = fc_to(ctx, x, gdt);
+    if (w && w->raw.dtype != gdt) w = fc_to(ctx, w, gdt);
+    x = x ? fc_reshape(ctx, x, xd, 4) : NULL;
+    w = w ? fc_reshape(ctx, w, wd, 4) : NULL;
+    fc_tensor *gy = fc_reshape(ctx, gout, yd, 4);
+    if (!x || !w || !gy) return fc__failed(ctx);
+    if (ix->needs)
+        gin[CONV_IN_X] =
+            fc_reshape(ctx, transposed ? cprod(ctx, g, CP_F, gy, w) : cprod(ctx, g, CP_D, gy, w),
+                       ix->shape, ix->rank);
+    if (iw->needs)
+        gin[CONV_IN_WEIGHT] =
+            fc_reshape(ctx, transposed ? cprod(ctx, g, CP_W, gy, x) : cprod(ctx, g, CP_W, x, gy),
+                       iw->shape, iw->rank);
+    if (node->in[CONV_IN_BIAS].needs)
+        gin[CONV_IN_BIAS] = fc_sum(ctx, gy, (int[]){0, 2, 3}, 3, false);
+    return fc_ctx_status(ctx);
+}
+
 /* dx = conv^T(dy, w), dw = wgrad(x, dy), db = channel sums of dy; the
  * geometry from the node's shapes (conv1d's rank-3 ones read as 4-D). */
 static fc_status conv_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
@@ -326,6 +419,7 @@ static fc_status conv_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_t
     dims4(node->out_shape, node->out_rank, yd);
     conv_args a = node_args(node);
     fc__conv_geom g = geom(xd, yd, wd, &a);
+    if (fc__ag_create_graph(ctx)) return conv_graph(ctx, node, gout, gin, &g, false);
     const char *op = node->op;
     if (ix->needs) {
         fc_tensor *w = fc__ag_saved_tensor(ctx, node, CONV_SAVED_WEIGHT);
@@ -426,6 +520,7 @@ static fc_status conv_transpose_backward(fc_ctx *ctx, fc_node *node, fc_tensor *
     dims4(node->out_shape, 4, od);
     conv_args a = node_args(node);
     fc__conv_geom g = geom(od, xd, wd, &a);
+    if (fc__ag_create_graph(ctx)) return conv_graph(ctx, node, gout, gin, &g, true);
     const char *op = node->op;
     if (node->in[CONV_IN_X].needs) {
         fc_tensor *w = fc__ag_saved_tensor(ctx, node, CONV_SAVED_WEIGHT);

@@ -56,6 +56,19 @@ static fc_status index_select_backward(fc_ctx *ctx, fc_node *node, fc_tensor *go
                                        fc_tensor **gin) {
     fc_tensor *index = fc__ag_saved_tensor(ctx, node, INDEX_SAVED_INDEX);
     if (!index) return fc_ctx_status(ctx);
+    if (fc__ag_create_graph(ctx)) { /* a recorded scatter_add of g's rows into zeros */
+        int a = (int)node->i[INDEX_I_AXIS], r = node->in[0].rank;
+        int64_t l = fc__numel(&index->raw), gs[FC_MAX_RANK], is[FC_MAX_RANK];
+        for (int i = 0; i < r; i++) {
+            gs[i] = i == a ? l : node->in[0].shape[i];
+            is[i] = i == a ? l : 1;
+        }
+        fc_tensor *g = fc_reshape(ctx, gout, gs, r); /* the index's axes as one */
+        fc_tensor *ix = fc_contiguous(ctx, fc_expand(ctx, fc_reshape(ctx, index, is, r), gs, r));
+        fc_tensor *z = fc_zeros(ctx, gout->raw.dtype, node->in[0].shape, r);
+        gin[0] = fc_scatter_add(ctx, z, a, ix, g);
+        return fc_ctx_status(ctx);
+    }
     gin[0] = fc__index_add_rows(ctx, gout, node->in[0].shape, node->in[0].rank,
                                 (int)node->i[INDEX_I_AXIS], index);
     return gin[0] ? FC_OK : fc_ctx_status(ctx);

@@ -265,6 +265,14 @@ enum { PAD_I_LEAD = 0 };
 
 /* The input's gradient is the interior of gout: a strided view of it. */
 static fc_status pad_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) { /* the interior through recorded narrows */
+        fc_tensor *g = gout;
+        for (int i = 0; i < node->in[0].rank && g; i++)
+            if (node->in[0].shape[i] != g->raw.shape[i])
+                g = fc_narrow(ctx, g, i, node->i[PAD_I_LEAD + i], node->in[0].shape[i]);
+        gin[0] = g;
+        return fc_ctx_status(ctx);
+    }
     int64_t offset = gout->raw.offset;
     for (int i = 0; i < node->in[0].rank; i++)
         offset += node->i[PAD_I_LEAD + i] * gout->raw.strides[i];

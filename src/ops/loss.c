@@ -39,8 +39,43 @@ static fc__ce_params ce_params(fc_reduction reduction, bool use_ignore, int64_t 
                            .smoothing = smoothing};
 }
 
+/* create_graph: dx = w_i * (softmax(x) - T) from recorded ops, with T =
+ * (1 - eps) onehot + eps / C and w_i the row weight (g_i per row, else g
+ * times the mean scale; 0 for an ignored row), T and the row masks
+ * constants. */
+static fc_status ce_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, CE_SAVED_LOGITS);
+    if (!x) return fc__failed(ctx);
+    fc_dtype gdt = gout->raw.dtype;
+    if (x->raw.dtype != gdt) x = fc_to(ctx, x, gdt);
+    int64_t c = node->in[0].shape[node->in[0].rank - 1], n = fc__numel(&node->aux->raw);
+    const int64_t *t = (const int64_t *)fc__raw_base(&node->aux->raw);
+    double eps = node->f[CE_F_SMOOTHING];
+    fc_tensor *tt = fc_zeros(ctx, FC_F64, (int64_t[]){n, c}, 2);
+    fc_tensor *keep = fc_zeros(ctx, FC_F64, (int64_t[]){n, 1}, 2);
+    if (!x || !tt || !keep) return fc__failed(ctx);
+    double *tp = (double *)fc__raw_base(&tt->raw), *kp = (double *)fc__raw_base(&keep->raw);
+    for (int64_t i = 0; i < n; i++) {
+        bool ignored = node->i[CE_I_USE_IGNORE] && t[i] == node->i[CE_I_IGNORE_INDEX];
+        kp[i] = ignored ? 0.0 : 1.0;
+        for (int64_t j = 0; j < c && !ignored; j++)
+            tp[i * c + j] = eps / (double)c + (j == t[i] ? 1.0 - eps : 0.0);
+    }
+    fc_tensor *x2 = fc_reshape(ctx, x, (int64_t[]){n, c}, 2);
+    fc_tensor *d = fc_sub(ctx, fc_softmax(ctx, x2, 1), fc_to(ctx, tt, gdt));
+    fc_tensor *w = (fc_reduction)node->i[CE_I_REDUCTION] == FC_REDUCE_NONE
+                       ? fc_reshape(ctx, gout, (int64_t[]){n, 1}, 2)
+                   : (fc_reduction)node->i[CE_I_REDUCTION] == FC_REDUCE_MEAN
+                       ? fc_mul_scalar(ctx, gout, node->f[CE_F_MEAN_SCALE])
+                       : gout;
+    fc_tensor *dx = fc_mul(ctx, d, fc_mul(ctx, w, fc_to(ctx, keep, gdt)));
+    gin[0] = fc_reshape(ctx, dx, node->in[0].shape, node->in[0].rank);
+    return fc_ctx_status(ctx);
+}
+
 static fc_status cross_entropy_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
                                         fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return ce_graph(ctx, node, gout, gin);
     fc_tensor *logits = fc__ag_saved_tensor(ctx, node, CE_SAVED_LOGITS);
     fc_tensor *lse = fc__ag_saved_tensor(ctx, node, CE_SAVED_LSE);
     if (!logits || !lse) return fc__failed(ctx);
@@ -127,6 +162,9 @@ fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *targets,
         fc_node *nd = fc__ag_record(ctx, "cross_entropy", cross_entropy_backward, out, 1, &logits);
         if (nd && fc__ag_save(ctx, nd, "logits", xc) == FC_OK &&
             fc__ag_save(ctx, nd, "lse", lse) == FC_OK) { /* CE_SAVED_LOGITS, CE_SAVED_LSE */
+            /* xc holds the logits' values (a contiguous copy of a strided
+             * view): a create_graph walk links it to the logits */
+            nd->saved[CE_SAVED_LOGITS].link = 0;
             nd->aux = fc_keep(fc_retain(tg));
             nd->i[CE_I_REDUCTION] = o.reduction;
             nd->i[CE_I_USE_IGNORE] = o.use_ignore;
@@ -169,6 +207,13 @@ static fc_status mse_loss_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, 
     fc_tensor *a = saved_as(ctx, node, MSE_SAVED_A, gdt),
               *b = saved_as(ctx, node, MSE_SAVED_B, gdt);
     if (!a || !b) return fc__failed(ctx);
+    if (fc__ag_create_graph(ctx)) { /* 2 scale g (a - b), and its negation */
+        fc_tensor *da =
+            fc_mul(ctx, gout, fc_mul_scalar(ctx, fc_sub(ctx, a, b), 2 * node->f[MSE_F_SCALE]));
+        gin[0] = da;
+        if (node->in[1].needs) gin[1] = fc_neg(ctx, da);
+        return fc_ctx_status(ctx);
+    }
     int64_t shape[FC_MAX_RANK];
     int rank;
     fc__shape_broadcast(a->raw.shape, a->raw.rank, b->raw.shape, b->raw.rank, shape, &rank);

@@ -73,6 +73,12 @@ static fc_status dropout_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, f
         return FC_OK;
     }
     fc_tensor *mask = fc__ag_saved_tensor(ctx, node, DROPOUT_SAVED_MASK);
+    if (mask && fc__ag_create_graph(ctx)) { /* g * mask * scale, the mask a constant */
+        gin[0] =
+            fc_mul(ctx, gout,
+                   fc_mul_scalar(ctx, fc_to(ctx, mask, gout->raw.dtype), node->f[DROPOUT_F_SCALE]));
+        return fc_ctx_status(ctx);
+    }
     gin[0] = mask ? fc__dropout_apply(ctx, gout, mask, node->f[DROPOUT_F_SCALE]) : NULL;
     return gin[0] ? FC_OK : fc_ctx_status(ctx);
 }

@@ -119,6 +119,8 @@ static fc_tensor *view(fc_ctx *ctx, fc_tensor *t, const int64_t *shape, const in
 
 /* A contiguous tensor seen with another shape of the same size. */
 static fc_tensor *reshape(fc_ctx *ctx, fc_tensor *t, const int64_t *shape, int rank) {
+    /* a create_graph walk needs the recorded views (these carry no node) */
+    if (fc__ag_create_graph(ctx)) return t ? fc_reshape(ctx, t, shape, rank) : NULL;
     int64_t strides[FC_MAX_RANK];
     fc__shape_contiguous_strides(shape, rank, strides);
     return view(ctx, t, shape, strides, rank);
@@ -127,6 +129,7 @@ static fc_tensor *reshape(fc_ctx *ctx, fc_tensor *t, const int64_t *shape, int r
 /* The last two axes swapped (rank >= 2). */
 static fc_tensor *swap_last2(fc_ctx *ctx, fc_tensor *t) {
     if (!t) return NULL;
+    if (fc__ag_create_graph(ctx)) return fc_transpose(ctx, t, -2, -1);
     int r = t->raw.rank;
     int64_t shape[FC_MAX_RANK], strides[FC_MAX_RANK];
     for (int i = 0; i < r; i++)
@@ -139,6 +142,7 @@ static fc_tensor *swap_last2(fc_ctx *ctx, fc_tensor *t) {
 /* A vector [k] as a row [1, k] (left operand) or a column [k, 1] (right). */
 static fc_tensor *as_matrix(fc_ctx *ctx, fc_tensor *t, bool left) {
     if (!t || t->raw.rank > 1) return t;
+    if (fc__ag_create_graph(ctx)) return fc_unsqueeze(ctx, t, left ? 0 : 1);
     int64_t k = t->raw.shape[0], s = t->raw.strides[0];
     int64_t shape[2] = {left ? 1 : k, left ? k : 1};
     int64_t strides[2] = {left ? s * k : s, left ? s : 1};

@@ -11,6 +11,7 @@
 #include "ag/tape.h"
 #include "exec/kernels/norm.h"
 #include "fucina.h"
+#include "ops/norm_graph.h"
 
 /* The node's saved layout. Inputs: x, weight, bias (NULL entries allowed).
  * saved[NORM_SAVED_INPUT] is the contiguous input; the weight (when there
@@ -31,6 +32,52 @@ enum {
     NORM_I_SAVED_RSTD = 2,   /* i[]: saved index of rstd */
     NORM_I_RMS = 3,          /* i[]: 1 for rms_norm, 0 for layer_norm */
 };
+enum {
+    NORM_F_EPS = 0, /* f[]: eps (the create_graph form recomputes the statistics) */
+};
+
+static fc_tensor *saved_at(fc_ctx *ctx, fc_node *node, int slot);
+
+/* ---- create_graph ---------------------------------------------------------------------------- */
+
+fc_status fc__norm_graph_stats(fc_ctx *ctx, fc_tensor *x, const int *axes, int na, double eps,
+                               bool rms, fc_tensor **xhat, fc_tensor **r) {
+    fc_tensor *xc = rms ? x : fc_sub(ctx, x, fc_mean(ctx, x, axes, na, true));
+    fc_tensor *var = fc_mean(ctx, fc_square(ctx, xc), axes, na, true);
+    *r = fc_rsqrt(ctx, fc_add_scalar(ctx, var, eps));
+    *xhat = fc_mul(ctx, xc, *r);
+    return fc_ctx_status(ctx);
+}
+
+fc_tensor *fc__norm_graph_dx(fc_ctx *ctx, fc_tensor *xhat, fc_tensor *r, fc_tensor *dh,
+                             const int *axes, int na, bool rms) {
+    fc_tensor *t = fc_mul(ctx, xhat, fc_mean(ctx, fc_mul(ctx, dh, xhat), axes, na, true));
+    fc_tensor *d = fc_sub(ctx, dh, t);
+    if (!rms) d = fc_sub(ctx, d, fc_mean(ctx, dh, axes, na, true));
+    return fc_mul(ctx, r, d);
+}
+
+/* The rule from recorded ops over the last axis: dh = g w, dx as above,
+ * dw = g xhat and db = g (the engine sums the rows). */
+static fc_status norm_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_dtype gdt = gout->raw.dtype;
+    bool rms = node->i[NORM_I_RMS] != 0;
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, NORM_SAVED_INPUT);
+    fc_tensor *w = saved_at(ctx, node, NORM_I_SAVED_WEIGHT);
+    if (x && x->raw.dtype != gdt) x = fc_to(ctx, x, gdt);
+    if (w && w->raw.dtype != gdt) w = fc_to(ctx, w, gdt);
+    if (!x || (node->i[NORM_I_SAVED_WEIGHT] >= 0 && !w)) return fc__failed(ctx);
+    int ax = x->raw.rank - 1;
+    fc_tensor *xhat, *r;
+    if (fc__norm_graph_stats(ctx, x, &ax, 1, node->f[NORM_F_EPS], rms, &xhat, &r) != FC_OK)
+        return fc__failed(ctx);
+    fc_tensor *dh = w ? fc_mul(ctx, gout, w) : gout;
+    if (node->in[NORM_IN_X].needs)
+        gin[NORM_IN_X] = fc__norm_graph_dx(ctx, xhat, r, dh, &ax, 1, rms);
+    if (node->in[NORM_IN_WEIGHT].needs) gin[NORM_IN_WEIGHT] = fc_mul(ctx, gout, xhat);
+    if (node->in[NORM_IN_BIAS].needs) gin[NORM_IN_BIAS] = gout;
+    return fc_ctx_status(ctx);
+}
 
 /* The saved value whose index i-slot `slot` holds, or NULL when the slot
  * says absent (-1) or the value cannot be read (the error recorded). */
@@ -40,6 +87,7 @@ static fc_tensor *saved_at(fc_ctx *ctx, fc_node *node, int slot) {
 }
 
 static fc_status norm_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return norm_graph(ctx, node, gout, gin);
     fc_tensor *x = fc__ag_saved_tensor(ctx, node, NORM_SAVED_INPUT);
     fc_tensor *w = saved_at(ctx, node, NORM_I_SAVED_WEIGHT);
     fc_tensor *mean = saved_at(ctx, node, NORM_I_SAVED_MEAN);
@@ -61,13 +109,16 @@ static fc_status save_at(fc_ctx *ctx, fc_node *nd, int slot, const char *role, f
 }
 
 static fc_status record(fc_ctx *ctx, const char *name, bool rms, fc_tensor *y, fc_tensor *x,
-                        fc_tensor *w, fc_tensor *b, const fc__norm_stats *s) {
+                        fc_tensor *w, fc_tensor *b, const fc__norm_stats *s, double eps) {
     fc_tensor *in[NORM_N_IN] = {[NORM_IN_X] = x, [NORM_IN_WEIGHT] = w, [NORM_IN_BIAS] = b};
     fc_node *nd = fc__ag_record(ctx, name, norm_backward, y, NORM_N_IN, in);
     if (!nd) return fc__failed(ctx);
     nd->i[NORM_I_RMS] = rms;
+    nd->f[NORM_F_EPS] = eps;
     nd->i[NORM_I_SAVED_WEIGHT] = nd->i[NORM_I_SAVED_MEAN] = -1;
     fc_status st = fc__ag_save(ctx, nd, "input", s->x); /* NORM_SAVED_INPUT */
+    /* s->x holds x's values (contiguous, maybe a copy): linked to x */
+    if (st == FC_OK) nd->saved[NORM_SAVED_INPUT].link = NORM_IN_X;
     if (st == FC_OK && w) st = save_at(ctx, nd, NORM_I_SAVED_WEIGHT, "weight", w);
     if (st == FC_OK && !rms) st = save_at(ctx, nd, NORM_I_SAVED_MEAN, "mean", s->mean);
     nd->i[NORM_I_SAVED_RSTD] = nd->n_saved;
@@ -114,7 +165,7 @@ static fc_tensor *norm_impl(fc_ctx *ctx, const char *name, bool rms, fc_tensor *
     if (!y) return NULL;
     fc_status st = FC_OK;
     if (rec) {
-        st = record(ctx, name, rms, y, x, w, b, &s);
+        st = record(ctx, name, rms, y, x, w, b, &s, eps);
         fc_release(s.x);
         fc_release(s.mean);
         fc_release(s.rstd);

@@ -164,10 +164,89 @@ static fc_status rule_finish(fc_ctx *ctx, fc_tensor **gin, fc_tensor *dx) {
     return dx ? FC_OK : fc__failed(ctx);
 }
 
+/* ---- create_graph ---------------------------------------------------------------------------
+ * Average pooling is linear in x: its rule is the adjoint map, recorded as
+ * an op whose own rule is the pooling again (and so on, to any order).
+ * Max pooling's rule is a recorded scatter of g onto the (constant) argmax,
+ * whose rule is a gather. */
+typedef struct pool_lin_state {
+    fc__pool_geom g;
+    int64_t in_shape[FC_MAX_RANK];
+    int in_rank;
+    bool adjoint; /* this node computed the adjoint (the spreading backward) */
+} pool_lin_state;
+
+static fc_tensor *pool_lin(fc_ctx *ctx, const pool_lin_state *s, fc_tensor *t, bool adjoint);
+
+static fc_status pool_lin_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    const pool_lin_state *s = node->ext;
+    gin[0] = pool_lin(ctx, s, gout, !s->adjoint);
+    return gin[0] ? FC_OK : fc__failed(ctx);
+}
+
+static fc_tensor *pool_lin(fc_ctx *ctx, const pool_lin_state *s, fc_tensor *t, bool adjoint) {
+    const char *op = "avg_pool2d (create_graph)";
+    if (adjoint && t && !fc__raw_is_contiguous(&t->raw)) t = fc_contiguous(ctx, t);
+    if (!t) return NULL;
+    fc_tensor *out = adjoint ? fc__pool2d_backward(ctx, op, &s->g, t, NULL, s->in_shape, s->in_rank)
+                             : fc__pool2d_forward(ctx, op, &s->g, t, NULL);
+    if (!out || !fc__ag_wants(ctx, 1, &t)) return out;
+    fc_node *nd = fc__ag_record(ctx, op, pool_lin_backward, out, 1, &t);
+    pool_lin_state *c = nd ? fc__ctx_alloc(ctx, sizeof *c) : NULL;
+    if (!c) {
+        if (nd) fc__fail(ctx, FC_ERR_OOM, "%s: out of memory", op);
+        return NULL;
+    }
+    *c = *s;
+    c->adjoint = adjoint;
+    nd->ext = c;
+    nd->ext_size = sizeof *c;
+    return out;
+}
+
+static fc_status avg_graph(fc_ctx *ctx, const fc_node *node, const fc__pool_geom *g,
+                           fc_tensor *gout, fc_tensor **gin) {
+    pool_lin_state s = {.g = *g, .in_rank = node->in[POOL_IN_X].rank};
+    for (int i = 0; i < s.in_rank; i++)
+        s.in_shape[i] = node->in[POOL_IN_X].shape[i];
+    gin[POOL_IN_X] = pool_lin(ctx, &s, gout, true);
+    return gin[POOL_IN_X] ? FC_OK : fc__failed(ctx);
+}
+
+static fc_status max_graph(fc_ctx *ctx, const fc_node *node, const fc__pool_geom *g,
+                           fc_tensor *gout, fc_tensor **gin) {
+    fc_tensor *idx = node->aux, *go = gout;
+    int64_t n = fc__numel(&idx->raw);
+    const int64_t *ip = (const int64_t *)fc__raw_base(&idx->raw);
+    bool empty = false; /* a window over padding only (-1): it passes nothing */
+    for (int64_t i = 0; i < n; i++) empty |= ip[i] < 0;
+    if (empty) { /* such outputs scatter a zero onto element 0 */
+        fc_tensor *c = fc_clone(ctx, idx);
+        fc_tensor *keep = c ? fc_empty(ctx, gout->raw.dtype, gout->raw.shape, gout->raw.rank) : NULL;
+        if (!keep) return fc__failed(ctx);
+        int64_t *cp = (int64_t *)fc__raw_base(&c->raw);
+        for (int64_t i = 0; i < n; i++) {
+            fc__store_f64(keep->raw.dtype, (char *)fc__raw_base(&keep->raw) +
+                                               (size_t)i * fc_dtype_size(keep->raw.dtype),
+                          cp[i] < 0 ? 0.0 : 1.0);
+            if (cp[i] < 0) cp[i] = 0;
+        }
+        idx = c;
+        go = fc_mul(ctx, gout, keep);
+    }
+    int64_t ps[2] = {g->planes, g->ih * g->iw}, os[2] = {g->planes, g->oh * g->ow};
+    fc_tensor *ix = fc_reshape(ctx, idx, os, 2);
+    fc_tensor *dx = fc_scatter_add(ctx, fc_zeros(ctx, gout->raw.dtype, ps, 2), 1, ix,
+                                   fc_reshape(ctx, go, os, 2));
+    gin[POOL_IN_X] = fc_reshape(ctx, dx, node->in[POOL_IN_X].shape, node->in[POOL_IN_X].rank);
+    return fc_ctx_status(ctx);
+}
+
 /* ---- max_pool2d ----------------------------------------------------------------------------- */
 
 static fc_status max_pool2d_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc__pool_geom g = rule_geom(FC__POOL_MAX, node, gout);
+    if (fc__ag_create_graph(ctx)) return max_graph(ctx, node, &g, gout, gin);
     const fc__ag_input *in = &node->in[POOL_IN_X];
     return rule_finish(
         ctx, gin,
@@ -196,6 +275,7 @@ static fc_status avg_pool2d_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout
     g.ph = node->i[AVG_I_PH], g.pw = node->i[AVG_I_PW];
     g.count_include_pad = node->i[AVG_I_INCLUDE_PAD] != 0;
     g.divisor = node->i[AVG_I_DIVISOR];
+    if (fc__ag_create_graph(ctx)) return avg_graph(ctx, node, &g, gout, gin);
     const fc__ag_input *in = &node->in[POOL_IN_X];
     return rule_finish(
         ctx, gin,
@@ -219,6 +299,7 @@ fc_tensor *fc_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts *opts) 
 static fc_status adaptive_avg_pool2d_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
                                               fc_tensor **gin) {
     fc__pool_geom g = rule_geom(FC__POOL_ADAPTIVE, node, gout);
+    if (fc__ag_create_graph(ctx)) return avg_graph(ctx, node, &g, gout, gin);
     const fc__ag_input *in = &node->in[POOL_IN_X];
     return rule_finish(ctx, gin,
                        fc__pool2d_backward(ctx, "adaptive_avg_pool2d_backward", &g, gout, NULL,

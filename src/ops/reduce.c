@@ -17,6 +17,8 @@
  *   var   dx = g * 2 (x - mean) / (n - correction); std divides by 2 std
  *   logsumexp  dx = g * exp(x - out)
  * argmax, argmin, all and any record nothing. */
+#include <string.h>
+
 #include "exec/kernels/reduce.h"
 #include "ag/tape.h"
 #include "fucina.h"
@@ -72,6 +74,129 @@ static fc_tensor *combine(fc_ctx *ctx, fc_node *node, fc__red_combine_mode mode,
     node_mask(node, mask);
     return fc__red_combine(ctx, node->op, mode, x, a, b, node->in[0].shape, node->in[0].rank, mask,
                            fc__grad_dtype(node->in[0].dtype));
+}
+
+/* ---- create_graph: the rules from recorded ops ------------------------------------------------
+ * g is reshaped to the input's rank with the reduced axes kept as 1, so it
+ * broadcasts over them (the engine repeats it to the input's shape). */
+
+/* The reduced axes of the node; returns their count. */
+static int node_axes(const fc_node *node, int *axes) {
+    int n = 0;
+    for (int i = 0; i < node->in[0].rank; i++)
+        if ((node->i[RED_I_AXES] >> i) & 1) axes[n++] = i;
+    return n;
+}
+
+/* t (of the output's shape) with the reduced axes put back as 1. */
+static fc_tensor *kept(fc_ctx *ctx, const fc_node *node, fc_tensor *t) {
+    int64_t shape[FC_MAX_RANK];
+    int r = node->in[0].rank;
+    for (int i = 0; i < r; i++)
+        shape[i] = (node->i[RED_I_AXES] >> i) & 1 ? 1 : node->in[0].shape[i];
+    return fc_reshape(ctx, t, shape, r);
+}
+
+/* The saved input, linked, in g's dtype. */
+static fc_tensor *graph_input(fc_ctx *ctx, fc_node *node, const fc_tensor *g) {
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, RED_SAVED_INPUT);
+    return x && x->raw.dtype != g->raw.dtype ? fc_to(ctx, x, g->raw.dtype) : x;
+}
+
+/* prod's rule where the set holds a zero (prod / x is undefined there):
+ * dx_i = g * prod over k != i of x_k, each exclusive product a recorded
+ * fc_prod of the set with x_i replaced by 1 (an n x n matrix per output,
+ * n the set's size: meant for the small sets higher-order code meets). x
+ * is permuted so the reduced axes come last and flattened to n. */
+static fc_status prod_exclusive(fc_ctx *ctx, fc_node *node, fc_tensor *x, fc_tensor *g,
+                                const int *axes, int na, fc_tensor **gin) {
+    int r = x->raw.rank, perm[FC_MAX_RANK], inv[FC_MAX_RANK], nk = 0;
+    int64_t n = 1, shape[FC_MAX_RANK + 1], pshape[FC_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (!((node->i[RED_I_AXES] >> i) & 1)) perm[nk++] = i;
+    for (int j = 0; j < na; j++) perm[nk + j] = axes[j], n *= x->raw.shape[axes[j]];
+    for (int i = 0; i < r; i++) inv[perm[i]] = i, pshape[i] = x->raw.shape[perm[i]];
+    for (int i = 0; i < nk; i++) shape[i] = pshape[i];
+    shape[nk] = n;
+    fc_tensor *xr = fc_reshape(ctx, fc_permute(ctx, x, perm), shape, nk + 1); /* [K.., n] */
+    shape[nk + 1] = n;
+    fc_tensor *e = fc_expand(ctx, fc_unsqueeze(ctx, xr, nk), shape, nk + 2); /* [K.., n, n] */
+    fc_tensor *eye = fc_zeros(ctx, FC_BOOL, (int64_t[]){n, n}, 2);
+    if (!e || !eye) return fc__failed(ctx);
+    for (int64_t i = 0; i < n; i++) ((bool *)fc__raw_base(&eye->raw))[i * n + i] = true;
+    int last = nk + 1;
+    fc_tensor *ex = fc_prod(ctx, fc_masked_fill(ctx, e, eye, 1.0), &last, 1, false); /* [K.., n] */
+    shape[nk] = 1;
+    fc_tensor *d = fc_mul(ctx, ex, fc_reshape(ctx, g, shape, nk + 1));
+    fc_tensor *dx = fc_permute(ctx, fc_reshape(ctx, d, pshape, r), inv);
+    gin[0] = dx;
+    return fc_ctx_status(ctx);
+}
+
+static fc_status graph_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_tensor *g = kept(ctx, node, gout);
+    int axes[FC_MAX_RANK], na = node_axes(node, axes);
+    const char *op = node->op;
+    if (!g) return fc__failed(ctx);
+    if (!strcmp(op, "sum")) {
+        gin[0] = g;
+        return FC_OK;
+    }
+    if (!strcmp(op, "mean")) {
+        gin[0] = fc_mul_scalar(ctx, g, 1.0 / (double)node->i[RED_I_COUNT]);
+        return fc_ctx_status(ctx);
+    }
+    if (node->i[RED_I_OP] == FC__RED_MAX || node->i[RED_I_OP] == FC__RED_MIN) {
+        /* g times the (constant) one-hot of the chosen element */
+        bool mask[FC_MAX_RANK];
+        node_mask(node, mask);
+        fc_tensor *x = fc__ag_saved_const(ctx, node, RED_SAVED_INPUT);
+        fc_tensor *idx = fc__tensor_new(ctx, op, FC_I64, node->out_shape, node->out_rank);
+        fc_tensor *one = fc_ones(ctx, gout->raw.dtype, node->out_shape, node->out_rank);
+        if (!x || !idx || !one) return fc__failed(ctx);
+        if (fc__red_run(ctx, op, node->i[RED_I_OP] == FC__RED_MAX ? FC__RED_ARGMAX : FC__RED_ARGMIN,
+                        &x->raw, mask, NULL, &idx->raw) != FC_OK)
+            return fc__failed(ctx);
+        fc_tensor *hot =
+            fc__red_scatter(ctx, op, idx, one, node->in[0].shape, node->in[0].rank, mask);
+        gin[0] = fc_mul(ctx, g, hot);
+        return fc_ctx_status(ctx);
+    }
+    fc_tensor *x = graph_input(ctx, node, gout);
+    if (!x) return fc__failed(ctx);
+    switch (node->i[RED_I_OP]) {
+    case FC__RED_PROD: { /* g * prod / x without zeros in the set, else exclusive products */
+        fc_tensor *c = fc__ag_saved_const(ctx, node, RED_SAVED_INPUT);
+        fc_tensor *z = c ? fc_any(ctx, fc_eq_scalar(ctx, c, 0.0), NULL, 0, false) : NULL;
+        bool b = false;
+        if (z && fc_tensor_copy_to(z, &b, sizeof b) == FC_OK && b)
+            return prod_exclusive(ctx, node, x, g, axes, na, gin);
+        gin[0] = fc_div(ctx, fc_mul(ctx, g, fc_prod(ctx, x, axes, na, true)), x);
+        return fc_ctx_status(ctx);
+    }
+    case FC__RED_VAR: { /* g 2 (x - mean) / den, std: g (x - mean) / (den std) */
+        double n = (double)node->i[RED_I_COUNT], den = n - node->f[RED_F_CORRECTION];
+        den = den > 0 ? den : 0.0;
+        fc_tensor *d = fc_sub(ctx, x, fc_mean(ctx, x, axes, na, true));
+        if (!node->i[RED_I_SQRT]) {
+            gin[0] = fc_mul(ctx, g, fc_mul_scalar(ctx, d, 2.0 / den));
+        } else {
+            fc_tensor *sd = fc__ag_saved_tensor(ctx, node, RED_SAVED_OUTPUT);
+            if (sd && sd->raw.dtype != gout->raw.dtype) sd = fc_to(ctx, sd, gout->raw.dtype);
+            gin[0] =
+                fc_div(ctx, fc_mul(ctx, g, fc_mul_scalar(ctx, d, 1.0 / den)), kept(ctx, node, sd));
+        }
+        return fc_ctx_status(ctx);
+    }
+    case FC__RED_LSE: { /* g exp(x - out) */
+        fc_tensor *out = fc__ag_saved_tensor(ctx, node, RED_SAVED_OUTPUT);
+        if (out && out->raw.dtype != gout->raw.dtype) out = fc_to(ctx, out, gout->raw.dtype);
+        gin[0] = fc_mul(ctx, g, fc_exp(ctx, fc_sub(ctx, x, kept(ctx, node, out))));
+        return fc_ctx_status(ctx);
+    }
+    default:
+        return fc__ag_unsupported(ctx, op);
+    }
 }
 
 /* ---- the shared forward --------------------------------------------------------------------- */
@@ -173,6 +298,7 @@ fc_tensor *fc_sum(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool ke
 }
 
 static fc_status sum_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     if (fc__numel(&gout->raw) == 1) { /* broadcasts to the input: the engine repeats it */
         gin[0] = gout;
         return FC_OK;
@@ -194,6 +320,7 @@ fc_tensor *fc_mean(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool k
 }
 
 static fc_status mean_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     fc_tensor *q = fc__red_scaled(ctx, node->op, gout, 1.0 / (double)node->i[RED_I_COUNT]);
     if (!q) return fc__failed(ctx);
     bool mask[FC_MAX_RANK];
@@ -216,6 +343,7 @@ fc_tensor *fc_prod(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool k
 }
 
 static fc_status prod_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     fc_tensor *x = saved_float_input(ctx, node);
     if (!x) return fc__failed(ctx);
     fc_tensor *a = per_output(ctx, node, x, FC__RED_NZPROD, 0);
@@ -249,6 +377,7 @@ fc_tensor *fc_min(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool ke
 }
 
 static fc_status extremum_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     fc_tensor *x = fc__ag_saved_tensor(ctx, node, RED_SAVED_INPUT);
     if (!x) return fc__failed(ctx);
     bool mask[FC_MAX_RANK];
@@ -305,6 +434,7 @@ fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, int cor
 
 /* var and std (RED_I_SQRT), which saves its output as well. */
 static fc_status var_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     fc_tensor *x = saved_float_input(ctx, node);
     if (!x) return fc__failed(ctx);
     double n = (double)node->i[RED_I_COUNT], den = n - node->f[RED_F_CORRECTION];
@@ -338,6 +468,7 @@ fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, b
 }
 
 static fc_status logsumexp_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return graph_rule(ctx, node, gout, gin);
     fc_tensor *x = saved_float_input(ctx, node);
     fc_tensor *out = fc__ag_saved_tensor(ctx, node, RED_SAVED_OUTPUT);
     if (!x || !out) return fc__failed(ctx);

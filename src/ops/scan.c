@@ -44,6 +44,12 @@ fc_tensor *fc_cumsum(fc_ctx *ctx, fc_tensor *x, int axis) {
 }
 
 static fc_status cumsum_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) { /* suffix sums, recorded: sum(g) - cumsum(g) + g */
+        int ax = (int)node->i[SCAN_I_AXIS];
+        gin[0] = fc_add(ctx, fc_sub(ctx, fc_sum(ctx, gout, &ax, 1, true), fc_cumsum(ctx, gout, ax)),
+                        gout);
+        return fc_ctx_status(ctx);
+    }
     gin[0] = fc__cumsum(ctx, node->op, gout, (int)node->i[SCAN_I_AXIS], true);
     return gin[0] ? FC_OK : fc__failed(ctx);
 }

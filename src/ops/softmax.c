@@ -22,6 +22,17 @@ static fc_status softmax_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_te
                               bool is_log) {
     fc_tensor *y = fc__ag_saved_tensor(ctx, node, SOFTMAX_SAVED_OUTPUT);
     if (!y) return fc__failed(ctx);
+    if (fc__ag_create_graph(ctx)) { /* the rules above from recorded ops (y linked) */
+        int ax = (int)node->i[SOFTMAX_I_AXIS];
+        if (y->raw.dtype != gout->raw.dtype) y = fc_to(ctx, y, gout->raw.dtype);
+        if (is_log)
+            gin[0] =
+                fc_sub(ctx, gout, fc_mul(ctx, fc_exp(ctx, y), fc_sum(ctx, gout, &ax, 1, true)));
+        else
+            gin[0] =
+                fc_mul(ctx, y, fc_sub(ctx, gout, fc_sum(ctx, fc_mul(ctx, gout, y), &ax, 1, true)));
+        return fc_ctx_status(ctx);
+    }
     gin[0] = fc__softmax_backward(ctx, y, gout, (int)node->i[SOFTMAX_I_AXIS], is_log);
     return gin[0] ? FC_OK : fc__failed(ctx);
 }

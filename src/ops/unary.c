@@ -12,6 +12,8 @@
  * (the input or the output, whichever the derivative is written in; see
  * fc__unary_saves_of), or g itself for the kinds whose derivative needs no
  * value (neg: -1, sign: 0). */
+#include <math.h>
+
 #include "exec/kernels/unary.h"
 #include "ag/tape.h"
 #include "exec/kernels/pointwise.h"
@@ -54,9 +56,131 @@ enum { UNARY_I_KIND };
 enum { UNARY_F_P0, UNARY_F_P1 };
 enum { UNARY_SAVED_V };
 
+/* ---- create_graph: the derivatives from recorded ops -------------------------------------- */
+
+/* Phi(x), the normal CDF, as a recorded op of its own (no forward op
+ * computes it): exact GELU's derivative needs it, and its own derivative
+ * phi(x) is made of recorded ops again. */
+static fc_tensor *normal_pdf(fc_ctx *ctx, fc_tensor *x) {
+    return fc_mul_scalar(ctx, fc_exp(ctx, fc_mul_scalar(ctx, fc_square(ctx, x), -0.5)),
+                         0.39894228040143267794);
+}
+
+static fc_status normal_cdf_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_tensor *x = fc__ag_saved_tensor(ctx, node, 0);
+    gin[0] = x ? fc_mul(ctx, gout, normal_pdf(ctx, x)) : NULL;
+    return fc_ctx_status(ctx);
+}
+
+static fc_tensor *normal_cdf(fc_ctx *ctx, fc_tensor *x) {
+    fc_tensor *c = x ? fc_contiguous(ctx, fc_detach(ctx, x)) : NULL;
+    if (!c) return NULL;
+    fc_tensor *out = fc__tensor_new(ctx, "gelu (cdf)", c->raw.dtype, c->raw.shape, c->raw.rank);
+    if (!out) return NULL;
+    int64_t n = fc__numel(&c->raw);
+    for (int64_t i = 0; i < n; i++) {
+        size_t es = fc_dtype_size(c->raw.dtype);
+        double v = fc__load_f64(c->raw.dtype, (char *)fc__raw_base(&c->raw) + (size_t)i * es);
+        fc__store_f64(out->raw.dtype, (char *)fc__raw_base(&out->raw) + (size_t)i * es,
+                      0.5 * erfc(-v * 0.70710678118654752440));
+    }
+    if (!fc__ag_wants(ctx, 1, &x)) return out;
+    fc_node *nd = fc__ag_record(ctx, "gelu (cdf)", normal_cdf_backward, out, 1, &x);
+    if (!nd || fc__ag_save(ctx, nd, "input", x) != FC_OK) return NULL;
+    return out;
+}
+
+/* A float mask (1 where m) in dt, a constant. */
+static fc_tensor *mask_of(fc_ctx *ctx, fc_tensor *m, fc_dtype dt) { return fc_to(ctx, m, dt); }
+
+/* f'(v) * g from recorded ops (v: the saved input or output, linked; c:
+ * the same value as a constant, for masks). */
+static fc_tensor *unary_grad_graph(fc_ctx *ctx, fc__unary_kind k, const double *p, fc_tensor *g,
+                                   fc_tensor *v, fc_tensor *c) {
+    fc_dtype dt = g->raw.dtype;
+    switch (k) {
+    case FC__UN_NEG:
+        return fc_neg(ctx, g);
+    case FC__UN_ABS:
+        return fc_mul(ctx, g, fc_sign(ctx, c));
+    case FC__UN_SIGN:
+        return fc_mul_scalar(ctx, g, 0.0);
+    case FC__UN_SQUARE:
+        return fc_mul(ctx, g, fc_mul_scalar(ctx, v, 2.0));
+    case FC__UN_SQRT: /* v = y: 1 / (2 y) */
+        return fc_div(ctx, fc_mul_scalar(ctx, g, 0.5), v);
+    case FC__UN_RSQRT: /* v = y: -y^3 / 2 */
+        return fc_mul(ctx, g, fc_mul_scalar(ctx, fc_pow_scalar(ctx, v, 3.0), -0.5));
+    case FC__UN_RECIPROCAL: /* v = y: -y^2 */
+        return fc_neg(ctx, fc_mul(ctx, g, fc_square(ctx, v)));
+    case FC__UN_EXP:
+        return fc_mul(ctx, g, v);
+    case FC__UN_LOG:
+        return fc_div(ctx, g, v);
+    case FC__UN_LOG1P:
+        return fc_div(ctx, g, fc_add_scalar(ctx, v, 1.0));
+    case FC__UN_EXPM1:
+        return fc_mul(ctx, g, fc_add_scalar(ctx, v, 1.0));
+    case FC__UN_SIN:
+        return fc_mul(ctx, g, fc_cos(ctx, v));
+    case FC__UN_COS:
+        return fc_neg(ctx, fc_mul(ctx, g, fc_sin(ctx, v)));
+    case FC__UN_TANH: /* v = y */
+        return fc_mul(ctx, g, fc_rsub_scalar(ctx, fc_square(ctx, v), 1.0));
+    case FC__UN_SIGMOID: /* v = y */
+        return fc_mul(ctx, g, fc_mul(ctx, v, fc_rsub_scalar(ctx, v, 1.0)));
+    case FC__UN_RELU: /* v = y */
+        return fc_mul(ctx, g, mask_of(ctx, fc_gt_scalar(ctx, c, 0.0), dt));
+    case FC__UN_LEAKY_RELU:
+        return fc_where(ctx, fc_gt_scalar(ctx, c, 0.0), g, fc_mul_scalar(ctx, g, p[0]));
+    case FC__UN_GELU: /* Phi(x) + x phi(x) */
+        return fc_mul(ctx, g, fc_add(ctx, normal_cdf(ctx, v), fc_mul(ctx, v, normal_pdf(ctx, v))));
+    case FC__UN_GELU_TANH: { /* 0.5 (1 + t) + 0.5 x (1 - t^2) du */
+        const double a = 0.044715, s2pi = 0.79788456080286535588;
+        fc_tensor *x2 = fc_square(ctx, v);
+        fc_tensor *u =
+            fc_mul_scalar(ctx, fc_add(ctx, v, fc_mul_scalar(ctx, fc_mul(ctx, x2, v), a)), s2pi);
+        fc_tensor *t = fc_tanh(ctx, u);
+        fc_tensor *du =
+            fc_mul_scalar(ctx, fc_add_scalar(ctx, fc_mul_scalar(ctx, x2, 3 * a), 1.0), s2pi);
+        fc_tensor *d = fc_add(ctx, fc_mul_scalar(ctx, fc_add_scalar(ctx, t, 1.0), 0.5),
+                              fc_mul(ctx, fc_mul_scalar(ctx, v, 0.5),
+                                     fc_mul(ctx, fc_rsub_scalar(ctx, fc_square(ctx, t), 1.0), du)));
+        return fc_mul(ctx, g, d);
+    }
+    case FC__UN_SILU: { /* s (1 + x (1 - s)) */
+        fc_tensor *sg = fc_sigmoid(ctx, v);
+        return fc_mul(
+            ctx, g,
+            fc_mul(ctx, sg, fc_add_scalar(ctx, fc_mul(ctx, v, fc_rsub_scalar(ctx, sg, 1.0)), 1.0)));
+    }
+    case FC__UN_SOFTPLUS: /* sigmoid(x), 1 in the linear region */
+        return fc_where(ctx, fc_gt_scalar(ctx, c, 20.0), g, fc_mul(ctx, g, fc_sigmoid(ctx, v)));
+    case FC__UN_CLAMP: { /* 1 where lo <= x <= hi */
+        fc_tensor *in = fc_logical_and(ctx, fc_logical_not(ctx, fc_lt_scalar(ctx, c, p[0])),
+                                       fc_logical_not(ctx, fc_gt_scalar(ctx, c, p[1])));
+        return fc_mul(ctx, g, mask_of(ctx, in, dt));
+    }
+    case FC__UN_COUNT:
+        break;
+    }
+    return NULL;
+}
+
 /* gin = g * f'(v) */
 static fc_status unary_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc__unary_kind k = (fc__unary_kind)node->i[UNARY_I_KIND];
+    if (fc__ag_create_graph(ctx)) {
+        bool none = fc__unary_saves_of(k) == FC__SAVES_NONE;
+        fc_tensor *v = none ? gout : fc__ag_saved_tensor(ctx, node, UNARY_SAVED_V);
+        fc_tensor *c = none ? gout : fc__ag_saved_const(ctx, node, UNARY_SAVED_V);
+        if (v && v->raw.dtype != gout->raw.dtype) v = fc_to(ctx, v, gout->raw.dtype);
+        if (c && c->raw.dtype != gout->raw.dtype) c = fc_to(ctx, c, gout->raw.dtype);
+        if (!v || !c) return fc_ctx_status(ctx);
+        double p[2] = {node->f[UNARY_F_P0], node->f[UNARY_F_P1]};
+        gin[UNARY_IN_X] = unary_grad_graph(ctx, k, p, gout, v, c);
+        return fc_ctx_status(ctx);
+    }
     fc_tensor *v = fc__unary_saves_of(k) == FC__SAVES_NONE
                        ? gout
                        : fc__ag_saved_tensor(ctx, node, UNARY_SAVED_V);
