@@ -10,6 +10,7 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/conv.h     1-d and 2-d convolutions and the 2-d transposed one
  *   fucina/pool.h     2-d max, average and adaptive average pooling
+ *   fucina/attention.h rope, swiglu and fused (flash) attention with grouped-query heads
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  *   fucina/checkpoint.h resumable training checkpoints
@@ -28,6 +29,7 @@
 #include "fucina/matmul.h"
 #include "fucina/conv.h"
 #include "fucina/pool.h"
+#include "fucina/attention.h"
 #include "fucina/autograd.h"
 #include "fucina/optim.h"
 #include "fucina/quant.h"
