@@ -49,6 +49,7 @@ typedef enum at_pass { AT_PASS_FORWARD, AT_PASS_ROWDOT, AT_PASS_DKV, AT_PASS_DQ 
 typedef struct at_job {
     at_pass pass;
     int64_t B, Hq, Hkv, G, T, S, D, Dv, nqt, nkt;
+    int64_t Dp, Dvp; /* D and Dv rounded up to a multiple of 16: the packed rows */
     bool causal, wide;
     double scale;
     at_view q, k, v, mask, out, o, dout; /* mask.p NULL: none */
@@ -67,35 +68,51 @@ static double exprow_f64(const double *s, double *p, int64_t n, double m) {
     return sum;
 }
 
+/* The instances. Register blocks: rows x 4 vectors of accumulators plus 4
+ * of B must fit the target's registers (16 xmm/ymm, 32 zmm). */
 #define AT_T double
 #define AT_FN(x) x##_f64
 #define AT_ATTR
 #define AT_EXPROW exprow_f64
+#define AT_VB 64
+#define AT_RB 1
 #include "exec/kernels/attention_body.h"
 #undef AT_T
 #undef AT_FN
 #undef AT_ATTR
 #undef AT_EXPROW
+#undef AT_VB
+#undef AT_RB
 
 #define AT_T float
 #define AT_EXPROW fc__rw_exp
 #define AT_FN(x) x##_f32
 #define AT_ATTR
+#define AT_VB 32
+#define AT_RB 1
 #include "exec/kernels/attention_body.h"
 #undef AT_FN
 #undef AT_ATTR
+#undef AT_RB
 #ifdef FC__RW_X86
 #define AT_FN(x) x##_f32avx2
 #define AT_ATTR FC__RW_AVX2
+#define AT_RB 2
 #include "exec/kernels/attention_body.h"
 #undef AT_FN
 #undef AT_ATTR
+#undef AT_VB
+#undef AT_RB
 #define AT_FN(x) x##_f32avx512
 #define AT_ATTR FC__RW_AVX512
+#define AT_VB 64
+#define AT_RB 4
 #include "exec/kernels/attention_body.h"
 #undef AT_FN
 #undef AT_ATTR
+#undef AT_RB
 #endif
+#undef AT_VB
 #undef AT_T
 #undef AT_EXPROW
 
@@ -133,6 +150,8 @@ static void job_init(at_job *j, const fc__attn_in *in) {
     j->Hkv = in->k->shape[1];
     j->S = in->k->shape[2];
     j->Dv = vs[3];
+    j->Dp = (j->D + 15) / 16 * 16;
+    j->Dvp = (j->Dv + 15) / 16 * 16;
     j->G = j->Hq / j->Hkv;
     j->nqt = (j->T + BR - 1) / BR;
     j->nkt = (j->S + BC - 1) / BC;
@@ -171,7 +190,7 @@ fc_status fc__attention_forward(fc_ctx *ctx, const char *op, const fc__attn_in *
     job_init(&j, in);
     j.out = view_of(out);
     j.lse = fc__raw_base(lse);
-    int64_t ws = BR * j.D + j.D * BC + BC * j.Dv + BR * BC + BR * j.Dv + 2 * BR;
+    int64_t ws = BR * j.Dp + j.D * BC + BC * j.Dvp + BR * BC + BR * j.Dvp + 2 * BR;
     return run_pass(ctx, op, &j, AT_PASS_FORWARD, j.B * j.Hq * j.nqt, ws);
 }
 
@@ -188,17 +207,18 @@ fc_status fc__attention_backward(fc_ctx *ctx, const char *op, const fc__attn_in 
     if (!dvec) return fc__failed(ctx);
     j.dvec = fc__raw_base(&dvec->raw);
     fc_status st = run_pass(ctx, op, &j, AT_PASS_ROWDOT, rows, 0);
-    int64_t D = j.D, Dv = j.Dv;
+    int64_t D = j.D, Dv = j.Dv, Dp = j.Dp, Dvp = j.Dvp;
     if (st == FC_OK && dk) {
         j.dk = fc__raw_base(dk);
         j.dv = fc__raw_base(dv);
-        int64_t ws = 2 * D * BC + 2 * Dv * BC + BR * D + BR * Dv + 2 * BR * BC + 2 * BR;
+        int64_t ws = D * BC + Dv * BC + BC * Dp + BC * Dvp + BR * Dp + BR * Dvp + 2 * BR * BC +
+                     2 * BR;
         st = run_pass(ctx, op, &j, AT_PASS_DKV, j.B * j.Hkv * j.nkt, ws);
     }
     if (st == FC_OK && dq) {
         j.dq = fc__raw_base(dq);
         j.dmask = dmask ? fc__raw_base(dmask) : NULL;
-        int64_t ws = 2 * BR * D + BR * Dv + 2 * D * BC + Dv * BC + 2 * BR * BC + 2 * BR;
+        int64_t ws = 2 * BR * Dp + BR * Dvp + D * BC + Dv * BC + BC * Dp + 2 * BR * BC + 2 * BR;
         st = run_pass(ctx, op, &j, AT_PASS_DQ, j.B * j.Hq * j.nqt, ws);
     }
     fc_release(dvec);

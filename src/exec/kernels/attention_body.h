@@ -11,51 +11,124 @@
  * and, once for all instances, the job and view types, BR and BC (the
  * query and key tile sizes).
  *
- * Products inside a tile are written as axpy loops over a fixed-length
- * row (BC columns, or a head dim), the form the compiler vectorizes without
- * reordering any sum: every element of every result is summed in one fixed
- * order, so the bits depend only on the shapes and the SIMD level. Key tiles
- * are padded to BC columns with zero keys whose scores are -inf. */
+ *   AT_VB, AT_RB the vector width in bytes and the rows per register block
+ *               of the tile products (gemm below)
+ *
+ * Products inside a tile go through one register-blocked kernel written
+ * with the compiler's vector extension (no intrinsics: the same source
+ * serves every target). Every element of every result is summed in one
+ * fixed order, so the bits depend only on the shapes and the SIMD level.
+ * Key tiles are padded to BC columns with zero keys whose scores are
+ * -inf; head dims are padded to Dp, Dvp (multiples of 16) with zeros. */
 
-/* S[i][0..BC) = sum_d A[i][d] * BT[d][0..BC), i < rows; A rows of length n,
- * BT an [n][BC] panel. */
-AT_ATTR static void AT_FN(tile_abt)(AT_T *restrict S, const AT_T *restrict A, int64_t rows,
-                                    int64_t n, const AT_T *restrict BT) {
-    for (int64_t i = 0; i < rows; i++) {
-        AT_T acc[BC];
-        for (int j = 0; j < BC; j++)
-            acc[j] = 0;
-        const AT_T *a = A + i * n;
-        for (int64_t d = 0; d < n; d++) {
-            AT_T x = a[d];
-            const AT_T *b = BT + d * BC;
-            for (int j = 0; j < BC; j++)
-                acc[j] += x * b[j];
-        }
-        for (int j = 0; j < BC; j++)
-            S[i * BC + j] = acc[j];
+/* The instance's vector: AT_VB bytes of AT_T, loadable from any address
+ * aligned to an element. */
+typedef AT_T AT_FN(vec) __attribute__((vector_size(AT_VB), aligned(sizeof(AT_T))));
+#define AT_LANES ((int64_t)(AT_VB / sizeof(AT_T)))
+
+/* C[r][0..ncols) = (acc ? C[r][..] : 0) + sum_k A(r, k) * B[k][0..ncols)
+ * for r < rows, k < K, with A(r, k) = A[r * sar + k * sak] (so A^T is a
+ * stride swap) and ncols a multiple of AT_LANES. Blocks of AT_RB rows by
+ * four vectors of columns are summed in registers over all of K, each
+ * element in increasing k: the order is fixed by the shapes. */
+AT_ATTR static void AT_FN(gemm)(AT_T *C, int64_t ldc, const AT_T *A, int64_t sar, int64_t sak,
+                                const AT_T *B, int64_t ldb, int64_t rows, int64_t K,
+                                int64_t ncols, bool acc) {
+    typedef AT_FN(vec) V;
+    const V zero = {0};
+    /* one row's four accumulators (named r0 .. r3), the B vectors p0 .. p3 */
+#define AT_DECL(r)                                                                                 \
+    V r##0 = zero, r##1 = zero, r##2 = zero, r##3 = zero;                                          \
+    if (acc) {                                                                                     \
+        const AT_T *c_ = C + (r0 + r##_i) * ldc + c0;                                              \
+        r##0 = *(const V *)c_, r##1 = *(const V *)(c_ + AT_LANES);                                 \
+        r##2 = *(const V *)(c_ + 2 * AT_LANES), r##3 = *(const V *)(c_ + 3 * AT_LANES);            \
     }
-}
-
-/* y[0..n) += x * r[0..n) */
-AT_ATTR static inline void AT_FN(axpy)(AT_T *restrict y, AT_T x, const AT_T *restrict r,
-                                       int64_t n) {
-    for (int64_t c = 0; c < n; c++)
-        y[c] += x * r[c];
+#define AT_FMA(r)                                                                                  \
+    do {                                                                                           \
+        AT_T x_ = A[(r0 + r##_i) * sar + k * sak];                                                 \
+        r##0 += x_ * p0, r##1 += x_ * p1, r##2 += x_ * p2, r##3 += x_ * p3;                        \
+    } while (0)
+#define AT_STORE(r)                                                                                \
+    do {                                                                                           \
+        AT_T *c_ = C + (r0 + r##_i) * ldc + c0;                                                    \
+        *(V *)c_ = r##0, *(V *)(c_ + AT_LANES) = r##1;                                             \
+        *(V *)(c_ + 2 * AT_LANES) = r##2, *(V *)(c_ + 3 * AT_LANES) = r##3;                        \
+    } while (0)
+#define AT_LOADB()                                                                                 \
+    const AT_T *b_ = B + k * ldb + c0;                                                             \
+    V p0 = *(const V *)b_, p1 = *(const V *)(b_ + AT_LANES);                                       \
+    V p2 = *(const V *)(b_ + 2 * AT_LANES), p3 = *(const V *)(b_ + 3 * AT_LANES)
+    enum { u_i = 0, w_i = 1, x_i = 2, y_i = 3 };
+    int64_t c0 = 0;
+    for (; c0 + 4 * AT_LANES <= ncols; c0 += 4 * AT_LANES) {
+        int64_t r0 = 0;
+#if AT_RB >= 4
+        for (; r0 + 4 <= rows; r0 += 4) {
+            AT_DECL(u) AT_DECL(w) AT_DECL(x) AT_DECL(y)
+            for (int64_t k = 0; k < K; k++) {
+                AT_LOADB();
+                AT_FMA(u);
+                AT_FMA(w);
+                AT_FMA(x);
+                AT_FMA(y);
+            }
+            AT_STORE(u);
+            AT_STORE(w);
+            AT_STORE(x);
+            AT_STORE(y);
+        }
+#endif
+#if AT_RB >= 2
+        for (; r0 + 2 <= rows; r0 += 2) {
+            AT_DECL(u) AT_DECL(w)
+            for (int64_t k = 0; k < K; k++) {
+                AT_LOADB();
+                AT_FMA(u);
+                AT_FMA(w);
+            }
+            AT_STORE(u);
+            AT_STORE(w);
+        }
+#endif
+        for (; r0 < rows; r0++) {
+            AT_DECL(u)
+            for (int64_t k = 0; k < K; k++) {
+                AT_LOADB();
+                AT_FMA(u);
+            }
+            AT_STORE(u);
+        }
+    }
+#undef AT_DECL
+#undef AT_FMA
+#undef AT_STORE
+#undef AT_LOADB
+    for (; c0 < ncols; c0 += AT_LANES) /* the last columns, one vector at a time */
+        for (int64_t r = 0; r < rows; r++) {
+            AT_T *c = C + r * ldc + c0;
+            V s0 = acc ? *(V *)c : zero;
+            for (int64_t k = 0; k < K; k++)
+                s0 += A[r * sar + k * sak] * *(const V *)(B + k * ldb + c0);
+            *(V *)c = s0;
+        }
 }
 
 /* Packs rows [r0, r0 + rows) of one (b, head) slice of v (a [.., .., R, n]
- * view) into dst [rows][n]. */
-AT_ATTR static void AT_FN(pack_rows)(AT_T *restrict dst, const at_view *v, int64_t b, int64_t h,
-                                     int64_t r0, int64_t rows, int64_t n) {
+ * view) into dst [rows][ld], columns n .. ld-1 zero. */
+AT_ATTR static void AT_FN(pack_rows)(AT_T *restrict dst, int64_t ld, const at_view *v, int64_t b,
+                                     int64_t h, int64_t r0, int64_t rows, int64_t n) {
     const AT_T *src = (const AT_T *)v->p + b * v->s[0] + h * v->s[1] + r0 * v->s[2];
     for (int64_t r = 0; r < rows; r++, src += v->s[2]) {
+        AT_T *out = dst + r * ld;
         if (v->s[3] == 1) {
-            memcpy(dst + r * n, src, (size_t)n * sizeof(AT_T));
+            memcpy(out, src, (size_t)n * sizeof(AT_T));
         } else {
             for (int64_t d = 0; d < n; d++)
-                dst[r * n + d] = src[d * v->s[3]];
+                out[d] = src[d * v->s[3]];
         }
+        for (int64_t d = n; d < ld; d++)
+            out[d] = 0;
     }
 }
 
@@ -75,18 +148,18 @@ AT_ATTR static void AT_FN(pack_cols)(AT_T *restrict dst, const at_view *v, int64
 
 /* Scores of query rows [i0, i0 + br) against keys [j0, j0 + bc) of slice
  * (b, h): S = scale * Q K^T + mask, -inf where causality hides a key and on
- * the padding columns. Q is packed [br][D], KT [D][BC]. */
+ * the padding columns. Q is packed [br][Dp], KT [D][BC]. */
 AT_ATTR static void AT_FN(scores)(const at_job *j, AT_T *restrict S, const AT_T *Q, const AT_T *KT,
                                   int64_t b, int64_t h, int64_t i0, int64_t br, int64_t j0,
                                   int64_t bc) {
-    AT_FN(tile_abt)(S, Q, br, j->D, KT);
+    AT_FN(gemm)(S, BC, Q, j->Dp, 1, KT, BC, br, j->D, BC, false);
     const AT_T scale = (AT_T)j->scale, ninf = -(AT_T)INFINITY;
     const AT_T *m = j->mask.p ? (const AT_T *)j->mask.p + b * j->mask.s[0] + h * j->mask.s[1] +
                                     i0 * j->mask.s[2] + j0 * j->mask.s[3]
                               : NULL;
     for (int64_t i = 0; i < br; i++) {
         AT_T *row = S + i * BC;
-        /* keys beyond lim are hidden: the causal rule, then the tile's end */
+        /* keys from lim on are hidden: the causal rule, then the tile's end */
         int64_t lim = j->causal ? i0 + i + j->S - j->T - j0 + 1 : bc;
         if (lim > bc) lim = bc;
         if (lim < 0) lim = 0;
@@ -116,40 +189,42 @@ static inline int64_t AT_FN(last_key_tile)(const at_job *j, int64_t i0, int64_t 
 
 AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws) {
     int64_t qt = item % j->nqt, bh = item / j->nqt, h = bh % j->Hq, b = bh / j->Hq;
-    int64_t g = h / j->G, D = j->D, Dv = j->Dv;
+    int64_t g = h / j->G, D = j->D, Dp = j->Dp, Dv = j->Dv, Dvp = j->Dvp;
     int64_t i0 = qt * BR, br = j->T - i0 < BR ? j->T - i0 : BR;
-    AT_T *Q = ws, *KT = Q + BR * D, *V = KT + D * BC, *S = V + BC * Dv, *O = S + BR * BC;
-    AT_T *mx = O + BR * Dv, *l = mx + BR;
-    AT_FN(pack_rows)(Q, &j->q, b, h, i0, br, D);
+    AT_T *Q = ws, *KT = Q + BR * Dp, *V = KT + D * BC, *S = V + BC * Dvp, *O = S + BR * BC;
+    AT_T *mx = O + BR * Dvp, *l = mx + BR;
+    AT_FN(pack_rows)(Q, Dp, &j->q, b, h, i0, br, D);
     for (int64_t i = 0; i < br; i++) {
         mx[i] = -(AT_T)INFINITY;
         l[i] = 0;
-        for (int64_t c = 0; c < Dv; c++)
-            O[i * Dv + c] = 0;
     }
+    memset(O, 0, (size_t)(BR * Dvp) * sizeof(AT_T));
     int64_t last = AT_FN(last_key_tile)(j, i0, br);
     for (int64_t kt = 0; kt <= last; kt++) {
         int64_t j0 = kt * BC, bc = j->S - j0 < BC ? j->S - j0 : BC;
         AT_FN(pack_cols)(KT, &j->k, b, g, j0, bc, D);
-        AT_FN(pack_rows)(V, &j->v, b, g, j0, bc, Dv);
+        AT_FN(pack_rows)(V, Dvp, &j->v, b, g, j0, bc, Dv);
         AT_FN(scores)(j, S, Q, KT, b, h, i0, br, j0, bc);
         for (int64_t i = 0; i < br; i++) {
             AT_T *row = S + i * BC, tm = mx[i];
             for (int c = 0; c < BC; c++)
                 tm = row[c] > tm ? row[c] : tm;
-            if (tm == -(AT_T)INFINITY) continue; /* nothing visible yet: p = 0 */
+            if (tm == -(AT_T)INFINITY) { /* nothing visible yet: p = 0 */
+                for (int c = 0; c < BC; c++)
+                    row[c] = 0;
+                continue;
+            }
             /* online softmax: rescale what was summed under the old max */
-            AT_T alpha = exp(mx[i] - tm);
+            AT_T alpha = (AT_T)exp(mx[i] - tm);
             mx[i] = tm;
-            AT_T sum = (AT_T)AT_EXPROW(row, row, BC, tm);
-            l[i] = l[i] * alpha + sum;
-            AT_T *o = O + i * Dv;
-            if (alpha != 1)
-                for (int64_t c = 0; c < Dv; c++)
+            l[i] = l[i] * alpha + (AT_T)AT_EXPROW(row, row, BC, tm);
+            if (alpha != 1) {
+                AT_T *o = O + i * Dvp;
+                for (int64_t c = 0; c < Dvp; c++)
                     o[c] *= alpha;
-            for (int64_t c = 0; c < bc; c++)
-                if (row[c] != 0) AT_FN(axpy)(o, row[c], V + c * Dv, Dv);
+            }
         }
+        AT_FN(gemm)(O, Dvp, S, BC, 1, V, Dvp, br, bc, Dvp, true); /* O += P V */
     }
     AT_T *lse = (AT_T *)j->lse + bh * j->T + i0;
     for (int64_t i = 0; i < br; i++) {
@@ -158,8 +233,8 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
          * recomputed probability exp(s - lse) zero in the backward */
         AT_T inv = l[i] > 0 ? 1 / l[i] : 0;
         for (int64_t c = 0; c < Dv; c++)
-            dst[c * j->out.s[3]] = O[i * Dv + c] * inv;
-        lse[i] = l[i] > 0 ? mx[i] + log(l[i]) : (AT_T)INFINITY;
+            dst[c * j->out.s[3]] = O[i * Dvp + c] * inv;
+        lse[i] = l[i] > 0 ? mx[i] + (AT_T)log(l[i]) : (AT_T)INFINITY;
     }
 }
 
@@ -171,7 +246,7 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
 AT_ATTR static void AT_FN(tile_grad)(const at_job *j, AT_T *restrict S, AT_T *restrict dP,
                                      const AT_T *dO, const AT_T *VT, const AT_T *lse,
                                      const AT_T *Di, int64_t br) {
-    AT_FN(tile_abt)(dP, dO, br, j->Dv, VT);
+    AT_FN(gemm)(dP, BC, dO, j->Dvp, 1, VT, BC, br, j->Dv, BC, false);
     for (int64_t i = 0; i < br; i++) {
         AT_T *p = S + i * BC, *dp = dP + i * BC;
         if (lse[i] == (AT_T)INFINITY) {
@@ -210,14 +285,15 @@ AT_ATTR static void AT_FN(row_dots)(const at_job *j, int64_t r0, int64_t r1) {
  * every query tile that sees the keys, in order. */
 AT_ATTR static void AT_FN(dkv_item)(const at_job *j, int64_t item, AT_T *ws) {
     int64_t kt = item % j->nkt, bg = item / j->nkt, g = bg % j->Hkv, b = bg / j->Hkv;
-    int64_t D = j->D, Dv = j->Dv, j0 = kt * BC, bc = j->S - j0 < BC ? j->S - j0 : BC;
-    AT_T *KT = ws, *VT = KT + D * BC, *dK = VT + Dv * BC, *dV = dK + BC * D;
-    AT_T *Q = dV + BC * Dv, *dO = Q + BR * D, *S = dO + BR * Dv, *dP = S + BR * BC;
+    int64_t D = j->D, Dp = j->Dp, Dv = j->Dv, Dvp = j->Dvp;
+    int64_t j0 = kt * BC, bc = j->S - j0 < BC ? j->S - j0 : BC;
+    AT_T *KT = ws, *VT = KT + D * BC, *dK = VT + Dv * BC, *dV = dK + BC * Dp;
+    AT_T *Q = dV + BC * Dvp, *dO = Q + BR * Dp, *S = dO + BR * Dvp, *dP = S + BR * BC;
     AT_T *lse = dP + BR * BC, *Di = lse + BR;
     AT_FN(pack_cols)(KT, &j->k, b, g, j0, bc, D);
     AT_FN(pack_cols)(VT, &j->v, b, g, j0, bc, Dv);
-    memset(dK, 0, (size_t)(BC * D) * sizeof(AT_T));
-    memset(dV, 0, (size_t)(BC * Dv) * sizeof(AT_T));
+    memset(dK, 0, (size_t)(BC * Dp) * sizeof(AT_T));
+    memset(dV, 0, (size_t)(BC * Dvp) * sizeof(AT_T));
     /* with causality, the first query that sees key j0 is j0 - (S - T) */
     int64_t first = j->causal ? j0 - (j->S - j->T) : 0;
     int64_t qt0 = first > 0 ? first / BR : 0;
@@ -225,17 +301,13 @@ AT_ATTR static void AT_FN(dkv_item)(const at_job *j, int64_t item, AT_T *ws) {
         int64_t bh = b * j->Hq + h;
         for (int64_t qt = qt0; qt < j->nqt; qt++) {
             int64_t i0 = qt * BR, br = j->T - i0 < BR ? j->T - i0 : BR;
-            AT_FN(pack_rows)(Q, &j->q, b, h, i0, br, D);
-            AT_FN(pack_rows)(dO, &j->dout, b, h, i0, br, Dv);
+            AT_FN(pack_rows)(Q, Dp, &j->q, b, h, i0, br, D);
+            AT_FN(pack_rows)(dO, Dvp, &j->dout, b, h, i0, br, Dv);
             AT_FN(row_stats)(j, bh, i0, br, lse, Di);
             AT_FN(scores)(j, S, Q, KT, b, h, i0, br, j0, bc);
             AT_FN(tile_grad)(j, S, dP, dO, VT, lse, Di, br);
-            for (int64_t i = 0; i < br; i++)
-                for (int64_t c = 0; c < bc; c++) {
-                    AT_T p = S[i * BC + c], ds = dP[i * BC + c];
-                    if (p != 0) AT_FN(axpy)(dV + c * Dv, p, dO + i * Dv, Dv);
-                    if (ds != 0) AT_FN(axpy)(dK + c * D, ds, Q + i * D, D);
-                }
+            AT_FN(gemm)(dV, Dvp, S, 1, BC, dO, Dvp, bc, br, Dvp, true); /* dV += P^T dO */
+            AT_FN(gemm)(dK, Dp, dP, 1, BC, Q, Dp, bc, br, Dp, true);    /* dK += dS^T Q */
         }
     }
     const AT_T scale = (AT_T)j->scale;
@@ -243,23 +315,23 @@ AT_ATTR static void AT_FN(dkv_item)(const at_job *j, int64_t item, AT_T *ws) {
         AT_T *dk = (AT_T *)j->dk + ((bg * j->S) + j0 + c) * D;
         AT_T *dv = (AT_T *)j->dv + ((bg * j->S) + j0 + c) * Dv;
         for (int64_t d = 0; d < D; d++)
-            dk[d] = dK[c * D + d] * scale;
-        memcpy(dv, dV + c * Dv, (size_t)Dv * sizeof(AT_T));
+            dk[d] = dK[c * Dp + d] * scale;
+        memcpy(dv, dV + c * Dvp, (size_t)Dv * sizeof(AT_T));
     }
 }
 
 /* dQ (and the mask's gradient, when wanted) of one (b, h, query tile). */
 AT_ATTR static void AT_FN(dq_item)(const at_job *j, int64_t item, AT_T *ws) {
     int64_t qt = item % j->nqt, bh = item / j->nqt, h = bh % j->Hq, b = bh / j->Hq;
-    int64_t g = h / j->G, D = j->D, Dv = j->Dv;
+    int64_t g = h / j->G, D = j->D, Dp = j->Dp, Dv = j->Dv, Dvp = j->Dvp;
     int64_t i0 = qt * BR, br = j->T - i0 < BR ? j->T - i0 : BR;
-    AT_T *Q = ws, *dO = Q + BR * D, *dQ = dO + BR * Dv, *KT = dQ + BR * D, *VT = KT + D * BC;
-    AT_T *K = VT + Dv * BC, *S = K + BC * D, *dP = S + BR * BC, *lse = dP + BR * BC,
+    AT_T *Q = ws, *dO = Q + BR * Dp, *dQ = dO + BR * Dvp, *KT = dQ + BR * Dp, *VT = KT + D * BC;
+    AT_T *K = VT + Dv * BC, *S = K + BC * Dp, *dP = S + BR * BC, *lse = dP + BR * BC,
          *Di = lse + BR;
-    AT_FN(pack_rows)(Q, &j->q, b, h, i0, br, D);
-    AT_FN(pack_rows)(dO, &j->dout, b, h, i0, br, Dv);
+    AT_FN(pack_rows)(Q, Dp, &j->q, b, h, i0, br, D);
+    AT_FN(pack_rows)(dO, Dvp, &j->dout, b, h, i0, br, Dv);
     AT_FN(row_stats)(j, bh, i0, br, lse, Di);
-    memset(dQ, 0, (size_t)(BR * D) * sizeof(AT_T));
+    memset(dQ, 0, (size_t)(BR * Dp) * sizeof(AT_T));
     AT_T *dm = j->dmask ? (AT_T *)j->dmask + (bh * j->T + i0) * j->S : NULL;
     if (dm) memset(dm, 0, (size_t)(br * j->S) * sizeof(AT_T)); /* hidden tiles stay 0 */
     int64_t last = AT_FN(last_key_tile)(j, i0, br);
@@ -267,20 +339,20 @@ AT_ATTR static void AT_FN(dq_item)(const at_job *j, int64_t item, AT_T *ws) {
         int64_t j0 = kt * BC, bc = j->S - j0 < BC ? j->S - j0 : BC;
         AT_FN(pack_cols)(KT, &j->k, b, g, j0, bc, D);
         AT_FN(pack_cols)(VT, &j->v, b, g, j0, bc, Dv);
-        AT_FN(pack_rows)(K, &j->k, b, g, j0, bc, D);
+        AT_FN(pack_rows)(K, Dp, &j->k, b, g, j0, bc, D);
         AT_FN(scores)(j, S, Q, KT, b, h, i0, br, j0, bc);
         AT_FN(tile_grad)(j, S, dP, dO, VT, lse, Di, br);
-        for (int64_t i = 0; i < br; i++) {
-            const AT_T *ds = dP + i * BC;
-            for (int64_t c = 0; c < bc; c++)
-                if (ds[c] != 0) AT_FN(axpy)(dQ + i * D, ds[c], K + c * D, D);
-            if (dm) memcpy(dm + i * j->S + j0, ds, (size_t)bc * sizeof(AT_T));
-        }
+        AT_FN(gemm)(dQ, Dp, dP, BC, 1, K, Dp, br, bc, Dp, true); /* dQ += dS K */
+        if (dm)
+            for (int64_t i = 0; i < br; i++)
+                memcpy(dm + i * j->S + j0, dP + i * BC, (size_t)bc * sizeof(AT_T));
     }
     const AT_T scale = (AT_T)j->scale;
-    AT_T *dq = (AT_T *)j->dq + (bh * j->T + i0) * D;
-    for (int64_t e = 0; e < br * D; e++)
-        dq[e] = dQ[e] * scale;
+    for (int64_t i = 0; i < br; i++) {
+        AT_T *dq = (AT_T *)j->dq + (bh * j->T + i0 + i) * D;
+        for (int64_t d = 0; d < D; d++)
+            dq[d] = dQ[i * Dp + d] * scale;
+    }
 }
 
 /* The team's range over items of one pass; each call takes a slice of the
@@ -297,14 +369,16 @@ AT_ATTR static void AT_FN(run_items)(at_job *j, int64_t begin, int64_t end) {
         case AT_PASS_FORWARD:
             AT_FN(forward_item)(j, it, ws);
             break;
-        case AT_PASS_ROWDOT:
-            break;
         case AT_PASS_DKV:
             AT_FN(dkv_item)(j, it, ws);
             break;
         case AT_PASS_DQ:
             AT_FN(dq_item)(j, it, ws);
             break;
+        case AT_PASS_ROWDOT:
+            break;
         }
     }
 }
+
+#undef AT_LANES
