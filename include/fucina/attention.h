@@ -53,9 +53,10 @@ typedef struct fc_rope_opts {
  * 1, offset 0). Returns a new contiguous tensor of x's shape and dtype.
  * The gradient is the rotation by -a.
  * Errors: FC_ERR_RANK for rank < 3; FC_ERR_INVALID_ARG for an unknown
- * mode, an odd or negative n_dims or one above D, a freq_base that is not
- * finite and > 0, a freq_scale that is negative or not finite, a negative
- * pos_offset; FC_ERR_DTYPE for a non-float x. */
+ * mode, an odd or negative n_dims or one above D (n_dims 0 with an odd D
+ * included), a freq_base or freq_scale that is not finite and > 0 (0
+ * itself selects the default), a negative pos_offset; FC_ERR_DTYPE for a
+ * non-float x. */
 FC_API fc_tensor *fc_rope(fc_ctx *ctx, fc_tensor *x, const fc_rope_opts *opts);
 
 /* ---- SwiGLU -------------------------------------------------------------------------- */
@@ -80,7 +81,10 @@ typedef struct fc_attention_opts {
  * reads kv head h / G in place: K and V are never copied per group.
  * mask: NULL or additive, of q's dtype, broadcastable to [B, Hq, T, S]
  * (e.g. [T, S] or [B, 1, T, S]); -inf hides a key. NULL opts: not causal,
- * scale 1/sqrt(D). Returns a new [B, Hq, T, Dv] tensor.
+ * scale 1/sqrt(D). Returns a new [B, Hq, T, Dv] tensor, stored as
+ * [B, T, Hq, Dv]: it is the transposed view of a contiguous tensor, so
+ * fc_transpose(out, 1, 2) is contiguous and merging the heads after it
+ * ([B, T, Hq * Dv]) needs no copy.
  *
  * A query that sees no key at all (every score -inf: a fully masked row,
  * or causal with T > S) gets an output row of zeros and zero gradients,

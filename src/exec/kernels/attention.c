@@ -33,8 +33,19 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "exec/kernels/pointwise.h"
 #include "exec/kernels/rowwise.h"
 #include "exec/parallel.h"
+
+/* FC__SIMD (pointwise.h) for the elementwise loops over a tile's rows, and
+ * a max reduction: the row max picks the largest value whatever the order
+ * (a NaN score gives a NaN row either way, through exp). */
+#ifdef FUCINA_HAVE_OPENMP
+#define AT_PRAGMA(x) _Pragma(#x)
+#define AT_SIMD_MAX(v) AT_PRAGMA(omp simd reduction(max : v))
+#else
+#define AT_SIMD_MAX(v)
+#endif
 
 #define BR 64 /* query rows per tile */
 #define BC 64 /* keys per tile (the fixed width of the score rows) */

@@ -165,10 +165,10 @@ AT_ATTR static void AT_FN(scores)(const at_job *j, AT_T *restrict S, const AT_T 
         if (lim < 0) lim = 0;
         if (m) {
             const AT_T *mr = m + i * j->mask.s[2];
-            for (int64_t c = 0; c < lim; c++)
+            FC__SIMD for (int64_t c = 0; c < lim; c++)
                 row[c] = row[c] * scale + mr[c * j->mask.s[3]];
         } else {
-            for (int64_t c = 0; c < lim; c++)
+            FC__SIMD for (int64_t c = 0; c < lim; c++)
                 row[c] = row[c] * scale;
         }
         for (int64_t c = lim; c < BC; c++)
@@ -207,7 +207,7 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
         AT_FN(scores)(j, S, Q, KT, b, h, i0, br, j0, bc);
         for (int64_t i = 0; i < br; i++) {
             AT_T *row = S + i * BC, tm = mx[i];
-            for (int c = 0; c < BC; c++)
+            AT_SIMD_MAX(tm) for (int c = 0; c < BC; c++)
                 tm = row[c] > tm ? row[c] : tm;
             if (tm == -(AT_T)INFINITY) { /* nothing visible yet: p = 0 */
                 for (int c = 0; c < BC; c++)
@@ -220,7 +220,7 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
             l[i] = l[i] * alpha + (AT_T)AT_EXPROW(row, row, BC, tm);
             if (alpha != 1) {
                 AT_T *o = O + i * Dvp;
-                for (int64_t c = 0; c < Dvp; c++)
+                FC__SIMD for (int64_t c = 0; c < Dvp; c++)
                     o[c] *= alpha;
             }
         }
@@ -255,7 +255,7 @@ AT_ATTR static void AT_FN(tile_grad)(const at_job *j, AT_T *restrict S, AT_T *re
             continue;
         }
         AT_EXPROW(p, p, BC, lse[i]);
-        for (int c = 0; c < BC; c++)
+        FC__SIMD for (int c = 0; c < BC; c++)
             dp[c] = p[c] * (dp[c] - Di[i]);
     }
 }
