@@ -167,6 +167,35 @@ static void test_rope_gradcheck(void **state) {
     free_ctx(ctx);
 }
 
+/* A bf16 input gets an f32 gradient: the rotation of the output gradient
+ * by the negated angles. */
+static void test_rope_half_grad(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx(2);
+    const int64_t sh[3] = {6, 2, 10}, n = 6 * 2 * 10;
+    double *w = malloc(sizeof *w * n), *want = malloc(sizeof *want * n);
+    fill_random(w, n, 8, -1, 1);
+    fc_tensor *x = fc_param_randn(ctx, FC_BF16, sh, 3, 1);
+    fc_tensor *wt = from_f64(ctx, FC_F32, sh, 3, w);
+    fc_rope_opts o = {.mode = FC_ROPE_NEOX, .n_dims = 8, .freq_base = 1000, .pos_offset = 4};
+    fc_scope_begin(ctx);
+    fc_tensor *y = fc_to(ctx, fc_rope(ctx, x, &o), FC_F32);
+    assert_int_equal(fc_backward(ctx, fc_sum(ctx, fc_mul(ctx, y, wt), NULL, 0, false)), FC_OK);
+    fc_scope_end(ctx);
+    assert_int_equal(fc_tensor_dtype(fc_grad(x)), FC_F32);
+    double *got = values(fc_grad(x));
+    fc_rope_opts inv = o;
+    inv.freq_scale = -1; /* the reference takes the scale as given: angles negated */
+    ref_rope(w, want, 1, 6, 2, 10, &inv);
+    expect_close(got, want, n, 2e-6, "bf16 grad");
+    free(got);
+    free(w);
+    free(want);
+    fc_release(wt);
+    fc_release(x);
+    free_ctx(ctx);
+}
+
 static void test_rope_threads_same_bits(void **state) {
     (void)state;
     double *r[2];
@@ -238,6 +267,7 @@ int main(void) {
         cmocka_unit_test(test_rope_closed_form),
         cmocka_unit_test(test_rope_hand_values),
         cmocka_unit_test(test_rope_gradcheck),
+        cmocka_unit_test(test_rope_half_grad),
         cmocka_unit_test(test_rope_threads_same_bits),
         cmocka_unit_test(test_rope_errors),
     };
