@@ -20,8 +20,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/kernels/attention.h"
 #include "ag/tape.h"
+#include "exec/kernels/attention.h"
 #include "exec/kernels/copy.h"
 #include "fucina.h"
 
@@ -121,14 +121,14 @@ static fc_status check_inputs(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor
 
 /* ---- the rule ----------------------------------------------------------------------------- */
 
-static fc_status attention_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
-                                    fc_tensor **gin) {
+static fc_status attention_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc_dtype ct = gout->raw.dtype;
     bool has_mask = node->n_in > ATT_IN_MASK;
     fc_tensor *s[6] = {NULL};
     for (int i = 0; i < (has_mask ? 6 : 5); i++) {
         fc_tensor *t = fc__ag_saved_tensor(ctx, node, i);
-        if (!t || !(s[i] = i == ATT_SAVED_LSE ? t : fc__copy_cast(ctx, "attention_backward", t, ct)))
+        if (!t ||
+            !(s[i] = i == ATT_SAVED_LSE ? t : fc__copy_cast(ctx, "attention_backward", t, ct)))
             return fc__failed(ctx);
     }
     fc_raw mb;
@@ -139,10 +139,14 @@ static fc_status attention_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
         fc_status st = fc__raw_broadcast_to(&s[ATT_SAVED_MASK]->raw, full, 4, &mb);
         if (st != FC_OK) return fc__fail(ctx, st, "attention_backward: mask broadcast failed");
     }
-    fc__attn_in in = {&q->raw, &k->raw, &v->raw, has_mask ? &mb : NULL,
-                      node->i[ATT_I_CAUSAL] != 0, node->f[ATT_F_SCALE]};
-    bool want_q = node->in[ATT_IN_Q].needs, want_kv = node->in[ATT_IN_K].needs ||
-                                                      node->in[ATT_IN_V].needs;
+    fc__attn_in in = {&q->raw,
+                      &k->raw,
+                      &v->raw,
+                      has_mask ? &mb : NULL,
+                      node->i[ATT_I_CAUSAL] != 0,
+                      node->f[ATT_F_SCALE]};
+    bool want_q = node->in[ATT_IN_Q].needs,
+         want_kv = node->in[ATT_IN_K].needs || node->in[ATT_IN_V].needs;
     bool want_m = has_mask && node->in[ATT_IN_MASK].needs;
     const char *op = "attention_backward";
     fc_tensor *dq = NULL, *dk = NULL, *dv = NULL, *dm = NULL;

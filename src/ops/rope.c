@@ -11,8 +11,8 @@
  * records: the rule is linear in g and needs no saved value. */
 #include <math.h>
 
-#include "exec/kernels/rope.h"
 #include "ag/tape.h"
+#include "exec/kernels/rope.h"
 #include "fucina.h"
 
 /* The node's parameters. */

@@ -161,8 +161,8 @@ static fc_status swiglu_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc
     if (!b) return fc__failed(ctx);
     for (int k = SWIGLU_IN_A; k <= SWIGLU_IN_B; k++) {
         if (!node->in[k].needs) continue;
-        fc_tensor *g =
-            fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype, gout->raw.shape, gout->raw.rank);
+        fc_tensor *g = fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype, gout->raw.shape,
+                                      gout->raw.rank);
         if (!g) return fc__failed(ctx);
         fc__swiglu_grad_run(ctx, k == SWIGLU_IN_A, &g->raw, &gout->raw, a, b);
         gin[k] = g;

@@ -83,8 +83,7 @@ static int make_inputs(fc_ctx *ctx, const cfg *c, fc_dtype dt, bool grad, uint64
         fill_random(v, numel, seed + (uint64_t)i * 101, i == 3 ? -1 : -1.5, i == 3 ? 1 : 1.5);
         in[i] = from_f64(ctx, dt, sh, rank, v);
         free(v);
-        if (grad && (i < 3 || c->mask_grad))
-            assert_int_equal(fc_requires_grad(in[i], true), FC_OK);
+        if (grad && (i < 3 || c->mask_grad)) assert_int_equal(fc_requires_grad(in[i], true), FC_OK);
     }
     return n;
 }
@@ -145,8 +144,8 @@ static fc_tensor *composite(fc_ctx *ctx, fc_tensor *const *in, int n, void *user
 /* The output and the gradients of the n inputs for the upstream gradient
  * w (seeded), as doubles: out[0] the output, out[1 + i] input i's
  * gradient (NULL when it has none). */
-static void run_with_grads(fc_ctx *ctx, const cfg *c, fc_dtype dt, fc_gradcheck_fn fn,
-                           double **out, int64_t *counts) {
+static void run_with_grads(fc_ctx *ctx, const cfg *c, fc_dtype dt, fc_gradcheck_fn fn, double **out,
+                           int64_t *counts) {
     fc_tensor *in[4];
     int n = make_inputs(ctx, c, dt, true, 11, in);
     fc_tensor *y = fn(ctx, in, n, (void *)c);
@@ -176,8 +175,8 @@ static void expect_close(const double *got, const double *want, int64_t n, doubl
                          const char *what) {
     for (int64_t i = 0; i < n; i++) {
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
-            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i],
-                     want[i], tol);
+            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i], want[i],
+                     tol);
     }
 }
 
@@ -204,11 +203,11 @@ static void test_attention_matches_composite(void **state) {
     (void)state;
     const cfg cases[] = {
         {1, 1, 1, 3, 3, 2, 2, false, MASK_NONE, false, false, 0},
-        {2, 4, 2, 5, 7, 3, 4, true, MASK_NONE, false, false, 0},      /* GQA, causal S > T */
-        {1, 2, 2, 6, 6, 4, 3, false, MASK_TS, true, false, 0.7},      /* mask grad */
-        {2, 3, 1, 4, 5, 2, 2, true, MASK_B1TS, true, true, 0},        /* MQA, transposed */
-        {1, 4, 2, 70, 130, 8, 5, true, MASK_FULL, true, true, 0},     /* several tiles */
-        {1, 2, 1, 129, 65, 4, 4, false, MASK_TS, false, false, 0},    /* T > S, not causal */
+        {2, 4, 2, 5, 7, 3, 4, true, MASK_NONE, false, false, 0},     /* GQA, causal S > T */
+        {1, 2, 2, 6, 6, 4, 3, false, MASK_TS, true, false, 0.7},     /* mask grad */
+        {2, 3, 1, 4, 5, 2, 2, true, MASK_B1TS, true, true, 0},       /* MQA, transposed */
+        {1, 4, 2, 70, 130, 8, 5, true, MASK_FULL, true, true, 0},    /* several tiles */
+        {1, 2, 1, 129, 65, 4, 4, false, MASK_TS, false, false, 0},   /* T > S, not causal */
         {1, 2, 2, 5, 140, 3, 6, true, MASK_NONE, false, true, 0.25}, /* S - T > two tiles */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -231,8 +230,8 @@ static void gradcheck_case(const cfg *c) {
 static void test_attention_gradcheck(void **state) {
     (void)state;
     const cfg cases[] = {
-        {1, 2, 1, 3, 5, 2, 3, true, MASK_TS, true, false, 0},     /* GQA, causal, mask grad */
-        {2, 2, 2, 4, 3, 3, 2, false, MASK_B1TS, true, true, 0.5}, /* transposed views */
+        {1, 2, 1, 3, 5, 2, 3, true, MASK_TS, true, false, 0},      /* GQA, causal, mask grad */
+        {2, 2, 2, 4, 3, 3, 2, false, MASK_B1TS, true, true, 0.5},  /* transposed views */
         {1, 2, 1, 67, 70, 2, 2, true, MASK_NONE, false, false, 0}, /* T not a tile multiple */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -290,8 +289,8 @@ static void test_attention_empty_rows(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx(2);
     for (int variant = 0; variant < 2; variant++) {
-        cfg c = {1, 2, 1, 5, 3, 4, 3, variant == 1, variant == 0 ? MASK_TS : MASK_NONE, false,
-                 false, 0};
+        cfg c = {1,     2,     1, 5, 3, 4, 3, variant == 1, variant == 0 ? MASK_TS : MASK_NONE,
+                 false, false, 0};
         if (variant == 1) c.T = 70, c.S = 4;
         fc_tensor *in[4];
         int n = make_inputs(ctx, &c, FC_F32, true, 3, in);

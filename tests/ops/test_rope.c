@@ -48,14 +48,13 @@ static void expect_close(const double *got, const double *want, int64_t n, doubl
                          const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
-            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i],
-                     want[i], tol);
+            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i], want[i],
+                     tol);
 }
 
 static const fc_rope_opts option_sets[] = {
-    {FC_ROPE_NORM, 0, 0, 0, 0},
-    {FC_ROPE_NEOX, 0, 0, 0, 0},
-    {FC_ROPE_NORM, 4, 500000, 0, 7},  /* partial dims, llama3's base, offset */
+    {FC_ROPE_NORM, 0, 0, 0, 0},        {FC_ROPE_NEOX, 0, 0, 0, 0},
+    {FC_ROPE_NORM, 4, 500000, 0, 7},   /* partial dims, llama3's base, offset */
     {FC_ROPE_NEOX, 6, 10000, 0.25, 3}, /* partial dims, linear position scaling */
     {FC_ROPE_NORM, 2, 100, 2, 1000},
 };
@@ -264,12 +263,9 @@ static void test_rope_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rope_closed_form),
-        cmocka_unit_test(test_rope_hand_values),
-        cmocka_unit_test(test_rope_gradcheck),
-        cmocka_unit_test(test_rope_half_grad),
-        cmocka_unit_test(test_rope_threads_same_bits),
-        cmocka_unit_test(test_rope_errors),
+        cmocka_unit_test(test_rope_closed_form),       cmocka_unit_test(test_rope_hand_values),
+        cmocka_unit_test(test_rope_gradcheck),         cmocka_unit_test(test_rope_half_grad),
+        cmocka_unit_test(test_rope_threads_same_bits), cmocka_unit_test(test_rope_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

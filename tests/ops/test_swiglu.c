@@ -25,8 +25,8 @@ static void expect_close(const double *got, const double *want, int64_t n, doubl
                          const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))))
-            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i],
-                     want[i], tol);
+            fail_msg("%s[%lld]: got %.12g want %.12g (tol %g)", what, (long long)i, got[i], want[i],
+                     tol);
 }
 
 static void test_swiglu_forward(void **state) {

@@ -222,8 +222,8 @@ fc_status fc__attention_backward(fc_ctx *ctx, const char *op, const fc__attn_in 
     if (st == FC_OK && dk) {
         j.dk = fc__raw_base(dk);
         j.dv = fc__raw_base(dv);
-        int64_t ws = D * BC + Dv * BC + BC * Dp + BC * Dvp + BR * Dp + BR * Dvp + 2 * BR * BC +
-                     2 * BR;
+        int64_t ws =
+            D * BC + Dv * BC + BC * Dp + BC * Dvp + BR * Dp + BR * Dvp + 2 * BR * BC + 2 * BR;
         st = run_pass(ctx, op, &j, AT_PASS_DKV, j.B * j.Hkv * j.nkt, ws);
     }
     if (st == FC_OK && dq) {

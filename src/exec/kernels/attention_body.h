@@ -32,8 +32,8 @@ typedef AT_T AT_FN(vec) __attribute__((vector_size(AT_VB), aligned(sizeof(AT_T))
  * four vectors of columns are summed in registers over all of K, each
  * element in increasing k: the order is fixed by the shapes. */
 AT_ATTR static void AT_FN(gemm)(AT_T *C, int64_t ldc, const AT_T *A, int64_t sar, int64_t sak,
-                                const AT_T *B, int64_t ldb, int64_t rows, int64_t K,
-                                int64_t ncols, bool acc) {
+                                const AT_T *B, int64_t ldb, int64_t rows, int64_t K, int64_t ncols,
+                                bool acc) {
     typedef AT_FN(vec) V;
     const V zero = {0};
     /* one row's four accumulators (named r0 .. r3), the B vectors p0 .. p3 */
@@ -65,8 +65,7 @@ AT_ATTR static void AT_FN(gemm)(AT_T *C, int64_t ldc, const AT_T *A, int64_t sar
         int64_t r0 = 0;
 #if AT_RB >= 4
         for (; r0 + 4 <= rows; r0 += 4) {
-            AT_DECL(u) AT_DECL(w) AT_DECL(x) AT_DECL(y)
-            for (int64_t k = 0; k < K; k++) {
+            AT_DECL(u) AT_DECL(w) AT_DECL(x) AT_DECL(y) for (int64_t k = 0; k < K; k++) {
                 AT_LOADB();
                 AT_FMA(u);
                 AT_FMA(w);
@@ -81,8 +80,7 @@ AT_ATTR static void AT_FN(gemm)(AT_T *C, int64_t ldc, const AT_T *A, int64_t sar
 #endif
 #if AT_RB >= 2
         for (; r0 + 2 <= rows; r0 += 2) {
-            AT_DECL(u) AT_DECL(w)
-            for (int64_t k = 0; k < K; k++) {
+            AT_DECL(u) AT_DECL(w) for (int64_t k = 0; k < K; k++) {
                 AT_LOADB();
                 AT_FMA(u);
                 AT_FMA(w);
@@ -165,11 +163,10 @@ AT_ATTR static void AT_FN(scores)(const at_job *j, AT_T *restrict S, const AT_T 
         if (lim < 0) lim = 0;
         if (m) {
             const AT_T *mr = m + i * j->mask.s[2];
-            FC__SIMD for (int64_t c = 0; c < lim; c++)
-                row[c] = row[c] * scale + mr[c * j->mask.s[3]];
+            FC__SIMD for (int64_t c = 0; c < lim; c++) row[c] =
+                row[c] * scale + mr[c * j->mask.s[3]];
         } else {
-            FC__SIMD for (int64_t c = 0; c < lim; c++)
-                row[c] = row[c] * scale;
+            FC__SIMD for (int64_t c = 0; c < lim; c++) row[c] = row[c] * scale;
         }
         for (int64_t c = lim; c < BC; c++)
             row[c] = ninf;
@@ -207,8 +204,7 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
         AT_FN(scores)(j, S, Q, KT, b, h, i0, br, j0, bc);
         for (int64_t i = 0; i < br; i++) {
             AT_T *row = S + i * BC, tm = mx[i];
-            AT_SIMD_MAX(tm) for (int c = 0; c < BC; c++)
-                tm = row[c] > tm ? row[c] : tm;
+            AT_SIMD_MAX(tm) for (int c = 0; c < BC; c++) tm = row[c] > tm ? row[c] : tm;
             if (tm == -(AT_T)INFINITY) { /* nothing visible yet: p = 0 */
                 for (int c = 0; c < BC; c++)
                     row[c] = 0;
@@ -220,8 +216,7 @@ AT_ATTR static void AT_FN(forward_item)(const at_job *j, int64_t item, AT_T *ws)
             l[i] = l[i] * alpha + (AT_T)AT_EXPROW(row, row, BC, tm);
             if (alpha != 1) {
                 AT_T *o = O + i * Dvp;
-                FC__SIMD for (int64_t c = 0; c < Dvp; c++)
-                    o[c] *= alpha;
+                FC__SIMD for (int64_t c = 0; c < Dvp; c++) o[c] *= alpha;
             }
         }
         AT_FN(gemm)(O, Dvp, S, BC, 1, V, Dvp, br, bc, Dvp, true); /* O += P V */
@@ -255,8 +250,7 @@ AT_ATTR static void AT_FN(tile_grad)(const at_job *j, AT_T *restrict S, AT_T *re
             continue;
         }
         AT_EXPROW(p, p, BC, lse[i]);
-        FC__SIMD for (int c = 0; c < BC; c++)
-            dp[c] = p[c] * (dp[c] - Di[i]);
+        FC__SIMD for (int c = 0; c < BC; c++) dp[c] = p[c] * (dp[c] - Di[i]);
     }
 }
 
@@ -272,8 +266,8 @@ AT_ATTR static void AT_FN(row_dots)(const at_job *j, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         int64_t i = r % j->T, h = (r / j->T) % j->Hq, b = r / (j->T * j->Hq);
         const AT_T *o = (const AT_T *)j->o.p + b * j->o.s[0] + h * j->o.s[1] + i * j->o.s[2];
-        const AT_T *g = (const AT_T *)j->dout.p + b * j->dout.s[0] + h * j->dout.s[1] +
-                        i * j->dout.s[2];
+        const AT_T *g =
+            (const AT_T *)j->dout.p + b * j->dout.s[0] + h * j->dout.s[1] + i * j->dout.s[2];
         AT_T s = 0;
         for (int64_t c = 0; c < j->Dv; c++)
             s += o[c * j->o.s[3]] * g[c * j->dout.s[3]];

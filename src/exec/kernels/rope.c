@@ -98,8 +98,14 @@ fc_tensor *fc__rope(fc_ctx *ctx, const char *op, fc_tensor *x, const fc__rope_pa
     if (!(y = fc__tensor_new(ctx, op, ct, shape, rank))) goto done;
     if (!(table = fc__tensor_new(ctx, op, ct, &tn, 1))) goto done;
     fill_table(p, T, half, ct == FC_F64, fc__raw_base(&table->raw));
-    rope_job j = {p,         fc__raw_base(&xc->raw), fc__raw_base(&y->raw), fc__raw_base(&table->raw),
-                  T,         H,                      D,                     half,
+    rope_job j = {p,
+                  fc__raw_base(&xc->raw),
+                  fc__raw_base(&y->raw),
+                  fc__raw_base(&table->raw),
+                  T,
+                  H,
+                  D,
+                  half,
                   ct == FC_F64};
     fc__parallel_for(ctx, rows, 1 + 16384 / (H * D), rope_range, &j);
     if (dt == ct) {
