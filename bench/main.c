@@ -15,6 +15,7 @@ typedef struct cmd {
 int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
 int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
 int bench_conv_train(int argc, char **argv); /* bench_conv.c */
+int bench_attention(int argc, char **argv);  /* bench_attention.c */
 
 static const cmd cmds[] = {
     {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
@@ -28,6 +29,8 @@ static const cmd cmds[] = {
      "gpt_train plain vs every block fc_grad_checkpoint'ed: ms/step, peak bytes"},
     {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
     {"conv_train", bench_conv_train, "conv3x3 64->64 on [16,64,32,32] fwd+bwd, GFLOP/s"},
+    {"attention", bench_attention,
+     "causal attention B=1 H=8 T=1024 d=64 fwd+bwd: fused vs composite, ms, peak bytes"},
 };
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/conv.h     1-d and 2-d convolutions and the 2-d transposed one
  *   fucina/pool.h     2-d max, average and adaptive average pooling
+ *   fucina/attention.h rope, swiglu and fused (flash) attention with grouped-query heads
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  *   fucina/checkpoint.h resumable training checkpoints
@@ -21,6 +22,7 @@
 #define FUCINA_H
 
 #include "fucina/alloc.h"
+#include "fucina/attention.h"
 #include "fucina/autograd.h"
 #include "fucina/checkpoint.h"
 #include "fucina/conv.h"

@@ -53,7 +53,7 @@
 #include "fucina/autograd.h"
 
 #define FC__AG_MAX_IN 4
-#define FC__AG_MAX_SAVED 4
+#define FC__AG_MAX_SAVED 6 /* attention saves q, k, v, mask, output and logsumexp */
 
 typedef struct fc_node fc_node;
 typedef fc_status (*fc__backward_fn)(fc_ctx *ctx, fc_node *node, fc_tensor *gout,

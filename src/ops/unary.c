@@ -1,4 +1,5 @@
-/* ops/unary.c - the unary family as differentiable ops: fc_neg .. fc_clamp.
+/* ops/unary.c - the unary family as differentiable ops: fc_neg .. fc_clamp,
+ * and fc_swiglu, the gated silu (at the end of the file).
  * The computation is in exec/kernels/unary.c (layout, dispatch) and
  * unary_math.c (the formulas, forward and derivative side by side); this
  * file validates, records, and holds the family's one backward rule.
@@ -17,6 +18,7 @@
 #include "exec/kernels/unary.h"
 #include "ag/tape.h"
 #include "exec/kernels/pointwise.h"
+#include "exec/kernels/swiglu.h"
 #include "fucina.h"
 #include "ops/pointwise_grad.h"
 
@@ -267,4 +269,59 @@ fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi) {
         return NULL;
     }
     return unary(ctx, FC__UN_CLAMP, x, lo, hi);
+}
+
+/* ---- swiglu: silu(a) * b, the gated form of silu ----------------------------------
+ * Its own kernel (exec/kernels/swiglu.c) and rule; the node saves a and b:
+ *   da = g * b * silu'(a),  db = g * silu(a).
+ * A create_graph version of the rule would rebuild both from recorded ops
+ * (fc_sigmoid, fc_mul, ...) over the saved a and b. */
+enum { SWIGLU_IN_A, SWIGLU_IN_B };
+enum { SWIGLU_SAVED_A, SWIGLU_SAVED_B };
+
+static fc_status swiglu_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    const fc_raw *a = fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_A);
+    const fc_raw *b = a ? fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_B) : NULL;
+    if (!b) return fc__failed(ctx);
+    for (int k = SWIGLU_IN_A; k <= SWIGLU_IN_B; k++) {
+        if (!node->in[k].needs) continue;
+        fc_tensor *g = fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype, gout->raw.shape,
+                                      gout->raw.rank);
+        if (!g) return fc__failed(ctx);
+        fc__swiglu_grad_run(ctx, k == SWIGLU_IN_A, &g->raw, &gout->raw, a, b);
+        gin[k] = g;
+    }
+    return FC_OK;
+}
+
+fc_tensor *fc_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+    FC__CHECK_CTX(ctx);
+    FC__CHECK_INPUT(ctx, "swiglu", a);
+    FC__CHECK_INPUT(ctx, "swiglu", b);
+    if (fc__pw_same_dtype(ctx, "swiglu", a, b) != FC_OK ||
+        fc__pw_math_dtype(ctx, "swiglu", a->raw.dtype, false) != FC_OK)
+        return NULL;
+    bool same = a->raw.rank == b->raw.rank;
+    for (int i = 0; same && i < a->raw.rank; i++)
+        same = a->raw.shape[i] == b->raw.shape[i];
+    if (!same) {
+        char da[160], db[160];
+        fc__fail(ctx, FC_ERR_SHAPE_MISMATCH, "swiglu: a %s and b %s must have the same shape",
+                 fc__desc(a, da, (int)sizeof da), fc__desc(b, db, (int)sizeof db));
+        return NULL;
+    }
+    fc_tensor *out = fc__tensor_new(ctx, "swiglu", a->raw.dtype, a->raw.shape, a->raw.rank);
+    if (!out) return NULL;
+    fc__swiglu_run(ctx, &out->raw, &a->raw, &b->raw);
+    out = fc__finish(ctx, "swiglu", out);
+    fc_tensor *in[2] = {a, b};
+    if (!out || !fc__ag_wants(ctx, 2, in)) return out;
+    fc_node *nd = fc__ag_record(ctx, "swiglu", swiglu_backward, out, 2, in);
+    fc_status st = nd ? pw_save_at(ctx, nd, SWIGLU_SAVED_A, "a", a) : FC_ERR_OOM;
+    if (st == FC_OK) st = pw_save_at(ctx, nd, SWIGLU_SAVED_B, "b", b);
+    if (st != FC_OK) {
+        fc_release(out);
+        return NULL;
+    }
+    return out;
 }
