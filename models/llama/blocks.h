@@ -1,8 +1,9 @@
 /* llama/blocks.h - the three blocks the model needs from the op library:
- * rotary embedding, SwiGLU and (grouped-query) attention. Their only home
- * in models/ is blocks_compat.c, which composes them from public ops until
- * the fused ops (fc_rope, fc_swiglu, fc_attention of fucina/attention.h)
- * land; swapping them in is a change to that one file.
+ * rotary embedding, SwiGLU and (grouped-query) attention, one seam in
+ * front of the fused ops of fucina/attention.h (fc_rope in FC_ROPE_NORM
+ * mode, fc_swiglu, causal fc_attention), implemented in blocks.c. The
+ * versions composed from public ops live on only in the tests
+ * (tests/models/llama_composite.c), as a cross-check.
  *
  * Each borrows its inputs and returns a new reference, registered in the
  * caller's scope like an op's result, or NULL with the error recorded;
@@ -18,9 +19,10 @@ fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base
                           int64_t pos0);
 /* silu(a) * b. */
 fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
-/* q [B, Hq, T, D], k, v [B, Hkv, S, D] (Hkv divides Hq; query head h reads
- * kv head h / (Hq / Hkv)); causal: query i sees keys j <= i + (S - T);
- * scale 1/sqrt(D). Returns [B, Hq, T, D]. */
+/* q [B, Hq, T, D], k, v [B, Hkv, S, D], any strided views (Hkv divides Hq;
+ * query head h reads kv head h / (Hq / Hkv), in place); causal: query i
+ * sees keys j <= i + (S - T); scale 1/sqrt(D). Returns [B, Hq, T, D], the
+ * transposed view of a contiguous [B, T, Hq, D]. */
 fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v);
 
 #endif

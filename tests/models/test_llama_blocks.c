@@ -1,8 +1,9 @@
 /* test_llama_blocks.c - the model's three blocks (models/llama/blocks.h:
- * rotary embedding, SwiGLU, grouped-query causal attention) against
- * direct double-precision loops, and their gradients against f64 finite
- * differences. They stay tested when blocks_compat.c gives way to the
- * fused ops. */
+ * rotary embedding, SwiGLU, grouped-query causal attention, now the fused
+ * ops) against direct double-precision loops, their gradients against f64
+ * finite differences, and values and gradients against the same blocks
+ * composed from public ops (llama_composite.c), as the model ran them
+ * before. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "fct_f64.h"
 #include "layout_helpers.h"
 #include "llama/blocks.h"
+#include "llama_composite.h"
 
 static const fc_ctx_opts ONE_THREAD = {.threads = 1, .seed = 11};
 
@@ -189,6 +191,101 @@ static void test_llama_blocks_attention_gradcheck(void **s) {
     free_ctx(ctx);
 }
 
+/* ---- fused vs composite ---------------------------------------------------------- */
+typedef struct block_args {
+    bool composite;
+    int64_t n, pos0; /* rope */
+    double base, scale;
+} block_args;
+
+static fc_tensor *rope_any(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const block_args *a = user;
+    return (a->composite ? lc_rope : fc__llama_rope)(ctx, in[0], a->n, a->base, a->scale, a->pos0);
+}
+
+static fc_tensor *swiglu_any(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const block_args *a = user;
+    return (a->composite ? lc_swiglu : fc__llama_swiglu)(ctx, in[0], in[1]);
+}
+
+/* Inputs [B, T, H, D] as the model holds them; the heads are transposed
+ * views, as it passes them. */
+static fc_tensor *attention_any(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
+    (void)n;
+    const block_args *a = user;
+    const int p[4] = {0, 2, 1, 3};
+    fc_tensor *q = fc_permute(ctx, in[0], p), *k = fc_permute(ctx, in[1], p),
+              *v = fc_permute(ctx, in[2], p);
+    fc_tensor *o = (a->composite ? lc_attention : fc__llama_attention)(ctx, q, k, v);
+    fc_release(q);
+    fc_release(k);
+    fc_release(v);
+    return o;
+}
+
+/* Runs fn fused and composite on the same n f64 leaves and compares the
+ * outputs and, for one random output gradient, the inputs' gradients. */
+static void fused_matches_composite(fc_ctx *ctx, fc_gradcheck_fn fn, block_args a,
+                                    const int64_t (*shapes)[4], int n) {
+    fc_tensor *in[3];
+    for (int k = 0; k < n; k++)
+        assert_int_equal(fc_requires_grad(in[k] = fc_randn(ctx, FC_F64, shapes[k], 4), true),
+                         FC_OK);
+    double *out[2] = {NULL, NULL}, *grads[2][3];
+    int64_t numel = 0;
+    fc_tensor *g = NULL;
+    for (int c = 0; c < 2; c++) {
+        a.composite = c == 1;
+        fc_tensor *y = fn(ctx, in, n, &a);
+        assert_non_null(y);
+        numel = fc_tensor_numel(y);
+        if (!g) g = fc_randn(ctx, FC_F64, fc_tensor_shape(y), fc_tensor_rank(y));
+        assert_int_equal(fc_backward_with(ctx, y, g, false), FC_OK);
+        out[c] = values_of(y);
+        for (int k = 0; k < n; k++)
+            grads[c][k] = values_of(fc_grad(in[k]));
+        fc_zero_grad(in, n);
+        fc_release(y);
+    }
+    for (int64_t i = 0; i < numel; i++)
+        assert_true(fabs(out[0][i] - out[1][i]) < 1e-12);
+    for (int k = 0; k < n; k++) {
+        for (int64_t i = 0; i < fc_tensor_numel(in[k]); i++)
+            assert_true(fabs(grads[0][k][i] - grads[1][k][i]) < 1e-12);
+        free(grads[0][k]);
+        free(grads[1][k]);
+        fc_release(in[k]);
+    }
+    free(out[0]);
+    free(out[1]);
+    fc_release(g);
+}
+
+static void test_llama_blocks_fused_matches_composite(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    /* rope: all dims, partial dims with a KV-cache offset, another base */
+    const int64_t rs[1][4] = {{2, 3, 2, 6}};
+    fused_matches_composite(ctx, rope_any, (block_args){.n = 6, .base = 10000, .scale = 1}, rs, 1);
+    fused_matches_composite(ctx, rope_any,
+                            (block_args){.n = 4, .pos0 = 5, .base = 100, .scale = 0.5}, rs, 1);
+    fused_matches_composite(ctx, rope_any, (block_args){.n = 2, .pos0 = 1, .base = 10, .scale = 2},
+                            rs, 1);
+    const int64_t ss[2][4] = {{2, 3, 1, 5}, {2, 3, 1, 5}};
+    fused_matches_composite(ctx, swiglu_any, (block_args){0}, ss, 2);
+    /* attention on [B, T, H, D] leaves: (Hkv, T, S) GQA square, MHA and
+     * MQA against a longer cache, a decode step */
+    const int64_t cases[4][3] = {{2, 3, 3}, {4, 2, 5}, {1, 4, 6}, {2, 1, 6}};
+    for (int c = 0; c < 4; c++) {
+        int64_t Hkv = cases[c][0], T = cases[c][1], S = cases[c][2];
+        const int64_t as[3][4] = {{2, T, 4, 3}, {2, S, Hkv, 3}, {2, S, Hkv, 3}};
+        fused_matches_composite(ctx, attention_any, (block_args){0}, as, 3);
+    }
+    free_ctx(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_blocks_rope_matches_reference),
@@ -196,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_llama_blocks_swiglu),
         cmocka_unit_test(test_llama_blocks_attention_matches_reference),
         cmocka_unit_test(test_llama_blocks_attention_gradcheck),
+        cmocka_unit_test(test_llama_blocks_fused_matches_composite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

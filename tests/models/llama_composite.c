@@ -1,13 +1,14 @@
-/* llama/blocks_compat.c - rotary embedding, SwiGLU and grouped-query
- * attention composed from public ops (see blocks.h). This is the one place
- * the fused ops of fucina/attention.h replace when they land: each function
- * here then becomes a call of fc_rope (FC_ROPE_NORM), fc_swiglu or
- * fc_attention (causal). Everything is differentiable because every op
- * used is; intermediates live in a scope and only the result is kept. */
+/* llama_composite.c - the Llama blocks of models/llama/blocks.h composed
+ * from public elementwise ops, matmuls and softmax, as the model ran them
+ * before the fused ops (fc_rope, fc_swiglu, fc_attention). Kept only as a
+ * cross-check: test_llama_blocks compares the fused blocks against these
+ * (and both against double loops). Everything is differentiable because
+ * every op used is; intermediates live in a scope and only the result is
+ * kept. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "llama/blocks.h"
+#include "llama_composite.h"
 
 /* Each block works in its own scope and keeps only its result; this hands
  * that result back as an op's would be, registered in the caller's scope:
@@ -53,8 +54,8 @@ static fc_status rope_tables(fc_ctx *ctx, fc_dtype dtype, int64_t T, int64_t hal
     return *cos_t && *sin_t ? FC_OK : fc_ctx_status(ctx);
 }
 
-fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base, double scale,
-                          int64_t pos0) {
+fc_tensor *lc_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base, double scale,
+                   int64_t pos0) {
     if (!x) return NULL;
     const int64_t *s = fc_tensor_shape(x);
     int64_t T = s[1], D = s[3], half = n_dims / 2;
@@ -82,7 +83,7 @@ fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base
     return in_caller_scope(ctx, out);
 }
 
-fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
+fc_tensor *lc_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
     fc_scope_begin(ctx);
     fc_tensor *out = fc_keep(fc_mul(ctx, fc_silu(ctx, a), b));
     fc_scope_end(ctx);
@@ -113,7 +114,7 @@ static fc_tensor *causal_mask(fc_ctx *ctx, fc_dtype dtype, int64_t G, int64_t T,
  * h / G) are stacked as G * T rows of one product with that head's keys,
  * q [B, Hq, T, D] -> [B, Hkv, G * T, D] (a copy of q only, which a decode
  * step keeps at one row per head), and the result is unstacked. */
-fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v) {
+fc_tensor *lc_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v) {
     if (!q || !k || !v) return NULL;
     const int64_t *qs = fc_tensor_shape(q), *ks = fc_tensor_shape(k);
     int64_t B = qs[0], Hq = qs[1], T = qs[2], D = qs[3], Hkv = ks[1], S = ks[2], G = Hq / Hkv;
