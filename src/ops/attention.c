@@ -13,10 +13,12 @@
  * Rule: the kernel's backward from the saved q, k, v, output and per-row
  * logsumexp (and the mask), into dq, dk, dv and, when the mask requires
  * grad, the [B, Hq, T, S] score gradient that the engine sums down to the
- * mask's shape. A create_graph version would need the backward as
- * recorded ops: either the composite (matmul, softmax, matmul) rebuilt
- * from the saved values, or a second fused op for the backward whose own
- * rule gives the second derivatives. */
+ * mask's shape. In a create_graph walk the rule instead recomputes the
+ * probabilities from the linked q, k (and mask) with recorded matmul,
+ * additive-mask and softmax ops, and writes the backward over them with
+ * recorded ops (attention_graph below), so its gradients differentiate
+ * again. That path holds the [B, Hq, T, S] scores: it is for the small
+ * problems higher-order gradients are taken of, not a flash kernel. */
 #include <math.h>
 #include <string.h>
 
@@ -121,7 +123,95 @@ static fc_status check_inputs(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor
 
 /* ---- the rule ----------------------------------------------------------------------------- */
 
+/* ---- create_graph: the backward as recorded ops --------------------------------------------
+ * With G = Hq / Hkv the G query heads sharing kv head j are stacked as
+ * G * T rows of one product with that head's keys (query head h reads kv
+ * head h / G): qg [B, Hkv, G * T, D] (a reshape of q), and the same for
+ * everything of query shape. Then, with P the probabilities,
+ *   S = scale qg k^T (+ causal, + mask),  P = softmax(S),
+ *   dP = dOg v^T,  dS = P (dP - rowsum(dP P)),
+ *   dq = scale dSg k,  dk = scale dSg^T qg,  dv = Pg^T dOg,  dmask = dS,
+ * where the products over the stacked rows sum over the group. */
+
+/* The causal rule as constants of dtype dt: the additive [T, S] mask (0
+ * where query i sees key j <= i + (S - T), -inf past it) and, when some
+ * query sees no key (T > S), the [T, 1] 0/1 weights that zero those rows
+ * (whose additive mask is then 0, so softmax stays finite; the fused
+ * kernel's contract: zero output and gradients, never NaN). */
+static fc_status causal_consts(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, fc_tensor **add,
+                               fc_tensor **keep) {
+    const char *op = "attention_backward";
+    bool hidden = T > S;
+    fc_tensor *a = fc__tensor_new(ctx, op, FC_F64, (const int64_t[]){T, S}, 2);
+    fc_tensor *w = hidden ? fc__tensor_new(ctx, op, FC_F64, (const int64_t[]){T, 1}, 2) : NULL;
+    double *m = NULL, *r = NULL;
+    if (!a || (hidden && !w) || fc__raw_data_mut(&a->raw, (void **)&m) != FC_OK ||
+        (w && fc__raw_data_mut(&w->raw, (void **)&r) != FC_OK))
+        return fc__failed(ctx);
+    for (int64_t i = 0; i < T; i++) {
+        bool sees = i + (S - T) >= 0;
+        if (r) r[i] = sees ? 1.0 : 0.0;
+        for (int64_t j = 0; j < S; j++)
+            m[i * S + j] = !sees || j <= i + (S - T) ? 0.0 : -INFINITY;
+    }
+    *add = dt == FC_F64 ? a : fc_to(ctx, a, dt);
+    *keep = !w || dt == FC_F64 ? w : fc_to(ctx, w, dt);
+    return *add && (!hidden || *keep) ? FC_OK : fc__failed(ctx);
+}
+
+/* x [B, Hq, T, C] <-> [B, Hkv, G * T, C]: recorded reshapes. */
+static fc_tensor *stack_groups(fc_ctx *ctx, fc_tensor *x, int64_t Hkv) {
+    const int64_t *s = fc_tensor_shape(x);
+    return fc_reshape(ctx, x, (const int64_t[]){s[0], Hkv, s[1] / Hkv * s[2], s[3]}, 4);
+}
+static fc_tensor *unstack_groups(fc_ctx *ctx, fc_tensor *x, int64_t Hq, int64_t T) {
+    const int64_t *s = fc_tensor_shape(x);
+    return fc_reshape(ctx, x, (const int64_t[]){s[0], Hq, T, s[3]}, 4);
+}
+
+static fc_status attention_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_dtype ct = gout->raw.dtype;
+    bool has_mask = node->n_in > ATT_IN_MASK;
+    const int ids[4] = {ATT_SAVED_Q, ATT_SAVED_K, ATT_SAVED_V, ATT_SAVED_MASK};
+    fc_tensor *in[4] = {NULL};
+    for (int i = 0; i < (has_mask ? 4 : 3); i++) {
+        fc_tensor *t = fc__ag_saved_tensor(ctx, node, ids[i]);
+        if (t && t->raw.dtype != ct) t = fc_to(ctx, t, ct);
+        if (!(in[i] = t)) return fc__failed(ctx);
+    }
+    fc_tensor *q = in[0], *k = in[1], *v = in[2];
+    const int64_t *qs = fc_tensor_shape(q), *ks = fc_tensor_shape(k);
+    int64_t B = qs[0], Hq = qs[1], T = qs[2], Hkv = ks[1], S = ks[2];
+    double scale = node->f[ATT_F_SCALE];
+    fc_tensor *qg = stack_groups(ctx, q, Hkv), *kt = fc_transpose(ctx, k, 2, 3);
+    fc_tensor *sc = fc_mul_scalar(ctx, fc_matmul(ctx, qg, kt), scale);
+    sc = fc_reshape(ctx, sc, (const int64_t[]){B, Hq, T, S}, 4);
+    fc_tensor *keep = NULL;
+    if (node->i[ATT_I_CAUSAL]) {
+        fc_tensor *add = NULL;
+        if (causal_consts(ctx, ct, T, S, &add, &keep) != FC_OK) return fc__failed(ctx);
+        sc = fc_add(ctx, sc, add);
+    }
+    if (has_mask) sc = fc_add(ctx, sc, in[3]);
+    fc_tensor *p = fc_softmax(ctx, sc, -1);
+    if (keep) p = fc_mul(ctx, p, keep);
+    fc_tensor *pg = stack_groups(ctx, p, Hkv), *dog = stack_groups(ctx, gout, Hkv);
+    const int last[1] = {-1};
+    fc_tensor *dp = unstack_groups(ctx, fc_matmul(ctx, dog, fc_transpose(ctx, v, 2, 3)), Hq, T);
+    fc_tensor *ds = fc_mul(ctx, p, fc_sub(ctx, dp, fc_sum(ctx, fc_mul(ctx, dp, p), last, 1, true)));
+    fc_tensor *dsg = stack_groups(ctx, ds, Hkv);
+    if (node->in[ATT_IN_Q].needs)
+        gin[ATT_IN_Q] =
+            unstack_groups(ctx, fc_mul_scalar(ctx, fc_matmul(ctx, dsg, k), scale), Hq, T);
+    if (node->in[ATT_IN_K].needs)
+        gin[ATT_IN_K] = fc_mul_scalar(ctx, fc_matmul(ctx, fc_transpose(ctx, dsg, 2, 3), qg), scale);
+    if (node->in[ATT_IN_V].needs) gin[ATT_IN_V] = fc_matmul(ctx, fc_transpose(ctx, pg, 2, 3), dog);
+    if (has_mask && node->in[ATT_IN_MASK].needs) gin[ATT_IN_MASK] = ds;
+    return fc_ctx_status(ctx);
+}
+
 static fc_status attention_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return attention_graph(ctx, node, gout, gin);
     fc_dtype ct = gout->raw.dtype;
     bool has_mask = node->n_in > ATT_IN_MASK;
     fc_tensor *s[6] = {NULL};

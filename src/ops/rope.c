@@ -6,9 +6,11 @@
  *   rule: the rotation is orthogonal, so dx = R(-a) g: the same kernel run
  *   on g with the angles negated. It saves nothing.
  *
- * A create_graph version of the rule would call fc_rope itself with the
- * inverse angle (an option fc_rope_opts does not expose), so that the rule
- * records: the rule is linear in g and needs no saved value. */
+ * create_graph: the rule is linear in g and reads no saved value, so the
+ * rotation and its inverse form a recorded pair: rope_run records the
+ * kernel's node with its direction, and its rule is rope_run in the other
+ * direction, recorded in turn when the walk records (grad mode on). A
+ * plain walk runs the same call unrecorded. */
 #include <math.h>
 
 #include "ag/tape.h"
@@ -20,11 +22,14 @@ enum {
     ROPE_I_NEOX = 0,
     ROPE_I_NDIMS = 1,
     ROPE_I_OFFSET = 2,
+    ROPE_I_INVERSE = 3,
 };
 enum {
     ROPE_F_BASE = 0,
     ROPE_F_SCALE = 1,
 };
+
+static fc_tensor *rope_run(fc_ctx *ctx, const char *op, fc_tensor *x, const fc__rope_params *p);
 
 static fc_status rope_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     fc__rope_params p = {.neox = node->i[ROPE_I_NEOX] != 0,
@@ -32,9 +37,30 @@ static fc_status rope_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_t
                          .pos_offset = node->i[ROPE_I_OFFSET],
                          .freq_base = node->f[ROPE_F_BASE],
                          .freq_scale = node->f[ROPE_F_SCALE],
-                         .inverse = true};
-    gin[0] = fc__rope(ctx, "rope_backward", gout, &p);
+                         .inverse = node->i[ROPE_I_INVERSE] == 0};
+    gin[0] = rope_run(ctx, "rope_backward", gout, &p);
     return gin[0] ? FC_OK : fc__failed(ctx);
+}
+
+/* The kernel on x, recorded (with the direction p->inverse) when x wants a
+ * gradient: fc_rope's forward and, in the other direction, its rule. */
+static fc_tensor *rope_run(fc_ctx *ctx, const char *op, fc_tensor *x, const fc__rope_params *p) {
+    fc_tensor *y = fc__rope(ctx, op, x, p);
+    if (!y) return NULL;
+    if (fc__ag_wants(ctx, 1, &x)) {
+        fc_node *nd = fc__ag_record(ctx, op, rope_backward, y, 1, &x);
+        if (!nd) {
+            fc_release(y);
+            return NULL;
+        }
+        nd->i[ROPE_I_NEOX] = p->neox;
+        nd->i[ROPE_I_NDIMS] = p->n_dims;
+        nd->i[ROPE_I_OFFSET] = p->pos_offset;
+        nd->i[ROPE_I_INVERSE] = p->inverse;
+        nd->f[ROPE_F_BASE] = p->freq_base;
+        nd->f[ROPE_F_SCALE] = p->freq_scale;
+    }
+    return fc__finish(ctx, op, y);
 }
 
 /* Resolves opts (NULL = defaults) against x's head dim D into p;
@@ -87,19 +113,5 @@ fc_tensor *fc_rope(fc_ctx *ctx, fc_tensor *x, const fc_rope_opts *opts) {
     }
     fc__rope_params p;
     if (rope_resolve(ctx, opts, x->raw.shape[x->raw.rank - 1], &p) != FC_OK) return NULL;
-    fc_tensor *y = fc__rope(ctx, "rope", x, &p);
-    if (!y) return NULL;
-    if (fc__ag_wants(ctx, 1, &x)) {
-        fc_node *nd = fc__ag_record(ctx, "rope", rope_backward, y, 1, &x);
-        if (!nd) {
-            fc_release(y);
-            return NULL;
-        }
-        nd->i[ROPE_I_NEOX] = p.neox;
-        nd->i[ROPE_I_NDIMS] = p.n_dims;
-        nd->i[ROPE_I_OFFSET] = p.pos_offset;
-        nd->f[ROPE_F_BASE] = p.freq_base;
-        nd->f[ROPE_F_SCALE] = p.freq_scale;
-    }
-    return fc__finish(ctx, "rope", y);
+    return rope_run(ctx, "rope", x, &p);
 }

@@ -15,10 +15,10 @@
  * value (neg: -1, sign: 0). */
 #include <math.h>
 
-#include "exec/kernels/unary.h"
 #include "ag/tape.h"
 #include "exec/kernels/pointwise.h"
 #include "exec/kernels/swiglu.h"
+#include "exec/kernels/unary.h"
 #include "fucina.h"
 #include "ops/pointwise_grad.h"
 
@@ -273,13 +273,32 @@ fc_tensor *fc_clamp(fc_ctx *ctx, fc_tensor *x, double lo, double hi) {
 
 /* ---- swiglu: silu(a) * b, the gated form of silu ----------------------------------
  * Its own kernel (exec/kernels/swiglu.c) and rule; the node saves a and b:
- *   da = g * b * silu'(a),  db = g * silu(a).
- * A create_graph version of the rule would rebuild both from recorded ops
- * (fc_sigmoid, fc_mul, ...) over the saved a and b. */
+ *   da = g * b * silu'(a),  db = g * silu(a),  silu'(a) = s (1 + a (1 - s)),
+ *   s = sigmoid(a).
+ * In a create_graph walk both are built from recorded ops (fc_sigmoid,
+ * fc_mul, ...) over the linked a and b, so they differentiate again. */
 enum { SWIGLU_IN_A, SWIGLU_IN_B };
 enum { SWIGLU_SAVED_A, SWIGLU_SAVED_B };
 
+static fc_status swiglu_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    fc_tensor *a = fc__ag_saved_tensor(ctx, node, SWIGLU_SAVED_A);
+    fc_tensor *b = a ? fc__ag_saved_tensor(ctx, node, SWIGLU_SAVED_B) : NULL;
+    if (!b) return fc_ctx_status(ctx);
+    fc_dtype gd = gout->raw.dtype;
+    if (a->raw.dtype != gd) a = fc_to(ctx, a, gd);
+    if (b->raw.dtype != gd) b = fc_to(ctx, b, gd);
+    fc_tensor *s = fc_sigmoid(ctx, a);
+    if (node->in[SWIGLU_IN_B].needs) gin[SWIGLU_IN_B] = fc_mul(ctx, gout, fc_mul(ctx, a, s));
+    if (node->in[SWIGLU_IN_A].needs) {
+        fc_tensor *d =
+            fc_mul(ctx, s, fc_add_scalar(ctx, fc_mul(ctx, a, fc_rsub_scalar(ctx, s, 1.0)), 1.0));
+        gin[SWIGLU_IN_A] = fc_mul(ctx, fc_mul(ctx, gout, b), d);
+    }
+    return fc_ctx_status(ctx);
+}
+
 static fc_status swiglu_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    if (fc__ag_create_graph(ctx)) return swiglu_graph(ctx, node, gout, gin);
     const fc_raw *a = fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_A);
     const fc_raw *b = a ? fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_B) : NULL;
     if (!b) return fc__failed(ctx);

@@ -201,6 +201,32 @@ static fc_tensor *op_avg_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_avg_pool2d(ctx, x[0], &o));
 }
 
+/* The transformer ops (fucina/attention.h). rope is linear: squared, so its
+ * second derivative is not zero. */
+static fc_tensor *op_rope(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_rope_opts o = {.freq_base = 100.0, .pos_offset = 2};
+    return fc_square(ctx, fc_rope(ctx, x[0], &o));
+}
+static fc_tensor *op_rope_partial(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_rope_opts o = {.mode = FC_ROPE_NORM, .n_dims = 2, .freq_scale = 0.5, .pos_offset = 1};
+    return fc_square(ctx, fc_rope(ctx, x[0], &o));
+}
+static fc_tensor *op_rope_neox(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_rope_opts o = {.mode = FC_ROPE_NEOX, .n_dims = 4, .freq_base = 50.0};
+    return fc_mul(ctx, fc_rope(ctx, x[0], &o), x[0]);
+}
+U(swiglu, fc_swiglu(ctx, x[0], x[1]))
+static fc_tensor *op_attention_causal(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_attention(ctx, x[0], x[1], x[2], NULL, &(fc_attention_opts){.causal = true});
+}
+static fc_tensor *op_attention_plain(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_attention(ctx, x[0], x[1], x[2], NULL, &(fc_attention_opts){.scale = 0.7});
+}
+/* k and v one tensor; the additive mask [T, S] is differentiated too */
+static fc_tensor *op_attention_mask(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_attention(ctx, x[0], x[1], x[1], x[2], &(fc_attention_opts){.causal = true});
+}
+
 U(add_scalar, fc_square(ctx, fc_add_scalar(ctx, x[0], 0.5)))
 U(maximum_scalar, fc_square(ctx, fc_maximum_scalar(ctx, x[0], 0.1)))
 U(clone, fc_square(ctx, fc_clone(ctx, x[0])))
@@ -359,6 +385,55 @@ static const gcase cases[] = {
     {"conv2d_groups", op_conv2d_groups, 2, {4, 4}, {{1, 2, 4, 3}, {2, 1, 2, 3}}, -1, 1, 0, 0},
     {"max_pool2d_padded", op_max_pool_pad, 1, {4}, {{1, 1, 4, 5}}, -1, 1, 0, 0},
     {"max_pool2d_empty_window", op_max_pool_empty, 1, {4}, {{1, 1, 1, 4}}, -1, 1, 0, 0},
+    {"rope", op_rope, 1, {4}, {{1, 3, 2, 4}}, -1, 1, 0, 0},
+    {"rope_partial_dims", op_rope_partial, 1, {4}, {{2, 2, 1, 6}}, -1, 1, 0, 0},
+    {"rope_neox", op_rope_neox, 1, {3}, {{3, 2, 6}}, -1, 1, 0, 0},
+    {"swiglu", op_swiglu, 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, 0, 0},
+    {"attention_gqa_causal",
+     op_attention_causal,
+     3,
+     {4, 4, 4},
+     {{1, 4, 3, 2}, {1, 2, 3, 2}, {1, 2, 3, 2}},
+     -1,
+     1,
+     0,
+     0},
+    {"attention_causal_s_gt_t",
+     op_attention_causal,
+     3,
+     {4, 4, 4},
+     {{1, 2, 2, 3}, {1, 1, 4, 3}, {1, 1, 4, 2}},
+     -1,
+     1,
+     0,
+     0},
+    {"attention_causal_t_gt_s",
+     op_attention_causal,
+     3,
+     {4, 4, 4},
+     {{1, 1, 3, 2}, {1, 1, 2, 2}, {1, 1, 2, 2}},
+     -1,
+     1,
+     0,
+     0},
+    {"attention_scale",
+     op_attention_plain,
+     3,
+     {4, 4, 4},
+     {{2, 2, 2, 2}, {2, 2, 3, 2}, {2, 2, 3, 3}},
+     -1,
+     1,
+     0,
+     0},
+    {"attention_mask",
+     op_attention_mask,
+     3,
+     {4, 4, 2},
+     {{1, 2, 2, 2}, {1, 1, 3, 2}, {2, 3}},
+     -1,
+     1,
+     0,
+     0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
