@@ -286,6 +286,102 @@ static void test_llama_blocks_fused_matches_composite(void **s) {
     free_ctx(ctx);
 }
 
+/* ---- second order: a create_graph Hessian-vector product through a block ----------- */
+/* A tiny f64 Llama block on a fixed x [1, 3, 8]: 2 query heads of 4 over 1
+ * kv head (GQA), rope on 2 of the 4 dims, causal attention, the residual,
+ * then SwiGLU; loss = sum(f^2). Parameters wq [8, 8], wk [4, 8],
+ * wv [4, 8], wg [6, 8], wu [6, 8]. */
+enum { HVP_NP = 5 };
+static const int64_t hvp_shapes[HVP_NP][2] = {{8, 8}, {4, 8}, {4, 8}, {6, 8}, {6, 8}};
+
+static fc_tensor *hvp_loss(fc_ctx *ctx, fc_tensor *x, fc_tensor *const *w) {
+    const int p[4] = {0, 2, 1, 3};
+    fc_tensor *q = fc_reshape(ctx, fc_linear(ctx, x, w[0], NULL), (int64_t[]){1, 3, 2, 4}, 4);
+    fc_tensor *k = fc_reshape(ctx, fc_linear(ctx, x, w[1], NULL), (int64_t[]){1, 3, 1, 4}, 4);
+    fc_tensor *v = fc_reshape(ctx, fc_linear(ctx, x, w[2], NULL), (int64_t[]){1, 3, 1, 4}, 4);
+    q = fc_permute(ctx, fc__llama_rope(ctx, q, 2, 100.0, 1.0, 1), p);
+    k = fc_permute(ctx, fc__llama_rope(ctx, k, 2, 100.0, 1.0, 1), p);
+    fc_tensor *a = fc__llama_attention(ctx, q, k, fc_permute(ctx, v, p));
+    a = fc_reshape(ctx, fc_permute(ctx, a, p), (int64_t[]){1, 3, 8}, 3);
+    fc_tensor *h = fc_add(ctx, x, a);
+    fc_tensor *f =
+        fc__llama_swiglu(ctx, fc_linear(ctx, h, w[3], NULL), fc_linear(ctx, h, w[4], NULL));
+    return fc_sum(ctx, fc_square(ctx, f), NULL, 0, false);
+}
+
+/* The gradients at w + t * dir, as doubles (plain walk). */
+static void hvp_grads_at(fc_ctx *ctx, fc_tensor *x, double *const *w, double *const *dir, double t,
+                         double **out) {
+    fc_scope_begin(ctx);
+    fc_tensor *leaves[HVP_NP];
+    for (int k = 0; k < HVP_NP; k++) {
+        int64_t n = hvp_shapes[k][0] * hvp_shapes[k][1];
+        double buf[64];
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = w[k][i] + t * dir[k][i];
+        leaves[k] = fc_tensor_from_data(ctx, FC_F64, hvp_shapes[k], 2, buf);
+        assert_int_equal(fc_requires_grad(leaves[k], true), FC_OK);
+    }
+    fc_tensor *loss = hvp_loss(ctx, x, leaves), *g[HVP_NP];
+    assert_int_equal(fc_autograd_grad(ctx, &loss, NULL, 1, leaves, HVP_NP, NULL, g), FC_OK);
+    for (int k = 0; k < HVP_NP; k++) {
+        out[k] = values_of(g[k]);
+        fc_release(g[k]);
+    }
+    fc_scope_end(ctx);
+}
+
+static void test_llama_blocks_hvp_create_graph(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    fc_scope_begin(ctx); /* the inputs, the recorded graph and its temporaries */
+    fc_tensor *x = fc_randn(ctx, FC_F64, (int64_t[]){1, 3, 8}, 3);
+    fc_tensor *w[HVP_NP], *dir[HVP_NP];
+    double *wv[HVP_NP], *dv[HVP_NP];
+    for (int k = 0; k < HVP_NP; k++) {
+        w[k] = fc_mul_scalar(ctx, fc_randn(ctx, FC_F64, hvp_shapes[k], 2), 0.4);
+        dir[k] = fc_randn(ctx, FC_F64, hvp_shapes[k], 2);
+        assert_int_equal(fc_requires_grad(w[k], true), FC_OK);
+        wv[k] = values_of(w[k]);
+        dv[k] = values_of(dir[k]);
+    }
+    /* H dir = d/dw (grad(w) . dir), the gradient recorded by create_graph */
+    fc_tensor *loss = hvp_loss(ctx, x, w), *g[HVP_NP], *hv[HVP_NP];
+    fc_autograd_grad_opts cg = {.create_graph = true};
+    assert_int_equal(fc_autograd_grad(ctx, &loss, NULL, 1, w, HVP_NP, &cg, g), FC_OK);
+    fc_tensor *dot = NULL;
+    for (int k = 0; k < HVP_NP; k++) {
+        fc_tensor *t = fc_sum(ctx, fc_mul(ctx, g[k], dir[k]), NULL, 0, false);
+        dot = dot ? fc_add(ctx, dot, t) : t;
+    }
+    assert_int_equal(fc_autograd_grad(ctx, &dot, NULL, 1, w, HVP_NP, NULL, hv), FC_OK);
+    /* against central differences of the gradient along dir */
+    const double eps = 1e-5;
+    double *gp[HVP_NP], *gm[HVP_NP];
+    hvp_grads_at(ctx, x, wv, dv, eps, gp);
+    hvp_grads_at(ctx, x, wv, dv, -eps, gm);
+    double worst = 0, scale = 0;
+    for (int k = 0; k < HVP_NP; k++) {
+        double *h = values_of(hv[k]);
+        for (int64_t i = 0; i < hvp_shapes[k][0] * hvp_shapes[k][1]; i++) {
+            double fd = (gp[k][i] - gm[k][i]) / (2 * eps);
+            worst = fmax(worst, fabs(h[i] - fd));
+            scale = fmax(scale, fabs(fd));
+        }
+        free(h);
+        free(gp[k]);
+        free(gm[k]);
+        free(wv[k]);
+        free(dv[k]);
+        fc_release(hv[k]);
+        fc_release(g[k]);
+    }
+    assert_true(scale > 1e-3); /* a real curvature, not zeros */
+    assert_true(worst < 1e-6 * (1 + scale));
+    fc_scope_end(ctx);
+    free_ctx(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_blocks_rope_matches_reference),
@@ -294,6 +390,7 @@ int main(void) {
         cmocka_unit_test(test_llama_blocks_attention_matches_reference),
         cmocka_unit_test(test_llama_blocks_attention_gradcheck),
         cmocka_unit_test(test_llama_blocks_fused_matches_composite),
+        cmocka_unit_test(test_llama_blocks_hvp_create_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
