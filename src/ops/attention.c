@@ -133,30 +133,16 @@ static fc_status check_inputs(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor
  *   dq = scale dSg k,  dk = scale dSg^T qg,  dv = Pg^T dOg,  dmask = dS,
  * where the products over the stacked rows sum over the group. */
 
-/* The causal rule as constants of dtype dt: the additive [T, S] mask (0
- * where query i sees key j <= i + (S - T), -inf past it) and, when some
- * query sees no key (T > S), the [T, 1] 0/1 weights that zero those rows
- * (whose additive mask is then 0, so softmax stays finite; the fused
- * kernel's contract: zero output and gradients, never NaN). */
-static fc_status causal_consts(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, fc_tensor **add,
-                               fc_tensor **keep) {
-    const char *op = "attention_backward";
-    bool hidden = T > S;
-    fc_tensor *a = fc__tensor_new(ctx, op, FC_F64, (const int64_t[]){T, S}, 2);
-    fc_tensor *w = hidden ? fc__tensor_new(ctx, op, FC_F64, (const int64_t[]){T, 1}, 2) : NULL;
-    double *m = NULL, *r = NULL;
-    if (!a || (hidden && !w) || fc__raw_data_mut(&a->raw, (void **)&m) != FC_OK ||
-        (w && fc__raw_data_mut(&w->raw, (void **)&r) != FC_OK))
-        return fc__failed(ctx);
-    for (int64_t i = 0; i < T; i++) {
-        bool sees = i + (S - T) >= 0;
-        if (r) r[i] = sees ? 1.0 : 0.0;
+/* The causal rule as a constant of dtype dt: the additive [T, S] mask, 0
+ * where query i sees key j <= i + (S - T), -inf past it. */
+static fc_tensor *causal_const(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S) {
+    fc_tensor *a = fc__tensor_new(ctx, "attention_backward", FC_F64, (const int64_t[]){T, S}, 2);
+    double *m = NULL;
+    if (!a || fc__raw_data_mut(&a->raw, (void **)&m) != FC_OK) return NULL;
+    for (int64_t i = 0; i < T; i++)
         for (int64_t j = 0; j < S; j++)
-            m[i * S + j] = !sees || j <= i + (S - T) ? 0.0 : -INFINITY;
-    }
-    *add = dt == FC_F64 ? a : fc_to(ctx, a, dt);
-    *keep = !w || dt == FC_F64 ? w : fc_to(ctx, w, dt);
-    return *add && (!hidden || *keep) ? FC_OK : fc__failed(ctx);
+            m[i * S + j] = j <= i + (S - T) ? 0.0 : -INFINITY;
+    return dt == FC_F64 ? a : fc_to(ctx, a, dt);
 }
 
 /* x [B, Hq, T, C] <-> [B, Hkv, G * T, C]: recorded reshapes. */
@@ -186,15 +172,21 @@ static fc_status attention_graph(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc
     fc_tensor *qg = stack_groups(ctx, q, Hkv), *kt = fc_transpose(ctx, k, 2, 3);
     fc_tensor *sc = fc_mul_scalar(ctx, fc_matmul(ctx, qg, kt), scale);
     sc = fc_reshape(ctx, sc, (const int64_t[]){B, Hq, T, S}, 4);
-    fc_tensor *keep = NULL;
-    if (node->i[ATT_I_CAUSAL]) {
-        fc_tensor *add = NULL;
-        if (causal_consts(ctx, ct, T, S, &add, &keep) != FC_OK) return fc__failed(ctx);
-        sc = fc_add(ctx, sc, add);
-    }
+    if (node->i[ATT_I_CAUSAL]) sc = fc_add(ctx, sc, causal_const(ctx, ct, T, S));
     if (has_mask) sc = fc_add(ctx, sc, in[3]);
+    /* A query that sees no key (causal with T > S, or a mask hiding its
+     * whole row) has softmax NaN; the kernel's contract is a zero row and
+     * zero gradients: such rows (a constant, from the detached scores) get
+     * finite scores and zero probabilities. */
+    fc_tensor *hidden = NULL;
+    if ((node->i[ATT_I_CAUSAL] && T > S) || has_mask) {
+        const int lastax[1] = {-1};
+        fc_tensor *rm = fc_max(ctx, fc_detach(ctx, sc), lastax, 1, true);
+        hidden = fc_logical_not(ctx, fc_gt_scalar(ctx, rm, -INFINITY));
+        sc = fc_masked_fill(ctx, sc, hidden, 0.0);
+    }
     fc_tensor *p = fc_softmax(ctx, sc, -1);
-    if (keep) p = fc_mul(ctx, p, keep);
+    if (hidden) p = fc_masked_fill(ctx, p, hidden, 0.0);
     fc_tensor *pg = stack_groups(ctx, p, Hkv), *dog = stack_groups(ctx, gout, Hkv);
     const int last[1] = {-1};
     fc_tensor *dp = unstack_groups(ctx, fc_matmul(ctx, dog, fc_transpose(ctx, v, 2, 3)), Hq, T);

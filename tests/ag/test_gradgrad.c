@@ -223,7 +223,14 @@ static fc_tensor *op_attention_plain(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_attention(ctx, x[0], x[1], x[2], NULL, &(fc_attention_opts){.scale = 0.7});
 }
 /* k and v one tensor; the additive mask [T, S] is differentiated too */
-static fc_tensor *op_attention_mask(fc_ctx *ctx, fc_tensor *const *x) {
+/* a constant mask hiding query 0's every key and query 1's first */
+static fc_tensor *op_attention_hidden_row(fc_ctx *ctx, fc_tensor *const *x) {
+    const double inf = INFINITY;
+    fc_tensor *m = fc_tensor_from_data(ctx, FC_F64, (int64_t[]){2, 3}, 2,
+                                       (double[]){-inf, -inf, -inf, -inf, 0.3, -0.2});
+    return fc_square(ctx, fc_attention(ctx, x[0], x[1], x[2], m, NULL));
+}
+static fc_tensor *op_att_mask(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_attention(ctx, x[0], x[1], x[1], x[2], &(fc_attention_opts){.causal = true});
 }
 
@@ -285,6 +292,10 @@ static fc_tensor *op_grad_checkpoint(fc_ctx *ctx, fc_tensor *const *x) {
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
 }
+
+/* An attention row: q, k and v of rank 4, all differentiated. */
+#define ATT(nm, fn, ...)                                                                           \
+    { nm, fn, 3, {4, 4, 4}, {__VA_ARGS__}, -1, 1, 0, 0 }
 
 static const gcase cases[] = {
     {"add", op_add, 2, {2, 1}, {{3, 4}, {4}}, -1, 1, 0, 0},
@@ -389,44 +400,13 @@ static const gcase cases[] = {
     {"rope_partial_dims", op_rope_partial, 1, {4}, {{2, 2, 1, 6}}, -1, 1, 0, 0},
     {"rope_neox", op_rope_neox, 1, {3}, {{3, 2, 6}}, -1, 1, 0, 0},
     {"swiglu", op_swiglu, 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, 0, 0},
-    {"attention_gqa_causal",
-     op_attention_causal,
-     3,
-     {4, 4, 4},
-     {{1, 4, 3, 2}, {1, 2, 3, 2}, {1, 2, 3, 2}},
-     -1,
-     1,
-     0,
-     0},
-    {"attention_causal_s_gt_t",
-     op_attention_causal,
-     3,
-     {4, 4, 4},
-     {{1, 2, 2, 3}, {1, 1, 4, 3}, {1, 1, 4, 2}},
-     -1,
-     1,
-     0,
-     0},
-    {"attention_causal_t_gt_s",
-     op_attention_causal,
-     3,
-     {4, 4, 4},
-     {{1, 1, 3, 2}, {1, 1, 2, 2}, {1, 1, 2, 2}},
-     -1,
-     1,
-     0,
-     0},
-    {"attention_scale",
-     op_attention_plain,
-     3,
-     {4, 4, 4},
-     {{2, 2, 2, 2}, {2, 2, 3, 2}, {2, 2, 3, 3}},
-     -1,
-     1,
-     0,
-     0},
+    ATT("attention_gqa_causal", op_attention_causal, {1, 4, 3, 2}, {1, 2, 3, 2}, {1, 2, 3, 2}),
+    ATT("attention_causal_s_gt_t", op_attention_causal, {1, 2, 2, 3}, {1, 1, 4, 3}, {1, 1, 4, 2}),
+    ATT("attention_causal_t_gt_s", op_attention_causal, {1, 1, 3, 2}, {1, 1, 2, 2}, {1, 1, 2, 2}),
+    ATT("attention_scale", op_attention_plain, {2, 2, 2, 2}, {2, 2, 3, 2}, {2, 2, 3, 3}),
+    ATT("attention_hidden_row", op_attention_hidden_row, {1, 2, 2, 2}, {1, 1, 3, 2}, {1, 1, 3, 2}),
     {"attention_mask",
-     op_attention_mask,
+     op_att_mask,
      3,
      {4, 4, 2},
      {{1, 2, 2, 2}, {1, 1, 3, 2}, {2, 3}},
