@@ -51,7 +51,8 @@ typedef struct fc_rope_opts {
  * through unchanged. This is llama.cpp's rope (ggml_rope_ext without YaRN
  * extrapolation). NULL opts = defaults (NORM, all dims, base 10000, scale
  * 1, offset 0). Returns a new contiguous tensor of x's shape and dtype.
- * The gradient is the rotation by -a.
+ * The gradient is the rotation by -a, itself recorded in a create_graph
+ * walk (fc_autograd_grad_opts), so higher derivatives follow.
  * Errors: FC_ERR_RANK for rank < 3; FC_ERR_INVALID_ARG for an unknown
  * mode, an odd or negative n_dims or one above D (n_dims 0 with an odd D
  * included), a freq_base or freq_scale that is not finite and > 0 (0
@@ -63,7 +64,8 @@ FC_API fc_tensor *fc_rope(fc_ctx *ctx, fc_tensor *x, const fc_rope_opts *opts);
 /* silu(a) * b elementwise in one op: a and b of the same shape and dtype
  * (FC_ERR_SHAPE_MISMATCH / FC_ERR_DTYPE otherwise). Returns a new
  * contiguous tensor. Gradients: da = g * b * s * (1 + a * (1 - s)) with
- * s = sigmoid(a), db = g * silu(a). */
+ * s = sigmoid(a), db = g * silu(a); in a create_graph walk they are
+ * built from recorded ops, so higher derivatives follow. */
 FC_API fc_tensor *fc_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 
 /* ---- fused scaled dot-product attention ----------------------------------------------- */
@@ -104,6 +106,14 @@ typedef struct fc_attention_opts {
  * ds_ij (the gradient of s_ij), summed over the axes it broadcasts along;
  * that one case materialises a [B, Hq, T, S] tensor, since the gradient
  * has that size before the sum.
+ *
+ * Higher derivatives: in a create_graph walk (fc_autograd_grad_opts) the
+ * backward is not the flash kernel but recorded ops over the saved q, k,
+ * v and mask: scores, causal and additive masks, softmax and the products
+ * are recomputed with GQA, the causal alignment and the scale as above,
+ * so the gradients differentiate again. That path holds [B, Hq, T, S]
+ * scores and probabilities: it is meant for the small problems whose
+ * Hessian-vector products or gradient penalties are taken.
  *
  * Errors: FC_ERR_RANK unless q, k and v are rank 4 and the mask rank
  * 1..4; FC_ERR_SHAPE_MISMATCH when batch sizes, head dims (q's and k's D),
