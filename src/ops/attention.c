@@ -147,10 +147,12 @@ static fc_tensor *causal_const(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S) {
 
 /* x [B, Hq, T, C] <-> [B, Hkv, G * T, C]: recorded reshapes. */
 static fc_tensor *stack_groups(fc_ctx *ctx, fc_tensor *x, int64_t Hkv) {
+    if (!x) return NULL; /* an earlier step failed: its error is recorded */
     const int64_t *s = fc_tensor_shape(x);
     return fc_reshape(ctx, x, (const int64_t[]){s[0], Hkv, s[1] / Hkv * s[2], s[3]}, 4);
 }
 static fc_tensor *unstack_groups(fc_ctx *ctx, fc_tensor *x, int64_t Hq, int64_t T) {
+    if (!x) return NULL;
     const int64_t *s = fc_tensor_shape(x);
     return fc_reshape(ctx, x, (const int64_t[]){s[0], Hq, T, s[3]}, 4);
 }

@@ -3,7 +3,9 @@
  * product through fc_autograd_grad with create_graph (a graph whose rules
  * take the recorded paths of several families: matmul, layer_norm,
  * softmax, a window op's region gradient, broadcasting, a saved output),
- * the same through fc_grad_checkpoint, and fc_gradgradcheck. At every failure the call reports FC_ERR_OOM,
+ * the same through fc_grad_checkpoint, one through the transformer ops
+ * (fc_rope, causal GQA fc_attention with a query that sees no key,
+ * fc_swiglu), and fc_gradgradcheck. At every failure the call reports FC_ERR_OOM,
  * hands back no gradient, leaves no tensor alive and no allocation behind,
  * and the context still works. */
 #include <setjmp.h>
@@ -80,8 +82,8 @@ static fc_status sc_checkpoint(fc_ctx *ctx) {
     if (st == FC_OK) st = fc_autograd_grad(ctx, &l, NULL, 1, in, 2, &cg, g);
     if (st == FC_OK && (!g[0] || !g[1])) fail_msg("a gradient through the checkpoint is missing");
     if (st == FC_OK) {
-        fc_tensor *s = fc_add(ctx, fc_sum(ctx, g[0], NULL, 0, false),
-                              fc_sum(ctx, g[1], NULL, 0, false));
+        fc_tensor *s =
+            fc_add(ctx, fc_sum(ctx, g[0], NULL, 0, false), fc_sum(ctx, g[1], NULL, 0, false));
         st = s ? fc_autograd_grad(ctx, &s, NULL, 1, in, 2, NULL, h) : fc_ctx_status(ctx);
     }
     fc_scope_end(ctx);
@@ -91,6 +93,44 @@ static fc_status sc_checkpoint(fc_ctx *ctx) {
     }
     fc_release(p);
     fc_release(q);
+    return st;
+}
+
+/* rope on x [1, 3, 2, 2] ([B, T, H, D]), attention of its 2 heads over the
+ * 1 kv head of y [1, 2, 1, 2] (causal, T = 3 > S = 2: query 0 sees no key),
+ * swiglu of the output with itself */
+static fc_status sc_transformer(fc_ctx *ctx) {
+    fc_tensor *x = fc_param_from_data(
+        ctx, FC_F64, (const int64_t[]){1, 3, 2, 2}, 4,
+        (double[]){0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.2, 0.7, -0.3, 0.9, -0.8, 0.05});
+    fc_tensor *y = fc_param_from_data(ctx, FC_F64, (const int64_t[]){1, 2, 1, 2}, 4,
+                                      (double[]){0.5, -1.0, 0.25, 0.75});
+    fc_status st = fc_ctx_status(ctx);
+    fc_tensor *in[2] = {x, y}, *g[2] = {0}, *h[2] = {0};
+    fc_scope_begin(ctx);
+    if (st == FC_OK) {
+        const int pm[4] = {0, 2, 1, 3};
+        fc_tensor *q = fc_permute(ctx, fc_rope(ctx, x, &(fc_rope_opts){.pos_offset = 1}), pm);
+        fc_tensor *kv = fc_permute(ctx, y, pm);
+        fc_tensor *o = fc_attention(ctx, q, kv, kv, NULL, &(fc_attention_opts){.causal = true});
+        fc_tensor *l = fc_sum(ctx, fc_swiglu(ctx, o, o), NULL, 0, false);
+        st = l ? fc_autograd_grad(ctx, &l, NULL, 1, in, 2,
+                                  &(fc_autograd_grad_opts){.create_graph = true}, g)
+               : fc_ctx_status(ctx);
+        if (st != FC_OK && (g[0] || g[1])) fail_msg("a failed create_graph walk left a gradient");
+    }
+    if (st == FC_OK) {
+        fc_tensor *v[2] = {fc_detach(ctx, g[0]), fc_detach(ctx, g[1])};
+        st = v[0] && v[1] ? fc_autograd_grad(ctx, g, v, 2, in, 2, NULL, h) : fc_ctx_status(ctx);
+        if (st != FC_OK && (h[0] || h[1])) fail_msg("a failed second walk left a gradient");
+    }
+    fc_scope_end(ctx);
+    for (int j = 0; j < 2; j++) {
+        fc_release(g[j]);
+        fc_release(h[j]);
+    }
+    fc_release(x);
+    fc_release(y);
     return st;
 }
 
@@ -125,6 +165,11 @@ static void test_oom_create_graph_checkpoint(void **state) {
     sweep("create_graph via checkpoint", sc_checkpoint);
 }
 
+static void test_oom_create_graph_transformer(void **state) {
+    (void)state;
+    sweep("create_graph rope/attn/swiglu", sc_transformer);
+}
+
 static void test_oom_create_graph_gradgradcheck(void **state) {
     (void)state;
     sweep("fc_gradgradcheck", sc_gradgradcheck);
@@ -134,6 +179,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_create_graph_hvp),
         cmocka_unit_test(test_oom_create_graph_checkpoint),
+        cmocka_unit_test(test_oom_create_graph_transformer),
         cmocka_unit_test(test_oom_create_graph_gradgradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
