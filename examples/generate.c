@@ -10,7 +10,9 @@
  * is the prompt followed by the generated text, decoded token by token
  * (each with FC_DECODE_KEEP_PREFIX, so a "llama" vocabulary's spaces stay),
  * written as it comes; generation stops at the tokenizer's EOS unless
- * --stop says otherwise. --prompt: the prompt is a list of token ids and
+ * --stop says otherwise; --print-ids prints the prompt's ids instead (one
+ * line, comma-separated as --prompt takes them) and generates nothing
+ * (scripts/llama_cpp_parity.sh compares them with llama.cpp's). --prompt: the prompt is a list of token ids and
  * the output is the generated ids, one line. Either way a timing line
  * follows on stderr. --temp 0 (the default) is greedy decoding. --logits writes the prompt's
  * logits (f32 little-endian [T, vocab], one full forward) to FILE, for
@@ -110,8 +112,10 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *text = NULL, *logits_path = NULL;
     int64_t n_new = 32, top_k = 0, seed = 1, stop = -2, threads = 0;
     double temp = 0.0, top_p = 0.0;
+    bool print_ids = false;
     const ex_arg args[] = {
         {"text", EX_ARG_STRING, &text, "prompt text (the file's tokenizer encodes it)"},
+        {"print-ids", EX_ARG_FLAG, &print_ids, "with --text: print its token ids and stop"},
         {"prompt", EX_ARG_STRING, &prompt, "prompt token ids, comma-separated"},
         {"n", EX_ARG_INT, &n_new, "tokens to generate"},
         {"temp", EX_ARG_DOUBLE, &temp, "temperature (0: greedy)"},
@@ -151,6 +155,13 @@ int main(int argc, char **argv) {
     if (text && (fc_tokenizer_from_gguf(ctx, fc_llama_gguf(m), NULL, &tok) ||
                  (n_prompt = encode_text(ctx, tok, text, &stop, &ids)) < 0))
         goto fail;
+    if (text && print_ids) {
+        for (int64_t i = 0; i < n_prompt; i++)
+            printf(i ? ",%d" : "%d", (int)ids[i]);
+        printf("\n");
+        rc = 0;
+        goto done;
+    }
     if (logits_path && write_logits(ctx, m, ids, n_prompt, logits_path)) goto fail;
     double t1 = now();
     fc_llama_sample_opts o = {
