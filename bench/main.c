@@ -15,6 +15,8 @@ typedef struct cmd {
 int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
 int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
 int bench_conv_train(int argc, char **argv); /* bench_conv.c */
+int bench_llama_train(int argc, char **argv); /* bench_llama.c */
+int bench_llama_gen(int argc, char **argv);   /* bench_llama.c */
 
 static const cmd cmds[] = {
     {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
@@ -28,6 +30,10 @@ static const cmd cmds[] = {
      "gpt_train plain vs every block fc_grad_checkpoint'ed: ms/step, peak bytes"},
     {"qmatvec", bench_qmatvec, "4096x4096 quantized weights times x, batch 1 and 16"},
     {"conv_train", bench_conv_train, "conv3x3 64->64 on [16,64,32,32] fwd+bwd, GFLOP/s"},
+    {"llama_train", bench_llama_train,
+     "Llama d=256, 4 layers, 8/2 heads (GQA), T=128, B=8, AdamW, ms/step"},
+    {"llama_gen", bench_llama_gen,
+     "batch-1 greedy decoding tokens/s, llama_train's model in q4_k and q8_0 [or FILE.gguf...]"},
 };
 
 int main(int argc, char **argv) {
