@@ -82,8 +82,13 @@ static int64_t encode_text(fc_ctx *ctx, const fc_tokenizer *tok, const char *tex
                            int32_t **ids) {
     int64_t n = 0;
     size_t len = strlen(text);
-    fc_status st = fc_tokenizer_encode(ctx, tok, text, len, FC_TOKENIZE_ADD_SPECIAL, NULL, 0, &n);
-    if (st != FC_OK && st != FC_ERR_DATA_LENGTH) return -1;
+    /* measuring with a NULL ctx: the FC_ERR_DATA_LENGTH it answers would
+     * stay in ctx as its first error */
+    fc_status st = fc_tokenizer_encode(NULL, tok, text, len, FC_TOKENIZE_ADD_SPECIAL, NULL, 0, &n);
+    if (st != FC_OK && st != FC_ERR_DATA_LENGTH) {
+        fc_ctx_fail(ctx, st, "generate: cannot encode --text");
+        return -1;
+    }
     if (n < 1) {
         fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "generate: --text gives no tokens");
         return -1;
@@ -97,15 +102,25 @@ static int64_t encode_text(fc_ctx *ctx, const fc_tokenizer *tok, const char *tex
 
 /* Prints ids[0, n) decoded one at a time (a stream); 1 on error. */
 static int print_text(fc_ctx *ctx, const fc_tokenizer *tok, const int32_t *ids, int64_t n) {
-    char buf[512];
+    char small[256], *buf = small;
+    size_t cap = sizeof small;
     for (int64_t i = 0; i < n; i++) {
         size_t len = 0;
-        fc_status st =
-            fc_tokenizer_decode(ctx, tok, ids + i, 1, FC_DECODE_KEEP_PREFIX, buf, sizeof buf, &len);
-        if (st != FC_OK) return 1;
+        fc_tokenizer_decode(NULL, tok, ids + i, 1, FC_DECODE_KEEP_PREFIX, NULL, 0, &len);
+        if (len + 1 > cap) { /* a token longer than any before */
+            if (buf != small) free(buf);
+            cap = len + 1;
+            buf = malloc(cap);
+            if (!buf) return 1;
+        }
+        fc_status st = fc_tokenizer_decode(ctx, tok, ids + i, 1, FC_DECODE_KEEP_PREFIX, buf, cap,
+                                           &len);
+        if (st != FC_OK) break;
         fwrite(buf, 1, len, stdout);
+        fflush(stdout); /* a stream: each token as it is decoded */
     }
-    return 0;
+    if (buf != small) free(buf);
+    return fc_ctx_status(ctx) != FC_OK;
 }
 
 int main(int argc, char **argv) {

@@ -227,9 +227,14 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     fc_ctx *ctx = r->ctx;
     const char *p = r->o.sample_prompt;
     int64_t np = 0, T = r->o.block;
-    fc_status st = fc_tokenizer_encode(ctx, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, NULL,
+    /* measuring: a NULL ctx, since the FC_ERR_DATA_LENGTH it answers would
+     * stay in ctx as its first error */
+    fc_status st = fc_tokenizer_encode(NULL, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, NULL,
                                        0, &np);
-    if (st != FC_OK && st != FC_ERR_DATA_LENGTH) return NULL;
+    if (st != FC_OK && st != FC_ERR_DATA_LENGTH) {
+        fc_ctx_fail(ctx, st, "train_llama: cannot encode --sample-prompt");
+        return NULL;
+    }
     if (np < 1 || np >= T) {
         fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
                     "train_llama: --sample-prompt is %lld tokens; the context holds %lld",
@@ -238,12 +243,10 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     }
     int64_t n_new = r->o.sample_len < T - np ? r->o.sample_len : T - np;
     int32_t *ids = malloc(sizeof *ids * (size_t)(np + n_new + 1));
-    size_t cap = strlen(p) + 64 * (size_t)n_new + 1, len = strlen(p);
-    char *text = malloc(cap);
     int64_t got = 0;
-    if (!ids || !text) {
+    if (!ids) {
         fc_ctx_fail(ctx, FC_ERR_OOM, "train_llama: out of memory for a sample");
-        goto fail;
+        return NULL;
     }
     if (fc_tokenizer_encode(ctx, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, ids, np, &np))
         goto fail;
@@ -251,13 +254,27 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     if (n_new > 0 && fc_llama_generate(ctx, r->model, ids, np, n_new, fc_tokenizer_eos(r->tok),
                                        &so, ids + np, &got))
         goto fail;
+    /* the text's size first (NULL ctx again), then the text */
+    size_t len = strlen(p), cap = len + 1;
+    for (int64_t i = 0; i < got; i++) {
+        size_t piece = 0;
+        fc_tokenizer_decode(NULL, r->tok, ids + np + i, 1, FC_DECODE_KEEP_PREFIX, NULL, 0, &piece);
+        cap += piece;
+    }
+    char *text = malloc(cap);
+    if (!text) {
+        fc_ctx_fail(ctx, FC_ERR_OOM, "train_llama: out of memory for a sample");
+        goto fail;
+    }
     memcpy(text, p, len);
     for (int64_t i = 0; i < got; i++) {
         size_t piece = 0;
         /* after the prompt every token keeps its leading space */
         if (fc_tokenizer_decode(ctx, r->tok, ids + np + i, 1, FC_DECODE_KEEP_PREFIX, text + len,
-                                cap - len, &piece))
+                                cap - len, &piece)) {
+            free(text);
             goto fail;
+        }
         len += piece;
     }
     text[len] = '\0';
@@ -265,7 +282,6 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     return text;
 fail:
     free(ids);
-    free(text);
     return NULL;
 }
 
