@@ -544,8 +544,9 @@ static int finish(run *r) {
             return 1;
         }
         fclose(f);
-        printf("---- sample at step %lld (temperature %g) ----\n%s\n----\n", (long long)r->step,
-               o->temperature, s);
+        if (!(o->sample_every > 0 && r->step % o->sample_every == 0)) /* not just printed */
+            printf("---- sample at step %lld (temperature %g) ----\n%s\n----\n",
+                   (long long)r->step, o->temperature, s);
         free(s);
     }
     if (save_checkpoint(r) != FC_OK || !export_models(r)) return 1;
