@@ -37,9 +37,13 @@
 enum { V = 256, T = 128, D = 256, L = 4, H = 8, KV = 2, FF = 688, B = 8 };
 enum { PEER_PARAMS = 2902272, LOSS_STEPS = 100 };
 
-static const fc_llama_config CONFIG = {
-    .vocab = V, .dim = D, .n_heads = H, .n_kv_heads = KV, .n_layers = L, .ff_dim = FF,
-    .context = T};
+static const fc_llama_config CONFIG = {.vocab = V,
+                                       .dim = D,
+                                       .n_heads = H,
+                                       .n_kv_heads = KV,
+                                       .n_layers = L,
+                                       .ff_dim = FF,
+                                       .context = T};
 
 typedef struct llama_run {
     fc_ctx *ctx;
@@ -141,8 +145,8 @@ int bench_llama_train(int argc, char **argv) {
     }
     if (fc_ctx_status(r.ctx) != FC_OK) goto fail;
     if (!(last < first)) {
-        fprintf(stderr, "fucina-bench llama_train: loss %g at step 1, %g at step %d\n", first,
-                last, LOSS_STEPS);
+        fprintf(stderr, "fucina-bench llama_train: loss %g at step 1, %g at step %d\n", first, last,
+                LOSS_STEPS);
         destroy(&r);
         return 1;
     }
@@ -206,8 +210,8 @@ static fc_status time_file(fc_ctx *ctx, const char *name, const char *path, bool
         bench_result r = bench_measure(gen_once, &g);
         st = fc_ctx_status(ctx);
         /* the one-token prompt costs one decode step: count it */
-        printf("%s\"%s\": {\"file\": \"%s\", \"new_tokens\": %lld, ", comma ? ", " : "", name,
-               path, (long long)g.n_new);
+        printf("%s\"%s\": {\"file\": \"%s\", \"new_tokens\": %lld, ", comma ? ", " : "", name, path,
+               (long long)g.n_new);
         bench_json_stat(stdout, "tokens_per_s", &r, (double)(g.n_new + 1));
         printf(", \"other_cpu_cores\": %.3f}", r.other_cpu_cores);
     }

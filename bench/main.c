@@ -12,9 +12,9 @@ typedef struct cmd {
     const char *what;
 } cmd;
 
-int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
-int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
-int bench_conv_train(int argc, char **argv); /* bench_conv.c */
+int fc_bench_gemm(int argc, char **argv);     /* bench_gemm.c */
+int bench_qmatvec(int argc, char **argv);     /* bench_qmatvec.c */
+int bench_conv_train(int argc, char **argv);  /* bench_conv.c */
 int bench_llama_train(int argc, char **argv); /* bench_llama.c */
 int bench_llama_gen(int argc, char **argv);   /* bench_llama.c */
 

@@ -12,12 +12,13 @@
  * written as it comes; generation stops at the tokenizer's EOS unless
  * --stop says otherwise; --print-ids prints the prompt's ids instead (one
  * line, comma-separated as --prompt takes them) and generates nothing
- * (scripts/llama_cpp_parity.sh compares them with llama.cpp's). --prompt: the prompt is a list of token ids and
- * the output is the generated ids, one line. Either way a timing line
- * follows on stderr. --temp 0 (the default) is greedy decoding. --logits writes the prompt's
+ * (scripts/llama_cpp_parity.sh compares them with llama.cpp's).
+ * --prompt: the prompt is a list of token ids and the output is the
+ * generated ids, one line. Either way a timing line follows on stderr.
+ * --temp 0 (the default) is greedy decoding. --logits writes the prompt's
  * logits (f32 little-endian [T, vocab], one full forward) to FILE, for
- * scripts/llama_cpp_parity.sh. The model is mapped, not
- * read: quantized weights stay quantized. */
+ * scripts/llama_cpp_parity.sh. The model is mapped, not read: quantized
+ * weights stay quantized. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +114,8 @@ static int print_text(fc_ctx *ctx, const fc_tokenizer *tok, const int32_t *ids, 
             buf = malloc(cap);
             if (!buf) return 1;
         }
-        fc_status st = fc_tokenizer_decode(ctx, tok, ids + i, 1, FC_DECODE_KEEP_PREFIX, buf, cap,
-                                           &len);
+        fc_status st =
+            fc_tokenizer_decode(ctx, tok, ids + i, 1, FC_DECODE_KEEP_PREFIX, buf, cap, &len);
         if (st != FC_OK) break;
         fwrite(buf, 1, len, stdout);
         fflush(stdout); /* a stream: each token as it is decoded */
@@ -142,9 +143,9 @@ int main(int argc, char **argv) {
         {"threads", EX_ARG_INT, &threads, "threads (0: all cores)"},
         {"logits", EX_ARG_STRING, &logits_path, "write the prompt's logits (f32 [T, vocab]) here"},
     };
-    ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]),
-                                      &model_path,
-                                      "generate MODEL.gguf (--text TEXT | --prompt IDS) [options]");
+    ex_args_result ar =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), &model_path,
+                      "generate MODEL.gguf (--text TEXT | --prompt IDS) [options]");
     if (ar != EX_ARGS_OK) return ar == EX_ARGS_HELP ? 0 : 2;
     if (!model_path || !prompt == !text) {
         fprintf(stderr, "generate: a model path and one of --text, --prompt are required "

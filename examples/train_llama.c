@@ -115,21 +115,21 @@ static int parse_options(int argc, char **argv, options *o) {
     ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
                                      "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    const char *bad =
-        o->dim < 1 || o->n_head < 1 || o->dim % o->n_head || (o->dim / o->n_head) % 2
-            ? "--heads must divide --dim into an even head size"
-        : o->n_kv_head < 1 || o->n_head % o->n_kv_head ? "--kv-heads must divide --heads"
-        : o->n_layer < 1 || o->block < 2 || o->ff < 1 || o->batch < 1
-            ? "--layers, --ff and --batch must be positive, --block at least 2"
-        : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-            ? "--steps and --eval-every must be positive, --warmup not negative"
-        : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 || o->stop_after < 0 ||
-                o->threads < 0 || o->minutes < 0
-            ? "periods, --threads and --minutes must not be negative"
-        : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-            ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-        : !(o->rope_base > 0) ? "--rope-base must be positive"
-                              : NULL;
+    const char *bad = o->dim < 1 || o->n_head < 1 || o->dim % o->n_head || (o->dim / o->n_head) % 2
+                          ? "--heads must divide --dim into an even head size"
+                      : o->n_kv_head < 1 || o->n_head % o->n_kv_head
+                          ? "--kv-heads must divide --heads"
+                      : o->n_layer < 1 || o->block < 2 || o->ff < 1 || o->batch < 1
+                          ? "--layers, --ff and --batch must be positive, --block at least 2"
+                      : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
+                          ? "--steps and --eval-every must be positive, --warmup not negative"
+                      : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
+                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
+                          ? "periods, --threads and --minutes must not be negative"
+                      : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
+                          ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
+                      : !(o->rope_base > 0) ? "--rope-base must be positive"
+                                            : NULL;
     if (bad) {
         fprintf(stderr, "train_llama: %s\n", bad);
         return 2;
@@ -142,7 +142,8 @@ static int parse_dtypes(const char *s, fc_dtype *out, int cap) {
     int n = 0;
     char buf[256];
     if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) return -1;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         if (n == cap || fc_dtype_from_name(tok, &out[n]) != FC_OK) {
             fprintf(stderr, "train_llama: --export-dtype: '%s' is not a dtype (or too many)\n",
                     tok);
@@ -163,8 +164,8 @@ typedef struct run {
     fc_ctx *ctx;
     fc_llama *model;
     int nparams;
-    fc_tensor **params;       /* borrowed from the model */
-    const char **names;       /* their GGUF names (borrowed), the checkpoint's keys */
+    fc_tensor **params; /* borrowed from the model */
+    const char **names; /* their GGUF names (borrowed), the checkpoint's keys */
     fc_optim *opt;
     fc_lr_schedule sched;
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
@@ -189,8 +190,7 @@ static fc_tensor *loss_of(run *r, fc_tensor *idx, fc_tensor *targets) {
     int64_t V = fc_llama_get_config(r->model)->vocab;
     /* (B,T,V); called inside a scope, which releases it */
     fc_tensor *logits = fc_llama_forward(ctx, r->model, idx);
-    return fc_cross_entropy(ctx, fc_view(ctx, logits, (const int64_t[]){BT, V}, 2), targets,
-                            NULL);
+    return fc_cross_entropy(ctx, fc_view(ctx, logits, (const int64_t[]){BT, V}, 2), targets, NULL);
 }
 
 /* mean loss over every validation window, B at a time; NAN on error */
@@ -229,8 +229,8 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     int64_t np = 0, T = r->o.block;
     /* measuring: a NULL ctx, since the FC_ERR_DATA_LENGTH it answers would
      * stay in ctx as its first error */
-    fc_status st = fc_tokenizer_encode(NULL, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, NULL,
-                                       0, &np);
+    fc_status st =
+        fc_tokenizer_encode(NULL, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, NULL, 0, &np);
     if (st != FC_OK && st != FC_ERR_DATA_LENGTH) {
         fc_ctx_fail(ctx, st, "train_llama: cannot encode --sample-prompt");
         return NULL;
@@ -251,8 +251,8 @@ static char *sample_text(run *r, double temperature, uint64_t seed) {
     if (fc_tokenizer_encode(ctx, r->tok, p, strlen(p), FC_TOKENIZE_ADD_SPECIAL, ids, np, &np))
         goto fail;
     fc_llama_sample_opts so = {.temperature = temperature, .seed = seed};
-    if (n_new > 0 && fc_llama_generate(ctx, r->model, ids, np, n_new, fc_tokenizer_eos(r->tok),
-                                       &so, ids + np, &got))
+    if (n_new > 0 && fc_llama_generate(ctx, r->model, ids, np, n_new, fc_tokenizer_eos(r->tok), &so,
+                                       ids + np, &got))
         goto fail;
     /* the text's size first (NULL ctx again), then the text */
     size_t len = strlen(p), cap = len + 1;
@@ -300,19 +300,18 @@ static bool print_sample(run *r) {
 // PRNG, and the sizes and token stream a resume must match.
 
 enum { V_STEP, V_DATA_RNG, V_TOKENS, V_VOCAB, V_BLOCK, V_DIM, V_L, V_H, V_KV, V_FF, NVALUES };
-static const char *const META_KEYS[NVALUES] = {
-    "train_llama.step",    "train_llama.data_rng", "train_llama.tokens_hash",
-    "train_llama.vocab",   "train_llama.block",    "train_llama.dim",
-    "train_llama.n_layer", "train_llama.n_head",   "train_llama.n_kv_head",
-    "train_llama.ff"};
+static const char *const META_KEYS[NVALUES] = {"train_llama.step",        "train_llama.data_rng",
+                                               "train_llama.tokens_hash", "train_llama.vocab",
+                                               "train_llama.block",       "train_llama.dim",
+                                               "train_llama.n_layer",     "train_llama.n_head",
+                                               "train_llama.n_kv_head",   "train_llama.ff"};
 
 static void meta_values(const run *r, uint64_t *v) {
     const fc_llama_config *c = fc_llama_get_config(r->model);
-    const uint64_t x[NVALUES] = {(uint64_t)r->step,        r->data_rng,
-                                 r->data.hash,             (uint64_t)c->vocab,
-                                 (uint64_t)c->context,     (uint64_t)c->dim,
-                                 (uint64_t)c->n_layers,    (uint64_t)c->n_heads,
-                                 (uint64_t)c->n_kv_heads,  (uint64_t)c->ff_dim};
+    const uint64_t x[NVALUES] = {
+        (uint64_t)r->step,       r->data_rng,        r->data.hash,          (uint64_t)c->vocab,
+        (uint64_t)c->context,    (uint64_t)c->dim,   (uint64_t)c->n_layers, (uint64_t)c->n_heads,
+        (uint64_t)c->n_kv_heads, (uint64_t)c->ff_dim};
     memcpy(v, x, sizeof x);
 }
 
@@ -349,8 +348,8 @@ static fc_status load_checkpoint(run *r) {
         char *end = NULL;
         got[i] = s ? strtoull(s, &end, 10) : 0;
         if (!s || !*s || *end) {
-            fprintf(stderr, "train_llama: %s has no valid %s: not a train_llama checkpoint\n",
-                    path, META_KEYS[i]);
+            fprintf(stderr, "train_llama: %s has no valid %s: not a train_llama checkpoint\n", path,
+                    META_KEYS[i]);
             st = FC_ERR_FORMAT;
         } else if (i >= V_TOKENS && got[i] != want[i]) {
             fprintf(stderr, "train_llama: %s was made with %s = %llu, this run has %llu\n", path,
@@ -545,8 +544,8 @@ static int finish(run *r) {
         }
         fclose(f);
         if (!(o->sample_every > 0 && r->step % o->sample_every == 0)) /* not just printed */
-            printf("---- sample at step %lld (temperature %g) ----\n%s\n----\n",
-                   (long long)r->step, o->temperature, s);
+            printf("---- sample at step %lld (temperature %g) ----\n%s\n----\n", (long long)r->step,
+                   o->temperature, s);
         free(s);
     }
     if (save_checkpoint(r) != FC_OK || !export_models(r)) return 1;
@@ -592,8 +591,7 @@ static bool open_tokenizer(run *r) {
         fc_gguf_file *g = NULL;
         st = fc_gguf_open(r->o.tokenizer, NULL, &g);
         if (st != FC_OK) {
-            fprintf(stderr, "train_llama: cannot read %s (%s)\n", r->o.tokenizer,
-                    fc_strerror(st));
+            fprintf(stderr, "train_llama: cannot read %s (%s)\n", r->o.tokenizer, fc_strerror(st));
             return false;
         }
         st = fc_tokenizer_from_gguf(ctx, g, NULL, &r->tok);
@@ -692,15 +690,14 @@ static bool setup(run *r) {
            "validation %lld tokens (every 10th block of %lld, %lld windows)\n",
            o->data, (long long)r->data.bytes, (long long)r->data.n,
            o->tokenizer ? o->tokenizer : "byte-level", (long long)cfg.vocab,
-           (long long)r->data.train_tokens, (long long)r->data.val_tokens,
-           (long long)r->data.seg, (long long)r->data.nval);
+           (long long)r->data.train_tokens, (long long)r->data.val_tokens, (long long)r->data.seg,
+           (long long)r->data.nval);
     printf("model: %lld parameters (dim %lld, %lld layers, %lld heads, %lld kv heads, ff %lld, "
            "T=%lld); batch %lld; AdamW lr %g -> %g (warm-up %lld), %lld steps, budget %g min, "
            "%d threads\n",
            (long long)numel, (long long)o->dim, (long long)o->n_layer, (long long)o->n_head,
-           (long long)o->n_kv_head, (long long)o->ff, (long long)T, (long long)B, o->lr,
-           o->min_lr, (long long)o->warmup, (long long)o->steps, o->minutes,
-           fc_ctx_threads(r->ctx));
+           (long long)o->n_kv_head, (long long)o->ff, (long long)T, (long long)B, o->lr, o->min_lr,
+           (long long)o->warmup, (long long)o->steps, o->minutes, fc_ctx_threads(r->ctx));
     return true;
 }
 

@@ -21,8 +21,8 @@
 static const fc_ctx_opts ONE_THREAD = {.threads = 1};
 
 static void tmp_path(char *buf, size_t cap, const char *tag) {
-    snprintf(buf, cap, "%s/tests/test_llama_export_%ld_%s.gguf", FUCINA_BINARY_DIR,
-             (long)getpid(), tag);
+    snprintf(buf, cap, "%s/tests/test_llama_export_%ld_%s.gguf", FUCINA_BINARY_DIR, (long)getpid(),
+             tag);
 }
 
 static fc_llama *small_model(fc_ctx *ctx, int64_t vocab) {
@@ -67,8 +67,8 @@ static void test_save_with_tokenizer_keys(void **s) {
     assert_int_equal(n_model_keys, 1);
     const char *str = NULL;
     size_t len = 0;
-    assert_int_equal(
-        fc_gguf_value_string(fc_gguf_get(g, "tokenizer.ggml.model"), &str, &len), FC_OK);
+    assert_int_equal(fc_gguf_value_string(fc_gguf_get(g, "tokenizer.ggml.model"), &str, &len),
+                     FC_OK);
     assert_int_equal(len, 4);
     assert_memory_equal(str, "gpt2", 4);
     assert_int_equal(fc_gguf_value_string(fc_gguf_get(g, "general.name"), &str, &len), FC_OK);
@@ -136,9 +136,8 @@ static void test_bad_extra_keys(void **s) {
     assert_int_equal(fc_llama_save(ctx, m, path, &o), FC_ERR_INVALID_ARG);
     fc_ctx_clear_error(ctx);
     /* the same new key twice: the writer refuses the duplicate */
-    const fc_gguf_kv twice[2] = {
-        {.key = "general.name", .type = FC_GGUF_STRING, .data = "a"},
-        {.key = "general.name", .type = FC_GGUF_STRING, .data = "b"}};
+    const fc_gguf_kv twice[2] = {{.key = "general.name", .type = FC_GGUF_STRING, .data = "a"},
+                                 {.key = "general.name", .type = FC_GGUF_STRING, .data = "b"}};
     o.kvs = twice;
     o.n_kvs = 2;
     assert_int_equal(fc_llama_save(ctx, m, path, &o), FC_ERR_INVALID_ARG);
