@@ -12,10 +12,12 @@ typedef struct cmd {
     const char *what;
 } cmd;
 
-int fc_bench_gemm(int argc, char **argv); /* bench_gemm.c */
-int bench_qmatvec(int argc, char **argv); /* bench_qmatvec.c */
-int bench_conv_train(int argc, char **argv); /* bench_conv.c */
-int bench_attention(int argc, char **argv);  /* bench_attention.c */
+int fc_bench_gemm(int argc, char **argv);     /* bench_gemm.c */
+int bench_qmatvec(int argc, char **argv);     /* bench_qmatvec.c */
+int bench_conv_train(int argc, char **argv);  /* bench_conv.c */
+int bench_attention(int argc, char **argv);   /* bench_attention.c */
+int bench_llama_train(int argc, char **argv); /* bench_llama.c */
+int bench_llama_gen(int argc, char **argv);   /* bench_llama.c */
 
 static const cmd cmds[] = {
     {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
@@ -31,6 +33,10 @@ static const cmd cmds[] = {
     {"conv_train", bench_conv_train, "conv3x3 64->64 on [16,64,32,32] fwd+bwd, GFLOP/s"},
     {"attention", bench_attention,
      "causal attention B=1 H=8 T=1024 d=64 fwd+bwd: fused vs composite, ms, peak bytes"},
+    {"llama_train", bench_llama_train,
+     "Llama d=256, 4 layers, 8/2 heads (GQA), T=128, B=8, AdamW, ms/step"},
+    {"llama_gen", bench_llama_gen,
+     "batch-1 greedy decoding tokens/s, llama_train's model in q4_k and q8_0 [or FILE.gguf...]"},
 };
 
 int main(int argc, char **argv) {

@@ -150,6 +150,8 @@ METRICS = [
      "time <= 0.6x"),
     ("gpt_train", "gpt step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
      "time <= 0.5x"),
+    ("llama_train", "llama step ms", ["ms_per_step", "median"], ["ms_per_step", "median"],
+     False, "time <= 0.5x"),
     ("conv_train", "cnn step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
      "time <= 0.6x"),
     ("conv_train", "conv3x3 fwd+bwd GFLOP/s", ["conv3x3", "gflops", "median"],

@@ -57,14 +57,15 @@ for name, (act, tol_fc, rel_fc) in CASES.items():
              ref_greedy, fc_greedy, n_check, "ok" if ok else "FAIL"))
     passed += ok
     failed += not ok
-for dt in ("f32", "q4_k"):
-    name = "new_" + dt
+# models fucina made: llama_convert --new (new_*) and train_llama's export (trained_*)
+for name in ("new_f32", "new_q4_k", "trained_f32", "trained_q4_k"):
     try:
         lines = open(os.path.join(out, name + ".llama_cpp.txt")).read().split("\n")
         fc = np.fromfile(os.path.join(out, name + ".fucina.bin"), "<f4")
         fc_greedy = [int(x) for x in open(os.path.join(out, name + ".fucina.txt")).read().split()]
     except OSError:
-        print("%s: not run (no llama_convert, or llama.cpp refused the file)" % name)
+        print("%s: not run (no llama_convert or train_llama, or llama.cpp refused the file)"
+              % name)
         failed += 1
         continue
     T, V = map(int, lines[0].split()[1:])

@@ -37,6 +37,11 @@
 # Then two models fucina makes itself (llama_convert --new: fc_llama_new,
 # fc_llama_save with its own keys), f32 and q4_k: llama.cpp must load
 # them, agree with fucina's logits within 1e-4 and give the same 8 greedy
+# tokens. Last, a model examples/train_llama trained (a few steps on
+# GPL-3, byte-level tokenizer) and exported as f32 and q4_k with its
+# tokenizer's keys: llama.cpp's tokenizer must give fucina's ids for a
+# sample text on that file, and llama.cpp must load both files, agree with
+# fucina's logits for those ids within 1e-4 and give the same 8 greedy
 # tokens. Prints one line per model and a closing "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -125,5 +130,37 @@ if [ -x "$CONVERT" ]; then
   done
 else
   echo "llama_cpp_parity.sh: no $CONVERT: the models fucina makes are not checked" >&2
+fi
+# A model train_llama trained and exported (dim 256, so q4_k's blocks of
+# 256 divide every weight's rows): its tokenizer, then its logits.
+TRAIN="${FUCINA_TRAIN_LLAMA:-$(dirname "$GEN")/train_llama}"
+if [ -x "$TRAIN" ]; then
+  "$TRAIN" --out "$OUT/trained" --dim 256 --layers 1 --heads 4 --kv-heads 2 --ff 256 --block 64 \
+    --batch 4 --steps 20 --warmup 5 --lr 3e-3 --eval-every 20 --sample-every 0 --sample-len 0 \
+    --minutes 0 --threads 2 --export-dtype f32,q4_k > "$OUT/trained.log" 2>&1 ||
+    { cat "$OUT/trained.log" >&2; echo "train_llama failed" >&2; }
+  text='The GNU General Public License, v3 (h\xc3\xa9llo w\xc3\xb6rld)'
+  text="$(printf "$text")"
+  fc_ids="$("$GEN" "$OUT/trained/model-f32.gguf" --text "$text" --print-ids 2> /dev/null || true)"
+  lc_ids="$(printf '%s 1\n' "$(printf '%s' "$text" | od -An -tx1 | tr -d ' \n')" |
+            "$TOKENIZE" "$LIB" "$OUT/trained/model-f32.gguf" 2> /dev/null | tr ' ' ',' || true)"
+  if [ -n "$fc_ids" ] && [ "$fc_ids" = "$lc_ids" ]; then
+    echo "tokenizer of the train_llama export: llama.cpp gives fucina's $(echo "$fc_ids" | tr ',' '\n' | wc -l) ids"
+  else
+    printf 'tokenizer of the train_llama export: fucina  %s\n                                     llama.cpp %s\n' \
+      "$fc_ids" "$lc_ids"
+    tok_fail=1
+  fi
+  for dt in f32 q4_k; do
+    model="$OUT/trained/model-$dt.gguf"
+    [ -n "$fc_ids" ] && [ -f "$model" ] || continue
+    IFS=, read -r -a ids <<< "$fc_ids"
+    "$HARNESS" "$LIB" "$model" 8 "${ids[@]}" > "$OUT/trained_$dt.llama_cpp.txt" \
+      2> "$OUT/trained_$dt.log" || { cat "$OUT/trained_$dt.log" >&2; continue; }
+    "$GEN" "$model" --prompt "$fc_ids" --n 8 --threads 1 --logits "$OUT/trained_$dt.fucina.bin" \
+      > "$OUT/trained_$dt.fucina.txt" 2> /dev/null
+  done
+else
+  echo "llama_cpp_parity.sh: no $TRAIN: the train_llama export is not checked" >&2
 fi
 "$PY" scripts/llama_cpp_compare.py "$OUT" && [ "$tok_fail" = 0 ]

@@ -218,6 +218,20 @@ static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
     return n;
 }
 
+/* kvs[0, n) with extra[0, n_extra) laid over it: a key already there takes
+ * the extra value in its place, the rest are appended (kvs has room).
+ * Returns the new count. */
+static int64_t merge_kvs(fc_gguf_kv *kvs, int64_t n, const fc_gguf_kv *extra, int64_t n_extra) {
+    int64_t total = n;
+    for (int64_t e = 0; e < n_extra; e++) {
+        int64_t i = 0;
+        while (i < n && !(kvs[i].key && extra[e].key && !strcmp(kvs[i].key, extra[e].key)))
+            i++;
+        kvs[i < n ? i : total++] = extra[e];
+    }
+    return total;
+}
+
 fc_llama_save_opts fc_llama_save_opts_default(void) {
     return (fc_llama_save_opts){.dtype = FC_DTYPE_COUNT, .fallback = FC_DTYPE_COUNT};
 }
@@ -270,9 +284,14 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!m || !path) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "fc_llama_save: NULL model or path");
     fc_llama_save_opts o = opts ? *opts : fc_llama_save_opts_default();
+    if (o.n_kvs < 0 || (o.n_kvs > 0 && !o.kvs))
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "fc_llama_save: extra metadata of %lld keys at %p", (long long)o.n_kvs,
+                           (const void *)o.kvs);
     arena a = {0};
     int64_t n_kv = m->file ? fc_gguf_kv_count(m->file) : 0;
-    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)(n_kv ? n_kv : 16));
+    /* room for the model's keys (or config_kvs' 16) and every extra one */
+    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)((n_kv ? n_kv : 16) + o.n_kvs));
     fc_tensor **out = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *out);
     fc_status st = FC_OK;
     if (!kvs || !out) {
@@ -287,6 +306,7 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     } else {
         n_kv = config_kvs(&a, &m->cfg, kvs);
     }
+    n_kv = merge_kvs(kvs, n_kv, o.kvs, o.n_kvs);
     if (a.failed) {
         st = fc_ctx_fail(ctx, FC_ERR_OOM, "fc_llama_save: out of memory for the metadata");
         goto done;

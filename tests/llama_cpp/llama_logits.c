@@ -10,7 +10,8 @@
  * batch, every position's logits), then "greedy" and N_GREEDY ids chosen
  * by argmax (the lowest id on ties), each decoded one at a time through
  * llama.cpp's KV cache. Runs on the CPU, one sequence, context = prompt +
- * N_GREEDY, an f32 key/value cache and no flash attention. The timing
+ * N_GREEDY, an f32 key/value cache and no flash attention, one thread
+ * (LLAMA_LOGITS_THREADS=N: N). The timing
  * of the prompt and of the greedy steps goes to stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -61,7 +62,10 @@ int main(int argc, char **argv) {
     cp.n_ctx = (uint32_t)(T + n_greedy + 1);
     cp.n_batch = cp.n_ubatch = (uint32_t)T;
     cp.n_seq_max = 1;
-    cp.n_threads = cp.n_threads_batch = 1;
+    /* one thread for the parity checks; bench/llama_gen_vs_llamacpp.sh
+     * sets LLAMA_LOGITS_THREADS to fucina-bench's count */
+    const char *th = getenv("LLAMA_LOGITS_THREADS");
+    cp.n_threads = cp.n_threads_batch = th && atoi(th) > 0 ? atoi(th) : 1;
     /* exact keys and values: llama.cpp's default f16 cache moves f32
      * logits by ~1e-3; flash attention off keeps the softmax in f32 */
     cp.type_k = cp.type_v = GGML_TYPE_F32;

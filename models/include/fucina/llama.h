@@ -188,6 +188,12 @@ typedef struct fc_llama_save_opts {
     fc_dtype fallback;
     fc_llama_dtype_fn pick; /* NULL allowed: overrides dtype per tensor */
     void *user;
+    /* Extra metadata (NULL allowed with n_kvs 0), such as a tokenizer's
+     * keys from fc_tokenizer_gguf_kvs: a key the model's metadata already
+     * has takes the value given here, in its place; the others follow, in
+     * this order. Borrowed for the call. */
+    const fc_gguf_kv *kvs;
+    int64_t n_kvs;
 } fc_llama_save_opts;
 
 /* Every tensor kept as it is. */
@@ -197,12 +203,14 @@ FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
  * file it came from, unchanged, in the same order (general.file_type too,
  * which then may not describe the new dtypes; llama.cpp only prints it),
  * or for a model from fc_llama_new general.architecture, the llama.* keys
- * and tokenizer.ggml.model "none"; then every tensor with its current
+ * and tokenizer.ggml.model "none"; opts->kvs replace or extend those keys
+ * (give a tokenizer's, and llama.cpp tokenizes with it); then every tensor with its current
  * values (trained ones included) in the model's order, converted as opts
  * says (any dtype with a ggml type; a block dtype quantizes from a
  * transient f32 copy of that one tensor; the converted tensors are held
  * until the file is written).
- * opts NULL: as default. Errors: the writer's (FC_ERR_IO, FC_ERR_DTYPE for
+ * opts NULL: as default. Errors: FC_ERR_INVALID_ARG for n_kvs < 0, or
+ * kvs NULL with n_kvs > 0; the writer's (FC_ERR_IO, FC_ERR_DTYPE for
  * a dtype without a ggml type, ...), FC_ERR_INVALID_SHAPE (above),
  * FC_ERR_NON_FINITE from quantizing NaN or inf, FC_ERR_OOM. */
 FC_API fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
