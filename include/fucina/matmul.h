@@ -22,9 +22,15 @@ extern "C" {
  * [1]). Operands share one float dtype (FC_ERR_DTYPE naming both); the
  * result has that dtype (f16/bf16 accumulate in f32 and round once, f64
  * accumulates in f64). b may also be block-quantized when a is f32
- * (quantized weights, see fucina/quant.h): it is dequantized to f32 for the
- * product; q8_1/q8_k (activation formats) are FC_ERR_DTYPE. Inner dims must
- * agree (FC_ERR_SHAPE_MISMATCH naming both shapes), as must batch axes up to
+ * (quantized weights, see fucina/quant.h), read block by block inside the
+ * product and never dequantized whole. Like ggml, the product quantizes the
+ * activations as well for the integer dot products: a's rows are rounded
+ * to 8-bit blocks (q8 per 32 values against q4_0 and q8_0, q8_K per 256
+ * against q4_k and q6_k; the scale is kept in f32), so the result is not
+ * exact math on the dequantized weights (about 1-2% of the largest output
+ * on small models); nf4 and the other block dtypes multiply f32
+ * activations. q8_1/q8_k (activation formats) are FC_ERR_DTYPE. Inner dims
+ * must agree (FC_ERR_SHAPE_MISMATCH naming both shapes), as must batch axes up to
  * broadcasting. Strided operands (transposed, narrowed views) are passed to
  * the provider as transposes and leading dimensions; other layouts are
  * copied once. Provider failures are FC_ERR_BACKEND (or FC_ERR_OOM).
