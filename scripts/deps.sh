@@ -14,7 +14,14 @@ PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdn
 for flag in "$@"; do
   case "$flag" in
     --bench) PKGS+=(python3-torch python3-numpy) ;;
-    --peers) PKGS+=(npm git ca-certificates) ;;
+    # npm may come with another nodejs build (NodeSource's carries its own
+    # and conflicts with Debian's npm package): only a missing command is
+    # installed.
+    --peers)
+      PKGS+=(ca-certificates)
+      command -v npm > /dev/null || PKGS+=(npm)
+      command -v git > /dev/null || PKGS+=(git)
+      ;;
     --mpi) PKGS+=(libopenmpi-dev openmpi-bin) ;;
     *) echo "deps.sh: unknown option $flag" >&2; exit 2 ;;
   esac
