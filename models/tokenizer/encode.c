@@ -85,6 +85,8 @@ typedef struct work {
     fc_status st;
 } work;
 
+/* Grows *p to hold need elements, keeping what it held: the fragment list
+ * of encode_all grows while it is read. */
 static bool reserve(work *w, void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
     size_t c = *cap ? *cap : 64;
@@ -94,6 +96,7 @@ static bool reserve(work *w, void **p, size_t *cap, size_t need, size_t elem) {
         w->st = FC_ERR_OOM;
         return false;
     }
+    if (*cap) memcpy(v, *p, *cap * elem);
     fc__tok_free(w->out.al, *p, *cap * elem);
     *p = v;
     *cap = c;
