@@ -88,9 +88,13 @@ static bench_result repeats(bench_fn fn, void *arg, long iters) {
 
 bench_result bench_measure(bench_fn fn, void *arg) {
     double min_s = min_seconds();
+    /* Warm-up and calibration: three calls and half a second, or for a
+     * smoke protocol (min_s under half a second) one call and min_s. */
+    double warm_s = min_s < 0.5 ? min_s : 0.5;
+    long warm_n = min_s < 0.5 ? 1 : 3;
     double t0 = bench_now();
     long n = 0;
-    while (n < 3 || bench_now() - t0 < 0.5) {
+    while (n < warm_n || bench_now() - t0 < warm_s) {
         fn(arg);
         n++;
     }

@@ -6,6 +6,8 @@
 #   bash bench/compare.sh [workload ...]      (default: every workload)
 #   FUCINA_BENCH_MIN_S=0.5 PEER_MIN_S=0.5 bash bench/compare.sh tiny_ops   # quick look
 #
+# COMPARE_PEER_CONFIGS=tuned runs only the tuned PyTorch configuration (CI's
+# smoke run, whose figures are not read, saves the default one's time).
 # FUCINA_BENCH_BIN runs another build's fucina-bench (default build/bench/fucina-bench,
 # built here when missing); PEERS_DIR another peers folder.
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
@@ -78,8 +80,12 @@ for w in "${WORKLOADS[@]}"; do
   fi
   "$BIN" "$w" > "$OUT/$w.fucina.json" || { echo "{}" > "$OUT/$w.fucina.json"; failed+=("$w"); }
   if [ "$have_torch" = 1 ] && [ -f "$PEERS/$w.py" ]; then
-    env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" \
-      || echo "{}" > "$OUT/$w.peer_default.json"
+    if [ "${COMPARE_PEER_CONFIGS:-both}" = tuned ]; then
+      echo "{}" > "$OUT/$w.peer_default.json"
+    else
+      env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" \
+        || echo "{}" > "$OUT/$w.peer_default.json"
+    fi
     env OMP_WAIT_POLICY=PASSIVE "${aten_env[@]}" "$PY" "$PEERS/$w.py" \
       > "$OUT/$w.peer_tuned.json" || echo "{}" > "$OUT/$w.peer_tuned.json"
   fi
