@@ -262,6 +262,10 @@ static void test_lora_bad_files(void **s) {
     f.t[1].rank = 1; /* q B [64] */
     f.t[1].nbytes = 64 * 4;
     EXPECT(ctx, m, try_load(ctx, m, &f, path), SHP, "q_proj.lora_B", "[64]", "[64, 2]");
+    valid(&f);
+    f.t[0].rank = 1; /* the first A [2]: no rank to expect yet */
+    f.t[0].nbytes = 2 * 4;
+    EXPECT(ctx, m, try_load(ctx, m, &f, path), SHP, "q_proj.lora_A", "[2]", "[rank, 64]");
     /* rank from the file larger than k_proj's out */
     memset(&f, 0, sizeof f);
     for (int layer = 0; layer < 2; layer++)
