@@ -211,7 +211,7 @@ fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *ten
     void *mem = nn ? fc__alloc(a, scratch, 16) : NULL;
     if (nn && !mem) return fc__io_fail(opts, FC_ERR_OOM, "%s: out of memory", FN);
     uint64_t *begin = mem;
-    int64_t *order = (int64_t *)(begin + nn);
+    int64_t *order = mem ? (int64_t *)(begin + nn) : NULL; /* n == 0: no arithmetic on NULL */
     size_t k = 0;
     for (size_t size = 8; size >= 1; size /= 2)
         for (size_t i = 0; i < nn; i++)
