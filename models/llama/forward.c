@@ -14,12 +14,13 @@
  * call only (products need one dtype), and freed after it. The cache holds
  * f32 keys and values at their positions; a cached step writes its rows
  * in place (no grad: the cache is for inference) and attends to the rows
- * 0 .. len + T - 1. */
+ * 0 .. len + T - 1. With an adapter attached (fucina/lora.h), each of
+ * the seven projections adds its low-rank term (proj). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "llama/blocks.h"
-#include "llama/llama_internal.h"
+#include "llama/lora_internal.h"
 
 fc_tensor *fc__llama_ids(fc_ctx *ctx, const fc_llama *m, fc_tensor *ids, const char *op) {
     if (!ids) return NULL;
@@ -68,6 +69,14 @@ static fc_tensor *lin(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
     return y;
 }
 
+/* Projection slot (enum lora_slot) of layer l: x W^T, plus the attached
+ * adapter's term when it targets this projection (lora.c). */
+static fc_tensor *proj(fc_ctx *ctx, const fc_llama *m, int64_t l, int slot, fc_tensor *x,
+                       fc_tensor *w) {
+    fc_tensor *y = lin(ctx, x, w);
+    return m->lora ? fc__lora_add(ctx, m->lora, l, slot, x, y) : y;
+}
+
 static fc_tensor *norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, double eps) {
     fc_tensor *wf = as_f32(ctx, w);
     fc_tensor *y = fc_rms_norm(ctx, x, wf, eps);
@@ -103,19 +112,20 @@ static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_ll
     const int64_t *s = fc_tensor_shape(x);
     int64_t B = s[0], T = s[1];
     fc_tensor *h = norm(ctx, x, L->attn_norm, c->rms_eps);
-    fc_tensor *q = heads(ctx, m, lin(ctx, h, L->wq), c->n_heads, true, pos0);
-    fc_tensor *k = heads(ctx, m, lin(ctx, h, L->wk), c->n_kv_heads, true, pos0);
-    fc_tensor *v = heads(ctx, m, lin(ctx, h, L->wv), c->n_kv_heads, false, pos0);
+    fc_tensor *q = heads(ctx, m, proj(ctx, m, l, LORA_Q, h, L->wq), c->n_heads, true, pos0);
+    fc_tensor *k = heads(ctx, m, proj(ctx, m, l, LORA_K, h, L->wk), c->n_kv_heads, true, pos0);
+    fc_tensor *v = heads(ctx, m, proj(ctx, m, l, LORA_V, h, L->wv), c->n_kv_heads, false, pos0);
     if (cache) {
         k = cache_append(ctx, cache->k[l], k, pos0, T);
         v = cache_append(ctx, cache->v[l], v, pos0, T);
     }
     fc_tensor *a = fc_permute(ctx, fc__llama_attention(ctx, q, k, v), (const int[]){0, 2, 1, 3});
     a = fc_reshape(ctx, a, (int64_t[]){B, T, c->n_heads * m->head_dim}, 3);
-    x = fc_add(ctx, x, lin(ctx, a, L->wo));
+    x = fc_add(ctx, x, proj(ctx, m, l, LORA_O, a, L->wo));
     h = norm(ctx, x, L->ffn_norm, c->rms_eps);
-    fc_tensor *f = fc__llama_swiglu(ctx, lin(ctx, h, L->w_gate), lin(ctx, h, L->w_up));
-    return fc_add(ctx, x, lin(ctx, f, L->w_down));
+    fc_tensor *f = fc__llama_swiglu(ctx, proj(ctx, m, l, LORA_GATE, h, L->w_gate),
+                                    proj(ctx, m, l, LORA_UP, h, L->w_up));
+    return fc_add(ctx, x, proj(ctx, m, l, LORA_DOWN, f, L->w_down));
 }
 
 fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_cache *cache,

@@ -25,6 +25,7 @@ struct fc_llama {
     fc_tensor **tensors;                     /* n_tensors owned references */
     fc_tensor *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
     llama_layer *layers;                     /* cfg.n_layers */
+    struct fc_lora *lora;                    /* the attached adapter (borrowed; lora.c), or NULL */
 };
 
 struct fc_llama_cache {
@@ -39,5 +40,16 @@ fc_tensor *fc__llama_ids(fc_ctx *ctx, const fc_llama *m, fc_tensor *ids, const c
 /* The forward over positions pos0.. with an optional cache (NULL: none). */
 fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids, fc_llama_cache *cache,
                          const char *op);
+
+/* Gives a substitute value for tensor i of m on saving: *out a new f32
+ * reference of the tensor's shape, or NULL to write the tensor as it is;
+ * non-OK stops the save (recorded in ctx). */
+typedef fc_status (*fc__llama_subst_fn)(fc_ctx *ctx, const fc_llama *m, int64_t i, void *user,
+                                        fc_tensor **out);
+/* fc_llama_save (m, path checked non-NULL by the caller) with op naming the
+ * caller in messages and subst (NULL allowed) asked for every tensor. */
+fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
+                         const fc_llama_save_opts *opts, const char *op, fc__llama_subst_fn subst,
+                         void *user);
 
 #endif

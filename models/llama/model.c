@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llama/llama_internal.h"
+#include "llama/lora_internal.h"
 
 static const char *const OP = "llama";
 
@@ -258,6 +258,7 @@ static fc_llama *model_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_
 
 void fc_llama_free(fc_llama *m) {
     if (!m) return;
+    fc__lora_orphan(m->lora); /* freed out of order: the adapter forgets m */
     for (int64_t i = 0; i < m->n_tensors; i++) {
         fc_release(m->tensors[i]);
         free(m->names[i]);

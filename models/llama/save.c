@@ -7,7 +7,11 @@
  *
  * Tensors: each is converted on its own (a block dtype quantizes from a
  * transient f32 copy of that one tensor, released at once); the converted
- * tensors are then written in the model's order by fc_gguf_save. */
+ * tensors are then written in the model's order by fc_gguf_save.
+ *
+ * fc__llama_save is the same with a seam for fc_lora_merge_save: a
+ * callback may hand a substitute f32 value for a tensor, which is then
+ * converted as the tensor itself would be and released at once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,8 +241,8 @@ fc_llama_save_opts fc_llama_save_opts_default(void) {
 }
 
 /* The dtype tensor t is written in, or FC_DTYPE_COUNT with the error recorded. */
-static fc_dtype target_dtype(fc_ctx *ctx, const fc_llama_save_opts *o, const char *name,
-                             fc_tensor *t) {
+static fc_dtype target_dtype(fc_ctx *ctx, const char *op, const fc_llama_save_opts *o,
+                             const char *name, fc_tensor *t) {
     fc_dtype dt = fc_tensor_dtype(t), want = dt;
     if (fc_tensor_rank(t) == 2 && o->dtype != FC_DTYPE_COUNT) want = o->dtype;
     if (o->pick) {
@@ -246,8 +250,7 @@ static fc_dtype target_dtype(fc_ctx *ctx, const fc_llama_save_opts *o, const cha
         if (p != FC_DTYPE_COUNT) want = p;
     }
     if (!fc_dtype_is_valid(want)) {
-        fc_ctx_fail(ctx, FC_ERR_DTYPE, "fc_llama_save: tensor '%s': invalid dtype %d", name,
-                    (int)want);
+        fc_ctx_fail(ctx, FC_ERR_DTYPE, "%s: tensor '%s': invalid dtype %d", op, name, (int)want);
         return FC_DTYPE_COUNT;
     }
     int64_t cols = fc_tensor_shape(t)[fc_tensor_rank(t) - 1];
@@ -257,12 +260,12 @@ static fc_dtype target_dtype(fc_ctx *ctx, const fc_llama_save_opts *o, const cha
             f.dtype = o->fallback;
             f.fallback = FC_DTYPE_COUNT;
             f.pick = NULL;
-            return target_dtype(ctx, &f, name, t);
+            return target_dtype(ctx, op, &f, name, t);
         }
         fc_ctx_fail(ctx, FC_ERR_INVALID_SHAPE,
-                    "fc_llama_save: tensor '%s' has rows of %lld, not a multiple of %s's block "
+                    "%s: tensor '%s' has rows of %lld, not a multiple of %s's block "
                     "of %lld (set a fallback dtype)",
-                    name, (long long)cols, fc_dtype_name(want),
+                    op, name, (long long)cols, fc_dtype_name(want),
                     (long long)fc_dtype_block_elems(want));
         return FC_DTYPE_COUNT;
     }
@@ -283,11 +286,16 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
                         const fc_llama_save_opts *opts) {
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!m || !path) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "fc_llama_save: NULL model or path");
+    return fc__llama_save(ctx, m, path, opts, "fc_llama_save", NULL, NULL);
+}
+
+fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
+                         const fc_llama_save_opts *opts, const char *op, fc__llama_subst_fn subst,
+                         void *user) {
     fc_llama_save_opts o = opts ? *opts : fc_llama_save_opts_default();
     if (o.n_kvs < 0 || (o.n_kvs > 0 && !o.kvs))
-        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
-                           "fc_llama_save: extra metadata of %lld keys at %p", (long long)o.n_kvs,
-                           (const void *)o.kvs);
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: extra metadata of %lld keys at %p", op,
+                           (long long)o.n_kvs, (const void *)o.kvs);
     arena a = {0};
     int64_t n_kv = m->file ? fc_gguf_kv_count(m->file) : 0;
     /* room for the model's keys (or config_kvs' 16) and every extra one */
@@ -295,7 +303,7 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     fc_tensor **out = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *out);
     fc_status st = FC_OK;
     if (!kvs || !out) {
-        st = fc_ctx_fail(ctx, FC_ERR_OOM, "fc_llama_save: out of memory");
+        st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", op);
         goto done;
     }
     if (m->file) {
@@ -308,13 +316,18 @@ fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     }
     n_kv = merge_kvs(kvs, n_kv, o.kvs, o.n_kvs);
     if (a.failed) {
-        st = fc_ctx_fail(ctx, FC_ERR_OOM, "fc_llama_save: out of memory for the metadata");
+        st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for the metadata", op);
         goto done;
     }
     fc_no_grad_begin(ctx);
     for (int64_t i = 0; i < m->n_tensors && !st; i++) {
-        fc_dtype want = target_dtype(ctx, &o, m->names[i], m->tensors[i]);
-        out[i] = want == FC_DTYPE_COUNT ? NULL : convert(ctx, m->tensors[i], want);
+        /* the dtype is the model tensor's choice; a substitute (f32, the
+         * same shape) only changes the values converted to it */
+        fc_dtype want = target_dtype(ctx, op, &o, m->names[i], m->tensors[i]);
+        fc_tensor *sub = NULL;
+        if (want != FC_DTYPE_COUNT && subst && (st = subst(ctx, m, i, user, &sub))) break;
+        out[i] = want == FC_DTYPE_COUNT ? NULL : convert(ctx, sub ? sub : m->tensors[i], want);
+        fc_release(sub); /* one transient copy at a time */
         if (!out[i]) st = fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
     }
     fc_no_grad_end(ctx);

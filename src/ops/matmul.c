@@ -20,8 +20,8 @@
  * Quantized weights never require grad: a quantized linear gives x (and
  * an f32 bias) their gradients so an adapter can be trained on top of a
  * frozen quantized base. dx = dy . W needs sums across weight rows, which
- * the row-decoding kernel cannot do, so that rule dequantizes W
- * transiently (released when the node finishes).
+ * the row-decoding kernel cannot do, so that rule dequantizes W one panel
+ * of rows at a time (qlinear_dx), never all of it.
  *
  * Rules run inside the backward scope: every tensor made there is released
  * with it, so the rules release nothing (and their helpers never add
@@ -277,11 +277,52 @@ static fc_tensor *linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_t
     return fc__finish(ctx, op, out);
 }
 
+/* Bytes of f32 weight one panel of dx = dy . W dequantizes at most. */
+#define QLINEAR_PANEL_BYTES ((int64_t)1 << 20)
+
+/* dx = dy . W for a quantized w [out, in], gout [..., out]: a panel of
+ * weight rows at a time, dx = sum over panels of dy[..., r0:r1] . f32(W[r0:r1]),
+ * so the transient f32 copy is one panel (QLINEAR_PANEL_BYTES, or one row
+ * when a row is larger), never the whole weight: what a QLoRA step over a
+ * large quantized base relies on. A panel is a borrowed read-only tensor
+ * over the panel's whole rows of blocks (block tensors have no row views).
+ * The temporaries are released as the loop goes (this rule's one
+ * exception to "rules release nothing"), so at most one panel lives. */
+static fc_tensor *qlinear_dx(fc_ctx *ctx, fc_tensor *gout, fc_tensor *w) {
+    int64_t n = w->raw.shape[0], k = w->raw.shape[1];
+    int64_t rows = QLINEAR_PANEL_BYTES / (k * (int64_t)sizeof(float));
+    if (rows < 1) rows = 1;
+    if (rows >= n) {
+        fc_tensor *wd = fc_to(ctx, w, FC_F32);       /* [out, in] */
+        return wd ? fc_matmul(ctx, gout, wd) : NULL; /* [..., out] . [out, in] */
+    }
+    const uint8_t *base = fc_tensor_data(w); /* contiguous: checked in forward */
+    if (!base) return NULL;
+    size_t row_bytes = fc_tensor_nbytes(w) / (size_t)n;
+    fc_tensor *acc = NULL;
+    for (int64_t r0 = 0; r0 < n; r0 += rows) {
+        int64_t len = n - r0 < rows ? n - r0 : rows;
+        fc_tensor *wp = fc_tensor_from_borrowed(ctx, w->raw.dtype, (int64_t[]){len, k}, 2,
+                                                (void *)(base + (size_t)r0 * row_bytes), true);
+        fc_tensor *wd = wp ? fc_to(ctx, wp, FC_F32) : NULL;
+        fc_tensor *gp = fc_narrow(ctx, gout, gout->raw.rank - 1, r0, len);
+        fc_tensor *part = wd && gp ? fc_matmul(ctx, gp, wd) : NULL;
+        fc_release(gp);
+        fc_release(wd);
+        fc_release(wp);
+        fc_tensor *sum = part && acc ? fc_add(ctx, acc, part) : part;
+        if (sum != part) fc_release(part);
+        fc_release(acc);
+        acc = sum;
+        if (!acc) return NULL;
+    }
+    return acc;
+}
+
 static fc_status qlinear_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     if (node->in[LINEAR_IN_X].needs) {
         fc_tensor *w = fc__ag_saved_tensor(ctx, node, QLINEAR_SAVED_WEIGHT);
-        fc_tensor *wd = w ? fc_to(ctx, w, FC_F32) : NULL;        /* [out, in] */
-        gin[LINEAR_IN_X] = wd ? fc_matmul(ctx, gout, wd) : NULL; /* [..., out] . [out, in] */
+        gin[LINEAR_IN_X] = w ? qlinear_dx(ctx, gout, w) : NULL;
         if (!gin[LINEAR_IN_X]) return fc_ctx_status(ctx);
     }
     if (node->n_in > LINEAR_IN_BIAS && node->in[LINEAR_IN_BIAS].needs)

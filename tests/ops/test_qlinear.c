@@ -1,11 +1,13 @@
 /* test_qlinear.c - fc_linear with block-quantized weights: the in-kernel
  * decoding path against dequantize + dense linear, its errors, gradients to
- * x and bias through a frozen quantized W, and a LoRA-style adapter trained
+ * x and bias through a frozen quantized W (dequantized a panel of rows at a
+ * time, never whole), and a LoRA-style adapter trained
  * over a q4_k base whose loss falls. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -41,8 +43,10 @@ static void test_qlinear_matches_dequantized(void **state) {
         assert_non_null(ref);
         const float *yp = fc_tensor_data(y), *rp = fc_tensor_data(ref);
         double scale = 0, worst = 0;
-        for (int i = 0; i < M * OUT; i++) scale = fmax(scale, fabs(rp[i]));
-        for (int i = 0; i < M * OUT; i++) worst = fmax(worst, fabs(yp[i] - rp[i]));
+        for (int i = 0; i < M * OUT; i++)
+            scale = fmax(scale, fabs(rp[i]));
+        for (int i = 0; i < M * OUT; i++)
+            worst = fmax(worst, fabs(yp[i] - rp[i]));
         assert_true(worst <= 0.02 * scale);
         fc_release(wq);
         fc_scope_end(ctx);
@@ -103,19 +107,69 @@ static void test_qlinear_gradients(void **state) {
      * follow them: compare relative to the gradient scale */
     const float *a = fc_tensor_data(gx), *r = fc_tensor_data(fc_grad(x));
     double scale = 0, worst = 0;
-    for (int i = 0; i < M * IN; i++) scale = fmax(scale, fabs(r[i]));
-    for (int i = 0; i < M * IN; i++) worst = fmax(worst, fabs(a[i] - r[i]));
+    for (int i = 0; i < M * IN; i++)
+        scale = fmax(scale, fabs(r[i]));
+    for (int i = 0; i < M * IN; i++)
+        worst = fmax(worst, fabs(a[i] - r[i]));
     assert_true(worst <= 0.03 * scale);
     a = fc_tensor_data(gb), r = fc_tensor_data(fc_grad(b));
     scale = worst = 0;
-    for (int i = 0; i < OUT; i++) scale = fmax(scale, fabs(r[i]));
-    for (int i = 0; i < OUT; i++) worst = fmax(worst, fabs(a[i] - r[i]));
+    for (int i = 0; i < OUT; i++)
+        scale = fmax(scale, fabs(r[i]));
+    for (int i = 0; i < OUT; i++)
+        worst = fmax(worst, fabs(a[i] - r[i]));
     assert_true(worst <= 0.03 * scale);
     fc_release(gx);
     fc_release(gb);
     fc_release(wq);
     fc_release(x);
     fc_release(b);
+    fc_ctx_free(ctx);
+}
+
+/* dx through a quantized W larger than one dequantization panel (1 MiB of
+ * f32 rows): equal to g . deq(W) up to f32 summation order, and the
+ * backward never holds a whole f32 copy of W (the context's high-water
+ * mark, measured in a context that never saw W in f32). */
+static void test_qlinear_dx_by_panels(void **state) {
+    (void)state;
+    enum { N = 2100, K = 256, B = 3 }; /* 3 panels: 1024 + 1024 + 52 rows */
+    fc_ctx *src = fc_ctx_new(&(fc_ctx_opts){.seed = 5, .threads = 1});
+    fc_tensor *wq0 = fc_to(src, fc_randn(src, FC_F32, (const int64_t[]){N, K}, 2), FC_Q8_0);
+    assert_non_null(wq0);
+    fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.seed = 6, .threads = 1});
+    fc_tensor *wq =
+        fc_tensor_from_data(ctx, FC_Q8_0, (const int64_t[]){N, K}, 2, fc_tensor_data(wq0));
+    fc_ctx_free(src);
+    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){B, K}, 2, 1.0);
+    fc_tensor *g = fc_randn(ctx, FC_F32, (const int64_t[]){B, N}, 2);
+    fc_tensor *y = fc_linear(ctx, x, wq, NULL);
+    assert_non_null(y);
+    fc_ctx_stats before, after;
+    fc_ctx_get_stats(ctx, &before);
+    assert_int_equal(fc_backward_with(ctx, y, g, false), FC_OK);
+    fc_ctx_get_stats(ctx, &after);
+    int64_t f32_bytes = (int64_t)N * K * 4;
+    printf("backward through q8_0 [%d, %d]: peak %lld bytes above the live %lld (whole f32 W: "
+           "%lld)\n",
+           N, K, (long long)(after.bytes_peak - before.bytes_live), (long long)before.bytes_live,
+           (long long)f32_bytes);
+    assert_true(after.bytes_peak - before.bytes_live < f32_bytes * 6 / 10);
+    fc_scope_begin(ctx);
+    fc_tensor *ref = fc_matmul(ctx, g, fc_to(ctx, wq, FC_F32));
+    assert_non_null(ref);
+    const float *a = fc_tensor_data(fc_grad(x)), *r = fc_tensor_data(ref);
+    double scale = 0, worst = 0;
+    for (int i = 0; i < B * K; i++)
+        scale = fmax(scale, fabs(r[i]));
+    for (int i = 0; i < B * K; i++)
+        worst = fmax(worst, fabs(a[i] - r[i]));
+    assert_true(worst <= 1e-5 * scale);
+    fc_scope_end(ctx);
+    fc_release(y);
+    fc_release(g);
+    fc_release(x);
+    fc_release(wq);
     fc_ctx_free(ctx);
 }
 
@@ -133,9 +187,9 @@ static void test_qlinear_lora_adapter_trains(void **state) {
     /* target: the quantized layer plus a rank-2 change the adapter can learn */
     fc_tensor *u = fc_randn(ctx, FC_F32, (const int64_t[]){OUT, 2}, 2);
     fc_tensor *v = fc_mul_scalar(ctx, fc_randn(ctx, FC_F32, (const int64_t[]){2, IN}, 2), 0.1);
-    fc_tensor *target = fc_keep(fc_add(ctx, fc_linear(ctx, x, wq, NULL),
-                                       fc_matmul(ctx, fc_matmul(ctx, x, fc_transpose(ctx, v, 0, 1)),
-                                                 fc_transpose(ctx, u, 0, 1))));
+    fc_tensor *target = fc_keep(fc_add(
+        ctx, fc_linear(ctx, x, wq, NULL),
+        fc_matmul(ctx, fc_matmul(ctx, x, fc_transpose(ctx, v, 0, 1)), fc_transpose(ctx, u, 0, 1))));
     fc_scope_end(ctx);
     assert_non_null(target);
     fc_tensor *ps[2] = {A, Bm};
@@ -173,6 +227,7 @@ int main(void) {
         cmocka_unit_test(test_qlinear_matches_dequantized),
         cmocka_unit_test(test_qlinear_errors),
         cmocka_unit_test(test_qlinear_gradients),
+        cmocka_unit_test(test_qlinear_dx_by_panels),
         cmocka_unit_test(test_qlinear_lora_adapter_trains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
