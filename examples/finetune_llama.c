@@ -407,6 +407,10 @@ static bool setup(run *r) {
 /* The adapter and adapter_config.json (the text fc_lora_save keeps in the
  * file's metadata, so the two always agree). */
 static bool save_adapter(run *r) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s",
+             (int)(strlen(r->config_path) - strlen("/adapter_config.json")), r->config_path);
+    if (!ex_mkdir_p(dir)) return false;
     if (fc_lora_save(r->ctx, r->lora, r->adapter_path) != FC_OK) {
         fprintf(stderr, "finetune_llama: saving %s: %s\n", r->adapter_path, fc_ctx_error(r->ctx));
         return false;
