@@ -40,7 +40,7 @@ if [ "$have_torch" = 0 ]; then
 fi
 WORKLOADS=("$@")
 [ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train qmatvec conv_train
-                                  llama_train)
+                                  llama_train qlora_step)
 [ -d "$PEERS" ] || echo "compare.sh: no peers folder at $PEERS (PEERS_DIR); running fucina only" >&2
 # The widest level the CPU has, then FUCINA_ISA's cap on it.
 HOST_LEVEL="$(bash scripts/cpu_level.sh)"
