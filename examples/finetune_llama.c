@@ -458,9 +458,9 @@ static bool merge(run *r, double *merged_val) {
         fprintf(stderr, "finetune_llama: evaluating %s: %s\n", path, fc_ctx_error(r->ctx));
         return false;
     }
-    printf("merged %s (%s weights): val loss %.4f (base + adapter in memory: %.4f)\n", path,
-           r->merge_dtype == FC_DTYPE_COUNT ? "re-quantized to their own" : r->o.merge_type,
-           *merged_val, r->t.val_last);
+    printf("merged %s (weights %s%s): val loss %.4f (base + adapter in memory: %.4f)\n", path,
+           r->merge_dtype == FC_DTYPE_COUNT ? "each in its own dtype" : "in ",
+           r->merge_dtype == FC_DTYPE_COUNT ? "" : r->o.merge_type, *merged_val, r->t.val_last);
     return true;
 }
 
