@@ -67,8 +67,8 @@ for name in only or ("new_f32", "new_q4_k", "trained_f32", "trained_q4_k", "fine
         fc = np.fromfile(os.path.join(out, name + ".fucina.bin"), "<f4")
         fc_greedy = [int(x) for x in open(os.path.join(out, name + ".fucina.txt")).read().split()]
     except OSError:
-        print("%s: not run (no llama_convert or train_llama, or llama.cpp refused the file)"
-              % name)
+        print("%s: not run (no llama_convert, train_llama or finetune_llama, or llama.cpp "
+              "refused the file)" % name)
         failed += 1
         continue
     T, V = map(int, lines[0].split()[1:])
