@@ -259,7 +259,10 @@ static fc_status check_shapes(fc_ctx *ctx, const fc_llama *m, const fc_st_file *
                 if (info.rank != 2 || info.shape[0] != want[0] || info.shape[1] != want[1]) {
                     char got[160], exp[64];
                     shape_str(info.shape, info.rank, got, sizeof got);
-                    shape_str(want, 2, exp, sizeof exp);
+                    if (rank < 0) /* no rank yet: this is the first A, not 2-D */
+                        snprintf(exp, sizeof exp, "[rank, %lld]", (long long)ws[1]);
+                    else
+                        shape_str(want, 2, exp, sizeof exp);
                     return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH,
                                        "%s: %s: tensor '%.200s' has shape %s; the base weight "
                                        "[%lld, %lld] needs %s",
