@@ -11,6 +11,9 @@
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
 # The workload qmatvec_ggml (opt-in, never in the default list) runs
 # bench/qmatvec_vs_ggml.sh at this level: qmatvec beside ggml's CPU backend.
+# qlora_step (opt-in too: no PyTorch peer, four child processes, some 3.5
+# minutes) prints its same-run rows: QLoRA over q4_k / q8_0 beside LoRA over
+# the f32 base and the f32 full fine-tune.
 #
 # The CPU decides the peers' tuned configuration: PyTorch gets the widest
 # ATEN_CPU_CAPABILITY the CPU has (avx512 only where AVX-512 F/BW/VL/DQ are
@@ -40,7 +43,7 @@ if [ "$have_torch" = 0 ]; then
 fi
 WORKLOADS=("$@")
 [ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(gemm elementwise reduce norm_softmax tiny_ops mlp_train gpt_train qmatvec conv_train
-                                  llama_train qlora_step)
+                                  llama_train)
 [ -d "$PEERS" ] || echo "compare.sh: no peers folder at $PEERS (PEERS_DIR); running fucina only" >&2
 # The widest level the CPU has, then FUCINA_ISA's cap on it.
 HOST_LEVEL="$(bash scripts/cpu_level.sh)"
