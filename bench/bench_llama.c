@@ -31,19 +31,47 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_llama.h"
 #include "fucina.h"
 #include "fucina/llama.h"
 
 enum { V = 256, T = 128, D = 256, L = 4, H = 8, KV = 2, FF = 688, B = 8 };
 enum { PEER_PARAMS = 2902272, LOSS_STEPS = 100 };
 
-static const fc_llama_config CONFIG = {.vocab = V,
-                                       .dim = D,
-                                       .n_heads = H,
-                                       .n_kv_heads = KV,
-                                       .n_layers = L,
-                                       .ff_dim = FF,
-                                       .context = T};
+const fc_llama_config bench_llama_train_config = {.vocab = V,
+                                                  .dim = D,
+                                                  .n_heads = H,
+                                                  .n_kv_heads = KV,
+                                                  .n_layers = L,
+                                                  .ff_dim = FF,
+                                                  .context = T};
+_Static_assert((int)B == (int)BENCH_LLAMA_B && (int)T == (int)BENCH_LLAMA_T &&
+                   (int)PEER_PARAMS == (int)BENCH_LLAMA_PARAMS,
+               "bench_llama.h's sizes are this file's");
+
+const fc_optim_opts bench_llama_train_adamw = {.kind = FC_OPTIM_ADAMW,
+                                               .lr = 3e-4,
+                                               .beta1 = 0.9,
+                                               .beta2 = 0.95,
+                                               .eps = 1e-8,
+                                               .weight_decay = 0.1};
+
+fc_status bench_llama_train_batch(fc_ctx *ctx, fc_tensor **x, fc_tensor **y) {
+    /* the peer's seq: [B, T+1] uniform in [0, V); inputs seq[:, :T], targets seq[:, 1:] */
+    static int64_t seq[B][T + 1], in[B][T], tgt[B][T];
+    uint64_t s = 1;
+    for (int i = 0; i < B; i++)
+        for (int t = 0; t <= T; t++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            seq[i][t] = (int64_t)((s >> 33) % V);
+        }
+    for (int i = 0; i < B; i++)
+        for (int t = 0; t < T; t++)
+            in[i][t] = seq[i][t], tgt[i][t] = seq[i][t + 1];
+    *x = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B, T}, 2, in);
+    *y = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B * T}, 1, tgt);
+    return fc_ctx_status(ctx);
+}
 
 typedef struct llama_run {
     fc_ctx *ctx;
@@ -66,31 +94,13 @@ static fc_status make(llama_run *r, int threads) {
     r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 0});
     if (!r->ctx) return FC_ERR_OOM;
     fc_ctx *ctx = r->ctx;
-    if (fc_llama_new(ctx, &CONFIG, &r->m) != FC_OK) return fc_ctx_status(ctx);
+    if (fc_llama_new(ctx, &bench_llama_train_config, &r->m) != FC_OK) return fc_ctx_status(ctx);
     int64_t n = fc_llama_params(r->m, NULL, 0);
     if (n > (int64_t)(sizeof r->params / sizeof r->params[0]))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "llama_train: %lld parameters", (long long)n);
     r->np = (int)fc_llama_params(r->m, r->params, n);
-    /* the peer's seq: [B, T+1] uniform in [0, V); inputs seq[:, :T], targets seq[:, 1:] */
-    static int64_t seq[B][T + 1], in[B][T], tgt[B][T];
-    uint64_t s = 1;
-    for (int i = 0; i < B; i++)
-        for (int t = 0; t <= T; t++) {
-            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-            seq[i][t] = (int64_t)((s >> 33) % V);
-        }
-    for (int i = 0; i < B; i++)
-        for (int t = 0; t < T; t++)
-            in[i][t] = seq[i][t], tgt[i][t] = seq[i][t + 1];
-    r->x = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B, T}, 2, in);
-    r->y = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){B * T}, 1, tgt);
-    const fc_optim_opts adamw = {.kind = FC_OPTIM_ADAMW,
-                                 .lr = 3e-4,
-                                 .beta1 = 0.9,
-                                 .beta2 = 0.95,
-                                 .eps = 1e-8,
-                                 .weight_decay = 0.1};
-    r->opt = fc_optim_new(ctx, &adamw, r->params, r->np);
+    bench_llama_train_batch(ctx, &r->x, &r->y);
+    r->opt = fc_optim_new(ctx, &bench_llama_train_adamw, r->params, r->np);
     return fc_ctx_status(ctx);
 }
 
@@ -107,7 +117,7 @@ static void step(void *arg) {
     fc_scope_end(ctx);
 }
 
-static int bench_threads(void) {
+int bench_llama_threads(void) {
     const char *ts = getenv("FUCINA_BENCH_THREADS");
     return ts && atoi(ts) > 0 ? atoi(ts) : 2;
 }
@@ -125,7 +135,7 @@ static double approx_flop(const llama_run *r) {
 
 int bench_llama_train(int argc, char **argv) {
     (void)argc, (void)argv;
-    int threads = bench_threads();
+    int threads = bench_llama_threads();
     llama_run r = {0};
     if (make(&r, threads) != FC_OK) goto fail;
     int64_t nparams = 0;
@@ -221,7 +231,7 @@ static fc_status time_file(fc_ctx *ctx, const char *name, const char *path, bool
 }
 
 int bench_llama_gen(int argc, char **argv) {
-    int threads = bench_threads();
+    int threads = bench_llama_threads();
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 0});
     if (!ctx) return 1;
     char dir[] = "/tmp/fucina-llama-gen-XXXXXX", paths[2][64] = {"", ""};
@@ -236,7 +246,7 @@ int bench_llama_gen(int argc, char **argv) {
             fc_ctx_free(ctx);
             return 1;
         }
-        st = fc_llama_new(ctx, &CONFIG, &m);
+        st = fc_llama_new(ctx, &bench_llama_train_config, &m);
         for (int i = 0; i < 2 && st == FC_OK; i++) {
             snprintf(paths[i], sizeof paths[i], "%s/%s.gguf", dir, names[i]);
             fc_llama_save_opts o = fc_llama_save_opts_default();

@@ -13,6 +13,9 @@
 # Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
 # The workload qmatvec_ggml (opt-in, never in the default list) runs
 # bench/qmatvec_vs_ggml.sh at this level: qmatvec beside ggml's CPU backend.
+# qlora_step (opt-in too: no PyTorch peer, four child processes, some 3.5
+# minutes) prints its same-run rows: QLoRA over q4_k / q8_0 beside LoRA over
+# the f32 base and the f32 full fine-tune.
 #
 # The CPU decides the peers' tuned configuration: PyTorch gets the widest
 # ATEN_CPU_CAPABILITY the CPU has (avx512 only where AVX-512 F/BW/VL/DQ are

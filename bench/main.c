@@ -18,6 +18,7 @@ int bench_conv_train(int argc, char **argv);  /* bench_conv.c */
 int bench_attention(int argc, char **argv);   /* bench_attention.c */
 int bench_llama_train(int argc, char **argv); /* bench_llama.c */
 int bench_llama_gen(int argc, char **argv);   /* bench_llama.c */
+int bench_qlora_step(int argc, char **argv);  /* bench_qlora.c */
 
 static const cmd cmds[] = {
     {"gemm", fc_bench_gemm, "f32 GEMM n = 256, 1024, 2048: fc_matmul vs cblas_sgemm"},
@@ -37,6 +38,9 @@ static const cmd cmds[] = {
      "Llama d=256, 4 layers, 8/2 heads (GQA), T=128, B=8, AdamW, ms/step"},
     {"llama_gen", bench_llama_gen,
      "batch-1 greedy decoding tokens/s, llama_train's model in q4_k and q8_0 [or FILE.gguf...]"},
+    {"qlora_step", bench_qlora_step,
+     "llama_train's model: QLoRA step over q4_k and q8_0 weights vs f32 full fine-tune, "
+     "tokens/s, peak RSS"},
 };
 
 int main(int argc, char **argv) {

@@ -222,6 +222,27 @@ if "qmatvec" in workloads:
         if isinstance(f, (int, float)) and isinstance(d, (int, float)) and d:
             extra.append((f"qmatvec q4_0 N={n} vs dequantize+sgemm", f"{f:.4g}", f"{d:.4g}",
                           f"{f / d:.2f}x throughput", "far above"))
+if "qlora_step" in workloads:
+    # QLoRA over q4_k / q8_0 weights beside LoRA over the f32 weights and
+    # the f32 full fine-tune of the same model, same run (each variant's
+    # peak RSS from its own process)
+    q = load("qlora_step", "fucina")
+    full = get(q, ["results", "f32_full"])
+    for v in ("lora_f32", "q4_k", "q8_0"):
+        r = get(q, ["results", v])
+        for label, path, higher in (("tokens/s", ["tokens_per_s", "median"], True),
+                                    ("peak RSS KiB", ["peak_rss_kib"], False)):
+            f, d = get(r, path), get(full, path)
+            if isinstance(f, (int, float)) and isinstance(d, (int, float)) and d:
+                extra.append((f"qlora_step {v} {label} vs f32 full fine-tune", f"{f:.4g}",
+                              f"{d:.4g}", f"{f / d:.2f}x" + (" throughput" if higher else ""),
+                              "-"))
+    lf = get(q, ["results", "lora_f32", "peak_rss_kib"])
+    for v in ("q4_k", "q8_0"):
+        f = get(q, ["results", v, "peak_rss_kib"])
+        if isinstance(f, (int, float)) and isinstance(lf, (int, float)) and lf:
+            extra.append((f"qlora_step {v} peak RSS KiB vs LoRA over f32", f"{f:.4g}", f"{lf:.4g}",
+                          f"{f / lf:.2f}x", "< 1 (base never in f32)"))
 if extra:
     print()
     print_table(("metric", "fucina", "reference", "ratio", "target"), extra)

@@ -3,7 +3,8 @@
 with PyTorch's (tests/data/llama) and fucina's (examples/generate --logits);
 run by scripts/llama_cpp_parity.sh, which states the tolerances.
 
-  llama_cpp_compare.py OUT_DIR
+  llama_cpp_compare.py OUT_DIR            every case
+  llama_cpp_compare.py OUT_DIR NAME...    only those models fucina made
 """
 import os, struct, sys
 import numpy as np
@@ -18,8 +19,9 @@ CONFIG = {"tiny": "CONFIG_A", "small": "CONFIG_B"}
 # name: (llama.cpp's activation rounding, llama.cpp vs fucina: limit, relative?)
 CASES = {"tiny_f32": (None, 1e-4, False), "tiny_q8_0": ("q8_0_f16", 3e-2, True),
          "small_q4_k": ("q8_k", 1e-4, False)}
+only = sys.argv[2:]
 passed = failed = 0
-for name, (act, tol_fc, rel_fc) in CASES.items():
+for name, (act, tol_fc, rel_fc) in ({} if only else CASES).items():
     try:
         lines = open(os.path.join(out, name + ".llama_cpp.txt")).read().split("\n")
     except OSError:
@@ -57,15 +59,16 @@ for name, (act, tol_fc, rel_fc) in CASES.items():
              ref_greedy, fc_greedy, n_check, "ok" if ok else "FAIL"))
     passed += ok
     failed += not ok
-# models fucina made: llama_convert --new (new_*) and train_llama's export (trained_*)
-for name in ("new_f32", "new_q4_k", "trained_f32", "trained_q4_k"):
+# models fucina made: llama_convert --new (new_*), train_llama's export
+# (trained_*), and that q4_k export fine-tuned and merged by finetune_llama
+for name in only or ("new_f32", "new_q4_k", "trained_f32", "trained_q4_k", "finetuned_q4_k"):
     try:
         lines = open(os.path.join(out, name + ".llama_cpp.txt")).read().split("\n")
         fc = np.fromfile(os.path.join(out, name + ".fucina.bin"), "<f4")
         fc_greedy = [int(x) for x in open(os.path.join(out, name + ".fucina.txt")).read().split()]
     except OSError:
-        print("%s: not run (no llama_convert or train_llama, or llama.cpp refused the file)"
-              % name)
+        print("%s: not run (no llama_convert, train_llama or finetune_llama, or llama.cpp "
+              "refused the file)" % name)
         failed += 1
         continue
     T, V = map(int, lines[0].split()[1:])

@@ -42,7 +42,13 @@
 # tokenizer's keys: llama.cpp's tokenizer must give fucina's ids for a
 # sample text on that file, and llama.cpp must load both files, agree with
 # fucina's logits for those ids within 1e-4 and give the same 8 greedy
-# tokens. Prints one line per model and a closing "N passed, N failed".
+# tokens. Then that q4_k export fine-tuned with QLoRA for a few steps
+# (examples/finetune_llama on Apache-2.0) and merged back to q4_k: the
+# same checks on the merged file. Prints one line per model and a closing
+# "N passed, N failed".
+#   QLORA_MERGED=FILE [QLORA_TEXT=...] [GREEDY_N=N] bash scripts/llama_cpp_parity.sh
+# checks that one merged file instead (scripts/qlora_workflow.sh does) and
+# prints llama.cpp's greedy continuation of the text.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VER="${GGML_NPM_VERSION:-3.22.1}"
@@ -77,7 +83,56 @@ if [ ! -x "$TOKENIZE" ] || [ tests/llama_cpp/llama_tokenize.c -nt "$TOKENIZE" ];
   "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" -I"$INC" tests/llama_cpp/llama_tokenize.c \
     -o "$TOKENIZE" "${libllama[0]}" "$LIB/libggml-base.so" "${libggml[0]}" -Wl,-rpath,"$LIB"
 fi
+HARNESS="$DIR/v$VER/llama_logits"
+if [ ! -x "$HARNESS" ] || [ tests/llama_cpp/llama_logits.c -nt "$HARNESS" ]; then
+  libllama=("$LIB"/libllama.*so)
+  libggml=("$LIB"/libggml.*so)
+  "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" -I"$INC" tests/llama_cpp/llama_logits.c \
+    -o "$HARNESS" "${libllama[0]}" "$LIB/libggml-base.so" "${libggml[0]}" -Wl,-rpath,"$LIB"
+fi
+
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
 tok_fail=0
+# fucina's ids for text on a file fucina wrote (into fc_ids), which
+# llama.cpp's tokenizer must give too
+ids_of() { # what model text
+  local what="$1" model="$2" text="$3" lc_ids
+  fc_ids="$("$GEN" "$model" --text "$text" --print-ids 2> /dev/null || true)"
+  lc_ids="$(printf '%s 1\n' "$(printf '%s' "$text" | od -An -tx1 | tr -d ' \n')" |
+            "$TOKENIZE" "$LIB" "$model" 2> /dev/null | tr ' ' ',' || true)"
+  if [ -n "$fc_ids" ] && [ "$fc_ids" = "$lc_ids" ]; then
+    echo "tokenizer of $what: llama.cpp gives fucina's $(echo "$fc_ids" | tr ',' '\n' | wc -l) ids"
+  else
+    printf 'tokenizer of %s: fucina  %s\n    llama.cpp %s\n' "$what" "$fc_ids" "$lc_ids"
+    tok_fail=1
+  fi
+}
+# llama.cpp's logits and greedy tokens (GREEDY_N, default 8) for the ids
+# on a file fucina wrote, and fucina's, as NAME.* for llama_cpp_compare.py
+made_by_fucina() { # name model ids_csv
+  local name="$1" model="$2" csv="$3" ids
+  IFS=, read -r -a ids <<< "$csv"
+  "$HARNESS" "$LIB" "$model" "${GREEDY_N:-8}" "${ids[@]}" > "$OUT/$name.llama_cpp.txt" \
+    2> "$OUT/$name.log" || { cat "$OUT/$name.log" >&2; return 0; }
+  "$GEN" "$model" --prompt "$csv" --n "${GREEDY_N:-8}" --threads 1 \
+    --logits "$OUT/$name.fucina.bin" > "$OUT/$name.fucina.txt" 2> /dev/null
+}
+# QLORA_MERGED=FILE (scripts/qlora_workflow.sh): that merged file only, its
+# tokenizer, logits and greedy tokens, as "merged"; llama.cpp's greedy
+# continuation of QLORA_TEXT is printed decoded (byte-level vocabulary).
+if [ -n "${QLORA_MERGED:-}" ]; then
+  ids_of "$QLORA_MERGED" "$QLORA_MERGED" "${QLORA_TEXT:-The }"
+  if [ -n "$fc_ids" ]; then made_by_fucina merged "$QLORA_MERGED" "$fc_ids"; fi
+  if [ -f "$OUT/merged.llama_cpp.txt" ]; then
+    printf 'llama.cpp generates from %s: %s' "$QLORA_MERGED" "${QLORA_TEXT:-The }"
+    awk '$1 == "greedy" { for (i = 2; i <= NF; i++) print $i }' "$OUT/merged.llama_cpp.txt" |
+      "$PY" -c 'import sys; sys.stdout.buffer.write(bytes(int(t) for t in sys.stdin.read().split() if int(t) < 256))'
+    echo
+  fi
+  "$PY" scripts/llama_cpp_compare.py "$OUT" merged && [ "$tok_fail" = 0 ]
+  exit
+fi
 for kind in spm bpe; do
   exp="$(mktemp)" got="$(mktemp)"
   awk -F'\t' -v k="$kind" '$1 == k { print $3 }' tests/data/tokenizer/expected.txt > "$exp"
@@ -93,16 +148,6 @@ for kind in spm bpe; do
   rm -f "$exp" "$got"
 done
 
-HARNESS="$DIR/v$VER/llama_logits"
-if [ ! -x "$HARNESS" ] || [ tests/llama_cpp/llama_logits.c -nt "$HARNESS" ]; then
-  libllama=("$LIB"/libllama.*so)
-  libggml=("$LIB"/libggml.*so)
-  "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$LINC" -I"$INC" tests/llama_cpp/llama_logits.c \
-    -o "$HARNESS" "${libllama[0]}" "$LIB/libggml-base.so" "${libggml[0]}" -Wl,-rpath,"$LIB"
-fi
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
 PROMPT=(1 17 42 5 63 17 8 90 33 2 71 17) # gen_llama_fixture.py's first prompt
 for name in tiny_f32 tiny_q8_0 small_q4_k; do
   model="tests/data/llama/$name.gguf"
@@ -141,25 +186,27 @@ if [ -x "$TRAIN" ]; then
     { cat "$OUT/trained.log" >&2; echo "train_llama failed" >&2; }
   text='The GNU General Public License, v3 (h\xc3\xa9llo w\xc3\xb6rld)'
   text="$(printf "$text")"
-  fc_ids="$("$GEN" "$OUT/trained/model-f32.gguf" --text "$text" --print-ids 2> /dev/null || true)"
-  lc_ids="$(printf '%s 1\n' "$(printf '%s' "$text" | od -An -tx1 | tr -d ' \n')" |
-            "$TOKENIZE" "$LIB" "$OUT/trained/model-f32.gguf" 2> /dev/null | tr ' ' ',' || true)"
-  if [ -n "$fc_ids" ] && [ "$fc_ids" = "$lc_ids" ]; then
-    echo "tokenizer of the train_llama export: llama.cpp gives fucina's $(echo "$fc_ids" | tr ',' '\n' | wc -l) ids"
-  else
-    printf 'tokenizer of the train_llama export: fucina  %s\n                                     llama.cpp %s\n' \
-      "$fc_ids" "$lc_ids"
-    tok_fail=1
-  fi
+  ids_of "the train_llama export" "$OUT/trained/model-f32.gguf" "$text"
   for dt in f32 q4_k; do
     model="$OUT/trained/model-$dt.gguf"
-    [ -n "$fc_ids" ] && [ -f "$model" ] || continue
-    IFS=, read -r -a ids <<< "$fc_ids"
-    "$HARNESS" "$LIB" "$model" 8 "${ids[@]}" > "$OUT/trained_$dt.llama_cpp.txt" \
-      2> "$OUT/trained_$dt.log" || { cat "$OUT/trained_$dt.log" >&2; continue; }
-    "$GEN" "$model" --prompt "$fc_ids" --n 8 --threads 1 --logits "$OUT/trained_$dt.fucina.bin" \
-      > "$OUT/trained_$dt.fucina.txt" 2> /dev/null
+    if [ -n "$fc_ids" ] && [ -f "$model" ]; then made_by_fucina "trained_$dt" "$model" "$fc_ids"; fi
   done
+  # QLoRA on that q4_k export (examples/finetune_llama, a few steps on
+  # Apache-2.0), merged and re-quantized to q4_k: llama.cpp must load the
+  # merged file and agree with fucina as above.
+  FINETUNE="${FUCINA_FINETUNE_LLAMA:-$(dirname "$GEN")/finetune_llama}"
+  if [ -x "$FINETUNE" ] && [ -f "$OUT/trained/model-q4_k.gguf" ]; then
+    "$FINETUNE" --base "$OUT/trained/model-q4_k.gguf" /usr/share/common-licenses/Apache-2.0 \
+      --out "$OUT/finetuned" --block 64 --batch 4 --steps 10 --warmup 2 --lr 3e-3 --rank 4 \
+      --eval-every 10 --sample-len 0 --minutes 0 --threads 2 \
+      --merge-out "$OUT/finetuned-q4_k.gguf" --merge-type q4_k > "$OUT/finetuned.log" 2>&1 ||
+      { cat "$OUT/finetuned.log" >&2; echo "finetune_llama failed" >&2; }
+    if [ -n "$fc_ids" ] && [ -f "$OUT/finetuned-q4_k.gguf" ]; then
+      made_by_fucina finetuned_q4_k "$OUT/finetuned-q4_k.gguf" "$fc_ids"
+    fi
+  else
+    echo "llama_cpp_parity.sh: no $FINETUNE: the QLoRA merge is not checked" >&2
+  fi
 else
   echo "llama_cpp_parity.sh: no $TRAIN: the train_llama export is not checked" >&2
 fi
