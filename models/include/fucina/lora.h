@@ -102,7 +102,8 @@ FC_API fc_lora_config fc_lora_config_default(void);
 FC_API fc_status fc_lora_new(fc_ctx *ctx, fc_llama *m, const fc_lora_config *cfg, fc_lora **out);
 /* Detaches the adapter from its model and releases its tensors (handles
  * the caller retained stay valid). NULL is a no-op. Free it before the
- * model. */
+ * model; an adapter whose model was freed first still saves and frees, but
+ * fc_lora_model gives NULL and fc_lora_merge_save FC_ERR_INVALID_ARG. */
 FC_API void fc_lora_free(fc_lora *l);
 
 /* The config (borrowed), the model it is attached to; NULL for NULL. */
@@ -138,7 +139,8 @@ FC_API fc_status fc_lora_load(fc_ctx *ctx, fc_llama *m, const char *path, fc_lor
 /* Writes the adapter's model as GGUF with the adapter merged into its
  * weights (above), atomically, as fc_llama_save does with opts (NULL: each
  * weight keeps its dtype). The model and the adapter are not changed.
- * Errors: those of fc_llama_save. */
+ * Errors: FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG when the model was freed;
+ * those of fc_llama_save. */
 FC_API fc_status fc_lora_merge_save(fc_ctx *ctx, const fc_lora *l, const char *path,
                                     const fc_llama_save_opts *opts);
 
