@@ -17,7 +17,8 @@
 # Seeds: fuzz/corpus/<target>/ (read only; crash inputs that were fixed stay
 # there as regression seeds, replayed on every run); new inputs go to
 # $FUZZ_WORK/corpus-<target>/, crashes to $FUZZ_WORK/crash-*. Exits non-zero
-# when a target finds a crash, leak or sanitizer report. Needs clang, cmake
+# when a target finds a crash, leak or sanitizer report. FUZZ_PARALLEL
+# targets fuzz at once (default: the core count). Needs clang, cmake
 # and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +68,6 @@ SRCS=(src/core/*.c src/core/quant/*.c)
 for f in src/io/*.c; do
   case "$f" in src/io/tensor_io.c|src/io/checkpoint.c) ;; *) SRCS+=("$f") ;; esac
 done
-status=0
 for target in "${TARGETS[@]}"; do
   bin="$WORK/fuzz_$target"
   echo "== building $bin"
@@ -81,13 +81,36 @@ for target in "${TARGETS[@]}"; do
   else
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
   fi
+done
+
+# Each fuzzer is one process on one core: FUZZ_PARALLEL of them (default:
+# the core count) run at once, each into its own log, shown when it ends.
+fuzz_one() {
+  local target="$1"
   mkdir -p "$WORK/corpus-$target"
-  echo "== fuzzing $target for ${SECS}s"
-  if ! "$bin" "$WORK/corpus-$target" "fuzz/corpus/$target" -max_total_time="$SECS" \
-       -max_len="$(case "$target" in api) echo 512 ;; tokenizer) echo 8192 ;; *) echo 65536 ;; esac)" -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" \
-       -print_final_stats=1; then
+  "$WORK/fuzz_$target" "$WORK/corpus-$target" "fuzz/corpus/$target" -max_total_time="$SECS" \
+    -max_len="$(case "$target" in api) echo 512 ;; tokenizer) echo 8192 ;; *) echo 65536 ;; esac)" \
+    -rss_limit_mb=2048 -artifact_prefix="$WORK/crash-$target-" -print_final_stats=1
+}
+PAR="${FUZZ_PARALLEL:-$(nproc)}"
+status=0
+pids=() names=()
+finish() { # waits for the first running fuzzer and shows its log
+  local pid="${pids[0]}" target="${names[0]}"
+  pids=("${pids[@]:1}") names=("${names[@]:1}")
+  local rc=0
+  wait "$pid" || rc=$?
+  echo "== fuzzed $target for ${SECS}s"
+  cat "$WORK/fuzz-$target.log"
+  if [ "$rc" -ne 0 ]; then
     echo "fuzz/run.sh: $target FAILED (artifacts: $WORK/crash-$target-*)" >&2
     status=1
   fi
+}
+for target in "${TARGETS[@]}"; do
+  [ ${#pids[@]} -lt "$PAR" ] || finish
+  fuzz_one "$target" > "$WORK/fuzz-$target.log" 2>&1 &
+  pids+=($!) names+=("$target")
 done
+while [ ${#pids[@]} -gt 0 ]; do finish; done
 exit $status
