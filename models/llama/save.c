@@ -272,6 +272,77 @@ static fc_dtype target_dtype(fc_ctx *ctx, const char *op, const fc_llama_save_op
     return want;
 }
 
+/* llama.cpp's general.file_type (its enum llama_ftype: "mostly" this dtype,
+ * 1-D tensors aside) for a model whose 2-D weights are mostly dt, or -1
+ * where the enum has no member for dt. A k-quant maps to its "_S" mix,
+ * the one nearest to a single type throughout. */
+static int64_t file_type_of(fc_dtype dt) {
+    switch (dt) {
+    case FC_F32: return 0;
+    case FC_F16: return 1;
+    case FC_Q4_0: return 2;
+    case FC_Q4_1: return 3;
+    case FC_Q8_0: return 7;
+    case FC_Q5_0: return 8;
+    case FC_Q5_1: return 9;
+    case FC_Q2_K: return 10;
+    case FC_Q3_K: return 11;
+    case FC_Q4_K: return 14;
+    case FC_Q5_K: return 16;
+    case FC_Q6_K: return 18;
+    case FC_IQ2_XXS: return 19;
+    case FC_IQ2_XS: return 20;
+    case FC_IQ3_XXS: return 23;
+    case FC_IQ1_S: return 24;
+    case FC_IQ4_NL: return 25;
+    case FC_IQ3_S: return 26;
+    case FC_IQ2_S: return 28;
+    case FC_IQ4_XS: return 30;
+    case FC_IQ1_M: return 31;
+    case FC_BF16: return 32;
+    case FC_TQ1_0: return 36;
+    case FC_TQ2_0: return 37;
+    case FC_NVFP4: return 39;
+    case FC_Q1_0: return 40;
+    case FC_Q2_0: return 41;
+    default: return -1;
+    }
+}
+
+/* When the save changes any tensor's dtype (or the model has no file),
+ * general.file_type is set from the dtype most 2-D tensors are written in
+ * (the first met among equals), so that readers such as llama.cpp name
+ * the file's type rightly; it is dropped when llama.cpp's enum has no
+ * member for that dtype. A value the caller's extra keys give stays.
+ * kvs has room for one more key. Returns the new count. */
+static int64_t set_file_type(arena *a, const fc_llama *m, fc_tensor *const *out,
+                             const fc_llama_save_opts *o, fc_gguf_kv *kvs, int64_t n_kv) {
+    static const char KEY[] = "general.file_type";
+    for (int64_t e = 0; e < o->n_kvs; e++)
+        if (o->kvs[e].key && !strcmp(o->kvs[e].key, KEY)) return n_kv;
+    bool changed = !m->file;
+    int64_t count[FC_DTYPE_COUNT] = {0};
+    fc_dtype most = FC_DTYPE_COUNT;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        fc_dtype dt = fc_tensor_dtype(out[i]);
+        changed = changed || dt != fc_tensor_dtype(m->tensors[i]);
+        if (fc_tensor_rank(out[i]) != 2) continue;
+        if (++count[dt] > (most == FC_DTYPE_COUNT ? 0 : count[most])) most = dt;
+    }
+    if (!changed || most == FC_DTYPE_COUNT) return n_kv;
+    int64_t ft = file_type_of(most), i = 0;
+    while (i < n_kv && strcmp(kvs[i].key, KEY))
+        i++;
+    if (ft < 0) { /* no name for it: no key rather than a wrong one */
+        if (i < n_kv) memmove(kvs + i, kvs + i + 1, sizeof *kvs * (size_t)(n_kv - i - 1));
+        return i < n_kv ? n_kv - 1 : n_kv;
+    }
+    uint32_t *v = arena_alloc(a, sizeof *v);
+    if (v) *v = (uint32_t)ft;
+    kvs[i] = (fc_gguf_kv){.key = KEY, .type = FC_GGUF_U32, .data = v};
+    return i < n_kv ? n_kv : n_kv + 1;
+}
+
 static fc_tensor *convert(fc_ctx *ctx, fc_tensor *t, fc_dtype want) {
     fc_dtype dt = fc_tensor_dtype(t);
     if (want == dt) return fc_retain(t);
@@ -298,8 +369,9 @@ fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
                            (long long)o.n_kvs, (const void *)o.kvs);
     arena a = {0};
     int64_t n_kv = m->file ? fc_gguf_kv_count(m->file) : 0;
-    /* room for the model's keys (or config_kvs' 16) and every extra one */
-    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)((n_kv ? n_kv : 16) + o.n_kvs));
+    /* room for the model's keys (or config_kvs' 16), every extra one and
+     * general.file_type */
+    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)((n_kv ? n_kv : 16) + o.n_kvs + 1));
     fc_tensor **out = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *out);
     fc_status st = FC_OK;
     if (!kvs || !out) {
@@ -331,6 +403,8 @@ fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
         if (!out[i]) st = fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
     }
     fc_no_grad_end(ctx);
+    if (!st) n_kv = set_file_type(&a, m, out, &o, kvs, n_kv);
+    if (!st && a.failed) st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for the metadata", op);
     if (!st)
         st = fc_gguf_save(ctx, path, kvs, n_kv, (const char *const *)m->names, out, m->n_tensors);
 done:

@@ -120,6 +120,64 @@ static void test_save_with_tokenizer_keys(void **s) {
     free_ctx(ctx);
 }
 
+/* general.file_type of path: its value, -1 when the key is absent. */
+static int64_t file_type(const char *path) {
+    fc_gguf_file *g = NULL;
+    assert_int_equal(fc_gguf_open(path, NULL, &g), FC_OK);
+    const fc_gguf_value *v = fc_gguf_get(g, "general.file_type");
+    int64_t ft = -1;
+    if (v) assert_int_equal(fc_gguf_value_int(v, &ft), FC_OK);
+    fc_gguf_close(g);
+    return ft;
+}
+
+/* general.file_type follows the dtypes written (llama.cpp's enum
+ * llama_ftype): set for a new model, rewritten when a save converts the
+ * weights, kept when nothing changes, dropped for a dtype llama.cpp's enum
+ * does not name, and the caller's own value wins. */
+static void test_file_type(void **s) {
+    (void)s;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    fc_llama *m = small_model(ctx, 64);
+    char f32[512], q8[512], again[512], back[512], mx[512], own[512];
+    tmp_path(f32, sizeof f32, "ft_f32");
+    tmp_path(q8, sizeof q8, "ft_q8");
+    tmp_path(again, sizeof again, "ft_again");
+    tmp_path(back, sizeof back, "ft_back");
+    tmp_path(mx, sizeof mx, "ft_mx");
+    tmp_path(own, sizeof own, "ft_own");
+    assert_int_equal(fc_llama_save(ctx, m, f32, NULL), FC_OK);
+    assert_int_equal(file_type(f32), 0); /* ALL_F32 */
+    fc_llama *r = NULL;
+    assert_int_equal(fc_llama_load(ctx, f32, NULL, &r), FC_OK);
+    fc_llama_save_opts o = fc_llama_save_opts_default();
+    o.dtype = FC_Q8_0;
+    o.fallback = FC_F32; /* ffn_down's rows of 48: the one f32 weight */
+    assert_int_equal(fc_llama_save(ctx, r, q8, &o), FC_OK);
+    assert_int_equal(file_type(q8), 7); /* MOSTLY_Q8_0 */
+    fc_llama_free(r);
+    assert_int_equal(fc_llama_load(ctx, q8, NULL, &r), FC_OK);
+    assert_int_equal(fc_llama_save(ctx, r, again, NULL), FC_OK); /* as it is: kept */
+    assert_int_equal(file_type(again), 7);
+    o.dtype = FC_F32;
+    assert_int_equal(fc_llama_save(ctx, r, back, &o), FC_OK);
+    assert_int_equal(file_type(back), 0);
+    o.dtype = FC_MXFP4; /* a ggml type without a llama_ftype of its own */
+    assert_int_equal(fc_llama_save(ctx, r, mx, &o), FC_OK);
+    assert_int_equal(file_type(mx), -1);
+    uint32_t mine = 15;
+    fc_gguf_kv kv = {.key = "general.file_type", .type = FC_GGUF_U32, .data = &mine};
+    o.dtype = FC_F32;
+    o.kvs = &kv;
+    o.n_kvs = 1;
+    assert_int_equal(fc_llama_save(ctx, r, own, &o), FC_OK);
+    assert_int_equal(file_type(own), 15);
+    fc_llama_free(r);
+    unlink(f32), unlink(q8), unlink(again), unlink(back), unlink(mx), unlink(own);
+    fc_llama_free(m);
+    free_ctx(ctx);
+}
+
 static void test_bad_extra_keys(void **s) {
     (void)s;
     fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
@@ -150,6 +208,7 @@ static void test_bad_extra_keys(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_save_with_tokenizer_keys),
+        cmocka_unit_test(test_file_type),
         cmocka_unit_test(test_bad_extra_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,11 +200,15 @@ typedef struct fc_llama_save_opts {
 FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
 
 /* Writes the model to path atomically as GGUF v3: every metadata key of the
- * file it came from, unchanged, in the same order (general.file_type too,
- * which then may not describe the new dtypes; llama.cpp only prints it),
- * or for a model from fc_llama_new general.architecture, the llama.* keys
- * and tokenizer.ggml.model "none"; opts->kvs replace or extend those keys
- * (give a tokenizer's, and llama.cpp tokenizes with it); then every tensor with its current
+ * file it came from, unchanged, in the same order, or for a model from
+ * fc_llama_new general.architecture, the llama.* keys and
+ * tokenizer.ggml.model "none"; except that when a tensor's dtype changes
+ * (and for a model from fc_llama_new), general.file_type is set to
+ * llama.cpp's value for the dtype most 2-D weights are written in (its
+ * "_S" mix for a k-quant: 14 for q4_k), or dropped where llama.cpp has no
+ * such value. opts->kvs replace or extend those keys (general.file_type
+ * included; give a tokenizer's, and llama.cpp tokenizes with it); then
+ * every tensor with its current
  * values (trained ones included) in the model's order, converted as opts
  * says (any dtype with a ggml type; a block dtype quantizes from a
  * transient f32 copy of that one tensor; the converted tensors are held
