@@ -1,6 +1,7 @@
 # Installs the build tree into WORK/prefix, then configures and builds the
-# consumer with find_package(fucina CONFIG), runs it, and compiles it once
-# more with the flags pkg-config gives for fucina.pc.
+# consumer (and consumer_models, on fucina::models) with
+# find_package(fucina CONFIG), runs them, and compiles them once more with
+# the flags pkg-config gives for fucina.pc (and fucina-models.pc).
 # In a cross build, TOOLCHAIN is the toolchain file the consumer is configured
 # with too, and EMULATOR (a space-separated command line, qemu-user say) runs
 # the programs it builds.
@@ -30,6 +31,10 @@ execute_process(COMMAND ${emu} ${WORK}/build/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "consumer (find_package) failed: ${rc}")
 endif()
+execute_process(COMMAND ${emu} ${WORK}/build/consumer_models RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "consumer_models (find_package) failed: ${rc}")
+endif()
 execute_process(COMMAND ${emu} ${WORK}/build/hello RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "README hello (find_package) failed: ${rc}")
@@ -52,6 +57,22 @@ if(PKGCONF)
                   ${emu} ${WORK}/consumer_pc RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "consumer (pkg-config) failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${PKGCONF} --cflags --libs fucina-models OUTPUT_VARIABLE mflags
+                  RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rc)
+    message(FATAL_ERROR "pkg-config does not know fucina-models")
+  endif()
+  separate_arguments(mflags UNIX_COMMAND "${mflags}")
+  execute_process(COMMAND ${C_COMPILER} ${SRC}/models.c ${mflags} -o ${WORK}/consumer_models_pc
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer_models (pkg-config) build failed")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${WORK}/prefix/lib
+                  ${emu} ${WORK}/consumer_models_pc RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer_models (pkg-config) failed: ${rc}")
   endif()
   # the README's line: cc hello.c $(pkg-config --cflags --libs fucina) -o hello
   execute_process(COMMAND ${C_COMPILER} ${HELLO} ${flags} -o ${WORK}/hello_pc
