@@ -55,26 +55,26 @@
 
 typedef struct options {
     const char *base, *data, *out, *targets, *adapter_out, *merge_out, *merge_type;
-    const char *merge_fallback, *sample_prompt;
-    int64_t rank, block, batch, steps, stop_after, warmup, eval_every, sample_every, sample_len;
-    int64_t ckpt_every, threads, seed;
-    double alpha, dropout, minutes, lr, min_lr, weight_decay, clip, temperature, expect_drop;
-    double expect_merged;
+    const char *merge_fallback;
+    int64_t rank, threads;
+    double alpha, dropout, expect_drop, expect_merged;
     bool resume;
+    ex_trainer_opts loop; /* the shared loop's (llama_trainer.h); block 0: the model's */
 } options;
 
 static int parse_options(int argc, char **argv, options *o) {
     // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/Apache-2.0", .out = "finetune_llama_out",
                    .targets = "q,k,v,o,gate,up,down", .merge_type = "keep",
-                   .merge_fallback = "f16", .sample_prompt = "The ", .rank = 8, .alpha = 16,
-                   .dropout = 0.05, .block = 0, .batch = 8, .steps = 200, .warmup = 20,
-                   .eval_every = 50, .sample_every = 0, .sample_len = 80, .ckpt_every = 100,
-                   .threads = 0, .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
-                   .weight_decay = 0, .clip = 1.0, .temperature = 0.8, .expect_drop = -1,
-                   .expect_merged = -1};
+                   .merge_fallback = "f16", .rank = 8, .alpha = 16, .dropout = 0.05,
+                   .threads = 0, .expect_drop = -1, .expect_merged = -1,
+                   .loop = {.prog = "finetune_llama", .sample_prompt = "The ", .block = 0,
+                            .batch = 8, .steps = 200, .warmup = 20, .eval_every = 50,
+                            .sample_every = 0, .sample_len = 80, .ckpt_every = 100,
+                            .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
+                            .weight_decay = 0, .clip = 1.0, .temperature = 0.8}};
     // clang-format on
-    const ex_arg args[] = {
+    const ex_arg own[] = {
         {"base", EX_ARG_STRING, &o->base, "the base model (GGUF, llama; stays frozen)"},
         {"data", EX_ARG_STRING, &o->data, "text file to fine-tune on (or the bare argument)"},
         {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample, adapter"},
@@ -83,23 +83,7 @@ static int parse_options(int argc, char **argv, options *o) {
         {"dropout", EX_ARG_DOUBLE, &o->dropout, "dropout on the adapter's input, in [0, 1)"},
         {"targets", EX_ARG_STRING, &o->targets,
          "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)"},
-        {"block", EX_ARG_INT, &o->block, "context length T (0: the model's, at most 256)"},
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
-        {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample"},
-        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+        {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)"},
         {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
         {"adapter-out", EX_ARG_STRING, &o->adapter_out,
          "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)"},
@@ -109,28 +93,26 @@ static int parse_options(int argc, char **argv, options *o) {
         {"merge-fallback", EX_ARG_STRING, &o->merge_fallback,
          "dtype of a merged weight whose rows the block dtype does not divide"},
         {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the adapter's initialisation, dropout, data order"},
+        {"seed", EX_ARG_INT, &o->loop.seed,
+         "seed of the adapter's initialisation, dropout, data order"},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
          "exit 1 unless the validation loss fell by this much (for tests)"},
         {"expect-merged", EX_ARG_DOUBLE, &o->expect_merged,
          "exit 1 unless the merged file's validation loss is this close to the adapter's"},
     };
-    ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
-                                     "--base MODEL.gguf [options] [text file]");
+    enum { NOWN = sizeof own / sizeof *own };
+    ex_arg args[NOWN + EX_TRAINER_NARGS];
+    memcpy(args, own, sizeof own);
+    int nargs = NOWN + ex_trainer_args(&o->loop, args + NOWN);
+    ex_args_result r =
+        ex_args_parse(argc, argv, args, nargs, &o->data, "--base MODEL.gguf [options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     /* rank, alpha and dropout are the library's to judge (fc_lora_new
      * names the bad value); the loop's own sizes are checked here */
-    const char *bad = !o->base ? "--base MODEL.gguf is required"
-                      : o->block < 0 || o->block == 1 || o->batch < 1
-                          ? "--batch must be positive, --block 0 or at least 2"
-                      : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-                          ? "--steps and --eval-every must be positive, --warmup not negative"
-                      : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
-                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
-                          ? "periods, --threads and --minutes must not be negative"
-                      : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-                          ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-                          : NULL;
+    const char *bad = !o->base                                  ? "--base MODEL.gguf is required"
+                      : o->loop.block < 0 || o->loop.block == 1 ? "--block must be 0 or at least 2"
+                      : o->threads < 0                          ? "--threads must not be negative"
+                                                                : ex_trainer_opts_check(&o->loop);
     if (bad) {
         fprintf(stderr, "finetune_llama: %s\n", bad);
         return 2;
@@ -265,12 +247,12 @@ static bool open_model(run *r) {
                 o->base, (long long)fc_tokenizer_vocab_size(r->tok), (long long)c->vocab);
         return false;
     }
-    if (o->block > c->context) {
+    if (o->loop.block > c->context) {
         fprintf(stderr, "finetune_llama: --block %lld is longer than the model's context %lld\n",
-                (long long)o->block, (long long)c->context);
+                (long long)o->loop.block, (long long)c->context);
         return false;
     }
-    if (r->o.block == 0) r->o.block = c->context < 256 ? c->context : 256;
+    if (r->o.loop.block == 0) r->o.loop.block = c->context < 256 ? c->context : 256;
     return true;
 }
 
@@ -305,7 +287,7 @@ static bool make_adapter(run *r) {
                                        "finetune_llama.block",        "finetune_llama.rank",
                                        "finetune_llama.targets",      "finetune_llama.alpha_bits",
                                        "finetune_llama.dropout_bits"};
-    const uint64_t vals[] = {r->base_before.fnv, (uint64_t)c->vocab,   (uint64_t)o->block,
+    const uint64_t vals[] = {r->base_before.fnv, (uint64_t)c->vocab,   (uint64_t)o->loop.block,
                              (uint64_t)lc.rank,  (uint64_t)lc.targets, bits_of(lc.alpha),
                              bits_of(lc.dropout)};
     t->nmatch = (int)(sizeof vals / sizeof *vals);
@@ -318,7 +300,7 @@ static bool make_adapter(run *r) {
 
 static bool setup(run *r) {
     options *o = &r->o;
-    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
+    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->loop.seed});
     if (!r->ctx) {
         fprintf(stderr, "finetune_llama: cannot create a context\n");
         return false;
@@ -333,33 +315,16 @@ static bool setup(run *r) {
     }
     if (!open_model(r) || !ex_tokens_load("finetune_llama", o->data, r->tok, &r->data))
         return false;
-    if (!ex_tokens_split(&r->data, o->block)) {
+    if (!ex_tokens_split(&r->data, o->loop.block)) {
         fprintf(stderr,
                 "finetune_llama: %s has %lld tokens, too few for a context of %lld (both splits "
                 "need whole windows)\n",
-                o->data, (long long)r->data.n, (long long)o->block);
+                o->data, (long long)r->data.n, (long long)o->loop.block);
         return false;
     }
     if (!make_adapter(r)) return false;
     ex_trainer *t = &r->t;
-    t->o = (ex_trainer_opts){.prog = "finetune_llama",
-                             .sample_prompt = o->sample_prompt,
-                             .block = o->block,
-                             .batch = o->batch,
-                             .steps = o->steps,
-                             .stop_after = o->stop_after,
-                             .warmup = o->warmup,
-                             .eval_every = o->eval_every,
-                             .sample_every = o->sample_every,
-                             .sample_len = o->sample_len,
-                             .ckpt_every = o->ckpt_every,
-                             .seed = o->seed,
-                             .minutes = o->minutes,
-                             .lr = o->lr,
-                             .min_lr = o->min_lr,
-                             .weight_decay = o->weight_decay,
-                             .clip = o->clip,
-                             .temperature = o->temperature};
+    t->o = o->loop;
     t->ctx = r->ctx;
     t->model = r->model;
     t->tok = r->tok;
@@ -396,8 +361,9 @@ static bool setup(run *r) {
            "(warm-up %lld), %lld steps, budget %g min, %d threads\n",
            (long long)o->rank, o->alpha, o->dropout, o->targets, (long long)c->n_layers,
            (long long)numel, t->nparams, (long long)c->dim, (long long)c->ff_dim,
-           (long long)o->block, (long long)o->batch, o->lr, o->min_lr, (long long)o->warmup,
-           (long long)o->steps, o->minutes, fc_ctx_threads(r->ctx));
+           (long long)o->loop.block, (long long)o->loop.batch, o->loop.lr, o->loop.min_lr,
+           (long long)o->loop.warmup, (long long)o->loop.steps, o->loop.minutes,
+           fc_ctx_threads(r->ctx));
     return true;
 }
 
@@ -452,7 +418,7 @@ static bool merge(run *r, double *merged_val) {
         fprintf(stderr, "finetune_llama: loading the merged %s: %s\n", path, fc_ctx_error(r->ctx));
         return false;
     }
-    *merged_val = ex_trainer_eval_loss(r->ctx, m, &r->data, r->o.block, r->o.batch);
+    *merged_val = ex_trainer_eval_loss(r->ctx, m, &r->data, r->o.loop.block, r->o.loop.batch);
     fc_llama_free(m);
     if (isnan(*merged_val)) {
         fprintf(stderr, "finetune_llama: evaluating %s: %s\n", path, fc_ctx_error(r->ctx));

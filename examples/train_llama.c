@@ -54,26 +54,25 @@
 
 typedef struct options {
     const char *data, *out, *tokenizer, *export_prefix, *export_dtype, *export_fallback;
-    const char *sample_prompt;
-    int64_t dim, n_layer, n_head, n_kv_head, ff, block, batch;
-    int64_t steps, stop_after, warmup, eval_every, sample_every, sample_len, ckpt_every;
-    int64_t threads, seed;
-    double minutes, lr, min_lr, weight_decay, clip, temperature, expect_drop, rope_base;
+    int64_t dim, n_layer, n_head, n_kv_head, ff, threads;
+    double expect_drop, rope_base;
     bool resume;
+    ex_trainer_opts loop; /* the shared loop's (llama_trainer.h) */
 } options;
 
 static int parse_options(int argc, char **argv, options *o) {
     // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/GPL-3", .out = "train_llama_out",
-                   .export_dtype = "f32", .export_fallback = "f16", .sample_prompt = "The ",
+                   .export_dtype = "f32", .export_fallback = "f16",
                    .dim = 256, .n_layer = 4, .n_head = 8, .n_kv_head = 2, .ff = 688,
-                   .block = 128, .batch = 8, .steps = 600, .warmup = 50, .eval_every = 100,
-                   .sample_every = 300, .sample_len = 120, .ckpt_every = 200, .threads = 0,
-                   .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
-                   .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1,
-                   .rope_base = 10000};
+                   .threads = 0, .expect_drop = -1, .rope_base = 10000,
+                   .loop = {.prog = "train_llama", .sample_prompt = "The ", .block = 128,
+                            .batch = 8, .steps = 600, .warmup = 50, .eval_every = 100,
+                            .sample_every = 300, .sample_len = 120, .ckpt_every = 200,
+                            .seed = 1337, .minutes = 3, .lr = 1e-3, .min_lr = 1e-4,
+                            .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8}};
     // clang-format on
-    const ex_arg args[] = {
+    const ex_arg own[] = {
         {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
         {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample and exports"},
         {"tokenizer", EX_ARG_STRING, &o->tokenizer,
@@ -84,23 +83,7 @@ static int parse_options(int argc, char **argv, options *o) {
         {"kv-heads", EX_ARG_INT, &o->n_kv_head, "key/value heads (divide heads)"},
         {"ff", EX_ARG_INT, &o->ff, "SwiGLU hidden width"},
         {"rope-base", EX_ARG_DOUBLE, &o->rope_base, "rotary frequency base"},
-        {"block", EX_ARG_INT, &o->block, "context length T (also the model's context)"},
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
-        {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample"},
-        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+        {"block", EX_ARG_INT, &o->loop.block, "context length T (also the model's context)"},
         {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
         {"export", EX_ARG_STRING, &o->export_prefix,
          "exported files are <this>-<dtype>.gguf (default <out>/model)"},
@@ -109,28 +92,25 @@ static int parse_options(int argc, char **argv, options *o) {
         {"export-fallback", EX_ARG_STRING, &o->export_fallback,
          "dtype of a weight whose rows the block dtype does not divide"},
         {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+        {"seed", EX_ARG_INT, &o->loop.seed, "seed of the initialisation and the data order"},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
          "exit 1 unless the validation loss fell by this much (for tests)"},
     };
-    ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
-                                     "[options] [text file]");
+    enum { NOWN = sizeof own / sizeof *own };
+    ex_arg args[NOWN + EX_TRAINER_NARGS];
+    memcpy(args, own, sizeof own);
+    int nargs = NOWN + ex_trainer_args(&o->loop, args + NOWN);
+    ex_args_result r = ex_args_parse(argc, argv, args, nargs, &o->data, "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     const char *bad = o->dim < 1 || o->n_head < 1 || o->dim % o->n_head || (o->dim / o->n_head) % 2
                           ? "--heads must divide --dim into an even head size"
                       : o->n_kv_head < 1 || o->n_head % o->n_kv_head
                           ? "--kv-heads must divide --heads"
-                      : o->n_layer < 1 || o->block < 2 || o->ff < 1 || o->batch < 1
-                          ? "--layers, --ff and --batch must be positive, --block at least 2"
-                      : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-                          ? "--steps and --eval-every must be positive, --warmup not negative"
-                      : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
-                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
-                          ? "periods, --threads and --minutes must not be negative"
-                      : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-                          ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
+                      : o->n_layer < 1 || o->loop.block < 2 || o->ff < 1
+                          ? "--layers and --ff must be positive, --block at least 2"
+                      : o->threads < 0      ? "--threads must not be negative"
                       : !(o->rope_base > 0) ? "--rope-base must be positive"
-                                            : NULL;
+                                            : ex_trainer_opts_check(&o->loop);
     if (bad) {
         fprintf(stderr, "train_llama: %s\n", bad);
         return 2;
@@ -248,8 +228,8 @@ static bool out_path(char *dst, size_t cap, const char *out, const char *file) {
 
 static bool setup(run *r) {
     const options *o = &r->o;
-    int64_t B = o->batch, T = o->block;
-    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->seed});
+    int64_t B = o->loop.batch, T = o->loop.block;
+    r->ctx = fc_ctx_new(&(fc_ctx_opts){.threads = (int)o->threads, .seed = (uint64_t)o->loop.seed});
     if (!r->ctx) {
         fprintf(stderr, "train_llama: cannot create a context\n");
         return false;
@@ -294,24 +274,9 @@ static bool setup(run *r) {
         if (k < np && fc_llama_tensor_at(r->model, i) == r->params[k])
             r->names[k++] = fc_llama_tensor_name(r->model, i);
     ex_trainer *t = &r->t;
-    t->o = (ex_trainer_opts){.prog = "train_llama",
-                             .sample_prompt = o->sample_prompt,
-                             .block = T,
-                             .batch = B,
-                             .steps = o->steps,
-                             .stop_after = o->stop_after,
-                             .warmup = o->warmup,
-                             .eval_every = o->eval_every,
-                             .sample_every = o->sample_every,
-                             .sample_len = o->sample_len,
-                             .ckpt_every = o->ckpt_every,
-                             .seed = o->seed,
-                             .minutes = o->minutes,
-                             .lr = o->lr,
-                             .min_lr = o->min_lr,
-                             .weight_decay = o->weight_decay,
-                             .clip = o->clip,
-                             .temperature = o->temperature};
+    t->o = o->loop;
+    t->o.block = T;
+    t->o.batch = B;
     t->ctx = r->ctx;
     t->model = r->model;
     t->tok = r->tok;
@@ -351,8 +316,9 @@ static bool setup(run *r) {
            "T=%lld); batch %lld; AdamW lr %g -> %g (warm-up %lld), %lld steps, budget %g min, "
            "%d threads\n",
            (long long)numel, (long long)o->dim, (long long)o->n_layer, (long long)o->n_head,
-           (long long)o->n_kv_head, (long long)o->ff, (long long)T, (long long)B, o->lr, o->min_lr,
-           (long long)o->warmup, (long long)o->steps, o->minutes, fc_ctx_threads(r->ctx));
+           (long long)o->n_kv_head, (long long)o->ff, (long long)T, (long long)B, o->loop.lr,
+           o->loop.min_lr, (long long)o->loop.warmup, (long long)o->loop.steps, o->loop.minutes,
+           fc_ctx_threads(r->ctx));
     return true;
 }
 

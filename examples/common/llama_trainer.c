@@ -423,3 +423,40 @@ void ex_trainer_report(ex_trainer *t, const char *title) {
     printf("wrote %s, %s%s%s\n", t->csv_path, t->ckpt_path, plotted ? ", " : "",
            plotted ? t->png_path : "");
 }
+
+/* ---- the loop's options --------------------------------------------------------- */
+
+int ex_trainer_args(ex_trainer_opts *o, ex_arg *args) {
+    const ex_arg loop[EX_TRAINER_NARGS] = {
+        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"stop-after", EX_ARG_INT, &o->stop_after,
+         "stop at this step, keeping the schedule of --steps (0: no stop)"},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
+        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
+        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
+        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
+        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
+        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample"},
+        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue"},
+        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+    };
+    memcpy(args, loop, sizeof loop);
+    return EX_TRAINER_NARGS;
+}
+
+const char *ex_trainer_opts_check(const ex_trainer_opts *o) {
+    return o->batch < 1 ? "--batch must be positive"
+           : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
+               ? "--steps and --eval-every must be positive, --warmup not negative"
+           : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 || o->stop_after < 0 ||
+                   o->minutes < 0
+               ? "periods and --minutes must not be negative"
+           : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
+               ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
+               : NULL;
+}

@@ -30,6 +30,7 @@
 
 #include <fucina.h>
 
+#include "args.h"
 #include "fucina/llama.h"
 #include "fucina/tokenizer.h"
 #include "progress.h"
@@ -43,6 +44,18 @@ typedef struct ex_trainer_opts {
     int64_t ckpt_every, seed;
     double minutes, lr, min_lr, weight_decay, clip, temperature;
 } ex_trainer_opts;
+
+/* The loop's command-line options, for a trainer's own table: --batch,
+ * --steps, --stop-after, --minutes, --lr, --min-lr, --warmup,
+ * --weight-decay, --clip, --eval-every, --sample-every, --sample-len,
+ * --sample-prompt, --temperature and --ckpt-every, written into o. (The
+ * trainer declares --block and --seed itself: their meaning is its own.)
+ * Fills args[0, EX_TRAINER_NARGS) and returns EX_TRAINER_NARGS. */
+enum { EX_TRAINER_NARGS = 15 };
+int ex_trainer_args(ex_trainer_opts *o, ex_arg *args);
+/* NULL when the loop's values (those above; not --block) make sense, else
+ * what is wrong, as a message naming the options. */
+const char *ex_trainer_opts_check(const ex_trainer_opts *o);
 
 enum { EX_TRAINER_MAX_MATCH = 12 };
 
