@@ -111,6 +111,15 @@ static void state_free(void *p, const fc_allocator *alloc) {
     fc__free(alloc, st, sizeof *st);
 }
 
+/* Whether the kernel is one measured to lose to im2col + GEMM: oneDNN
+ * 2.6's AVX2 backward-weights on one input channel per group (the CNN's
+ * first layer, 1 -> 32 channels, 5x5 on 28x28) ran at ~8 GFLOP/s, 0.65 ms
+ * per 4 images on the 2-core Sapphire Rapids capped to AVX2, a quarter of
+ * the whole training step; the AVX-512 kernel took 0.06 ms. */
+static bool slow_wgrad(const fc__conv_call *c, const char *impl) {
+    return c->kind == FC__CONV_WGRAD && c->cx == c->groups && strncmp(impl, "jit:avx2", 8) == 0;
+}
+
 static const char *kind_name(fc__conv_kind k) {
     return k == FC__CONV_FORWARD ? "forward"
            : k == FC__CONV_DGRAD ? "backward-data"
@@ -220,7 +229,7 @@ static dnnl_status_t entry_build(conv_state *st, conv_entry *e, const fc__conv_c
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
         impl = "";
-    e->direct = strncmp(impl, "jit", 3) == 0;
+    e->direct = strncmp(impl, "jit", 3) == 0 && !slow_wgrad(c, impl);
     if (!e->direct) {
         dnnl_primitive_desc_destroy(pd);
         return dnnl_success; /* a refusal, cached */

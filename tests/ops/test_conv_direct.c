@@ -307,8 +307,10 @@ static void test_conv_direct_matches_im2col(void **state) {
         expect_near("dx", c->name, a.dx, r.dx, a.nx);
         expect_near("dw", c->name, a.dw, r.dw, a.nw);
         if (c->bias) expect_near("db", c->name, a.db, r.db, a.nb);
+        /* forward, dgrad, wgrad: all direct, but for oneDNN's AVX2 wgrad on a
+         * single input channel, measured slower than im2col (onednn_conv.c) */
         if (onednn && c->k == K_CONV2D && i == 0 && fc__isa_level() >= FC__ISA_AVX2)
-            assert_int_equal(d_auto, 3); /* forward, dgrad, wgrad: all direct */
+            assert_int_equal(d_auto, fc__isa_level() >= FC__ISA_AVX512 ? 3 : 2);
         free(a.y), free(a.dx), free(a.dw), free(a.db);
         free(r.y), free(r.dx), free(r.dw), free(r.db);
     }

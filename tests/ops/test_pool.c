@@ -372,6 +372,59 @@ static void test_pool_max_ties_and_nan(void **state) {
 
 /* ---- the same bits for one and two threads ------------------------------------------------- */
 
+/* The f32 2x2 max pool (the CNN's; a SIMD scan of eight outputs at a time
+ * where the CPU has one) against the reference walk: widths giving full
+ * and partial groups of eight outputs, odd widths and heights (a trailing
+ * column or row that no window reads), values from a set of four so ties
+ * are common, and NaNs; the maxima exactly and the gradient routed to the
+ * same input (the first maximum, the last NaN). */
+static void test_pool_max_2x2_f32_ties_nan(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx(1);
+    const int64_t widths[] = {2, 3, 9, 14, 16, 17, 19, 28, 35}, heights[] = {2, 5};
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (size_t hi = 0; hi < 2; hi++) {
+            fc_scope_begin(ctx);
+            cfg c = {.kind = K_MAX, .n = 1, .c = 2, .h = heights[hi], .w = widths[wi]};
+            c.o.kernel[0] = c.o.kernel[1] = 2;
+            geo g = ref_geo(&c);
+            int64_t nx = g.planes * g.ih * g.iw, ny = g.planes * g.oh * g.ow;
+            double *xv = malloc(sizeof *xv * (size_t)nx), *gv = malloc(sizeof *gv * (size_t)ny);
+            double *want = malloc(sizeof *want * (size_t)ny);
+            double *dwant = malloc(sizeof *dwant * (size_t)nx);
+            uint64_t seed = 77 + wi * 2 + hi;
+            for (int64_t i = 0; i < nx; i++) {
+                uint64_t r = fc_test_splitmix64(&seed);
+                xv[i] = r % 11 == 0 ? NAN : (double)(r % 4);
+            }
+            for (int64_t i = 0; i < ny; i++)
+                gv[i] = (double)(i + 1);
+            const int64_t shape[4] = {1, 2, c.h, c.w};
+            fc_tensor *x = from_f64(ctx, FC_F32, shape, 4, xv);
+            assert_int_equal(fc_requires_grad(x, true), FC_OK);
+            fc_tensor *y = fc_max_pool2d(ctx, x, &c.o);
+            assert_non_null(y);
+            fc_tensor *gt = from_f64(ctx, FC_F32, fc_tensor_shape(y), 4, gv);
+            ref_pool(&c, &g, xv, want, gv, dwant);
+            double *got = values(y);
+            expect_close(got, want, ny, 0, "2x2 max forward");
+            free(got);
+            assert_int_equal(fc_backward_with(ctx, y, gt, false), FC_OK);
+            got = values(fc_grad(x));
+            expect_close(got, dwant, nx, 0, "2x2 max dx");
+            free(got);
+            free(xv);
+            free(gv);
+            free(want);
+            free(dwant);
+            fc_release(gt);
+            fc_release(y);
+            fc_release(x);
+            fc_scope_end(ctx);
+        }
+    free_ctx(ctx);
+}
+
 static void test_pool_thread_independent(void **state) {
     (void)state;
     const int64_t shape[4] = {4, 8, 40, 36};
@@ -491,6 +544,7 @@ int main(void) {
         cmocka_unit_test(test_pool_adaptive_random_vs_reference),
         cmocka_unit_test(test_pool_known_values),
         cmocka_unit_test(test_pool_max_ties_and_nan),
+        cmocka_unit_test(test_pool_max_2x2_f32_ties_nan),
         cmocka_unit_test(test_pool_thread_independent),
         cmocka_unit_test(test_pool_errors),
     };

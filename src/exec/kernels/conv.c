@@ -37,6 +37,7 @@
 
 #include "backend/backend.h"
 #include "backend/conv.h"
+#include "core/cpu.h"
 #include "exec/kernels/copy.h"
 #include "exec/parallel.h"
 
@@ -841,14 +842,40 @@ typedef struct sum_job {
 CHANNEL_ROW(float)
 CHANNEL_ROW(double)
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CONV_SUM_AVX2 1
+/* channel_row_float with the eight sums in two 4-lane vectors: element i
+ * still goes into sum i mod 8 and each add rounds as the scalar one does,
+ * so the bits are the same; the scalar loop was ~2% of the CNN step. */
+__attribute__((target("avx2"))) static void channel_row_float_avx2(const float *v, int64_t len,
+                                                                  double *acc) {
+    __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);
+    int64_t i = 0;
+    for (; i + SUM_LANES <= len; i += SUM_LANES) {
+        __m256 x = _mm256_loadu_ps(v + i);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    }
+    _mm256_storeu_pd(acc, lo);
+    _mm256_storeu_pd(acc + 4, hi);
+    for (int k = 0; i < len; i++, k++)
+        acc[k] += (double)v[i];
+}
+#endif
+
 static void channel_sum_range(void *arg, int64_t begin, int64_t end) {
     const sum_job *j = arg;
+    void (*row_f32)(const float *, int64_t, double *) = channel_row_float;
+#ifdef CONV_SUM_AVX2
+    if (fc__isa_enabled(FC__ISA_AVX2)) row_f32 = channel_row_float_avx2;
+#endif
     for (int64_t ch = begin; ch < end; ch++) {
         double acc[SUM_LANES] = {0};
         for (int64_t b = 0; b < j->n; b++) {
             int64_t off = (b * j->c + ch) * j->plane;
             if (j->dt == FC_F32)
-                channel_row_float((const float *)j->t + off, j->plane, acc);
+                row_f32((const float *)j->t + off, j->plane, acc);
             else
                 channel_row_double((const double *)j->t + off, j->plane, acc);
         }
