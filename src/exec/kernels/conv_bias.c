@@ -44,7 +44,7 @@ CHANNEL_ROW(double)
  * still goes into sum i mod 8 and each add rounds as the scalar one does,
  * so the bits are the same; the scalar loop was ~2% of the CNN step. */
 __attribute__((target("avx2"))) static void channel_row_float_avx2(const float *v, int64_t len,
-                                                                  double *acc) {
+                                                                   double *acc) {
     __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);
     int64_t i = 0;
     for (; i + SUM_LANES <= len; i += SUM_LANES) {
@@ -86,8 +86,8 @@ static void channel_sum_range(void *arg, int64_t begin, int64_t end) {
 fc_tensor *fc__conv_channel_sum(fc_ctx *ctx, const char *op, fc_tensor *t, int64_t n, int64_t c,
                                 int64_t plane) {
     fc_dtype dt = t->raw.dtype == FC_F64 ? FC_F64 : FC_F32;
-    fc_tensor *tc = t->raw.dtype == dt ? fc__copy_contiguous_ref(ctx, op, t)
-                                       : fc__copy_cast(ctx, op, t, dt);
+    fc_tensor *tc =
+        t->raw.dtype == dt ? fc__copy_contiguous_ref(ctx, op, t) : fc__copy_cast(ctx, op, t, dt);
     fc_tensor *out = tc ? fc__tensor_new(ctx, op, dt, &c, 1) : NULL;
     if (out) {
         sum_job j = {fc__raw_base(&tc->raw), fc__raw_base(&out->raw), dt, n, c, plane};
