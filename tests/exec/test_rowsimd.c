@@ -209,8 +209,8 @@ static void test_rowsimd_exp_range(void **state) {
 
 /* Forward and backward of softmax and layer_norm over [R, 1024] f32 rows:
  * the large tensor's outputs are streamed around the cache (rowwise.h) on
- * AVX-512 CPUs, the 16-row copy's are not; every row must have the same
- * bits either way. */
+ * AVX2 and AVX-512 CPUs, the 16-row copy's are not; every row must have the
+ * same bits either way, at each level the CPU has. */
 static void big_and_small(bool layer_norm, fc_tensor **out_big, fc_tensor **out_small,
                           fc_tensor **gx_big, fc_tensor **gx_small, fc_ctx *ctx) {
     /* over 8 MiB of f32 (the streaming threshold); 33 rows per layer_norm
@@ -233,8 +233,7 @@ static void big_and_small(bool layer_norm, fc_tensor **out_big, fc_tensor **out_
     *out_big = yb, *out_small = ys, *gx_big = fc_grad(x), *gx_small = fc_grad(xs);
 }
 
-static void test_rowsimd_streamed_outputs_same_bits(void **state) {
-    (void)state;
+static void streamed_outputs_same_bits(void) {
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 3});
     assert_non_null(ctx);
     for (int ln = 0; ln < 2; ln++) {
@@ -256,15 +255,21 @@ static void test_rowsimd_streamed_outputs_same_bits(void **state) {
     fc_ctx_free(ctx);
 }
 
-/* dw and db of a streamed layer_norm backward (AVX-512, rows in pairs)
- * against the same backward with the instruction set capped at AVX2 (the
- * plain row loop, nothing streamed): g * xhat and g do not depend on the
- * row sums, so the partial sums and their totals must have the same bits.
- * One forward serves both backwards, so both see the same mean and rstd. */
+static void test_rowsimd_streamed_outputs_same_bits(void **state) {
+    (void)state;
+    for_each_isa(streamed_outputs_same_bits);
+}
+
+/* dw and db of a streamed layer_norm backward (AVX2: rows staged in L1;
+ * AVX-512: rows in pairs) against the same backward at the portable level
+ * (the plain row loop, nothing streamed): g * xhat and g do not depend on
+ * the row sums, so the partial sums and their totals must have the same
+ * bits. One forward serves every backward, so all see the same mean and
+ * rstd. */
 static void test_rowsimd_streamed_norm_param_grads_same_bits(void **state) {
     (void)state;
-    if (!fc__isa_enabled(FC__ISA_AVX512)) {
-        print_message("skipped: the streamed kernel needs AVX-512 (level here: %s)\n",
+    if (!fc__isa_enabled(FC__ISA_AVX2)) {
+        print_message("skipped: the streamed kernels need AVX2 (level here: %s)\n",
                       fc__isa_name(fc__isa_level()));
         skip();
     }
@@ -279,8 +284,9 @@ static void test_rowsimd_streamed_norm_param_grads_same_bits(void **state) {
     assert_true(x && g && w && b && y);
     fc_tensor *params[3] = {x, w, b};
     float *keep[2];
-    for (int pass = 0; pass < 2; pass++) {
-        fc__isa was = fc__isa_set_cap(pass == 0 ? FC__ISA_AVX2 : FC__ISA_AVX512);
+    const int passes = fc__isa_enabled(FC__ISA_AVX512) ? 3 : 2;
+    for (int pass = 0; pass < passes; pass++) {
+        fc__isa was = fc__isa_set_cap((fc__isa)(FC__ISA_PORTABLE + pass));
         fc_zero_grad(params, 3);
         assert_int_equal(fc_backward_with(ctx, y, g, true), FC_OK);
         fc__isa_set_cap(was);
@@ -293,10 +299,11 @@ static void test_rowsimd_streamed_norm_param_grads_same_bits(void **state) {
                 memcpy(keep[k], got, C * sizeof(float));
             } else {
                 assert_memory_equal(got, keep[k], C * sizeof(float));
-                free(keep[k]);
             }
         }
     }
+    free(keep[0]);
+    free(keep[1]);
     fc_ctx_free(ctx);
 }
 

@@ -115,7 +115,7 @@ static void norm_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, int
         float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
         for (int64_t t = 0; t < nrows; t++) {
             norm_f32_avx2(a, (const float *)rows[0] + t * dim, tmp, row0 + t, 1, dim);
-            fc__rw_stream_scaled_avx512((float *)rows[1] + t * dim, tmp, dim, 1.0f);
+            fc__rw_stream_scaled((float *)rows[1] + t * dim, tmp, dim, 1.0f);
         }
         fc__rw_stream_fence();
         return;
@@ -296,7 +296,19 @@ static void normb_rows(void *arg, int64_t group, int64_t row0, int64_t nrows, in
     }
 #ifdef FC__RW_X86
     if (dx && a->stream && fc__rw_stream_rows_ok(dx, dim)) {
-        normb_f32_stream(a, group, rows[0], rows[1], dx, row0, nrows, dim);
+        if (fc__rw_avx512()) {
+            normb_f32_stream(a, group, rows[0], rows[1], dx, row0, nrows, dim);
+            return;
+        }
+        /* AVX2: each row's dx staged in L1 and streamed out; the partial
+         * sums see the rows in the same order as the plain loop */
+        float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
+        const float *x = rows[0], *g = rows[1];
+        for (int64_t t = 0; t < nrows; t++) {
+            normb_f32_avx2(a, group, x + t * dim, g + t * dim, tmp, row0 + t, 1, dim);
+            fc__rw_stream_scaled((float *)dx + t * dim, tmp, dim, 1.0f);
+        }
+        fc__rw_stream_fence();
         return;
     }
     if (fc__rw_avx2()) {
@@ -391,7 +403,7 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
     arg.rstd = fc__raw_base(&rstd->raw);
     fc_tensor *d = want_x ? fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank) : NULL;
     fc_status st = (w && !wv) || (want_x && !d) ? fc__failed(ctx) : FC_OK;
-    arg.stream = d && fc__rw_stream_output(&d->raw, FC__ISA_AVX512);
+    arg.stream = d && fc__rw_stream_output(&d->raw, FC__ISA_AVX2);
     if (st == FC_OK) {
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
@@ -454,7 +466,7 @@ fc_tensor *fc__norm_forward(fc_ctx *ctx, const char *op, bool rms, fc_tensor *x,
                    : const_row(ct, dim, 0.0, sc + (size_t)dim * fc_dtype_size(ct));
         arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
         arg.rstd = rstd ? fc__raw_base(&rstd->raw) : NULL;
-        arg.stream = fc__rw_stream_output(&y->raw, FC__ISA_AVX512);
+        arg.stream = fc__rw_stream_output(&y->raw, FC__ISA_AVX2);
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
                             .inner = 1,

@@ -321,6 +321,46 @@ FC__RW_AVX2 static double sum_avx2(const float *x, int64_t n) {
     return total + fc__rw_sum_portable(x + i, n - i);
 }
 
+/* Eight halves widened to f32: bf16 is the high half of an f32, f16 goes
+ * through F16C (part of the AVX2 level, core/cpu.h). */
+#define FC__RW_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+FC__RW_AVX2_F16C static inline __m256 load_half8(const uint16_t *x, bool bf16) {
+    __m128i h = _mm_loadu_si128((const __m128i *)x);
+    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+/* sum_avx2 over the widened halves, reading them directly: per block of
+ * 512 the same four partials, the same double total and the same portable
+ * tail as converting the block and calling sum_avx2, so the same bits. */
+FC__RW_AVX2_F16C static double sum_half_avx2(const uint16_t *x, int64_t n, bool bf16) {
+    double total = 0;
+    for (int64_t i = 0; i < n; i += BLOCK) {
+        int64_t k = n - i < BLOCK ? n - i : BLOCK, whole = k & ~(int64_t)31;
+        const uint16_t *xb = x + i;
+        double block = 0;
+        if (whole) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t j = 0; j < whole; j += 32) {
+                a0 = _mm256_add_ps(a0, load_half8(xb + j, bf16));
+                a1 = _mm256_add_ps(a1, load_half8(xb + j + 8, bf16));
+                a2 = _mm256_add_ps(a2, load_half8(xb + j + 16, bf16));
+                a3 = _mm256_add_ps(a3, load_half8(xb + j + 24, bf16));
+            }
+            block = hsum_d(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+        }
+        if (whole < k) {
+            float tail[32];
+            _mm256_zeroupper(); /* see hsum_d: the tail is SSE code */
+            fc__load_f32_row(bf16 ? FC_BF16 : FC_F16, xb + whole, tail, (size_t)(k - whole));
+            block += fc__rw_sum_portable(tail, k - whole);
+        }
+        total += block;
+    }
+    _mm256_zeroupper();
+    return total;
+}
+
 FC__RW_AVX2 static double dot_avx2(const float *a, const float *b, int64_t n) {
     double total = 0;
     int64_t i = 0;
@@ -472,6 +512,21 @@ STREAM_BINARY8(stream_div8, _mm256_div_ps, S_DIV)
 #undef S_MUL
 #undef S_DIV
 
+FC__RW_AVX2 static void stream_scaled_avx2(float *dst, const float *src, int64_t n, float s) {
+    const __m256 sv = _mm256_set1_ps(s);
+    for (int64_t j = 0; j < n; j += 16) {
+        _mm256_stream_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), sv));
+        _mm256_stream_ps(dst + j + 8, _mm256_mul_ps(_mm256_loadu_ps(src + j + 8), sv));
+    }
+}
+
+void fc__rw_stream_scaled(float *dst, const float *src, int64_t n, float s) {
+    if (fc__rw_avx512())
+        fc__rw_stream_scaled_avx512(dst, src, n, s);
+    else
+        stream_scaled_avx2(dst, src, n, s);
+}
+
 static const fc__rw_stream_fn stream_binary_avx2[4] = {stream_add8, stream_sub8, stream_mul8,
                                                        stream_div8};
 
@@ -515,6 +570,7 @@ double fc__rw_sum(const float *x, int64_t n) {
 double fc__rw_sum_half(const uint16_t *x, int64_t n, bool bf16) {
 #ifdef FC__RW_X86
     if (fc__rw_avx512()) return fc__rw_sum_half_avx512(x, n, bf16);
+    if (fc__rw_avx2()) return sum_half_avx2(x, n, bf16);
 #endif
     float tmp[BLOCK];
     double total = 0;

@@ -99,8 +99,8 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 
 /* ---- streaming stores -----------------------------------------------------------------
  * An f32 output of at least FC__RW_STREAM_MIN_BYTES is written around the
- * cache (non-temporal stores) by softmax and the norms on AVX-512 CPUs and
- * by add, sub, mul, div on AVX2 and AVX-512 CPUs: it cannot stay cached
+ * cache (non-temporal stores) by softmax, the norms and add, sub, mul, div
+ * on AVX2 and AVX-512 CPUs: it cannot stay cached
  * until the next op reads it, and a plain store first reads every line it
  * writes, a third more memory traffic. A
  * row kernel (rows up to FC__RW_STREAM_ROW_MAX floats, 64-byte aligned and
@@ -111,9 +111,8 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 #define FC__RW_STREAM_ROW_MAX 4096
 
 /* Whether an f32 output this large should be streamed out by kernels that
- * stream at level `from` and up: add, sub, mul, div from AVX2
- * (fc__rw_stream_binary), the row kernels from AVX-512, and those only for
- * rows they write in place (inner == 1). */
+ * stream at level `from` and up (all do from AVX2 today); the row kernels
+ * stream only rows they write in place (inner == 1). */
 static inline bool fc__rw_stream_output(const fc_raw *out, fc__isa from) {
     return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
            fc__isa_enabled(from);
@@ -125,7 +124,9 @@ static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {
 #ifdef FC__RW_X86
 /* dst = src * s with non-temporal stores; n % 16 == 0, dst 64-byte aligned.
  * The stores are weakly ordered: a kernel calls fc__rw_stream_fence before
- * it returns to the row driver. AVX-512 only (fc__rw_stream_output). */
+ * it returns to the row driver. The first picks AVX-512 or AVX2 (call it
+ * only when fc__rw_avx2()); the second is AVX-512 only. */
+void fc__rw_stream_scaled(float *dst, const float *src, int64_t n, float s);
 void fc__rw_stream_scaled_avx512(float *dst, const float *src, int64_t n, float s);
 void fc__rw_stream_fence(void);
 /* o = a op b over n contiguous floats, o streamed out (any alignment: the

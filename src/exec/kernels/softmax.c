@@ -98,15 +98,17 @@ FC__RW_AVX2 static void softmax_f32_avx2(const float *x, float *y, int64_t nrows
 #endif
 #ifdef FC__RW_X86
 /* Softmax (not log) rows with a streamed output: the exp pass writes an L1
- * scratch row, the scaling pass streams it to y. */
-FC__RW_AVX512 static void softmax_f32_stream(const float *x, float *y, int64_t nrows, int64_t dim) {
+ * scratch row, the scaling pass streams it to y. The primitives pick AVX2
+ * or AVX-512 themselves; the row is long enough that the calls cost
+ * nothing. */
+static void softmax_f32_stream(const float *x, float *y, int64_t nrows, int64_t dim) {
     float tmp[FC__RW_STREAM_ROW_MAX] __attribute__((aligned(64)));
     for (int64_t t = 0; t < nrows; t++) {
         const float *xr = x + t * dim;
         bool nan;
-        float m = fc__rw_max_avx512(xr, dim, &nan);
-        float inv = (float)(1.0 / fc__rw_exp_avx512(xr, tmp, dim, m));
-        fc__rw_stream_scaled_avx512(y + t * dim, tmp, dim, inv);
+        float m = fc__rw_max(xr, dim, &nan);
+        float inv = (float)(1.0 / fc__rw_exp(xr, tmp, dim, m));
+        fc__rw_stream_scaled(y + t * dim, tmp, dim, inv);
     }
     fc__rw_stream_fence();
 }
@@ -175,7 +177,7 @@ fc_tensor *fc__softmax_forward(fc_ctx *ctx, const char *op, fc_tensor *x, int ax
                         .fn = softmax_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, axis, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX512);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX2);
     fc_status st = fc__rows_run(ctx, op, &job);
     fc_release(xc);
     if (st != FC_OK) {
@@ -213,9 +215,9 @@ FC__RW_AVX2 static void softmax_bwd_f32_avx2(const float *y, const float *g, flo
 #endif
 #ifdef FC__RW_X86
 /* Softmax (not log) backward rows streaming dx: one read pass for the dot,
- * one pass writing dx around the cache. */
-FC__RW_AVX512 static void softmax_bwd_f32_stream(const float *y, const float *g, float *dx,
-                                                 int64_t nrows, int64_t dim) {
+ * one pass writing dx around the cache. AVX-512, then its AVX2 twin. */
+FC__RW_AVX512 static void softmax_bwd_f32_stream512(const float *y, const float *g, float *dx,
+                                                    int64_t nrows, int64_t dim) {
     for (int64_t t = 0; t < nrows; t++) {
         const float *yr = y + t * dim, *gr = g + t * dim;
         float *dr = dx + t * dim;
@@ -223,6 +225,20 @@ FC__RW_AVX512 static void softmax_bwd_f32_stream(const float *y, const float *g,
         for (int64_t j = 0; j < dim; j += 16) {
             __m512 d = _mm512_sub_ps(_mm512_loadu_ps(gr + j), dot);
             _mm512_stream_ps(dr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), d));
+        }
+    }
+    fc__rw_stream_fence();
+}
+
+FC__RW_AVX2 static void softmax_bwd_f32_stream256(const float *y, const float *g, float *dx,
+                                                  int64_t nrows, int64_t dim) {
+    for (int64_t t = 0; t < nrows; t++) {
+        const float *yr = y + t * dim, *gr = g + t * dim;
+        float *dr = dx + t * dim;
+        __m256 dot = _mm256_set1_ps((float)fc__rw_dot(gr, yr, dim));
+        for (int64_t j = 0; j < dim; j += 8) {
+            __m256 d = _mm256_sub_ps(_mm256_loadu_ps(gr + j), dot);
+            _mm256_stream_ps(dr + j, _mm256_mul_ps(_mm256_loadu_ps(yr + j), d));
         }
     }
     fc__rw_stream_fence();
@@ -256,7 +272,10 @@ static void softmax_bwd_rows(void *arg, int64_t group, int64_t row0, int64_t nro
     }
 #ifdef FC__RW_X86
     if (a->stream && !a->is_log && fc__rw_stream_rows_ok(rows[2], dim)) {
-        softmax_bwd_f32_stream(rows[0], rows[1], rows[2], nrows, dim);
+        if (fc__rw_avx512())
+            softmax_bwd_f32_stream512(rows[0], rows[1], rows[2], nrows, dim);
+        else
+            softmax_bwd_f32_stream256(rows[0], rows[1], rows[2], nrows, dim);
         return;
     }
     if (fc__rw_avx2()) {
@@ -279,7 +298,7 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
                         .fn = softmax_bwd_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw, FC__ISA_AVX512);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw, FC__ISA_AVX2);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
 }
