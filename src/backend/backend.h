@@ -104,7 +104,7 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
  * without it the choice never fails for a supported dtype:
  *  - tiny products (m*n*k at most FC__GEMM_TINY: not worth a primitive or
  *    a conversion): blas for f32/f64 when built, else ref;
- *  - f32: fc__backend_f32_inner;
+ *  - f32: fc__backend_f32_inner (by level and size);
  *  - f64: blas when built, else ref;
  *  - bf16, f16: onednn where it runs the dtype natively, else the widen
  *    adapter over fc__backend_f32_inner's provider, else ref.
@@ -119,11 +119,14 @@ fc_status fc__backend_from_name(const char *name, fc_backend *out);
 fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, int64_t n, int64_t k,
                               const fc__matmul_provider **out, char *err, size_t errcap);
 
-/* The f32 provider for products that are not tiny, chosen by the SIMD level
- * in use (core/cpu.h): oneDNN on AVX-512 (its JIT kernels follow the
- * CPU), OpenBLAS below (see dispatch.c for the measurements); the other
- * when only one was built; NULL when neither was. */
-const fc__matmul_provider *fc__backend_f32_inner(void);
+/* The f32 provider for an m x n x k product that is not tiny, chosen by the
+ * SIMD level in use (core/cpu.h): oneDNN on AVX-512 (its JIT kernels follow
+ * the CPU); on AVX2 oneDNN up to FC__GEMM_AVX2_DNNL_MAX multiply-adds and
+ * OpenBLAS above; OpenBLAS below AVX2 (see dispatch.c for the
+ * measurements); the other when only one was built; NULL when neither
+ * was. Sizes must be >= 1. */
+#define FC__GEMM_AVX2_DNNL_MAX ((int64_t)1 << 30) /* a 1024 x 1024 x 1024 product */
+const fc__matmul_provider *fc__backend_f32_inner(int64_t m, int64_t n, int64_t k);
 
 /* g (f16 or bf16, validated) through inner's f32 kernel: A and B widened
  * into dense f32 panels in the call's workspace, C rounded once (the old C

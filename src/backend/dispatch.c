@@ -159,8 +159,8 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
     return FC_OK;
 }
 
-/* The f32 choice follows the SIMD level in use, not a fixed preference.
- * Measured on 2-core VMs, 2 threads:
+/* The f32 choice follows the SIMD level in use and, on AVX2, the size of
+ * the product. Measured on 2-core VMs, 2 threads:
  *  - AVX-512 (AMD Zen 4): f32 n=1024 ran at 326 GFLOP/s through oneDNN
  *    against 187 through OpenBLAS, whose environment there pinned it to its
  *    Haswell kernel; the MLP and GPT training steps took 0.56x and 0.66x
@@ -171,14 +171,25 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
  *    torch.mm (OpenBLAS underneath) at n = 1024 and 2048; on a Xeon
  *    (Sapphire Rapids) capped to AVX2, alternating runs put the two within
  *    their noise (n = 1024: oneDNN 97-134, OpenBLAS 121-133 GFLOP/s;
- *    n = 2048: 147-151 against 131-161). OpenBLAS also skips oneDNN's
- *    per-shape primitive creation, so it takes AVX2 hosts.
+ *    n = 2048: 147-151 against 131-161). A later pairing there (Release
+ *    build, 2026-12-02) put them level at n = 256 and 1024 (103 / 99 and
+ *    111 / 111) but gave OpenBLAS n = 2048 (130 against 68). The training
+ *    steps' products are much smaller (1024 x 128 x 512 in the GPT step),
+ *    and there OpenBLAS's own thread start-up and packing per call cost
+ *    more than oneDNN's cached primitives: with every product on oneDNN
+ *    the GPT step took 69-76 ms against 83, the MLP step 4.4 against 5.7,
+ *    the CNN step 38-44 against 64 and the Llama step 214 against 256.
+ *    So AVX2 takes oneDNN up to FC__GEMM_AVX2_DNNL_MAX and OpenBLAS above.
  * A level taken from core/cpu.h also follows FUCINA_ISA, which caps oneDNN
  * too (onednn_gemm.c), so a capped host chooses as a smaller CPU would. */
-const fc__matmul_provider *fc__backend_f32_inner(void) {
+const fc__matmul_provider *fc__backend_f32_inner(int64_t m, int64_t n, int64_t k) {
     const fc__matmul_provider *blas = providers[FC_BACKEND_BLAS];
     const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
-    if (dnnl && (!blas || fc__isa_level() >= FC__ISA_AVX512)) return dnnl;
+    if (!dnnl || !blas) return dnnl ? dnnl : blas;
+    const fc__isa level = fc__isa_level();
+    if (level >= FC__ISA_AVX512) return dnnl;
+    /* the division form cannot overflow (sizes are >= 1) */
+    if (level == FC__ISA_AVX2 && m <= FC__GEMM_AVX2_DNNL_MAX / n / k) return dnnl;
     return blas;
 }
 
@@ -190,7 +201,7 @@ static const fc__matmul_provider *automatic(fc_dtype dtype, int64_t m, int64_t n
      * product) and f64, which oneDNN lacks. The division form cannot
      * overflow. */
     const bool tiny = m <= FC__GEMM_TINY / n / k;
-    const fc__matmul_provider *f32 = fc__backend_f32_inner();
+    const fc__matmul_provider *f32 = fc__backend_f32_inner(m, n, k);
     switch (dtype) {
     case FC_F32:
         if (tiny) return blas ? blas : &fc__provider_ref;

@@ -74,7 +74,7 @@ static bool panel_bytes(int64_t x, int64_t y, int64_t z, size_t *out) {
 }
 
 static bool widen_supports(fc_dtype dt) {
-    return (dt == FC_F16 || dt == FC_BF16) && fc__backend_f32_inner() != NULL;
+    return (dt == FC_F16 || dt == FC_BF16) && fc__backend_f32_inner(1, 1, 1) != NULL;
 }
 
 fc_status fc__gemm_widened(const fc__matmul_provider *inner, const fc__gemm *g, char *err,
@@ -130,7 +130,7 @@ fc_status fc__gemm_widened(const fc__matmul_provider *inner, const fc__gemm *g, 
 }
 
 static fc_status widen_gemm(const fc__gemm *g, char *err, size_t errcap) {
-    const fc__matmul_provider *inner = fc__backend_f32_inner();
+    const fc__matmul_provider *inner = fc__backend_f32_inner(g->m, g->n, g->k);
     if (!inner) { /* unreachable through the dispatch: widen_supports said no */
         snprintf(err, errcap, "gemm(widen): no f32 provider (OpenBLAS or oneDNN) was built");
         return FC_ERR_BACKEND;

@@ -544,11 +544,25 @@ static void test_gemm_resolve_rules(void **state) {
     const fc__isa keep = fc__isa_set_cap(FC__ISA_PORTABLE);
     for (int lv = FC__ISA_PORTABLE; lv <= (int)fc__isa_detected(); lv++) {
         fc__isa_set_cap((fc__isa)lv);
-        const fc__matmul_provider *f32 = fc__backend_f32_inner();
-        if (dnnl && blas)
-            assert_ptr_equal(f32, fc__isa_level() >= FC__ISA_AVX512 ? dnnl : blas);
-        else
+        const fc__matmul_provider *f32 = fc__backend_f32_inner(64, 64, 64);
+        /* AVX2 gives the largest products to OpenBLAS (the boundary is
+         * FC__GEMM_AVX2_DNNL_MAX multiply-adds, checked on both sides) */
+        const fc__matmul_provider *f32_big = fc__backend_f32_inner(2048, 1024, 1024);
+        const fc__matmul_provider *f32_edge = fc__backend_f32_inner(1024, 1024, 1024);
+        if (dnnl && blas) {
+            const bool wide = fc__isa_level() >= FC__ISA_AVX512;
+            const bool avx2 = fc__isa_level() == FC__ISA_AVX2;
+            assert_ptr_equal(f32, wide || avx2 ? dnnl : blas);
+            assert_ptr_equal(f32_edge, wide || avx2 ? dnnl : blas);
+            assert_ptr_equal(f32_big, wide ? dnnl : blas);
+        } else {
             assert_ptr_equal(f32, dnnl ? dnnl : blas);
+            assert_ptr_equal(f32_big, f32);
+        }
+        assert_int_equal(
+            fc__backend_resolve(FC_BACKEND_AUTO, FC_F32, 2048, 1024, 1024, &p, err, sizeof err),
+            FC_OK);
+        assert_ptr_equal(p, f32_big ? f32_big : &fc__provider_ref);
         assert_int_equal(
             fc__backend_resolve(FC_BACKEND_AUTO, FC_F32, 64, 64, 64, &p, err, sizeof err), FC_OK);
         assert_ptr_equal(p, f32 ? f32 : &fc__provider_ref);
