@@ -38,6 +38,23 @@ TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
 }
 
+/* AVX-VNNI (256-bit, VEX-encoded): acc + the sums of each 4 adjacent u8 x s8
+ * products, and of each 2 adjacent s16 x s16 products. Every kernel body
+ * takes a constant vnni flag; its AVX-VNNI instantiation (fc__qdot_avxvnni)
+ * replaces maddubs + madd + add with these, which give the same integers
+ * because no i16 pair of the kernels' operands saturates. Inline asm, so the
+ * plain instantiations (where the branch is dead) need no avxvnni target and
+ * the build no assembler-level switch. */
+TGT_INLINE __m256i vnni_dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+    return acc;
+}
+
+TGT_INLINE __m256i vnni_dpwssd(__m256i acc, __m256i a, __m256i b) {
+    __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+    return acc;
+}
+
 /* ---- activation block quantizers ---------------------------------------------------- */
 
 /* 32 i32 codes (4 registers, each in [-127, 127]) -> 32 i8 in order. */
@@ -156,7 +173,8 @@ TGT_INLINE void f16_bcast2(const uint8_t *a, const uint8_t *b, __m256 *da, __m25
  * row, so the FMA latency chain does not bound the loop (decided by nx
  * alone: a weight row's bits must not depend on nw). */
 TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
-                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
+                          const int vnni) {
     const int64_t nb = k / 32;
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const int split = nx == 1;
@@ -184,9 +202,14 @@ TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, cons
             const __m256i c = _mm256_load_si256((const __m256i *)(rec->c + 8 * h));
             const __m256 dx = _mm256_load_ps(rec->d + 8 * h);
             for (int q = 0; q < nw; q++) {
-                const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[q], xa),
-                                                     _mm256_maddubs_epi16(hi[q], xb));
-                const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), c);
+                __m256i p;
+                if (vnni) {
+                    p = vnni_dpbusd(vnni_dpbusd(c, lo[q], xa), hi[q], xb);
+                } else {
+                    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[q], xa),
+                                                         _mm256_maddubs_epi16(hi[q], xb));
+                    p = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), c);
+                }
                 const __m256 s = _mm256_mul_ps(dw[q], dx);
                 if (split && (b & 2)) {
                     acc2[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc2[q]);
@@ -216,7 +239,8 @@ TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, cons
 /* ---- q8_0: one 2-block record per step ---------------------------------------------- */
 
 TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
-                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
+                          const int vnni) {
     const int64_t nb = k / 32, nrec = nb / 2;
     const __m256i ones = _mm256_set1_epi16(1);
     const int split = nx == 1;
@@ -242,9 +266,11 @@ TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, cons
                 const __m256 dx = _mm256_load_ps(rec->d + 8 * i);
                 for (int q = 0; q < nw; q++) {
                     /* |w| * (x with w's sign): u8 x s8 as maddubs needs it */
-                    const __m256i p16 =
-                        _mm256_maddubs_epi16(av[q][i], _mm256_sign_epi8(x, v[q][i]));
-                    const __m256 pf = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                    const __m256i sx = _mm256_sign_epi8(x, v[q][i]);
+                    const __m256i pi =
+                        vnni ? vnni_dpbusd(_mm256_setzero_si256(), av[q][i], sx)
+                             : _mm256_madd_epi16(_mm256_maddubs_epi16(av[q][i], sx), ones);
+                    const __m256 pf = _mm256_cvtepi32_ps(pi);
                     const __m256 s = _mm256_mul_ps(dw[q][i], dx);
                     if (split && i) {
                         acc2[q] = _mm256_fmadd_ps(pf, s, acc2[q]);
@@ -291,7 +317,7 @@ TGT_INLINE void k4_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m) {
 static const int q4k_off[8] = {0, 64, 32, 96, 128, 192, 160, 224};
 
 TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+                          float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[FC__QDOT_MAX_ROWS];
     __m128 accm[FC__QDOT_MAX_ROWS];
@@ -323,9 +349,13 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
                 const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
                 const __m256i xl = _mm256_load_si256((const __m256i *)(x->qs + q4k_off[2 * j]));
                 const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + q4k_off[2 * j + 1]));
-                const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), slo);
-                const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), shi);
-                ip[r] = _mm256_add_epi32(ip[r], _mm256_add_epi32(pl, ph));
+                const __m256i ml = _mm256_maddubs_epi16(lo, xl), mh = _mm256_maddubs_epi16(hi, xh);
+                if (vnni) {
+                    ip[r] = vnni_dpwssd(vnni_dpwssd(ip[r], ml, slo), mh, shi);
+                } else {
+                    const __m256i pl = _mm256_madd_epi16(ml, slo), ph = _mm256_madd_epi16(mh, shi);
+                    ip[r] = _mm256_add_epi32(ip[r], _mm256_add_epi32(pl, ph));
+                }
             }
         }
         for (int r = 0; r < nx; r++) {
@@ -345,7 +375,7 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
 /* ---- q6_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+                          float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++)
@@ -391,8 +421,9 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
                 for (int r = 0; r < nx; r++) {
                     const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
                     const __m256i xv = _mm256_load_si256((const __m256i *)(x->qs + 16 * s));
-                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[t], xv), scv);
-                    ip[r] = _mm256_add_epi32(ip[r], p);
+                    const __m256i m = _mm256_maddubs_epi16(q[t], xv);
+                    ip[r] = vnni ? vnni_dpwssd(ip[r], m, scv)
+                                 : _mm256_add_epi32(ip[r], _mm256_madd_epi16(m, scv));
                 }
             }
         }
@@ -489,57 +520,81 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         }                                                                                          \
     }
 
-/* Bodies written for nw weight rows: the one-row and two-row entries. */
-#define FC__QDOT_INSTANCES_NW(fn)                                                                  \
-    static TGT void fn##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,            \
-                            size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {               \
-        switch (nw * 4 + nx) {                                                                     \
-        case 5:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 1, out);                                                \
+/* The k-quant bodies, one weight row, with or without AVX-VNNI. */
+#define FC__QDOT_INSTANCES_V(name, fn, vnni)                                                       \
+    static TGT void name(int64_t k, const void *w, const void *xq, size_t stride, int nx,          \
+                         float *out) {                                                             \
+        switch (nx) {                                                                              \
+        case 1:                                                                                    \
+            fn##_rows(k, w, xq, stride, 1, out, vnni);                                             \
             break;                                                                                 \
-        case 6:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 2, out);                                                \
+        case 2:                                                                                    \
+            fn##_rows(k, w, xq, stride, 2, out, vnni);                                             \
             break;                                                                                 \
-        case 7:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 3, out);                                                \
-            break;                                                                                 \
-        case 8:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 4, out);                                                \
-            break;                                                                                 \
-        case 9:                                                                                    \
-            fn##_rows(k, w, 2, xq, stride, 1, out);                                                \
-            break;                                                                                 \
-        case 10:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 2, out);                                                \
-            break;                                                                                 \
-        case 11:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 3, out);                                                \
+        case 3:                                                                                    \
+            fn##_rows(k, w, xq, stride, 3, out, vnni);                                             \
             break;                                                                                 \
         default:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 4, out);                                                \
+            fn##_rows(k, w, xq, stride, 4, out, vnni);                                             \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+/* Bodies written for nw weight rows: the one-row and two-row entries. */
+#define FC__QDOT_INSTANCES_NW(name, fn, vnni)                                                      \
+    static TGT void name##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,          \
+                              size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {             \
+        switch (nw * 4 + nx) {                                                                     \
+        case 5:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 1, out, vnni);                                          \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 2, out, vnni);                                          \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 3, out, vnni);                                          \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 4, out, vnni);                                          \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            fn##_rows(k, w, 2, xq, stride, 1, out, vnni);                                          \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 2, out, vnni);                                          \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 3, out, vnni);                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 4, out, vnni);                                          \
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
-    static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
-                       float *out) {                                                               \
+    static TGT void name(int64_t k, const void *w, const void *xq, size_t stride, int nx,          \
+                         float *out) {                                                             \
         const uint8_t *ws[1] = {w};                                                                \
         float o[1][FC__QDOT_MAX_ROWS];                                                             \
-        fn##_nw(ws, 1, k, xq, stride, nx, o);                                                      \
+        name##_nw(ws, 1, k, xq, stride, nx, o);                                                    \
         memcpy(out, o[0], sizeof(float) * (size_t)nx);                                             \
     }                                                                                              \
-    static TGT void fn##_2(int64_t k, const void *w0, const void *w1, const void *xq,              \
-                           size_t stride, int nx, float *out0, float *out1) {                      \
+    static TGT void name##_2(int64_t k, const void *w0, const void *w1, const void *xq,            \
+                             size_t stride, int nx, float *out0, float *out1) {                    \
         const uint8_t *ws[2] = {w0, w1};                                                           \
         float o[2][FC__QDOT_MAX_ROWS];                                                             \
-        fn##_nw(ws, 2, k, xq, stride, nx, o);                                                      \
+        name##_nw(ws, 2, k, xq, stride, nx, o);                                                    \
         memcpy(out0, o[0], sizeof(float) * (size_t)nx);                                            \
         memcpy(out1, o[1], sizeof(float) * (size_t)nx);                                            \
     }
 
-FC__QDOT_INSTANCES_NW(q4_0)
-FC__QDOT_INSTANCES_NW(q8_0)
-FC__QDOT_INSTANCES(q4_k, const uint8_t *)
-FC__QDOT_INSTANCES(q6_k, const uint8_t *)
+FC__QDOT_INSTANCES_NW(q4_0, q4_0, 0)
+FC__QDOT_INSTANCES_NW(q8_0, q8_0, 0)
+FC__QDOT_INSTANCES_V(q4_k, q4_k, 0)
+FC__QDOT_INSTANCES_V(q6_k, q6_k, 0)
+FC__QDOT_INSTANCES_NW(q4_0_vnni, q4_0, 1)
+FC__QDOT_INSTANCES_NW(q8_0_vnni, q8_0, 1)
+FC__QDOT_INSTANCES_V(q4_k_vnni, q4_k, 1)
+FC__QDOT_INSTANCES_V(q6_k_vnni, q6_k, 1)
 FC__QDOT_INSTANCES(nf4, const uint8_t *)
 
 static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
@@ -567,6 +622,19 @@ const fc__qdot_kernels fc__qdot_avx2 = {
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
     .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2},
+    .dot_f32 = f32,
+    .q8_32 = fc__q8_32_avx2,
+    .q8_256 = fc__q8_256_avx2,
+};
+
+const fc__qdot_kernels fc__qdot_avxvnni = {
+    .name = "avx2+avxvnni",
+    .dot = {[FC__QK_Q4_0] = q4_0_vnni,
+            [FC__QK_Q8_0] = q8_0_vnni,
+            [FC__QK_Q4_K] = q4_k_vnni,
+            [FC__QK_Q6_K] = q6_k_vnni,
+            [FC__QK_NF4] = nf4},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_vnni_2, [FC__QK_Q8_0] = q8_0_vnni_2},
     .dot_f32 = f32,
     .q8_32 = fc__q8_32_avx2,
     .q8_256 = fc__q8_256_avx2,

@@ -71,8 +71,8 @@ fc__isa fc__qmatmul_isa(void) {
 static const fc__qdot_kernels *kernels_of(fc__isa isa) {
     switch (isa) {
 #ifdef FC__QDOT_X86
-    case FC__ISA_AVX2:
-        return &fc__qdot_avx2;
+    case FC__ISA_AVX2: /* AVX-VNNI is an extra, not a level: taken where the CPU has it */
+        return fc__cpu()->avxvnni ? &fc__qdot_avxvnni : &fc__qdot_avx2;
     case FC__ISA_AVX512:
         return &fc__qdot_avx512;
 #endif
