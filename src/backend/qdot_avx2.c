@@ -1,14 +1,24 @@
 /* qdot_avx2.c - the quantized dot kernels for x86-64 with AVX2, FMA and
- * F16C (layouts and contracts in qdot.h).
+ * F16C, and their AVX-VNNI twins (layouts and contracts in qdot.h).
  *
  * Every function carries its own target attribute, so this file builds
  * without -mavx2 and runs only after qmatmul.c has seen the CPU features.
  * Each kernel is one always-inline body instantiated for 1..4 activation
- * rows: a weight block is decoded once into registers and multiplied with
- * every row. Integer products go through maddubs (u8 x s8 -> i16 pairs; the
+ * rows (and, for q4_0 and q8_0, one or two weight rows: the dot2 entries):
+ * a weight block is decoded once into registers and multiplied with every
+ * row. Integer products go through maddubs (u8 x s8 -> i16 pairs; the
  * operands are bounded so no pair saturates: 2*15*127, 2*63*127, 2*128*127
  * are all below 32767) and madd (i16 pairs -> i32); per-block sums become
- * f32 only when the block scale multiplies them. */
+ * f32 only when the block scale multiplies them. The bodies take a constant
+ * vnni flag: fc__qdot_avxvnni is the same code with vpdpbusd / vpdpwssd in
+ * place of maddubs + madd + add, summing the same integers, so both tables
+ * give the same bits.
+ *
+ * At one activation row the product is bound by loads and latency, not by
+ * arithmetic: q4_0 and q8_0 split their steps over two accumulators per
+ * weight row, and the f16 block scales are spread with one cvtph2ps per
+ * two blocks (pshufb for q4_0, the k-quants' sub-block scales likewise)
+ * rather than a scalar conversion and a broadcast per block. */
 #include "backend/qdot.h"
 
 #ifdef FC__QDOT_X86
