@@ -151,6 +151,10 @@ extern const fc__qdot_kernels fc__qdot_portable;
 #define FC__QDOT_X86 1
 /* AVX2 + FMA + F16C (qdot_avx2.c). */
 extern const fc__qdot_kernels fc__qdot_avx2;
+/* The same with AVX-VNNI (vpdpbusd / vpdpwssd on 256 bits) for the q8-code
+ * dots: what the avx2 level runs on a CPU with AVX-VNNI (fc__cpu()->avxvnni;
+ * Alder Lake, Sapphire Rapids, Zen 5). The same bits as fc__qdot_avx2. */
+extern const fc__qdot_kernels fc__qdot_avxvnni;
 /* AVX-512 F/BW/VL/DQ with VNNI (qdot_avx512.c). */
 extern const fc__qdot_kernels fc__qdot_avx512;
 /* The AVX2 activation block quantizers, which both SIMD tables use. */

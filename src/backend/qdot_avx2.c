@@ -1,14 +1,24 @@
 /* qdot_avx2.c - the quantized dot kernels for x86-64 with AVX2, FMA and
- * F16C (layouts and contracts in qdot.h).
+ * F16C, and their AVX-VNNI twins (layouts and contracts in qdot.h).
  *
  * Every function carries its own target attribute, so this file builds
  * without -mavx2 and runs only after qmatmul.c has seen the CPU features.
  * Each kernel is one always-inline body instantiated for 1..4 activation
- * rows: a weight block is decoded once into registers and multiplied with
- * every row. Integer products go through maddubs (u8 x s8 -> i16 pairs; the
+ * rows (and, for q4_0 and q8_0, one or two weight rows: the dot2 entries):
+ * a weight block is decoded once into registers and multiplied with every
+ * row. Integer products go through maddubs (u8 x s8 -> i16 pairs; the
  * operands are bounded so no pair saturates: 2*15*127, 2*63*127, 2*128*127
  * are all below 32767) and madd (i16 pairs -> i32); per-block sums become
- * f32 only when the block scale multiplies them. */
+ * f32 only when the block scale multiplies them. The bodies take a constant
+ * vnni flag: fc__qdot_avxvnni is the same code with vpdpbusd / vpdpwssd in
+ * place of maddubs + madd + add, summing the same integers, so both tables
+ * give the same bits.
+ *
+ * At one activation row the product is bound by loads and latency, not by
+ * arithmetic: q4_0 and q8_0 split their steps over two accumulators per
+ * weight row, and the f16 block scales are spread with one cvtph2ps per
+ * two blocks (pshufb for q4_0, the k-quants' sub-block scales likewise)
+ * rather than a scalar conversion and a broadcast per block. */
 #include "backend/qdot.h"
 
 #ifdef FC__QDOT_X86
@@ -36,6 +46,23 @@ TGT_INLINE float hsum(__m256 v) {
 
 TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
+}
+
+/* AVX-VNNI (256-bit, VEX-encoded): acc + the sums of each 4 adjacent u8 x s8
+ * products, and of each 2 adjacent s16 x s16 products. Every kernel body
+ * takes a constant vnni flag; its AVX-VNNI instantiation (fc__qdot_avxvnni)
+ * replaces maddubs + madd + add with these, which give the same integers
+ * because no i16 pair of the kernels' operands saturates. Inline asm, so the
+ * plain instantiations (where the branch is dead) need no avxvnni target and
+ * the build no assembler-level switch. */
+TGT_INLINE __m256i vnni_dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+    return acc;
+}
+
+TGT_INLINE __m256i vnni_dpwssd(__m256i acc, __m256i a, __m256i b) {
+    __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+    return acc;
 }
 
 /* ---- activation block quantizers ---------------------------------------------------- */
@@ -125,74 +152,160 @@ TGT float fc__q8_256_avx2(const float *x, int8_t *q) {
     return 1.0f / iscale;
 }
 
+/* ---- f16 block scales ---------------------------------------------------------------- */
+
+/* The scales of two 18-byte q4_0 blocks at p and p + 18 spread over the
+ * lanes of their products: [d0 x4, d1 x4]. One 32-byte load holds both
+ * (bytes 0-1 and 18-19); pshufb copies each to the low quadword of its
+ * 128-bit lane and vpermq joins the two quadwords, so a single cvtph2ps
+ * converts them. */
+TGT_INLINE __m256 q4_0_scales2(const uint8_t *p) {
+    const __m256i sh = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, -1, -1, -1, -1, -1, -1, -1, -1, 2,
+                                        3, 2, 3, 2, 3, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i h = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), sh);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)));
+}
+
+/* The scales of two blocks at a and b, each broadcast: one cvtph2ps for both. */
+TGT_INLINE void f16_bcast2(const uint8_t *a, const uint8_t *b, __m256 *da, __m256 *db) {
+    uint16_t ha, hb;
+    memcpy(&ha, a, 2);
+    memcpy(&hb, b, 2);
+    const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(ha), hb, 1));
+    *da = _mm256_broadcastss_ps(f);
+    *db = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_set1_epi32(1));
+}
+
 /* ---- q4_0: two blocks per step ------------------------------------------------------ */
 
-TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r]. With one
+ * activation row the even and odd steps go to two accumulators per weight
+ * row, so the FMA latency chain does not bound the loop (decided by nx
+ * alone: a weight row's bits must not depend on nw). */
+TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
+                          const int vnni) {
     const int64_t nb = k / 32;
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = _mm256_setzero_ps();
+    const int split = nx == 1;
+    __m256 acc[2][FC__QDOT_MAX_ROWS], acc2[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        const uint8_t *b0 = w + 18 * b, *b1 = b0 + 18;
-        const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b1 + 2)),
-                                           _mm_loadu_si128((const __m128i *)(b0 + 2)));
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        const __m256 dw = _mm256_set_m128(_mm_set1_ps(f16_at(b1)), _mm_set1_ps(f16_at(b0)));
+        __m256i lo[2], hi[2];
+        __m256 dw[2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 18 * b;
+            const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b0 + 20)),
+                                               _mm_loadu_si128((const __m128i *)(b0 + 2)));
+            lo[q] = _mm256_and_si256(v, m4);
+            hi[q] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            dw[q] = q4_0_scales2(b0);
+        }
         const int h = (int)(b % 4) / 2;
         for (int r = 0; r < nx; r++) {
             const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
             const __m256i xa = _mm256_load_si256((const __m256i *)(rec->qs + 32 * h));
             const __m256i xb = _mm256_load_si256((const __m256i *)(rec->qs + 64 + 32 * h));
-            const __m256i p16 =
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo, xa), _mm256_maddubs_epi16(hi, xb));
-            __m256i p = _mm256_madd_epi16(p16, ones);
-            p = _mm256_add_epi32(p, _mm256_load_si256((const __m256i *)(rec->c + 8 * h)));
-            const __m256 s = _mm256_mul_ps(dw, _mm256_load_ps(rec->d + 8 * h));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[r]);
+            const __m256i c = _mm256_load_si256((const __m256i *)(rec->c + 8 * h));
+            const __m256 dx = _mm256_load_ps(rec->d + 8 * h);
+            for (int q = 0; q < nw; q++) {
+                __m256i p;
+                if (vnni) {
+                    p = vnni_dpbusd(vnni_dpbusd(c, lo[q], xa), hi[q], xb);
+                } else {
+                    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[q], xa),
+                                                         _mm256_maddubs_epi16(hi[q], xb));
+                    p = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), c);
+                }
+                const __m256 s = _mm256_mul_ps(dw[q], dx);
+                if (split && (b & 2)) {
+                    acc2[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc2[q]);
+                } else {
+                    acc[q][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[q][r]);
+                }
+            }
         }
     }
-    for (int r = 0; r < nx; r++) {
-        float t = hsum(acc[r]);
-        if (b < nb) {
-            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
-            const int i = (int)(b % 4);
-            const int32_t s = fc__qdot_q4_0_block_int(w + 18 * b, rec, i);
-            t += f16_at(w + 18 * b) * rec->d[4 * i] * (float)s;
+    if (split)
+        for (int q = 0; q < nw; q++)
+            acc[q][0] = _mm256_add_ps(acc[q][0], acc2[q]);
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = hsum(acc[q][r]);
+            if (b < nb) {
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
+                const int i = (int)(b % 4);
+                const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, rec, i);
+                t += f16_at(w[q] + 18 * b) * rec->d[4 * i] * (float)s;
+            }
+            out[q][r] = t;
         }
-        out[r] = t;
     }
 }
 
-/* ---- q8_0: one block per step ------------------------------------------------------- */
+/* ---- q8_0: one 2-block record per step ---------------------------------------------- */
 
-TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
+                          const int vnni) {
+    const int64_t nb = k / 32, nrec = nb / 2;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < k / 32; b++) {
-        const uint8_t *blk = w + 34 * b;
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 2));
-        const __m256i av = _mm256_abs_epi8(v);
-        const __m256 dw = _mm256_set1_ps(f16_at(blk));
-        const int i = (int)(b % 2);
+    const int split = nx == 1;
+    __m256 acc[2][FC__QDOT_MAX_ROWS], acc2[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < nrec; g++) {
+        __m256i v[2][2], av[2][2];
+        __m256 dw[2][2];
+        for (int q = 0; q < nw; q++) {
+            const uint8_t *b0 = w[q] + 68 * g;
+            for (int i = 0; i < 2; i++) {
+                v[q][i] = _mm256_loadu_si256((const __m256i *)(b0 + 34 * i + 2));
+                av[q][i] = _mm256_abs_epi8(v[q][i]);
+            }
+            f16_bcast2(b0, b0 + 34, &dw[q][0], &dw[q][1]);
+        }
         for (int r = 0; r < nx; r++) {
-            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
-            const __m256i x = _mm256_load_si256((const __m256i *)(rec->qs + 32 * i));
-            /* |w| * (x with w's sign): u8 x s8 as maddubs needs it */
-            const __m256i p16 = _mm256_maddubs_epi16(av, _mm256_sign_epi8(x, v));
-            const __m256i p = _mm256_madd_epi16(p16, ones);
-            const __m256 s = _mm256_mul_ps(dw, _mm256_load_ps(rec->d + 8 * i));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[r]);
+            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + g;
+            for (int i = 0; i < 2; i++) {
+                const __m256i x = _mm256_load_si256((const __m256i *)(rec->qs + 32 * i));
+                const __m256 dx = _mm256_load_ps(rec->d + 8 * i);
+                for (int q = 0; q < nw; q++) {
+                    /* |w| * (x with w's sign): u8 x s8 as maddubs needs it */
+                    const __m256i sx = _mm256_sign_epi8(x, v[q][i]);
+                    const __m256i pi =
+                        vnni ? vnni_dpbusd(_mm256_setzero_si256(), av[q][i], sx)
+                             : _mm256_madd_epi16(_mm256_maddubs_epi16(av[q][i], sx), ones);
+                    const __m256 pf = _mm256_cvtepi32_ps(pi);
+                    const __m256 s = _mm256_mul_ps(dw[q][i], dx);
+                    if (split && i) {
+                        acc2[q] = _mm256_fmadd_ps(pf, s, acc2[q]);
+                    } else {
+                        acc[q][r] = _mm256_fmadd_ps(pf, s, acc[q][r]);
+                    }
+                }
+            }
         }
     }
-    for (int r = 0; r < nx; r++)
-        out[r] = hsum(acc[r]);
+    if (split)
+        for (int q = 0; q < nw; q++)
+            acc[q][0] = _mm256_add_ps(acc[q][0], acc2[q]);
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            float t = hsum(acc[q][r]);
+            if (nb % 2) {
+                const int64_t b = nb - 1;
+                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
+                const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, rec, 0);
+                t += f16_at(w[q] + 34 * b) * rec->d[0] * (float)s;
+            }
+            out[q][r] = t;
+        }
+    }
 }
 
 /* ---- q4_k --------------------------------------------------------------------------- */
@@ -214,7 +327,7 @@ TGT_INLINE void k4_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m) {
 static const int q4k_off[8] = {0, 64, 32, 96, 128, 192, 160, 224};
 
 TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+                          float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[FC__QDOT_MAX_ROWS];
     __m128 accm[FC__QDOT_MAX_ROWS];
@@ -227,8 +340,9 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         const float d = f16_at(blk), dmin = f16_at(blk + 2);
         uint64_t sc64, m64;
         k4_unpack(blk + 4, &sc64, &m64);
-        uint8_t sc[8];
-        memcpy(sc, &sc64, 8);
+        /* the 8 scales as words in both 128-bit lanes; pshufb broadcasts one */
+        const __m256i sc16 =
+            _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc64)));
         const __m128i mv = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m64));
         __m256i ip[FC__QDOT_MAX_ROWS];
         for (int r = 0; r < nx; r++)
@@ -237,15 +351,21 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
             const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
             const __m256i lo = _mm256_and_si256(v, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            const __m256i slo = _mm256_set1_epi16(sc[2 * j]),
-                          shi = _mm256_set1_epi16(sc[2 * j + 1]);
+            const __m256i slo =
+                _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j)));
+            const __m256i shi = _mm256_shuffle_epi8(
+                sc16, _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2)));
             for (int r = 0; r < nx; r++) {
                 const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
                 const __m256i xl = _mm256_load_si256((const __m256i *)(x->qs + q4k_off[2 * j]));
                 const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + q4k_off[2 * j + 1]));
-                const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), slo);
-                const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), shi);
-                ip[r] = _mm256_add_epi32(ip[r], _mm256_add_epi32(pl, ph));
+                const __m256i ml = _mm256_maddubs_epi16(lo, xl), mh = _mm256_maddubs_epi16(hi, xh);
+                if (vnni) {
+                    ip[r] = vnni_dpwssd(vnni_dpwssd(ip[r], ml, slo), mh, shi);
+                } else {
+                    const __m256i pl = _mm256_madd_epi16(ml, slo), ph = _mm256_madd_epi16(mh, shi);
+                    ip[r] = _mm256_add_epi32(ip[r], _mm256_add_epi32(pl, ph));
+                }
             }
         }
         for (int r = 0; r < nx; r++) {
@@ -265,7 +385,7 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
 /* ---- q6_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
-                          float *out) {
+                          float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++)
@@ -275,6 +395,9 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         const int8_t *sc = (const int8_t *)(blk + 192);
         const float d = f16_at(blk + 208);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        /* scales 8h .. 8h + 7 as words in both 128-bit lanes */
+        const __m256i sch[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                _mm256_permute2x128_si256(sc16, sc16, 0x11)};
         __m256i ip[FC__QDOT_MAX_ROWS];
         for (int r = 0; r < nx; r++) {
             /* -32 * sum_s sc[s] * (sum of the codes of sub-block s) */
@@ -298,13 +421,19 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
                                    _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
             for (int t = 0; t < 4; t++) {
                 const int s = 8 * h + 2 * t; /* sub-blocks s, s + 1 of 16 values */
-                const __m256i scv =
-                    _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+                /* word s of sch in the low lane, word s + 1 in the high one */
+                const char a = (char)(4 * t), b = (char)(4 * t + 2);
+                const __m256i scv = _mm256_shuffle_epi8(
+                    sch[h],
+                    _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a,
+                                     a + 1, a, a + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b,
+                                     b + 1, b, b + 1, b, b + 1, b, b + 1));
                 for (int r = 0; r < nx; r++) {
                     const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
                     const __m256i xv = _mm256_load_si256((const __m256i *)(x->qs + 16 * s));
-                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[t], xv), scv);
-                    ip[r] = _mm256_add_epi32(ip[r], p);
+                    const __m256i m = _mm256_maddubs_epi16(q[t], xv);
+                    ip[r] = vnni ? vnni_dpwssd(ip[r], m, scv)
+                                 : _mm256_add_epi32(ip[r], _mm256_madd_epi16(m, scv));
                 }
             }
         }
@@ -401,10 +530,81 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         }                                                                                          \
     }
 
-FC__QDOT_INSTANCES(q4_0, const uint8_t *)
-FC__QDOT_INSTANCES(q8_0, const uint8_t *)
-FC__QDOT_INSTANCES(q4_k, const uint8_t *)
-FC__QDOT_INSTANCES(q6_k, const uint8_t *)
+/* The k-quant bodies, one weight row, with or without AVX-VNNI. */
+#define FC__QDOT_INSTANCES_V(name, fn, vnni)                                                       \
+    static TGT void name(int64_t k, const void *w, const void *xq, size_t stride, int nx,          \
+                         float *out) {                                                             \
+        switch (nx) {                                                                              \
+        case 1:                                                                                    \
+            fn##_rows(k, w, xq, stride, 1, out, vnni);                                             \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            fn##_rows(k, w, xq, stride, 2, out, vnni);                                             \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            fn##_rows(k, w, xq, stride, 3, out, vnni);                                             \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, xq, stride, 4, out, vnni);                                             \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+/* Bodies written for nw weight rows: the one-row and two-row entries. */
+#define FC__QDOT_INSTANCES_NW(name, fn, vnni)                                                      \
+    static TGT void name##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,          \
+                              size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {             \
+        switch (nw * 4 + nx) {                                                                     \
+        case 5:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 1, out, vnni);                                          \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 2, out, vnni);                                          \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 3, out, vnni);                                          \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            fn##_rows(k, w, 1, xq, stride, 4, out, vnni);                                          \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            fn##_rows(k, w, 2, xq, stride, 1, out, vnni);                                          \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 2, out, vnni);                                          \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 3, out, vnni);                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            fn##_rows(k, w, 2, xq, stride, 4, out, vnni);                                          \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static TGT void name(int64_t k, const void *w, const void *xq, size_t stride, int nx,          \
+                         float *out) {                                                             \
+        const uint8_t *ws[1] = {w};                                                                \
+        float o[1][FC__QDOT_MAX_ROWS];                                                             \
+        name##_nw(ws, 1, k, xq, stride, nx, o);                                                    \
+        memcpy(out, o[0], sizeof(float) * (size_t)nx);                                             \
+    }                                                                                              \
+    static TGT void name##_2(int64_t k, const void *w0, const void *w1, const void *xq,            \
+                             size_t stride, int nx, float *out0, float *out1) {                    \
+        const uint8_t *ws[2] = {w0, w1};                                                           \
+        float o[2][FC__QDOT_MAX_ROWS];                                                             \
+        name##_nw(ws, 2, k, xq, stride, nx, o);                                                    \
+        memcpy(out0, o[0], sizeof(float) * (size_t)nx);                                            \
+        memcpy(out1, o[1], sizeof(float) * (size_t)nx);                                            \
+    }
+
+FC__QDOT_INSTANCES_NW(q4_0, q4_0, 0)
+FC__QDOT_INSTANCES_NW(q8_0, q8_0, 0)
+FC__QDOT_INSTANCES_V(q4_k, q4_k, 0)
+FC__QDOT_INSTANCES_V(q6_k, q6_k, 0)
+FC__QDOT_INSTANCES_NW(q4_0_vnni, q4_0, 1)
+FC__QDOT_INSTANCES_NW(q8_0_vnni, q8_0, 1)
+FC__QDOT_INSTANCES_V(q4_k_vnni, q4_k, 1)
+FC__QDOT_INSTANCES_V(q6_k_vnni, q6_k, 1)
 FC__QDOT_INSTANCES(nf4, const uint8_t *)
 
 static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
@@ -431,6 +631,20 @@ const fc__qdot_kernels fc__qdot_avx2 = {
             [FC__QK_Q4_K] = q4_k,
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2},
+    .dot_f32 = f32,
+    .q8_32 = fc__q8_32_avx2,
+    .q8_256 = fc__q8_256_avx2,
+};
+
+const fc__qdot_kernels fc__qdot_avxvnni = {
+    .name = "avx2+avxvnni",
+    .dot = {[FC__QK_Q4_0] = q4_0_vnni,
+            [FC__QK_Q8_0] = q8_0_vnni,
+            [FC__QK_Q4_K] = q4_k_vnni,
+            [FC__QK_Q6_K] = q6_k_vnni,
+            [FC__QK_NF4] = nf4},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_vnni_2, [FC__QK_Q8_0] = q8_0_vnni_2},
     .dot_f32 = f32,
     .q8_32 = fc__q8_32_avx2,
     .q8_256 = fc__q8_256_avx2,

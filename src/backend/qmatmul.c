@@ -1,10 +1,14 @@
 /* qmatmul.c - fc__qgemm_run: argument checks, ISA choice, activation
  * packing and the split of the work over threads (see qmatmul.h).
  *
- * Work split. Each thread owns a contiguous range of weight rows and
- * computes every output column of that range, so no two threads write the
- * same y element and the summation order of each element does not depend on
- * the thread count. Inside its range a thread walks weight rows and, for
+ * Work split. Each thread owns a set of weight rows and computes every
+ * output column of them, so no two threads write the same y element and the
+ * summation order of each element does not depend on the thread count. With
+ * few activation rows (the private-packing case below, matrix-vector
+ * products) the rows go in chunks of CHUNK_ROWS that threads take as they
+ * come free, so a core that a neighbour slows (or a slower core of a hybrid
+ * CPU) does not hold the others up; otherwise each thread owns a contiguous
+ * range, fixed in advance. Inside its rows a thread walks weight rows and, for
  * each, the activation rows in tiles of FC__QDOT_MAX_ROWS, so one decoded
  * weight block serves up to four rows of x; activation rows go in panels of
  * X_PANEL so the packed panel stays in L2 while the weight rows stream.
@@ -41,6 +45,9 @@
 #define TWO_ROW_MIN_M 4
 /* Up to this many activation rows, each thread packs all of them itself. */
 #define PRIVATE_PACK_ROWS 16
+/* Weight rows per chunk when threads take chunks as they come free (even,
+ * so two-row kernels keep their pairs). */
+#define CHUNK_ROWS 32
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
@@ -71,8 +78,8 @@ fc__isa fc__qmatmul_isa(void) {
 static const fc__qdot_kernels *kernels_of(fc__isa isa) {
     switch (isa) {
 #ifdef FC__QDOT_X86
-    case FC__ISA_AVX2:
-        return &fc__qdot_avx2;
+    case FC__ISA_AVX2: /* AVX-VNNI is an extra, not a level: taken where the CPU has it */
+        return fc__cpu()->avxvnni ? &fc__qdot_avxvnni : &fc__qdot_avx2;
     case FC__ISA_AVX512:
         return &fc__qdot_avx512;
 #endif
@@ -231,6 +238,20 @@ static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
     }
 }
 
+/* Every weight row, in chunks of CHUNK_ROWS that the threads of the
+ * enclosing parallel region take as they come free (run alone, one thread
+ * takes them all). */
+static void rows_chunked(const job *jb, const uint8_t *xq) {
+    const int64_t n = jb->g->n, nc = (n + CHUNK_ROWS - 1) / CHUNK_ROWS;
+#ifdef FUCINA_HAVE_OPENMP
+#pragma omp for schedule(dynamic, 1) nowait
+#endif
+    for (int64_t c = 0; c < nc; c++) {
+        const int64_t j1 = (c + 1) * CHUNK_ROWS;
+        rows_fast(jb, xq, c * CHUNK_ROWS, j1 < n ? j1 : n);
+    }
+}
+
 /* The start of part t of n split into nt nearly equal parts (no overflow
  * for any n). */
 static int64_t split(int64_t n, int t, int nt) {
@@ -251,7 +272,7 @@ static void run_thread(const job *jb, int t, int nt) {
     if (jb->private_xq) {
         uint8_t *xq = jb->xq + (size_t)t * (size_t)g->m * jb->xq_row;
         pack_rows(jb, xq, 0, g->m);
-        rows_fast(jb, xq, j0, j1);
+        rows_chunked(jb, xq);
         return;
     }
     pack_rows(jb, jb->xq, split(g->m, t, nt), split(g->m, t + 1, nt));

@@ -594,6 +594,73 @@ static void test_qmatmul_packing_identical_across_isas(void **state) {
 #endif
 }
 
+/* ---- the AVX2 kernel tables, called directly ----------------------------------------- */
+
+/* fc__qdot_avx2 and, on a CPU with AVX-VNNI, fc__qdot_avxvnni against the
+ * portable kernels on the same packed rows, for 1..4 activation rows: within
+ * the SIMD-vs-portable bound of the file comment; the two-row entries the
+ * same bits as two one-row calls; the VNNI table the same bits as the plain
+ * one (they sum the same integers in the same f32 order). The engine runs
+ * only one of the two tables on a given CPU, so this is where the other is
+ * held to it. k is odd in blocks: a q4_0 record tail, an odd q8_0 count. */
+static void test_qmatmul_avx2_tables_match_portable(void **state) {
+    (void)state;
+#ifdef FC__QDOT_X86
+    if (!fc__qmatmul_isa_runs(FC__ISA_AVX2)) {
+        print_message("skipped: needs the avx2 level (here: %s)\n", fc__isa_name(fc__isa_level()));
+        skip();
+    }
+    const fc__qdot_kernels *tabs[2] = {&fc__qdot_avx2,
+                                       fc__cpu()->avxvnni ? &fc__qdot_avxvnni : NULL};
+    for (size_t t = 0; t < N_FAST; t++) {
+        const fc__qkind kind = fc__qkind_of(fast[t]);
+        const int64_t be = fc_dtype_block_elems(fast[t]);
+        const int64_t k = be == 32 ? 11 * 32 : be == 64 ? 5 * 64 : 3 * 256;
+        problem p;
+        problem_make(&p, fast[t], 4, 2, k, 501u + t);
+        const size_t xq_row = fc__qpack_row_bytes(kind, k);
+        uint8_t *xq = aligned_alloc(64, 4 * xq_row);
+        assert_non_null(xq);
+        for (int64_t i = 0; i < 4; i++)
+            fc__qpack_row(&fc__qdot_portable, kind, p.x + i * k, k, xq + (size_t)i * xq_row);
+        const uint8_t *w[2] = {p.wq, p.wq + p.row_bytes};
+        for (int nx = 1; nx <= FC__QDOT_MAX_ROWS; nx++) {
+            float ref[2][FC__QDOT_MAX_ROWS], got[2][2][FC__QDOT_MAX_ROWS];
+            for (int q = 0; q < 2; q++)
+                fc__qdot_portable.dot[kind](k, w[q], xq, xq_row, nx, ref[q]);
+            for (int a = 0; a < 2 && tabs[a]; a++) {
+                for (int q = 0; q < 2; q++) {
+                    tabs[a]->dot[kind](k, w[q], xq, xq_row, nx, got[a][q]);
+                    for (int r = 0; r < nx; r++) {
+                        double s = 0.0;
+                        for (int64_t c = 0; c < k; c++)
+                            s += fabs((double)p.x[r * k + c] * p.wd[q * k + c]);
+                        const double bound = 2.0 * (double)(k + 16) * 0x1p-24 * 1.01 * s + 1e-30;
+                        if (!(fabs((double)got[a][q][r] - (double)ref[q][r]) <= bound))
+                            fail_msg("%s %s nx=%d: W%d . x%d = %.9g, portable %.9g (bound %.3g)",
+                                     tabs[a]->name, fc_dtype_name(fast[t]), nx, q, r, got[a][q][r],
+                                     ref[q][r], bound);
+                    }
+                }
+                if (tabs[a]->dot2[kind]) {
+                    float o0[FC__QDOT_MAX_ROWS], o1[FC__QDOT_MAX_ROWS];
+                    tabs[a]->dot2[kind](k, w[0], w[1], xq, xq_row, nx, o0, o1);
+                    assert_memory_equal(o0, got[a][0], sizeof(float) * (size_t)nx);
+                    assert_memory_equal(o1, got[a][1], sizeof(float) * (size_t)nx);
+                }
+            }
+            for (int q = 0; q < 2 && tabs[1]; q++)
+                assert_memory_equal(got[1][q], got[0][q], sizeof(float) * (size_t)nx);
+        }
+        free(xq);
+        problem_free(&p);
+    }
+#else
+    fprintf(stderr, "SKIP: the AVX2 kernels are built on x86-64 only\n");
+    skip();
+#endif
+}
+
 /* ---- ISA queries -------------------------------------------------------------------- */
 
 static void test_qmatmul_isa_queries(void **state) {
@@ -625,6 +692,7 @@ int main(void) {
         cmocka_unit_test(test_qmatmul_errors),
         cmocka_unit_test(test_qmatmul_allocation_and_oom),
         cmocka_unit_test(test_qmatmul_packing_identical_across_isas),
+        cmocka_unit_test(test_qmatmul_avx2_tables_match_portable),
         cmocka_unit_test(test_qmatmul_isa_queries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
