@@ -200,7 +200,7 @@ bool fc__binary_has_zero(fc_ctx *ctx, const fc_raw *t) {
 /* ---- running ----------------------------------------------------------------------- */
 
 void fc__binary_run(fc_ctx *ctx, fc__binary_kind k, fc_raw *out, const fc_raw *a, const fc_raw *b) {
-    bin_arg arg = {k, out->dtype, fc__rw_stream_output(out, FC__ISA_AVX2)};
+    bin_arg arg = {k, out->dtype, fc__rw_stream_output(out)};
     fc_raw *ops[3] = {out, (fc_raw *)a, (fc_raw *)b};
     fc__pw_run(ctx, 3, ops, bin_inner, &arg);
 }

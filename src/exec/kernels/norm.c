@@ -403,7 +403,7 @@ fc_status fc__norm_backward(fc_ctx *ctx, bool rms, fc_tensor *x, fc_tensor *g, f
     arg.rstd = fc__raw_base(&rstd->raw);
     fc_tensor *d = want_x ? fc__tensor_new(ctx, op, ct, x->raw.shape, x->raw.rank) : NULL;
     fc_status st = (w && !wv) || (want_x && !d) ? fc__failed(ctx) : FC_OK;
-    arg.stream = d && fc__rw_stream_output(&d->raw, FC__ISA_AVX2);
+    arg.stream = d && fc__rw_stream_output(&d->raw);
     if (st == FC_OK) {
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
@@ -466,7 +466,7 @@ fc_tensor *fc__norm_forward(fc_ctx *ctx, const char *op, bool rms, fc_tensor *x,
                    : const_row(ct, dim, 0.0, sc + (size_t)dim * fc_dtype_size(ct));
         arg.mean = mean ? fc__raw_base(&mean->raw) : NULL;
         arg.rstd = rstd ? fc__raw_base(&rstd->raw) : NULL;
-        arg.stream = fc__rw_stream_output(&y->raw, FC__ISA_AVX2);
+        arg.stream = fc__rw_stream_output(&y->raw);
         fc__rows_job job = {.outer = rows,
                             .dim = dim,
                             .inner = 1,

@@ -110,12 +110,12 @@ void fc__rw_norm_sums_avx512(const float *x, const float *g, const float *w, int
 #define FC__RW_STREAM_MIN_BYTES ((int64_t)8 << 20)
 #define FC__RW_STREAM_ROW_MAX 4096
 
-/* Whether an f32 output this large should be streamed out by kernels that
- * stream at level `from` and up (all do from AVX2 today); the row kernels
- * stream only rows they write in place (inner == 1). */
-static inline bool fc__rw_stream_output(const fc_raw *out, fc__isa from) {
+/* Whether an f32 output is large enough to be streamed out, on a CPU with
+ * the streamed kernels (AVX2 and up); the row kernels stream only rows they
+ * write in place (inner == 1). */
+static inline bool fc__rw_stream_output(const fc_raw *out) {
     return out->dtype == FC_F32 && fc__raw_numel(out) >= FC__RW_STREAM_MIN_BYTES / 4 &&
-           fc__isa_enabled(from);
+           fc__isa_enabled(FC__ISA_AVX2);
 }
 /* Whether rows of dim floats starting at y can be streamed. */
 static inline bool fc__rw_stream_rows_ok(const void *y, int64_t dim) {

@@ -177,7 +177,7 @@ fc_tensor *fc__softmax_forward(fc_ctx *ctx, const char *op, fc_tensor *x, int ax
                         .fn = softmax_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(x->raw.shape, x->raw.rank, axis, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw, FC__ISA_AVX2);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&y->raw);
     fc_status st = fc__rows_run(ctx, op, &job);
     fc_release(xc);
     if (st != FC_OK) {
@@ -298,7 +298,7 @@ fc_tensor *fc__softmax_backward(fc_ctx *ctx, fc_tensor *y, fc_tensor *g, int axi
                         .fn = softmax_bwd_rows,
                         .arg = &arg};
     fc__shape_axis_geometry(g->raw.shape, g->raw.rank, axis, &job.outer, &job.dim, &job.inner);
-    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw, FC__ISA_AVX2);
+    arg.stream = job.inner == 1 && fc__rw_stream_output(&dx->raw);
     if (fc__rows_run(ctx, op, &job) != FC_OK) return NULL;
     return dx;
 }
