@@ -558,6 +558,44 @@ static void test_matmul_automatic_choice_never_fails(void **state) {
     fc__isa_set_cap(keep);
 }
 
+/* Attention's heads: q and k are [B, H, T, D] views of one [B, T, 3, H, D]
+ * buffer, whose batch axes do not merge, so small products are first
+ * compacted into one batched call; k^T is compacted as k and read
+ * transposed. The result matches the reference, and has the same bits as
+ * the product of contiguous copies (the provider sees the same call). */
+static void test_matmul_attention_heads(void **state) {
+    (void)state;
+    enum { B = 3, T = 9, H = 4, D = 5 };
+    for (int pi = 0; pi < COUNT(provider_ids); pi++) {
+        fc_ctx *ctx = ctx_for(provider_ids[pi]);
+        if (!ctx) continue;
+        fct_rng rng = {17};
+        fc_scope_begin(ctx); /* the views' intermediate handles go at its end */
+        fc_tensor *qkv = make_operand(ctx, &rng, FC_F32, (int64_t[]){B, T, 3, H, D}, 5, L_CONTIG);
+        fc_tensor *head[2];
+        for (int w = 0; w < 2; w++)
+            head[w] = fc_permute(ctx, fc_squeeze(ctx, fc_narrow(ctx, qkv, 2, w, 1), 2),
+                                 (const int[]){0, 2, 1, 3});
+        fc_tensor *kt = fc_transpose(ctx, head[1], 2, 3);
+        fc_tensor *s = fc_matmul(ctx, head[0], kt);
+        if (!s) fail_msg("%s: %s", fc__backend_name(ctx->backend), fc_ctx_error(ctx));
+        check_against_ref("q . k^T of strided heads", s, head[0], kt);
+        fc_tensor *qc = fc_contiguous(ctx, head[0]), *kc = fc_contiguous(ctx, head[1]);
+        fc_tensor *kct = fc_transpose(ctx, kc, 2, 3);
+        fc_tensor *sc = fc_matmul(ctx, qc, kct);
+        assert_non_null(sc);
+        assert_memory_equal(fc_tensor_data(s), fc_tensor_data(sc), fc_tensor_nbytes(s));
+        /* and k^T on the left: the compacted operand is then A */
+        fc_tensor *u = fc_matmul(ctx, kt, head[0]), *uc = fc_matmul(ctx, kct, qc);
+        assert_true(u && uc);
+        check_against_ref("k^T . q of strided heads", u, kt, head[0]);
+        assert_memory_equal(fc_tensor_data(u), fc_tensor_data(uc), fc_tensor_nbytes(u));
+        fc_scope_end(ctx);
+        expect_no_leaks(ctx);
+        fc_ctx_free(ctx);
+    }
+}
+
 /* Same inputs, same provider, same thread count: the same bits. */
 static void test_matmul_deterministic(void **state) {
     (void)state;
@@ -712,6 +750,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_errors),
         cmocka_unit_test(test_matmul_backend_selection),
         cmocka_unit_test(test_matmul_automatic_choice_never_fails),
+        cmocka_unit_test(test_matmul_attention_heads),
         cmocka_unit_test(test_matmul_deterministic),
         cmocka_unit_test(test_matmul_allocations_return),
         cmocka_unit_test(test_matmul_steady_state_allocates_nothing),
