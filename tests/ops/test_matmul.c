@@ -596,6 +596,59 @@ static void test_matmul_attention_heads(void **state) {
     }
 }
 
+/* Matrix-vector products under the automatic choice (one f32 row times a
+ * large enough transposed matrix: the dot-per-output path of
+ * exec/kernels/matmul.c): against the reference, with and without a bias,
+ * a 1-D x, a narrowed weight; the same bits at 1 and 2 threads; an explicit
+ * provider still gets the product. */
+enum { GV_K = 700, GV_N = 131 }; /* K * N above the path's 64 K threshold */
+
+static void vector_rows(fc_ctx *ctx, fc_tensor *y[4]) {
+    fct_rng rng = {23};
+    fc_tensor *x = make_operand(ctx, &rng, FC_F32, (int64_t[]){1, GV_K}, 2, L_CONTIG);
+    fc_tensor *x1 = make_operand(ctx, &rng, FC_F32, (int64_t[]){GV_K}, 1, L_CONTIG);
+    fc_tensor *w = make_operand(ctx, &rng, FC_F32, (int64_t[]){GV_N, GV_K}, 2, L_NARROW);
+    fc_tensor *bias = make_operand(ctx, &rng, FC_F32, (int64_t[]){GV_N}, 1, L_CONTIG);
+    fc_tensor *wt = fc_transpose(ctx, w, 0, 1);
+    y[0] = fc_matmul(ctx, x, wt);
+    y[1] = fc_matmul(ctx, x1, wt);
+    y[2] = fc_linear(ctx, x, w, bias);
+    y[3] = fc_linear(ctx, x1, w, NULL);
+    for (int i = 0; i < 4; i++)
+        if (!y[i]) fail_msg("product %d: %s", i, fc_ctx_error(ctx));
+    check_against_ref("x . w^T", y[0], x, wt);
+    check_against_ref("x1 . w^T", y[1], x1, wt);
+    check_against_ref("linear of x1, no bias", y[3], x1, wt);
+    const float *yb = fc_tensor_data(y[2]), *y0 = fc_tensor_data(y[0]), *bv = fc_tensor_data(bias);
+    for (int j = 0; j < GV_N; j++) /* bias + dot: one rounding of each */
+        assert_true(fabsf(yb[j] - (bv[j] + y0[j])) <= 1e-6f * (1 + fabsf(yb[j])));
+    /* an explicit provider still runs the product */
+    assert_int_equal(fc_ctx_set_backend(ctx, FC_BACKEND_REF), FC_OK);
+    fc_tensor *r = fc_matmul(ctx, x, wt);
+    assert_non_null(r);
+    check_against_ref("ref provider", r, x, wt);
+    assert_int_equal(fc_ctx_set_backend(ctx, FC_BACKEND_AUTO), FC_OK);
+    fc_release(r), fc_release(x), fc_release(x1), fc_release(w), fc_release(bias), fc_release(wt);
+}
+
+static void test_matmul_vector_rows_automatic(void **state) {
+    (void)state;
+    fc_ctx *c1 = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 1});
+    fc_ctx *c2 = fc_ctx_new(&(fc_ctx_opts){.threads = 2, .seed = 1});
+    assert_true(c1 && c2);
+    fc_tensor *y1[4], *y2[4];
+    vector_rows(c1, y1);
+    vector_rows(c2, y2);
+    for (int i = 0; i < 4; i++) {
+        assert_memory_equal(fc_tensor_data(y1[i]), fc_tensor_data(y2[i]), fc_tensor_nbytes(y1[i]));
+        fc_release(y1[i]), fc_release(y2[i]);
+    }
+    expect_no_leaks(c1);
+    expect_no_leaks(c2);
+    fc_ctx_free(c1);
+    fc_ctx_free(c2);
+}
+
 /* Same inputs, same provider, same thread count: the same bits. */
 static void test_matmul_deterministic(void **state) {
     (void)state;
@@ -751,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_backend_selection),
         cmocka_unit_test(test_matmul_automatic_choice_never_fails),
         cmocka_unit_test(test_matmul_attention_heads),
+        cmocka_unit_test(test_matmul_vector_rows_automatic),
         cmocka_unit_test(test_matmul_deterministic),
         cmocka_unit_test(test_matmul_allocations_return),
         cmocka_unit_test(test_matmul_steady_state_allocates_nothing),

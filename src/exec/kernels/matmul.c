@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "exec/kernels/copy.h"
+#include "exec/kernels/rowwise.h"
 #include "exec/parallel.h"
 
 /* ---- layout analysis ------------------------------------------------------------------------ */
@@ -319,8 +320,47 @@ static fc_status run_plan(fc_ctx *ctx, const fc__matmul_provider *p, fc__gemm *g
     }
 }
 
-fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b,
-                      fc_tensor *bias) {
+/* ---- matrix-vector products ---------------------------------------------------------------
+ *
+ * One f32 row times the transpose of a row-major matrix (fc_linear with one
+ * input row: a weight [out, in] times x) is one dot product per output, and
+ * its time is the time to stream the matrix once. Under the automatic
+ * provider choice such products of at least GEMV_MIN_ELEMS matrix values
+ * run here: the output rows in static slices over the team, each a
+ * fc__rw_dot (f32 lane partials added into a double, rounded once). Neither
+ * provider streams a 4096 x 4096 f32 weight at memory speed for one row:
+ * 12-30 GFLOP/s from oneDNN and OpenBLAS on a 2-core AMD Zen 5 against about
+ * 40 here. Each output's bits depend on neither the thread count nor the
+ * slice it falls in. An explicit provider (fc_ctx_set_backend,
+ * FUCINA_BACKEND) is always honoured. */
+#define GEMV_MIN_ELEMS ((int64_t)1 << 16)
+
+typedef struct gemv_job {
+    const float *x; /* k values */
+    const float *w; /* n rows of k values, ldw apart */
+    float *y;       /* n values */
+    int64_t k, ldw;
+    bool accumulate; /* y += x . w^T (y holds the bias) */
+} gemv_job;
+
+static void gemv_rows(void *arg, int64_t j0, int64_t j1) {
+    const gemv_job *g = arg;
+    for (int64_t j = j0; j < j1; j++) {
+        double d = fc__rw_dot(g->x, g->w + j * g->ldw, g->k);
+        g->y[j] = g->accumulate ? (float)(g->y[j] + d) : (float)d;
+    }
+}
+
+/* Whether the product planned as (m, batch) by A . B runs as gemv_rows. */
+static bool gemv_applies(const fc_ctx *ctx, fc_dtype dt, int64_t m, int64_t batch,
+                         const batch_plan *bp, const operand *A, const operand *B,
+                         const mm_shapes *s) {
+    return dt == FC_F32 && m == 1 && batch == 1 && bp->outer == 0 && B->lay.trans &&
+           !A->lay.trans && s->n >= 2 && s->k >= GEMV_MIN_ELEMS / s->n &&
+           fc__backend_requested(ctx->backend) == FC_BACKEND_AUTO;
+}
+
+fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b, fc_tensor *bias) {
     operand A = {0}, B = {0};
     fc_tensor *out = NULL, *bias_c = NULL;
     if (!operand_prepare(ctx, op, a, true, &A)) goto done;
@@ -359,6 +399,24 @@ fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b,
     }
 
     fc_dtype dt = a->raw.dtype;
+    if (gemv_applies(ctx, dt, m, batch, &bp, &A, &B, &s)) {
+        out = fc__tensor_new(ctx, op, dt, s.out_shape, s.out_rank);
+        if (!out) goto done;
+        if (bias) {
+            bias_c = fc__copy_contiguous_ref(ctx, op, bias);
+            if (!bias_c) goto fail;
+            fill_rows(ctx, out, bias_c, s.n);
+        }
+        gemv_job job = {.x = (const float *)fc__raw_base(&A.t->raw),
+                        .w = (const float *)fc__raw_base(&B.t->raw),
+                        .y = (float *)fc__raw_base(&out->raw),
+                        .k = s.k,
+                        .ldw = B.lay.ld,
+                        .accumulate = bias != NULL};
+        /* slices of at least 64 K values: the team's start-up is not free */
+        fc__parallel_for(ctx, s.n, GEMV_MIN_ELEMS / s.k + 1, gemv_rows, &job);
+        goto done;
+    }
     const fc__matmul_provider *p = NULL;
     char err[FC__ERR_CAP - 64];
     fc_status rc = fc__backend_resolve(ctx->backend, dt, m, s.n, s.k, &p, err, sizeof err);
