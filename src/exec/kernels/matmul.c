@@ -399,14 +399,25 @@ fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b, f
     }
 
     fc_dtype dt = a->raw.dtype;
-    if (gemv_applies(ctx, dt, m, batch, &bp, &A, &B, &s)) {
-        out = fc__tensor_new(ctx, op, dt, s.out_shape, s.out_rank);
-        if (!out) goto done;
-        if (bias) {
-            bias_c = fc__copy_contiguous_ref(ctx, op, bias);
-            if (!bias_c) goto fail;
-            fill_rows(ctx, out, bias_c, s.n);
+    const bool gemv = gemv_applies(ctx, dt, m, batch, &bp, &A, &B, &s);
+    const fc__matmul_provider *p = NULL;
+    char err[FC__ERR_CAP - 64];
+    fc_status rc = FC_OK;
+    if (!gemv) {
+        rc = fc__backend_resolve(ctx->backend, dt, m, s.n, s.k, &p, err, sizeof err);
+        if (rc != FC_OK) {
+            fc__fail(ctx, rc, "%s", err);
+            goto done;
         }
+    }
+    out = fc__tensor_new(ctx, op, dt, s.out_shape, s.out_rank);
+    if (!out) goto done;
+    if (bias) {
+        bias_c = fc__copy_contiguous_ref(ctx, op, bias);
+        if (!bias_c) goto fail;
+        fill_rows(ctx, out, bias_c, s.n);
+    }
+    if (gemv) {
         gemv_job job = {.x = (const float *)fc__raw_base(&A.t->raw),
                         .w = (const float *)fc__raw_base(&B.t->raw),
                         .y = (float *)fc__raw_base(&out->raw),
@@ -416,20 +427,6 @@ fc_tensor *fc__matmul(fc_ctx *ctx, const char *op, fc_tensor *a, fc_tensor *b, f
         /* slices of at least 64 K values: the team's start-up is not free */
         fc__parallel_for(ctx, s.n, GEMV_MIN_ELEMS / s.k + 1, gemv_rows, &job);
         goto done;
-    }
-    const fc__matmul_provider *p = NULL;
-    char err[FC__ERR_CAP - 64];
-    fc_status rc = fc__backend_resolve(ctx->backend, dt, m, s.n, s.k, &p, err, sizeof err);
-    if (rc != FC_OK) {
-        fc__fail(ctx, rc, "%s", err);
-        goto done;
-    }
-    out = fc__tensor_new(ctx, op, dt, s.out_shape, s.out_rank);
-    if (!out) goto done;
-    if (bias) {
-        bias_c = fc__copy_contiguous_ref(ctx, op, bias);
-        if (!bias_c) goto fail;
-        fill_rows(ctx, out, bias_c, s.n);
     }
     fc__gemm g = {
         .dtype = dt,
