@@ -4,8 +4,8 @@
  * Accuracy contract (every set): sums keep f32 lane partials of at most 32
  * terms (blocks of 512 elements over 16 portable or 32 AVX2 lanes; AVX-512
  * in rowsimd512.c) and add each block into a double. exp(x) is x = k ln2 + r
- * (|r| <= ln2/2, ln2 split in two parts), e^r by a degree-6 polynomial
- * (FC__EXP_C*, rowwise.h), 2^k built in the exponent field: within 2 ulp of expf for
+ * (|r| <= ln2/2, ln2 split in two parts), e^r by its degree-7 Taylor
+ * polynomial, 2^k built in the exponent field: within 2 ulp of expf for
  * x in [-87, 88]; inputs are clamped to [-88, 88], k = -127 gives +0, and a
  * NaN stays NaN (the clamp keeps it: x86 max/min return their second
  * operand when one is NaN, and the portable clamps compare the same way).
@@ -33,11 +33,12 @@ static inline float exp_portable(float x) {
     uint32_t ki = kb.u - 0x4B400000u;
     float r = x - k * 0.693145751953125f;
     r = r - k * 1.428606765330187045e-06f;
-    float p = FC__EXP_C6;
-    p = p * r + FC__EXP_C5;
-    p = p * r + FC__EXP_C4;
-    p = p * r + FC__EXP_C3;
-    p = p * r + FC__EXP_C2;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     sc.u = (ki + 127u) << 23;
@@ -226,11 +227,12 @@ FC__RW_AVX2 static inline __m256 exp8(__m256 x) {
     __m256i ki = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4B400000));
     __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), x);
     r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.428606765330187045e-06f), r);
-    __m256 p = _mm256_set1_ps(FC__EXP_C6);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(FC__EXP_C5));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(FC__EXP_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(FC__EXP_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(FC__EXP_C2));
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(ki, _mm256_set1_epi32(127)), 23);

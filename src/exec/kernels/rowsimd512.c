@@ -5,7 +5,7 @@
  * 16 lanes halve the instruction count of the AVX2 set (the exp pass was a
  * quarter of a softmax forward + backward).
  *
- * Same contract as rowsimd.c: the same exp (degree-6 polynomial,
+ * Same contract as rowsimd.c: the same exp (degree-7 Taylor polynomial,
  * clamp to [-88, 88], 2^k in the exponent field), sums with f32 lane
  * partials added into a double after at most 32 terms each (the plain
  * sums: blocks of 2048 over four 16-lane accumulators; the fused ones:
@@ -47,11 +47,12 @@ FC__RW_AVX512 static inline __m512 exp16(__m512 x) {
     __m512i ki = _mm512_sub_epi32(_mm512_castps_si512(kf), _mm512_set1_epi32(0x4B400000));
     __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
     r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.428606765330187045e-06f), r);
-    __m512 p = _mm512_set1_ps(FC__EXP_C6);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FC__EXP_C5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FC__EXP_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FC__EXP_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FC__EXP_C2));
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(ki, _mm512_set1_epi32(127)), 23);

@@ -62,19 +62,6 @@ void fc__rw_sum_sumsq(const float *x, int64_t n, float c, double *s1, double *s2
  * is within 2 ulp of expf for x - m <= 88 (above, e^88), exactly 0 below
  * -88 and NaN for NaN. */
 double fc__rw_exp(const float *x, float *y, int64_t n, float m);
-/* e^r = 1 + r(1 + r(C2 + r(C3 + r(C4 + r(C5 + r C6))))) on |r| <= ln2/2, the
- * coefficients of every level's exp: a least-squares fit of the relative
- * error with minimax weights (Lawson's iteration), rounded to f32. Degree 6
- * where a Taylor series needs 7: one FMA fewer per vector, and the vector
- * exp is FMA-bound (10% faster at AVX2 and AVX-512 on AMD Zen 5). Checked
- * at every float of [-87, 88]: at most 1.06 ulp from e^x with FMA (0.94
- * for the Taylor form), 1.36 ulp unfused as the portable code evaluates
- * it, within 1 ulp of glibc's expf either way. */
-#define FC__EXP_C2 0.4999999403953552f
-#define FC__EXP_C3 0.16666419804096222f
-#define FC__EXP_C4 0.041667986661195755f
-#define FC__EXP_C5 0.008375092409551144f
-#define FC__EXP_C6 0.0013847264926880598f
 /* *sa = sum g*w, *sb = sum g*w*(x - mu)*rs: the two row sums of the norms' backward. */
 void fc__rw_norm_sums(const float *x, const float *g, const float *w, int64_t n, float mu, float rs,
                       double *sa, double *sb);

@@ -215,26 +215,14 @@ FC__RW_AVX2 static void softmax_bwd_f32_avx2(const float *y, const float *g, flo
 #endif
 #ifdef FC__RW_X86
 /* Softmax (not log) backward rows streaming dx: one read pass for the dot,
- * one pass writing dx around the cache. AVX-512, then its AVX2 twin.
- * The dot pass waits on memory for y and g (y was streamed out by the
- * forward); the writing pass runs from L1, so it asks for the next row's
- * lines meanwhile, a line of each per 16 floats. That overlap took 5-10%
- * off the forward + backward at either level (2 threads, AMD Zen 5); a
- * prefetch in the forward's exp pass did not pay and is not there. */
-#define SM_PREFETCH_NEXT(yr, gr, dim, j)                                                           \
-    do {                                                                                           \
-        _mm_prefetch((const char *)((yr) + (dim) + (j)), _MM_HINT_T0);                             \
-        _mm_prefetch((const char *)((gr) + (dim) + (j)), _MM_HINT_T0);                             \
-    } while (0)
+ * one pass writing dx around the cache. AVX-512, then its AVX2 twin. */
 FC__RW_AVX512 static void softmax_bwd_f32_stream512(const float *y, const float *g, float *dx,
                                                     int64_t nrows, int64_t dim) {
     for (int64_t t = 0; t < nrows; t++) {
         const float *yr = y + t * dim, *gr = g + t * dim;
         float *dr = dx + t * dim;
         __m512 dot = _mm512_set1_ps((float)fc__rw_dot_avx512(gr, yr, dim));
-        bool next = t + 1 < nrows;
         for (int64_t j = 0; j < dim; j += 16) {
-            if (next) SM_PREFETCH_NEXT(yr, gr, dim, j);
             __m512 d = _mm512_sub_ps(_mm512_loadu_ps(gr + j), dot);
             _mm512_stream_ps(dr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), d));
         }
@@ -248,9 +236,7 @@ FC__RW_AVX2 static void softmax_bwd_f32_stream256(const float *y, const float *g
         const float *yr = y + t * dim, *gr = g + t * dim;
         float *dr = dx + t * dim;
         __m256 dot = _mm256_set1_ps((float)fc__rw_dot(gr, yr, dim));
-        bool next = t + 1 < nrows;
         for (int64_t j = 0; j < dim; j += 8) {
-            if (next && j % 16 == 0) SM_PREFETCH_NEXT(yr, gr, dim, j);
             __m256 d = _mm256_sub_ps(_mm256_loadu_ps(gr + j), dot);
             _mm256_stream_ps(dr + j, _mm256_mul_ps(_mm256_loadu_ps(yr + j), d));
         }
