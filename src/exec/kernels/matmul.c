@@ -356,7 +356,7 @@ static bool gemv_applies(const fc_ctx *ctx, fc_dtype dt, int64_t m, int64_t batc
                          const batch_plan *bp, const operand *A, const operand *B,
                          const mm_shapes *s) {
     return dt == FC_F32 && m == 1 && batch == 1 && bp->outer == 0 && B->lay.trans &&
-           !A->lay.trans && s->n >= 2 && s->k >= GEMV_MIN_ELEMS / s->n &&
+           !A->lay.trans && s->n >= 2 && s->k >= 1 && s->k >= GEMV_MIN_ELEMS / s->n &&
            fc__backend_requested(ctx->backend) == FC_BACKEND_AUTO;
 }
 
