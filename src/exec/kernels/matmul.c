@@ -138,7 +138,6 @@ static bool operand_prepare(fc_ctx *ctx, const char *op, fc_tensor *t, bool left
     o->lay.trans = false;
     operand_geometry(o, left);
     if (blas_layout(o->rows, o->cols, o->rs, o->cs, &o->lay)) return true;
-    o->lay.trans = false;
     return operand_make_contiguous(ctx, op, left, o);
 }
 
@@ -332,7 +331,9 @@ static fc_status run_plan(fc_ctx *ctx, const fc__matmul_provider *p, fc__gemm *g
  * 12-30 GFLOP/s from oneDNN and OpenBLAS on a 2-core AMD Zen 5 against about
  * 40 here. Each output's bits depend on neither the thread count nor the
  * slice it falls in. An explicit provider (fc_ctx_set_backend,
- * FUCINA_BACKEND) is always honoured. */
+ * FUCINA_BACKEND) is always honoured. It sits here rather than among the
+ * providers because its kernel is the row layer's dot (exec/kernels), which
+ * the backend layer below cannot reach. */
 #define GEMV_MIN_ELEMS ((int64_t)1 << 16)
 
 typedef struct gemv_job {
