@@ -8,14 +8,19 @@
  * products) the rows go in chunks of CHUNK_ROWS that threads take as they
  * come free, so a core that a neighbour slows (or a slower core of a hybrid
  * CPU) does not hold the others up; otherwise each thread owns a contiguous
- * range, fixed in advance. Inside its rows a thread walks weight rows and, for
- * each, the activation rows in tiles of FC__QDOT_MAX_ROWS, so one decoded
- * weight block serves up to four rows of x; activation rows go in panels of
- * X_PANEL so the packed panel stays in L2 while the weight rows stream.
- * From TWO_ROW_MIN_M activation rows on, kernels that have a two-row form
- * take two weight rows per pass over an activation tile, halving the
- * activation traffic from L2 (below that the tile sits in L1 and one weight
- * stream is faster); both forms give the same bits.
+ * range, fixed in advance.
+ *
+ * Blocking. From TWO_ROW_MIN_M activation rows on, a thread walks blocks of
+ * its weight rows that stay in L2, and each block meets panels of 4 to 16
+ * activation rows (as many as fit in L1) a slice of K_SLICE values at a
+ * time, so a panel's slice stays in L1 while every row of the block meets
+ * it; inside a panel the kernels take tiles of FC__QDOT_MAX_ROWS activation
+ * rows, so a decoded weight block serves up to four rows of x, and, where
+ * they have a two-row form, two weight rows per pass, halving the loads of
+ * the tile (both forms give the same bits). Streaming a 16-row panel of
+ * 4096 values from L2 for every weight row, as before, ran at about 0.6 to
+ * 0.75 of this on Zen 5. With fewer activation rows they sit in L1 whole
+ * and each weight row goes through one kernel call over all k.
  *
  * The packed activations are the only allocation (one buffer, m rows); the
  * generic path (dtypes without their own kernel) reads x in place and
@@ -39,8 +44,6 @@
 /* Values of one weight row dequantized per step on the generic path: a
  * multiple of every block size (32, 64, 128, 256), 4 KiB of stack. */
 #define GENERIC_CHUNK 1024
-/* Activation rows per panel. */
-#define X_PANEL 16
 /* From this many activation rows on, kernels take two weight rows a pass. */
 #define TWO_ROW_MIN_M 4
 /* Up to this many activation rows, each thread packs all of them itself. */
@@ -48,6 +51,28 @@
 /* Weight rows per chunk when threads take chunks as they come free (even,
  * so two-row kernels keep their pairs). */
 #define CHUNK_ROWS 32
+/* Weight rows that meet every panel of activations before the next rows
+ * come: as many as fit in L2_BLOCK_BYTES, so they stay in L2 while the
+ * panels stream by; when a dot takes several slices, at most ROW_BLOCK_MAX
+ * (their partial sums wait in a stack array). */
+#define L2_BLOCK_BYTES (256 * 1024)
+#define ROW_BLOCK_MAX 128
+/* The most activation rows per panel, and the bytes of packed activations a
+ * panel's slice may take: short rows go 16 to a panel, so a decoded weight
+ * tile meets more of them while it sits in L1. */
+#define PANEL_MAX 16
+#define L1_PANEL_BYTES 32768
+/* Values per slice of the dot products: a multiple of every packed record
+ * (64, 128 and 256 values), and small enough that a tile of
+ * FC__QDOT_MAX_ROWS packed rows of it (2 bytes a value for q4_0 and q8_0,
+ * 1.25 for q4_k and q6_k) fits in a 48 KiB L1 beside two weight rows. Each
+ * slice costs a kernel call and a horizontal sum per output, so it is no
+ * smaller than that. The slices of a dot are summed in order, one after the
+ * other, however the rows are split over threads. (So with k > K_SLICE a
+ * row of x times W may differ in its last bits between a product of fewer
+ * than TWO_ROW_MIN_M rows, which does not slice, and a larger one; the
+ * kernels' own sums already differ with the tile's row count.) */
+#define K_SLICE 4096
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
@@ -165,7 +190,11 @@ typedef struct job {
     size_t w_row; /* bytes between weight rows */
     uint8_t *xq;  /* m packed rows (fast kinds), or one such set per thread */
     size_t xq_row;
-    bool private_xq; /* each thread packs every row into its own set */
+    size_t w_slice;    /* bytes of K_SLICE values of a weight row */
+    size_t xq_slice;   /* bytes of K_SLICE values of a packed row */
+    int64_t panel;     /* activation rows per panel: a multiple of FC__QDOT_MAX_ROWS */
+    int64_t row_block; /* weight rows per block: even; <= ROW_BLOCK_MAX with slices */
+    bool private_xq;   /* each thread packs every row into its own set */
 } job;
 
 static void pack_rows(const job *jb, uint8_t *xq, int64_t i0, int64_t i1) {
@@ -181,32 +210,78 @@ static void store(const fc__qgemm *g, int64_t i, int64_t j, int nx, const float 
         g->y[(i + r) * g->ldy + j] = v[r] + b;
 }
 
-static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
+/* Weight rows [j0, j1) against activation rows [p0, p1) (at most PANEL_MAX)
+ * over values [c0, c0 + len): y gets the result when that is all of k;
+ * otherwise acc[j - j0][i - p0] gets the partial dot (c0 == 0) or has it
+ * added. */
+static void slice_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1, int64_t p0,
+                       int64_t p1, int64_t c0, int64_t len, float (*acc)[PANEL_MAX]) {
     const fc__qgemm *g = jb->g;
     const fc__qdot_fn dot = jb->kern->dot[jb->kind];
-    /* Two weight rows per pass only once the activation tile no longer fits
-     * in L1 anyway (4 rows); with 1..3 rows the rows stay in L1 and a
-     * single weight stream is faster. */
-    const fc__qdot2_fn dot2 = g->m >= TWO_ROW_MIN_M ? jb->kern->dot2[jb->kind] : NULL;
-    const uint8_t *w = g->w;
-    for (int64_t p0 = 0; p0 < g->m; p0 += X_PANEL) {
-        const int64_t p1 = p0 + X_PANEL < g->m ? p0 + X_PANEL : g->m;
-        for (int64_t j = j0; j < j1;) {
-            const uint8_t *wr = w + (size_t)j * jb->w_row;
-            const bool two = dot2 && j + 1 < j1;
-            for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
-                const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
-                const uint8_t *xi = xq + (size_t)i * jb->xq_row;
-                float v[FC__QDOT_MAX_ROWS], v1[FC__QDOT_MAX_ROWS];
-                if (two) {
-                    dot2(g->k, wr, wr + jb->w_row, xi, jb->xq_row, nx, v, v1);
-                    store(g, i, j + 1, nx, v1);
-                } else {
-                    dot(g->k, wr, xi, jb->xq_row, nx, v);
+    const fc__qdot2_fn dot2 = jb->kern->dot2[jb->kind];
+    /* c0 is a multiple of K_SLICE, so both offsets land on a whole block
+     * and a whole packed record */
+    const int64_t s = c0 / K_SLICE;
+    const size_t x_off = (size_t)s * jb->xq_slice;
+    const uint8_t *w = (const uint8_t *)g->w + (size_t)s * jb->w_slice;
+    for (int64_t j = j0; j < j1;) {
+        const uint8_t *wr = w + (size_t)j * jb->w_row;
+        const bool two = dot2 && j + 1 < j1;
+        for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
+            const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
+            const uint8_t *xi = xq + (size_t)i * jb->xq_row + x_off;
+            float v[2][FC__QDOT_MAX_ROWS];
+            if (two)
+                dot2(len, wr, wr + jb->w_row, xi, jb->xq_row, nx, v[0], v[1]);
+            else
+                dot(len, wr, xi, jb->xq_row, nx, v[0]);
+            for (int q = 0; q < (two ? 2 : 1); q++) {
+                if (len == g->k) { /* the only slice */
+                    store(g, i, j + q, nx, v[q]);
+                    continue;
                 }
-                store(g, i, j, nx, v);
+                float *a = acc[j + q - j0] + (i - p0);
+                for (int r = 0; r < nx; r++)
+                    a[r] = c0 == 0 ? v[q][r] : a[r] + v[q][r];
             }
-            j += two ? 2 : 1;
+        }
+        j += two ? 2 : 1;
+    }
+}
+
+/* Weight rows [j0, j1). With TWO_ROW_MIN_M activation rows or more, in
+ * blocks of jb->row_block weight rows that stay in L2 while every panel of
+ * jb->panel activation rows meets them a slice of K_SLICE values at a
+ * time (the panel's slice stays in L1). The partial sums of the slices wait
+ * in acc; a single slice goes straight to y. */
+static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
+    const fc__qgemm *g = jb->g;
+    if (g->m < TWO_ROW_MIN_M) {
+        /* the rows of x sit in L1 whole; a matrix-vector product spends a
+         * few hundred cycles a row, and slices would add a call and a
+         * horizontal sum to each */
+        const fc__qdot_fn dot = jb->kern->dot[jb->kind];
+        for (int64_t j = j0; j < j1; j++) {
+            float v[FC__QDOT_MAX_ROWS];
+            dot(g->k, (const uint8_t *)g->w + (size_t)j * jb->w_row, xq, jb->xq_row, (int)g->m, v);
+            store(g, 0, j, (int)g->m, v);
+        }
+        return;
+    }
+    float acc[ROW_BLOCK_MAX][PANEL_MAX];
+    for (int64_t b0 = j0; b0 < j1; b0 += jb->row_block) {
+        const int64_t b1 = b0 + jb->row_block < j1 ? b0 + jb->row_block : j1;
+        for (int64_t p0 = 0; p0 < g->m; p0 += jb->panel) {
+            const int64_t p1 = p0 + jb->panel < g->m ? p0 + jb->panel : g->m;
+            for (int64_t c0 = 0; c0 < g->k; c0 += K_SLICE) {
+                const int64_t len = g->k - c0 < K_SLICE ? g->k - c0 : K_SLICE;
+                slice_fast(jb, xq, b0, b1, p0, p1, c0, len, acc);
+            }
+            for (int64_t j = b0; j < b1 && g->k > K_SLICE; j++) {
+                const float b = g->bias ? g->bias[j] : 0.0f;
+                for (int64_t i = p0; i < p1; i++)
+                    g->y[i * g->ldy + j] = acc[j - b0][i - p0] + b;
+            }
         }
     }
 }
@@ -295,7 +370,20 @@ fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
         .kind = fc__qkind_of(g->wdt),
         .w_row = g->ldw ? g->ldw : w_row,
         .xq_row = xq_row,
+        .w_slice = (size_t)(K_SLICE / fc_dtype_block_elems(g->wdt)) * fc_dtype_size(g->wdt),
+        .xq_slice = fc__qpack_row_bytes(fc__qkind_of(g->wdt), K_SLICE),
     };
+    /* as many whole tiles as keep a panel's slice within L1_PANEL_BYTES */
+    const size_t slice_row = fc__qpack_row_bytes(jb.kind, g->k < K_SLICE ? g->k : K_SLICE);
+    jb.panel = FC__QDOT_MAX_ROWS;
+    while (jb.panel < PANEL_MAX &&
+           (size_t)(jb.panel + FC__QDOT_MAX_ROWS) * slice_row <= L1_PANEL_BYTES)
+        jb.panel += FC__QDOT_MAX_ROWS;
+    /* as many weight rows as fit in L2_BLOCK_BYTES (partial sums for at
+     * most ROW_BLOCK_MAX rows when there are several slices) */
+    const size_t fit = L2_BLOCK_BYTES / jb.w_row;
+    const size_t cap = g->k > K_SLICE ? ROW_BLOCK_MAX : (size_t)g->n + 1;
+    jb.row_block = (int64_t)(fit < 2 ? 2 : fit > cap ? cap : fit) & ~(int64_t)1;
     /* Threads that will run: one inside another parallel region or
      * without OpenMP, and never more than there are weight rows. */
     int nt = g->threads;

@@ -339,6 +339,40 @@ static void test_qmatmul_many_rows(void **state) {
     }
 }
 
+/* Rows longer than one slice of the engine's dot products (4096 values): two
+ * whole slices and a short one, for every ISA, m of 1, 5, 16 and 20 (the
+ * last shares one packed copy between threads), and n = 37
+ * (a lone weight row after the pairs, and a row block boundary at 32), with
+ * the same bits for 1 and 2 threads. */
+static void test_qmatmul_long_rows_in_slices(void **state) {
+    (void)state;
+    const int64_t ms[] = {1, 5, 16, 20}, n = 37;
+    for (size_t t = 0; t < N_FAST; t++) {
+        const int64_t be = fc_dtype_block_elems(fast[t]);
+        /* 32-blocks: a tail of 9 blocks (two q4_0 records and one block) */
+        const int64_t k = 2 * 4096 + (be == 32 ? 9 * 32 : be == 64 ? 5 * 64 : 256);
+        for (size_t mi = 0; mi < 4; mi++) {
+            const int64_t m = ms[mi];
+            problem p;
+            problem_make(&p, fast[t], m, n, k, 901u + 7u * t + mi);
+            float *y = malloc(sizeof(float) * (size_t)(m * n)),
+                  *yt = malloc(sizeof(float) * (size_t)(m * n));
+            assert_non_null(y), assert_non_null(yt);
+            for (size_t a = 0; a < N_ISAS; a++) {
+                if (!fc__qmatmul_isa_runs(all_isas[a])) continue;
+                const char *name = fc__isa_name(all_isas[a]);
+                assert_int_equal(run(&p, all_isas[a], 1, true, y), FC_OK);
+                check_against_reference(&p, y, true, name);
+                check_tight(&p, y, n, true, name);
+                assert_int_equal(run(&p, all_isas[a], 2, true, yt), FC_OK);
+                assert_memory_equal(y, yt, sizeof(float) * (size_t)(m * n));
+            }
+            free(y), free(yt);
+            problem_free(&p);
+        }
+    }
+}
+
 /* ---- leading dimensions, bias, views ------------------------------------------------ */
 
 static void test_qmatmul_strided_operands(void **state) {
@@ -687,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_qmatmul_every_dtype_matches_reference),
         cmocka_unit_test(test_qmatmul_fast_kernels_shapes_isas_threads),
         cmocka_unit_test(test_qmatmul_many_rows),
+        cmocka_unit_test(test_qmatmul_long_rows_in_slices),
         cmocka_unit_test(test_qmatmul_strided_operands),
         cmocka_unit_test(test_qmatmul_nonfinite_rows_give_nonfinite_outputs),
         cmocka_unit_test(test_qmatmul_errors),
