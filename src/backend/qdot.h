@@ -58,8 +58,11 @@
 
 #include "fucina/dtype.h"
 
-/* At most this many activation rows per kernel call. */
-#define FC__QDOT_MAX_ROWS 4
+/* At most this many activation rows per kernel call, in any table (each
+ * table says how many its kernels of a kind take: fc__qdot_kernels.rows). */
+#define FC__QDOT_MAX_ROWS 8
+/* At most this many activation rows per call of a table's dot_f32. */
+#define FC__QDOT_F32_ROWS 4
 
 /* Records are 64-byte aligned (the kernels load them with aligned loads). */
 typedef struct fc__xq_q4_0 {
@@ -114,7 +117,7 @@ typedef struct fc__qdot_kernels fc__qdot_kernels;
 void fc__qpack_row(const fc__qdot_kernels *kn, fc__qkind kind, const float *x, int64_t k,
                    void *dst);
 
-/* out[r] = W_row . x_r for r < nx (1 <= nx <= FC__QDOT_MAX_ROWS): w is one
+/* out[r] = W_row . x_r for r < nx (1 <= nx <= the table's rows[kind]): w is one
  * weight row of k values in the kind's block format, xq the first packed
  * activation row, the next ones xq_stride bytes apart. */
 typedef void (*fc__qdot_fn)(int64_t k, const void *w, const void *xq, size_t xq_stride, int nx,
@@ -135,7 +138,11 @@ struct fc__qdot_kernels {
     /* NULL where the ISA has no two-row kernel for that kind. A two-row
      * result is the same bits as two one-row calls. */
     fc__qdot2_fn dot2[FC__QK_FAST_COUNT];
-    fc__dot_f32_fn dot_f32;
+    /* The most activation rows one dot or dot2 call of a kind takes (1 ..
+     * FC__QDOT_MAX_ROWS): as many as the ISA has registers to keep their
+     * sums in while a decoded weight block serves them all. */
+    int rows[FC__QK_FAST_COUNT];
+    fc__dot_f32_fn dot_f32; /* takes 1 .. FC__QDOT_F32_ROWS rows */
     /* Activation block quantizers: q (32 or 256 codes) and the returned
      * scale d follow the rules in the file comment; bit-identical across
      * ISAs (the conversions round half to even like the portable code). */

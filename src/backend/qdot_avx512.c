@@ -350,7 +350,7 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
-/* ---- instantiation for 1..4 rows ---------------------------------------------------- */
+/* ---- instantiation for 1..4 or 1..8 rows ------------------------------------------------- */
 
 /* One weight row: fn##_rows(k, w, xq, stride, nx, out) for nx = 1..4. */
 #define FC__QDOT_INSTANCES(fn)                                                                     \
@@ -372,35 +372,22 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         }                                                                                          \
     }
 
-/* Bodies written for nw weight rows: the one-row and two-row entries. */
-#define FC__QDOT_INSTANCES_NW(fn)                                                                  \
+/* Bodies written for nw weight rows: the one-row and two-row entries, for
+ * 1..4 activation rows or (ROW_CASES_8) 1..8. */
+#define ROW_CASE(fn, nw, nx)                                                                       \
+    case (nw)*16 + (nx):                                                                           \
+        fn##_rows(k, w, nw, xq, stride, nx, out);                                                  \
+        break;
+#define ROW_CASES_4(fn, nw)                                                                        \
+    ROW_CASE(fn, nw, 1) ROW_CASE(fn, nw, 2) ROW_CASE(fn, nw, 3) ROW_CASE(fn, nw, 4)
+#define ROW_CASES_8(fn, nw)                                                                        \
+    ROW_CASES_4(fn, nw)                                                                            \
+    ROW_CASE(fn, nw, 5) ROW_CASE(fn, nw, 6) ROW_CASE(fn, nw, 7) ROW_CASE(fn, nw, 8)
+#define FC__QDOT_INSTANCES_NW(fn, cases)                                                           \
     static TGT void fn##_nw(const uint8_t *const *w, int nw, int64_t k, const void *xq,            \
                             size_t stride, int nx, float(*out)[FC__QDOT_MAX_ROWS]) {               \
-        switch (nw * 4 + nx) {                                                                     \
-        case 5:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 1, out);                                                \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 2, out);                                                \
-            break;                                                                                 \
-        case 7:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 3, out);                                                \
-            break;                                                                                 \
-        case 8:                                                                                    \
-            fn##_rows(k, w, 1, xq, stride, 4, out);                                                \
-            break;                                                                                 \
-        case 9:                                                                                    \
-            fn##_rows(k, w, 2, xq, stride, 1, out);                                                \
-            break;                                                                                 \
-        case 10:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 2, out);                                                \
-            break;                                                                                 \
-        case 11:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 3, out);                                                \
-            break;                                                                                 \
-        default:                                                                                   \
-            fn##_rows(k, w, 2, xq, stride, 4, out);                                                \
-            break;                                                                                 \
+        switch (nw * 16 + nx) { /* the table's rows[] bound nx: no other case comes */             \
+            cases(fn, 1) cases(fn, 2) default : break;                                             \
         }                                                                                          \
     }                                                                                              \
     static TGT void fn(int64_t k, const void *w, const void *xq, size_t stride, int nx,            \
@@ -419,11 +406,12 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         memcpy(out1, o[1], sizeof(float) * (size_t)nx);                                            \
     }
 
-FC__QDOT_INSTANCES_NW(q4_0)
-FC__QDOT_INSTANCES_NW(q8_0)
+/* q4_0 and q8_0 keep 2 x 8 sums in 16 of the 32 vector registers */
+FC__QDOT_INSTANCES_NW(q4_0, ROW_CASES_8)
+FC__QDOT_INSTANCES_NW(q8_0, ROW_CASES_8)
 FC__QDOT_INSTANCES(q4_k)
 FC__QDOT_INSTANCES(q6_k)
-FC__QDOT_INSTANCES_NW(nf4)
+FC__QDOT_INSTANCES_NW(nf4, ROW_CASES_4)
 
 static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
     switch (nx) {
@@ -450,6 +438,11 @@ const fc__qdot_kernels fc__qdot_avx512 = {
             [FC__QK_Q6_K] = q6_k,
             [FC__QK_NF4] = nf4},
     .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2, [FC__QK_NF4] = nf4_2},
+    .rows = {[FC__QK_Q4_0] = 8,
+             [FC__QK_Q8_0] = 8,
+             [FC__QK_Q4_K] = 4,
+             [FC__QK_Q6_K] = 4,
+             [FC__QK_NF4] = 4},
     .dot_f32 = f32,
     .q8_32 = fc__q8_32_avx2, /* AVX2 suffices: packing is a small part of the work */
     .q8_256 = fc__q8_256_avx2,

@@ -12,10 +12,11 @@
  *
  * Blocking. From TWO_ROW_MIN_M activation rows on, a thread walks blocks of
  * its weight rows that stay in L2, and each block meets panels of 4 to 16
- * activation rows (as many as fit in L1) a slice of K_SLICE values at a
- * time, so a panel's slice stays in L1 while every row of the block meets
- * it; inside a panel the kernels take tiles of FC__QDOT_MAX_ROWS activation
- * rows, so a decoded weight block serves up to four rows of x, and, where
+ * activation rows (as many as fit in L1) a slice of 2048 or 4096 values at
+ * a time, so a panel's slice stays in L1 while every row of the block meets
+ * it; inside a panel the kernels take tiles of as many activation rows as
+ * the ISA's kernel of the kind takes (4, or 8 for AVX-512's q4_0 and q8_0),
+ * so a decoded weight block serves that many rows of x, and, where
  * they have a two-row form, two weight rows per pass, halving the loads of
  * the tile (both forms give the same bits). Streaming a 16-row panel of
  * 4096 values from L2 for every weight row, as before, ran at about 0.6 to
@@ -62,17 +63,19 @@
  * tile meets more of them while it sits in L1. */
 #define PANEL_MAX 16
 #define L1_PANEL_BYTES 32768
-/* Values per slice of the dot products: a multiple of every packed record
- * (64, 128 and 256 values), and small enough that a tile of
- * FC__QDOT_MAX_ROWS packed rows of it (2 bytes a value for q4_0 and q8_0,
- * 1.25 for q4_k and q6_k) fits in a 48 KiB L1 beside two weight rows. Each
- * slice costs a kernel call and a horizontal sum per output, so it is no
- * smaller than that. The slices of a dot are summed in order, one after the
- * other, however the rows are split over threads. (So with k > K_SLICE a
- * row of x times W may differ in its last bits between a product of fewer
- * than TWO_ROW_MIN_M rows, which does not slice, and a larger one; the
- * kernels' own sums already differ with the tile's row count.) */
-#define K_SLICE 4096
+/* Values per slice of the dot products, times the rows of a kernel's tile:
+ * slices are TILE_SLICE_VALUES / tile values long (4096 for tiles of 4
+ * rows, 2048 for tiles of 8), a multiple of every packed record (64, 128
+ * and 256 values), and short enough that a tile's packed rows of one slice
+ * (2 bytes a value for q4_0 and q8_0, 1.25 for q4_k and q6_k) fit in a
+ * 48 KiB L1 beside two weight rows. Each slice costs a kernel call and a
+ * horizontal sum per output, so they are no shorter than that. The slices of
+ * a dot are summed in order, one after the other, however the rows are
+ * split over threads. (So with k longer than a slice a row of x times W may
+ * differ in its last bits between a product of fewer than TWO_ROW_MIN_M
+ * rows, which does not slice, and a larger one; the kernels' own sums
+ * already differ with the tile's row count.) */
+#define TILE_SLICE_VALUES 16384
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
@@ -190,9 +193,11 @@ typedef struct job {
     size_t w_row; /* bytes between weight rows */
     uint8_t *xq;  /* m packed rows (fast kinds), or one such set per thread */
     size_t xq_row;
-    size_t w_slice;    /* bytes of K_SLICE values of a weight row */
-    size_t xq_slice;   /* bytes of K_SLICE values of a packed row */
-    int64_t panel;     /* activation rows per panel: a multiple of FC__QDOT_MAX_ROWS */
+    int64_t slice;     /* values per slice: TILE_SLICE_VALUES / tile */
+    size_t w_slice;    /* bytes of a slice of a weight row */
+    size_t xq_slice;   /* bytes of a slice of a packed row */
+    int tile;          /* activation rows per kernel call: the table's rows[kind] */
+    int64_t panel;     /* activation rows per panel: a multiple of tile */
     int64_t row_block; /* weight rows per block: even; <= ROW_BLOCK_MAX with slices */
     bool private_xq;   /* each thread packs every row into its own set */
 } job;
@@ -219,16 +224,16 @@ static void slice_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1,
     const fc__qgemm *g = jb->g;
     const fc__qdot_fn dot = jb->kern->dot[jb->kind];
     const fc__qdot2_fn dot2 = jb->kern->dot2[jb->kind];
-    /* c0 is a multiple of K_SLICE, so both offsets land on a whole block
+    /* c0 is a multiple of the slice, so both offsets land on a whole block
      * and a whole packed record */
-    const int64_t s = c0 / K_SLICE;
+    const int64_t s = c0 / jb->slice;
     const size_t x_off = (size_t)s * jb->xq_slice;
     const uint8_t *w = (const uint8_t *)g->w + (size_t)s * jb->w_slice;
     for (int64_t j = j0; j < j1;) {
         const uint8_t *wr = w + (size_t)j * jb->w_row;
         const bool two = dot2 && j + 1 < j1;
-        for (int64_t i = p0; i < p1; i += FC__QDOT_MAX_ROWS) {
-            const int nx = (int)(p1 - i < FC__QDOT_MAX_ROWS ? p1 - i : FC__QDOT_MAX_ROWS);
+        for (int64_t i = p0; i < p1; i += jb->tile) {
+            const int nx = (int)(p1 - i < jb->tile ? p1 - i : jb->tile);
             const uint8_t *xi = xq + (size_t)i * jb->xq_row + x_off;
             float v[2][FC__QDOT_MAX_ROWS];
             if (two)
@@ -251,7 +256,7 @@ static void slice_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1,
 
 /* Weight rows [j0, j1). With TWO_ROW_MIN_M activation rows or more, in
  * blocks of jb->row_block weight rows that stay in L2 while every panel of
- * jb->panel activation rows meets them a slice of K_SLICE values at a
+ * jb->panel activation rows meets them a slice of jb->slice values at a
  * time (the panel's slice stays in L1). The partial sums of the slices wait
  * in acc; a single slice goes straight to y. */
 static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) {
@@ -273,11 +278,11 @@ static void rows_fast(const job *jb, const uint8_t *xq, int64_t j0, int64_t j1) 
         const int64_t b1 = b0 + jb->row_block < j1 ? b0 + jb->row_block : j1;
         for (int64_t p0 = 0; p0 < g->m; p0 += jb->panel) {
             const int64_t p1 = p0 + jb->panel < g->m ? p0 + jb->panel : g->m;
-            for (int64_t c0 = 0; c0 < g->k; c0 += K_SLICE) {
-                const int64_t len = g->k - c0 < K_SLICE ? g->k - c0 : K_SLICE;
+            for (int64_t c0 = 0; c0 < g->k; c0 += jb->slice) {
+                const int64_t len = g->k - c0 < jb->slice ? g->k - c0 : jb->slice;
                 slice_fast(jb, xq, b0, b1, p0, p1, c0, len, acc);
             }
-            for (int64_t j = b0; j < b1 && g->k > K_SLICE; j++) {
+            for (int64_t j = b0; j < b1 && g->k > jb->slice; j++) {
                 const float b = g->bias ? g->bias[j] : 0.0f;
                 for (int64_t i = p0; i < p1; i++)
                     g->y[i * g->ldy + j] = acc[j - b0][i - p0] + b;
@@ -298,9 +303,9 @@ static void rows_generic(const job *jb, int64_t j0, int64_t j1) {
             const int64_t len = g->k - c0 < GENERIC_CHUNK ? g->k - c0 : GENERIC_CHUNK;
             /* Arguments were validated: this cannot fail. */
             (void)fc_dequantize(g->wdt, wr + (size_t)(c0 / be) * bbytes, buf, 1, len);
-            for (int64_t i = 0; i < g->m; i += FC__QDOT_MAX_ROWS) {
-                const int nx = (int)(g->m - i < FC__QDOT_MAX_ROWS ? g->m - i : FC__QDOT_MAX_ROWS);
-                float v[FC__QDOT_MAX_ROWS];
+            for (int64_t i = 0; i < g->m; i += FC__QDOT_F32_ROWS) {
+                const int nx = (int)(g->m - i < FC__QDOT_F32_ROWS ? g->m - i : FC__QDOT_F32_ROWS);
+                float v[FC__QDOT_F32_ROWS];
                 jb->kern->dot_f32(len, buf, g->x + i * g->ldx + c0, g->ldx, nx, v);
                 if (c0 == 0) {
                     store(g, i, j, nx, v);
@@ -370,19 +375,21 @@ fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
         .kind = fc__qkind_of(g->wdt),
         .w_row = g->ldw ? g->ldw : w_row,
         .xq_row = xq_row,
-        .w_slice = (size_t)(K_SLICE / fc_dtype_block_elems(g->wdt)) * fc_dtype_size(g->wdt),
-        .xq_slice = fc__qpack_row_bytes(fc__qkind_of(g->wdt), K_SLICE),
     };
+    jb.tile = jb.kind == FC__QK_GENERIC ? FC__QDOT_F32_ROWS : jb.kern->rows[jb.kind];
+    jb.slice = TILE_SLICE_VALUES / jb.tile;
+    jb.w_slice = (size_t)(jb.slice / fc_dtype_block_elems(g->wdt)) * fc_dtype_size(g->wdt);
+    jb.xq_slice = fc__qpack_row_bytes(jb.kind, jb.slice);
     /* as many whole tiles as keep a panel's slice within L1_PANEL_BYTES */
-    const size_t slice_row = fc__qpack_row_bytes(jb.kind, g->k < K_SLICE ? g->k : K_SLICE);
-    jb.panel = FC__QDOT_MAX_ROWS;
-    while (jb.panel < PANEL_MAX &&
-           (size_t)(jb.panel + FC__QDOT_MAX_ROWS) * slice_row <= L1_PANEL_BYTES)
-        jb.panel += FC__QDOT_MAX_ROWS;
+    const size_t slice_row = fc__qpack_row_bytes(jb.kind, g->k < jb.slice ? g->k : jb.slice);
+    jb.panel = jb.tile;
+    while (jb.panel + jb.tile <= PANEL_MAX &&
+           (size_t)(jb.panel + jb.tile) * slice_row <= L1_PANEL_BYTES)
+        jb.panel += jb.tile;
     /* as many weight rows as fit in L2_BLOCK_BYTES (partial sums for at
      * most ROW_BLOCK_MAX rows when there are several slices) */
     const size_t fit = L2_BLOCK_BYTES / jb.w_row;
-    const size_t cap = g->k > K_SLICE ? ROW_BLOCK_MAX : (size_t)g->n + 1;
+    const size_t cap = g->k > jb.slice ? ROW_BLOCK_MAX : (size_t)g->n + 1;
     jb.row_block = (int64_t)(fit < 2 ? 2 : fit > cap ? cap : fit) & ~(int64_t)1;
     /* Threads that will run: one inside another parallel region or
      * without OpenMP, and never more than there are weight rows. */

@@ -339,8 +339,9 @@ static void test_qmatmul_many_rows(void **state) {
     }
 }
 
-/* Rows longer than one slice of the engine's dot products (4096 values): two
- * whole slices and a short one, for every ISA, m of 1, 5, 16 and 20 (the
+/* Rows longer than one slice of the engine's dot products (4096 values, or
+ * 2048 where a kernel takes 8 rows): whole slices and a short one, for
+ * every ISA, m of 1, 5, 16 and 20 (the
  * last shares one packed copy between threads), and n = 37
  * (a lone weight row after the pairs, and a row block boundary at 32), with
  * the same bits for 1 and 2 threads. */
@@ -630,13 +631,60 @@ static void test_qmatmul_packing_identical_across_isas(void **state) {
 
 /* ---- the AVX2 kernel tables, called directly ----------------------------------------- */
 
+#ifdef FC__QDOT_X86
+/* tab's kernels of fast[t] against the portable ones on the same packed
+ * rows, for 1 .. tab->rows[kind] activation rows: within the
+ * SIMD-vs-portable bound of the file comment, and the two-row entry the
+ * same bits as two one-row calls. got[nx - 1][q][r] keeps the one-row
+ * results. k is odd in blocks: a q4_0 record tail, an odd q8_0 count. */
+static void table_matches_portable(const fc__qdot_kernels *tab, size_t t,
+                                   float got[FC__QDOT_MAX_ROWS][2][FC__QDOT_MAX_ROWS]) {
+    const fc__qkind kind = fc__qkind_of(fast[t]);
+    const int64_t be = fc_dtype_block_elems(fast[t]);
+    const int64_t k = be == 32 ? 11 * 32 : be == 64 ? 5 * 64 : 3 * 256;
+    const int rows = tab->rows[kind];
+    assert_in_range(rows, 1, FC__QDOT_MAX_ROWS);
+    problem p;
+    problem_make(&p, fast[t], FC__QDOT_MAX_ROWS, 2, k, 501u + t);
+    const size_t xq_row = fc__qpack_row_bytes(kind, k);
+    uint8_t *xq = aligned_alloc(64, FC__QDOT_MAX_ROWS * xq_row);
+    assert_non_null(xq);
+    for (int64_t i = 0; i < FC__QDOT_MAX_ROWS; i++)
+        fc__qpack_row(&fc__qdot_portable, kind, p.x + i * k, k, xq + (size_t)i * xq_row);
+    const uint8_t *w[2] = {p.wq, p.wq + p.row_bytes};
+    for (int nx = 1; nx <= rows; nx++) {
+        float ref[2][FC__QDOT_MAX_ROWS];
+        float *one[2] = {got[nx - 1][0], got[nx - 1][1]};
+        for (int q = 0; q < 2; q++) {
+            fc__qdot_portable.dot[kind](k, w[q], xq, xq_row, nx, ref[q]);
+            tab->dot[kind](k, w[q], xq, xq_row, nx, one[q]);
+            for (int r = 0; r < nx; r++) {
+                double s = 0.0;
+                for (int64_t c = 0; c < k; c++)
+                    s += fabs((double)p.x[r * k + c] * p.wd[q * k + c]);
+                const double bound = 2.0 * (double)(k + 16) * 0x1p-24 * 1.01 * s + 1e-30;
+                if (!(fabs((double)one[q][r] - (double)ref[q][r]) <= bound))
+                    fail_msg("%s %s nx=%d: W%d . x%d = %.9g, portable %.9g (bound %.3g)", tab->name,
+                             fc_dtype_name(fast[t]), nx, q, r, one[q][r], ref[q][r], bound);
+            }
+        }
+        if (tab->dot2[kind]) {
+            float o0[FC__QDOT_MAX_ROWS], o1[FC__QDOT_MAX_ROWS];
+            tab->dot2[kind](k, w[0], w[1], xq, xq_row, nx, o0, o1);
+            assert_memory_equal(o0, one[0], sizeof(float) * (size_t)nx);
+            assert_memory_equal(o1, one[1], sizeof(float) * (size_t)nx);
+        }
+    }
+    free(xq);
+    problem_free(&p);
+}
+#endif
+
 /* fc__qdot_avx2 and, on a CPU with AVX-VNNI, fc__qdot_avxvnni against the
- * portable kernels on the same packed rows, for 1..4 activation rows: within
- * the SIMD-vs-portable bound of the file comment; the two-row entries the
- * same bits as two one-row calls; the VNNI table the same bits as the plain
- * one (they sum the same integers in the same f32 order). The engine runs
- * only one of the two tables on a given CPU, so this is where the other is
- * held to it. k is odd in blocks: a q4_0 record tail, an odd q8_0 count. */
+ * portable kernels (table_matches_portable); the VNNI table the same bits
+ * as the plain one (they sum the same integers in the same f32 order). The
+ * engine runs only one of the two tables on a given CPU, so this is where
+ * the other is held to it. */
 static void test_qmatmul_avx2_tables_match_portable(void **state) {
     (void)state;
 #ifdef FC__QDOT_X86
@@ -644,53 +692,41 @@ static void test_qmatmul_avx2_tables_match_portable(void **state) {
         print_message("skipped: needs the avx2 level (here: %s)\n", fc__isa_name(fc__isa_level()));
         skip();
     }
-    const fc__qdot_kernels *tabs[2] = {&fc__qdot_avx2,
-                                       fc__cpu()->avxvnni ? &fc__qdot_avxvnni : NULL};
+    const bool vnni = fc__cpu()->avxvnni;
+    static float plain[FC__QDOT_MAX_ROWS][2][FC__QDOT_MAX_ROWS],
+        with_vnni[FC__QDOT_MAX_ROWS][2][FC__QDOT_MAX_ROWS];
     for (size_t t = 0; t < N_FAST; t++) {
+        table_matches_portable(&fc__qdot_avx2, t, plain);
+        if (!vnni) continue;
+        table_matches_portable(&fc__qdot_avxvnni, t, with_vnni);
         const fc__qkind kind = fc__qkind_of(fast[t]);
-        const int64_t be = fc_dtype_block_elems(fast[t]);
-        const int64_t k = be == 32 ? 11 * 32 : be == 64 ? 5 * 64 : 3 * 256;
-        problem p;
-        problem_make(&p, fast[t], 4, 2, k, 501u + t);
-        const size_t xq_row = fc__qpack_row_bytes(kind, k);
-        uint8_t *xq = aligned_alloc(64, 4 * xq_row);
-        assert_non_null(xq);
-        for (int64_t i = 0; i < 4; i++)
-            fc__qpack_row(&fc__qdot_portable, kind, p.x + i * k, k, xq + (size_t)i * xq_row);
-        const uint8_t *w[2] = {p.wq, p.wq + p.row_bytes};
-        for (int nx = 1; nx <= FC__QDOT_MAX_ROWS; nx++) {
-            float ref[2][FC__QDOT_MAX_ROWS], got[2][2][FC__QDOT_MAX_ROWS];
+        assert_int_equal(fc__qdot_avxvnni.rows[kind], fc__qdot_avx2.rows[kind]);
+        for (int nx = 1; nx <= fc__qdot_avx2.rows[kind]; nx++)
             for (int q = 0; q < 2; q++)
-                fc__qdot_portable.dot[kind](k, w[q], xq, xq_row, nx, ref[q]);
-            for (int a = 0; a < 2 && tabs[a]; a++) {
-                for (int q = 0; q < 2; q++) {
-                    tabs[a]->dot[kind](k, w[q], xq, xq_row, nx, got[a][q]);
-                    for (int r = 0; r < nx; r++) {
-                        double s = 0.0;
-                        for (int64_t c = 0; c < k; c++)
-                            s += fabs((double)p.x[r * k + c] * p.wd[q * k + c]);
-                        const double bound = 2.0 * (double)(k + 16) * 0x1p-24 * 1.01 * s + 1e-30;
-                        if (!(fabs((double)got[a][q][r] - (double)ref[q][r]) <= bound))
-                            fail_msg("%s %s nx=%d: W%d . x%d = %.9g, portable %.9g (bound %.3g)",
-                                     tabs[a]->name, fc_dtype_name(fast[t]), nx, q, r, got[a][q][r],
-                                     ref[q][r], bound);
-                    }
-                }
-                if (tabs[a]->dot2[kind]) {
-                    float o0[FC__QDOT_MAX_ROWS], o1[FC__QDOT_MAX_ROWS];
-                    tabs[a]->dot2[kind](k, w[0], w[1], xq, xq_row, nx, o0, o1);
-                    assert_memory_equal(o0, got[a][0], sizeof(float) * (size_t)nx);
-                    assert_memory_equal(o1, got[a][1], sizeof(float) * (size_t)nx);
-                }
-            }
-            for (int q = 0; q < 2 && tabs[1]; q++)
-                assert_memory_equal(got[1][q], got[0][q], sizeof(float) * (size_t)nx);
-        }
-        free(xq);
-        problem_free(&p);
+                assert_memory_equal(with_vnni[nx - 1][q], plain[nx - 1][q],
+                                    sizeof(float) * (size_t)nx);
     }
 #else
     fprintf(stderr, "SKIP: the AVX2 kernels are built on x86-64 only\n");
+    skip();
+#endif
+}
+
+/* fc__qdot_avx512 against the portable kernels, for as many activation rows
+ * as each of its kinds takes (8 for q4_0 and q8_0). */
+static void test_qmatmul_avx512_table_matches_portable(void **state) {
+    (void)state;
+#ifdef FC__QDOT_X86
+    if (!fc__qmatmul_isa_runs(FC__ISA_AVX512)) {
+        print_message("skipped: needs the avx512 level (here: %s)\n",
+                      fc__isa_name(fc__isa_level()));
+        skip();
+    }
+    static float got[FC__QDOT_MAX_ROWS][2][FC__QDOT_MAX_ROWS];
+    for (size_t t = 0; t < N_FAST; t++)
+        table_matches_portable(&fc__qdot_avx512, t, got);
+#else
+    fprintf(stderr, "SKIP: the AVX-512 kernels are built on x86-64 only\n");
     skip();
 #endif
 }
@@ -728,6 +764,7 @@ int main(void) {
         cmocka_unit_test(test_qmatmul_allocation_and_oom),
         cmocka_unit_test(test_qmatmul_packing_identical_across_isas),
         cmocka_unit_test(test_qmatmul_avx2_tables_match_portable),
+        cmocka_unit_test(test_qmatmul_avx512_table_matches_portable),
         cmocka_unit_test(test_qmatmul_isa_queries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
