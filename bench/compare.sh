@@ -23,7 +23,10 @@
 # portable) measures an AVX-512 host as a smaller CPU: fucina's oneDNN and
 # OpenBLAS are capped with it (ONEDNN_MAX_CPU_ISA=AVX2, OPENBLAS_CORETYPE=
 # Haswell unless already set) and PyTorch runs at the same level, so the
-# pairing stays like for like. The table's header names the CPU and levels.
+# pairing stays like for like. At the host's own level an OPENBLAS_CORETYPE
+# or ONEDNN_MAX_CPU_ISA from the environment is unset (with a message), as
+# it would cap one side's libraries. The table's header names the CPU and
+# levels.
 # Exits non-zero when fucina-bench fails on a workload (a peer failing only
 # leaves its column empty). CI runs it with a smoke protocol (.ci/run).
 set -euo pipefail
@@ -54,6 +57,19 @@ case "${FUCINA_ISA:-}" in
   portable) LEVEL=portable ;;
   avx2) [ "$LEVEL" = avx512 ] && LEVEL=avx2 ;;
 esac
+# At the host's own level nothing may cap the libraries: an OPENBLAS_CORETYPE
+# or ONEDNN_MAX_CPU_ISA inherited from the environment would hold PyTorch's
+# matmul (OpenBLAS) or both sides' oneDNN below the CPU (one AVX-512 host
+# this ran on exported OPENBLAS_CORETYPE=Haswell, which took torch.mm from
+# 411 to 244 GFLOP/s). COMPARE_KEEP_CAPS=1 keeps them.
+if [ "$LEVEL" = "$HOST_LEVEL" ] && [ "${COMPARE_KEEP_CAPS:-0}" != 1 ]; then
+  for v in OPENBLAS_CORETYPE ONEDNN_MAX_CPU_ISA; do
+    if [ -n "${!v:-}" ]; then
+      echo "compare.sh: unsetting $v=${!v} from the environment: it caps a library below this host's level (COMPARE_KEEP_CAPS=1 keeps it)" >&2
+      unset "$v"
+    fi
+  done
+fi
 case "$LEVEL" in
   avx512) ATEN=avx512 ;;
   avx2) ATEN=avx2
