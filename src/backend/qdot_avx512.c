@@ -350,7 +350,7 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
-/* ---- instantiation for 1..4 or 1..8 rows ------------------------------------------------- */
+/* ---- instantiation for 1..4 or 1..8 rows ------------------------------------------- */
 
 /* One weight row: fn##_rows(k, w, xq, stride, nx, out) for nx = 1..4. */
 #define FC__QDOT_INSTANCES(fn)                                                                     \
