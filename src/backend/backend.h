@@ -82,6 +82,10 @@ typedef struct fc__matmul_provider {
     void (*state_free)(void *state, const fc_allocator *alloc);
     /* Entries cached in that state (NULL: keeps no state). */
     int (*state_entries)(const void *state);
+    /* The SIMD level (an fc__isa of core/cpu.h) of the kernels the library
+     * loaded, where that is the library's own choice rather than the level
+     * in use (NULL: the provider follows the level in use). */
+    int (*kernel_level)(void);
 } fc__matmul_provider;
 
 /* The provider with this id when it was built, else NULL (also for
@@ -120,12 +124,13 @@ fc_status fc__backend_resolve(fc_backend requested, fc_dtype dtype, int64_t m, i
                               const fc__matmul_provider **out, char *err, size_t errcap);
 
 /* The f32 provider for an m x n x k product that is not tiny, chosen by the
- * SIMD level in use (core/cpu.h): oneDNN on AVX-512 (its JIT kernels follow
- * the CPU); on AVX2 oneDNN up to FC__GEMM_AVX2_DNNL_MAX multiply-adds and
- * OpenBLAS above; OpenBLAS below AVX2 (see dispatch.c for the
- * measurements); the other when only one was built; NULL when neither
- * was. Sizes must be >= 1. */
-#define FC__GEMM_AVX2_DNNL_MAX ((int64_t)1 << 30) /* a 1024 x 1024 x 1024 product */
+ * SIMD level in use (core/cpu.h): on AVX2 and AVX-512 oneDNN up to
+ * FC__GEMM_DNNL_MAX multiply-adds and OpenBLAS above, except that AVX-512
+ * keeps oneDNN when OpenBLAS's loaded kernels are below AVX-512 (its core
+ * type can be pinned by OPENBLAS_CORETYPE); OpenBLAS below AVX2 (see
+ * dispatch.c for the measurements); the other when only one was built;
+ * NULL when neither was. Sizes must be >= 1. */
+#define FC__GEMM_DNNL_MAX ((int64_t)1 << 30) /* a 1024 x 1024 x 1024 product */
 const fc__matmul_provider *fc__backend_f32_inner(int64_t m, int64_t n, int64_t k);
 
 /* g (f16 or bf16, validated) through inner's f32 kernel: A and B widened

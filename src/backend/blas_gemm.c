@@ -18,10 +18,12 @@
  * stay correct). */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cblas.h>
 
 #include "backend/backend.h"
+#include "core/cpu.h"
 
 #ifdef FUCINA_HAVE_OPENMP
 #include <omp.h>
@@ -117,6 +119,23 @@ static fc_status blas_gemm(const fc__gemm *g, char *err, size_t errcap) {
     return FC_OK;
 }
 
+/* OpenBLAS's DYNAMIC_ARCH build picks its kernels once, at load, from the
+ * CPU or from OPENBLAS_CORETYPE, which a host may export (one Zen 5 host
+ * here set Haswell), so the level in use does not say which kernels it
+ * runs; its core name does. Names of OpenBLAS 0.3.x; an unknown one counts
+ * as portable, which only keeps the dispatch on oneDNN. */
+static int blas_kernel_level(void) {
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    static const char *const avx2[] = {"Haswell", "Zen", "Excavator"};
+    const char *core = openblas_get_corename();
+    if (!core) return FC__ISA_PORTABLE;
+    for (size_t i = 0; i < sizeof avx512 / sizeof avx512[0]; i++)
+        if (strcmp(core, avx512[i]) == 0) return FC__ISA_AVX512;
+    for (size_t i = 0; i < sizeof avx2 / sizeof avx2[0]; i++)
+        if (strcmp(core, avx2[i]) == 0) return FC__ISA_AVX2;
+    return FC__ISA_PORTABLE;
+}
+
 const fc__matmul_provider fc__provider_blas = {
     .name = "blas",
     .id = FC_BACKEND_BLAS,
@@ -124,4 +143,5 @@ const fc__matmul_provider fc__provider_blas = {
     .gemm = blas_gemm,
     .state_free = NULL,
     .state_entries = NULL,
+    .kernel_level = blas_kernel_level,
 };

@@ -159,8 +159,8 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
     return FC_OK;
 }
 
-/* The f32 choice follows the SIMD level in use and, on AVX2, the size of
- * the product. Measured on 2-core VMs, 2 threads:
+/* The f32 choice follows the SIMD level in use and the size of the
+ * product. Measured on 2-core VMs, 2 threads:
  *  - AVX-512 (AMD Zen 4): f32 n=1024 ran at 326 GFLOP/s through oneDNN
  *    against 187 through OpenBLAS, whose environment there pinned it to its
  *    Haswell kernel; the MLP and GPT training steps took 0.56x and 0.66x
@@ -179,7 +179,14 @@ static fc_status take_explicit(fc_backend id, fc_dtype dtype, const char *via,
  *    more than oneDNN's cached primitives: with every product on oneDNN
  *    the GPT step took 69-76 ms against 83, the MLP step 4.4 against 5.7,
  *    the CNN step 38-44 against 64 and the Llama step 214 against 256.
- *    So AVX2 takes oneDNN up to FC__GEMM_AVX2_DNNL_MAX and OpenBLAS above.
+ *    So AVX2 takes oneDNN up to FC__GEMM_DNNL_MAX and OpenBLAS above.
+ *  - AVX-512 again (AMD Zen 5, 2026-12-03), OpenBLAS on its own Cooperlake
+ *    kernels: alternating runs gave n = 1024 to oneDNN (396-420 against
+ *    351-381 GFLOP/s) but n = 2048 to OpenBLAS (396-420 against 379-394,
+ *    torch.mm 401-428 beside them). With OPENBLAS_CORETYPE=Haswell, which
+ *    that host's environment exported, OpenBLAS ran ~240 there. So AVX-512
+ *    follows the AVX2 rule when OpenBLAS loaded AVX-512 kernels, and keeps
+ *    oneDNN for every size when it did not.
  * A level taken from core/cpu.h also follows FUCINA_ISA, which caps oneDNN
  * too (onednn_gemm.c), so a capped host chooses as a smaller CPU would. */
 const fc__matmul_provider *fc__backend_f32_inner(int64_t m, int64_t n, int64_t k) {
@@ -187,9 +194,13 @@ const fc__matmul_provider *fc__backend_f32_inner(int64_t m, int64_t n, int64_t k
     const fc__matmul_provider *dnnl = providers[FC_BACKEND_ONEDNN];
     if (!dnnl || !blas) return dnnl ? dnnl : blas;
     const fc__isa level = fc__isa_level();
-    if (level >= FC__ISA_AVX512) return dnnl;
+    if (level < FC__ISA_AVX2) return blas;
     /* the division form cannot overflow (sizes are >= 1) */
-    if (level == FC__ISA_AVX2 && m <= FC__GEMM_AVX2_DNNL_MAX / n / k) return dnnl;
+    if (m <= FC__GEMM_DNNL_MAX / n / k) return dnnl;
+    if (level >= FC__ISA_AVX512) {
+        const int blas_level = blas->kernel_level ? blas->kernel_level() : (int)level;
+        return blas_level >= FC__ISA_AVX512 ? blas : dnnl;
+    }
     return blas;
 }
 
