@@ -11,9 +11,9 @@
  * axis) is always summed by one thread in row order. */
 #include <string.h>
 
-#include "exec/kernels/copy.h"
 #include "ag/tape.h"
 #include "exec/iter.h"
+#include "exec/kernels/copy.h"
 #include "exec/parallel.h"
 
 /* Work per thread below which a second thread costs more than it saves. */
@@ -181,13 +181,22 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
     return out;
 }
 
-/* Can r become an accumulation target as it is? Only when nobody else can
- * see its storage: one handle reference, one buffer reference, plain
- * contiguous layout, writable, already in the gradient dtype. */
+/* Nobody else can see t's storage: one handle reference, one buffer
+ * reference, writable. Only such a target is added into in place. */
+static bool exclusive(const fc_tensor *t) {
+    return atomic_load(&((fc_tensor *)t)->refs) == 1 && !fc__buffer_is_read_only(t->raw.buf) &&
+           fc__buffer_is_unique(t->raw.buf);
+}
+
+/* Can r hold a sum as it is: plain contiguous layout, the gradient dtype,
+ * and a gradient rather than an op's output on the tape? */
+static bool dense_gradient(const fc_tensor *r, fc_dtype gdt) {
+    return r->raw.dtype == gdt && !r->node && r->raw.offset == 0 && fc__contiguous(&r->raw);
+}
+
+/* Can r become a private accumulation target as it is? */
 static bool takeable(const fc_tensor *r, fc_dtype gdt) {
-    return r->raw.dtype == gdt && atomic_load(&((fc_tensor *)r)->refs) == 1 && !r->node &&
-           r->raw.offset == 0 && fc__contiguous(&r->raw) &&
-           !fc__buffer_is_read_only(r->raw.buf) && fc__buffer_is_unique(r->raw.buf);
+    return dense_gradient(r, gdt) && exclusive(r);
 }
 
 /* A private contiguous copy of r (gradient dtype, scope-owned). A single
@@ -200,12 +209,57 @@ static fc_tensor *own_copy(fc_ctx *ctx, fc_tensor *r) {
     return c;
 }
 
-fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
-                          const int64_t *shape, int rank) {
+/* out = a + b over n dense elements, threads splitting flat ranges. */
+typedef struct sum_job {
+    fc_dtype dt;
+    char *out;
+    const char *a, *b;
+    int64_t es;
+} sum_job;
+
+static void sum_slice(void *arg, int64_t begin, int64_t end) {
+    const sum_job *j = arg;
+    int64_t n = end - begin, off = begin * j->es;
+    if (j->dt == FC_F64) {
+        double *o = (double *)(j->out + off);
+        const double *a = (const double *)(j->a + off), *b = (const double *)(j->b + off);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = a[i] + b[i];
+    } else {
+        float *o = (float *)(j->out + off);
+        const float *a = (const float *)(j->a + off), *b = (const float *)(j->b + off);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = a[i] + b[i];
+    }
+}
+
+/* t + c in a new scope-owned tensor of t's shape (t dense, c any layout of
+ * that shape, both t's dtype): one pass when c is dense too, else a copy
+ * of t and the strided add. Each element is t[i] + c[i], as the in-place
+ * add computes it. */
+static fc_tensor *sum_fresh(fc_ctx *ctx, fc_tensor *t, fc_tensor *c) {
+    if (!fc__contiguous(&c->raw) ||
+        !fc__shape_equal(t->raw.shape, t->raw.rank, c->raw.shape, c->raw.rank)) {
+        fc_tensor *out = fc__copy_clone(ctx, "backward", t);
+        if (out) fc__ag_acc_raw(ctx, &out->raw, &c->raw);
+        return out;
+    }
+    fc_tensor *out = fc__tensor_new(ctx, "backward", t->raw.dtype, t->raw.shape, t->raw.rank);
+    if (!out) return NULL;
+    sum_job j = {t->raw.dtype, fc__raw_base(&out->raw), fc__raw_base(&t->raw),
+                 fc__raw_base(&c->raw), (int64_t)fc_dtype_size(t->raw.dtype)};
+    fc__parallel_for(ctx, fc__numel(&out->raw), ACC_GRAIN, sum_slice, &j);
+    return out;
+}
+
+/* node: the target is a node's accumulator (fc__ag_add_into_node). */
+static fc_status add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                          const int64_t *shape, int rank, bool node) {
     fc_tensor *r = fc__ag_reduce_to(ctx, g, shape, rank);
     if (!r) return fc_ctx_status(ctx);
     if (!*target) {
-        fc_tensor *c = takeable(r, gdt)      ? r
+        bool as_is = node ? dense_gradient(r, gdt) : takeable(r, gdt);
+        fc_tensor *c = as_is                 ? r
                        : r->raw.dtype == gdt ? own_copy(ctx, r)
                                              : fc__copy_cast(ctx, "backward", r, gdt);
         if (!c) return fc_ctx_status(ctx);
@@ -214,9 +268,33 @@ fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtyp
     }
     fc_tensor *c = r->raw.dtype == gdt ? r : fc__copy_cast(ctx, "backward", r, gdt);
     if (!c) return fc_ctx_status(ctx);
+    if (node && !exclusive(*target)) {
+        fc_tensor *sum = sum_fresh(ctx, *target, c);
+        if (!sum) return fc_ctx_status(ctx);
+        fc_tensor *old = *target;
+        *target = fc_retain(sum);
+        fc_release(old);
+        return FC_OK;
+    }
     fc__buffer_bump_generation((*target)->raw.buf);
     fc__ag_acc_raw(ctx, &(*target)->raw, &c->raw);
     return FC_OK;
+}
+
+fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                          const int64_t *shape, int rank) {
+    return add_into(ctx, target, g, gdt, shape, rank, false);
+}
+
+fc_status fc__ag_add_into_node(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                               const int64_t *shape, int rank) {
+    return add_into(ctx, target, g, gdt, shape, rank, true);
+}
+
+fc_tensor *fc__ag_private(fc_ctx *ctx, fc_tensor *t) {
+    if (exclusive(t)) return fc_retain(t);
+    fc_tensor *c = fc__copy_clone(ctx, "backward", t);
+    return c ? fc_retain(c) : NULL;
 }
 
 /* ---- region gradients ------------------------------------------------------------------ */
@@ -279,9 +357,10 @@ fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dt
     if (!c) return fc_ctx_status(ctx);
     fc_tensor *dst = *target;
     bool fresh = !dst;
-    if (fresh || dst->raw.offset != 0 || !fc__raw_is_contiguous(&dst->raw)) {
-        /* a zeroed accumulator (or, for a target of another layout, which the
-         * engine never makes, a zeroed temporary added as a whole) */
+    if (fresh || dst->raw.offset != 0 || !fc__raw_is_contiguous(&dst->raw) || !exclusive(dst)) {
+        /* a zeroed accumulator (or, for a shared target or one of another
+         * layout, which the engine never makes, a zeroed temporary added as
+         * a whole) */
         dst = fc_zeros(ctx, gdt, shape, rank);
         if (!dst) return fc_ctx_status(ctx);
     }
@@ -296,5 +375,5 @@ fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dt
         *target = fc_retain(dst);
         return FC_OK;
     }
-    return dst == *target ? FC_OK : fc__ag_add_into(ctx, target, dst, gdt, shape, rank);
+    return dst == *target ? FC_OK : fc__ag_add_into_node(ctx, target, dst, gdt, shape, rank);
 }

@@ -175,7 +175,16 @@ static fc_status ckpt_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_t
         if (outer_wants(outer, node, k)) {
             alias[k]->flags |= FC__T_WANTED;
             fc_tensor **target = outer_target(node, k);
-            alias[k]->gstage = *target; /* see the top: contributions add onto it */
+            /* see the top: contributions add onto it in place, so a node's
+             * accumulator that others share (fc__ag_add_into_node) goes
+             * over as a private copy */
+            fc_tensor *own = *target ? fc__ag_private(ctx, *target) : NULL;
+            if (*target && !own) {
+                st = fc_ctx_status(ctx);
+                break;
+            }
+            fc_release(*target);
+            alias[k]->gstage = own;
             *target = NULL;
         }
     }

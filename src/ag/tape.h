@@ -56,8 +56,7 @@
 #define FC__AG_MAX_SAVED 6 /* attention saves q, k, v, mask, output and logsumexp */
 
 typedef struct fc_node fc_node;
-typedef fc_status (*fc__backward_fn)(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
-                                     fc_tensor **gin);
+typedef fc_status (*fc__backward_fn)(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
 
 typedef struct fc__saved {
     fc_raw raw; /* a view holding one buffer reference; raw.buf NULL when freed */
@@ -118,8 +117,8 @@ struct fc_node {
     int64_t i[8];   /* integer parameters (axes, flags) */
     double f[4];    /* float parameters (eps, slopes) */
     fc_tensor *aux; /* one extra owned tensor (e.g. an index), released with the node */
-    void *ext;       /* engine-owned state of ext_size bytes (a checkpoint's closure), freed
-                      * with the node; NULL for ops */
+    void *ext;      /* engine-owned state of ext_size bytes (a checkpoint's closure), freed
+                     * with the node; NULL for ops */
     size_t ext_size;
     /* backward bookkeeping */
     fc_tensor *gacc;              /* accumulated output gradient during a backward */
@@ -138,8 +137,8 @@ bool fc__ag_wants(fc_ctx *ctx, int n, fc_tensor *const *inputs);
 /* Records a node for out with n inputs; sets out's node and requires_grad.
  * Returns the node, or NULL after recording FC_ERR_OOM (the caller then
  * releases out and returns NULL). */
-fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc_tensor *out,
-                       int n, fc_tensor *const *inputs);
+fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc_tensor *out, int n,
+                       fc_tensor *const *inputs);
 /* Saves a view of t (its current generation) as saved value number
  * node->n_saved; FC_ERR_OOM/FC_ERR_INVALID_ARG recorded on failure. */
 fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_tensor *t);
@@ -294,9 +293,24 @@ fc_tensor *fc__ag_reduce_to(fc_ctx *ctx, fc_tensor *g, const int64_t *shape, int
  * the target gets its own reference. */
 fc_status fc__ag_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                           const int64_t *shape, int rank);
-/* The same for a region gradient (reg checked by fc__ag_region_check): adds
- * g into that region of *target, which is created zeroed of `shape` on
- * first use. */
+/* The same for a node's accumulator (node->gacc), which only the engine
+ * sees until the node's rule reads it: a dense gradient in gdt is taken as
+ * it is even when other accumulators hold it too (a sum's rule hands its
+ * gradient to both inputs), and while the target is shared a later
+ * gradient is added out of place, into a new tensor that replaces it.
+ * That saves the copy a private accumulator costs; the sums are the same
+ * bits. A node's accumulator may therefore be shared: whoever writes into
+ * one in place, or hands one to a user, first makes it private
+ * (fc__ag_private). */
+fc_status fc__ag_add_into_node(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
+                               const int64_t *shape, int rank);
+/* t itself (a new reference) when nobody else sees its storage, else a
+ * private contiguous copy (a new reference; NULL with the error recorded). */
+fc_tensor *fc__ag_private(fc_ctx *ctx, fc_tensor *t);
+/* The same as fc__ag_add_into for a region gradient (reg checked by
+ * fc__ag_region_check): adds g into that region of *target, which is
+ * created zeroed of `shape` on first use; a shared target (see
+ * fc__ag_add_into_node) is replaced, never written. */
 fc_status fc__ag_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                             const int64_t *shape, int rank, const fc__ag_region *reg);
 

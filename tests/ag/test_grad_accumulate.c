@@ -15,7 +15,9 @@
  * same bits for 1 and 2 threads, and close to a double reference; shapes
  * off the fast path (a middle broadcast axis) are checked too. A leaf used
  * twice accumulates same-shape gradients (flat path, large enough to be
- * split across threads). */
+ * split across threads). A node's accumulator may share a gradient with
+ * other holders: a later contribution is added out of place, never into
+ * the caller's grad_out, and gradients handed back are private. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -439,6 +441,64 @@ static void test_shared_gradient_not_written(void **state) {
     }
 }
 
+/* A node's accumulator takes a gradient as it is even when others hold it
+ * (no copy), and adds a later one out of place while it is shared. Here
+ * the user's grad_out g becomes the output node's accumulator and an add
+ * of y to itself hands it to y's node twice: y's gradient is g + g in a
+ * new tensor, x's 4 g, and g itself stays as the caller wrote it. */
+static void test_shared_accumulator_added_out_of_place(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        fc_ctx *ctx = new_ctx(threads);
+        const int64_t shape[2] = {64, 1500}; /* large enough to split the sum */
+        double *gv = NULL;
+        fc_tensor *x = fc_ones(ctx, FC_F32, shape, 2);
+        assert_int_equal(fc_requires_grad(x, true), FC_OK);
+        fc_scope_begin(ctx);
+        fc_tensor *g = f32_random(ctx, shape, 2, 11, &gv);
+        fc_tensor *y = fc_mul_scalar(ctx, x, 2.0);
+        assert_int_equal(fc_backward_with(ctx, fc_add(ctx, y, y), g, false), FC_OK);
+        const float *gd = fc_tensor_data(g), *gx = fc_tensor_data(fc_grad(x));
+        for (int64_t i = 0; i < shape[0] * shape[1]; i++) {
+            assert_true(gd[i] == (float)gv[i]);
+            assert_true(gx[i] == 2.0f * ((float)gv[i] + (float)gv[i]));
+        }
+        fc_scope_end(ctx);
+        free(gv);
+        fc_release(x);
+        fc_ctx_free(ctx);
+    }
+}
+
+/* The two inputs of a sum get one shared gradient inside the walk; asked
+ * for by fc_autograd_grad they come back as two private tensors, so
+ * writing one leaves the other as it was. */
+static void test_shared_accumulator_returned_private(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx(1);
+    const int64_t n[1] = {6};
+    fc_tensor *x = fc_ones(ctx, FC_F32, n, 1);
+    assert_int_equal(fc_requires_grad(x, true), FC_OK);
+    fc_scope_begin(ctx);
+    fc_tensor *a = fc_mul_scalar(ctx, x, 2.0), *b = fc_mul_scalar(ctx, x, 3.0);
+    fc_tensor *s = fc_sum(ctx, fc_add(ctx, a, b), NULL, 0, false);
+    fc_tensor *grads[2] = {NULL, NULL};
+    assert_int_equal(fc_autograd_grad(ctx, &s, NULL, 1, (fc_tensor *[]){a, b}, 2, NULL, grads),
+                     FC_OK);
+    float *ga = fc_tensor_data_mut(grads[0]);
+    const float *gb = fc_tensor_data(grads[1]);
+    assert_ptr_not_equal(ga, gb);
+    for (int i = 0; i < 6; i++)
+        ga[i] = 7.0f;
+    for (int i = 0; i < 6; i++)
+        assert_true(gb[i] == 1.0f);
+    fc_release(grads[0]);
+    fc_release(grads[1]);
+    fc_scope_end(ctx);
+    fc_release(x);
+    fc_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regions_leaf),
@@ -451,6 +511,8 @@ int main(void) {
         cmocka_unit_test(test_bias_middle_axis),
         cmocka_unit_test(test_same_shape_accumulate),
         cmocka_unit_test(test_shared_gradient_not_written),
+        cmocka_unit_test(test_shared_accumulator_added_out_of_place),
+        cmocka_unit_test(test_shared_accumulator_returned_private),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
