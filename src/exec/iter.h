@@ -9,7 +9,7 @@
  * byte strides (0 on broadcast axes). Axes are coalesced where every operand
  * allows it; the inner loop gets a run of n elements with per-operand byte
  * strides. Outer positions advance like an odometer (no per-element divide). */
-#define FC__ITER_MAX 4
+#define FC__ITER_MAX 5 /* SwiGLU's fused backward: two outputs, three inputs */
 typedef struct fc__iter {
     int nops, rank; /* rank after coalescing; the last axis is the inner one */
     int64_t shape[FC_MAX_RANK];

@@ -302,6 +302,18 @@ static fc_status swiglu_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc
     const fc_raw *a = fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_A);
     const fc_raw *b = a ? fc__ag_saved_raw(ctx, node, SWIGLU_SAVED_B) : NULL;
     if (!b) return fc__failed(ctx);
+    if (node->in[SWIGLU_IN_A].needs && node->in[SWIGLU_IN_B].needs) {
+        fc_tensor *ga = fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype, gout->raw.shape,
+                                       gout->raw.rank);
+        fc_tensor *gb = ga ? fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype,
+                                            gout->raw.shape, gout->raw.rank)
+                           : NULL;
+        if (!gb) return fc__failed(ctx);
+        fc__swiglu_grads_run(ctx, &ga->raw, &gb->raw, &gout->raw, a, b);
+        gin[SWIGLU_IN_A] = ga;
+        gin[SWIGLU_IN_B] = gb;
+        return FC_OK;
+    }
     for (int k = SWIGLU_IN_A; k <= SWIGLU_IN_B; k++) {
         if (!node->in[k].needs) continue;
         fc_tensor *g = fc__tensor_new(ctx, "swiglu_backward", gout->raw.dtype, gout->raw.shape,

@@ -1,6 +1,7 @@
 /* test_swiglu.c - fc_swiglu (silu(a) * b in one op) against the formula in
  * f64 over every float dtype and strided inputs, against fc_silu followed by
- * fc_mul (values and gradients), fc_gradcheck (f64), and the error codes. */
+ * fc_mul (values and gradients), fc_gradcheck (f64), the fused two-gradient
+ * backward against one gradient at a time (same bits), and the error codes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -124,6 +125,56 @@ static void test_swiglu_gradcheck(void **state) {
     free_ctx(ctx);
 }
 
+/* The rule computes da and db in one fused pass when both inputs need a
+ * gradient and one at a time otherwise: the two must give the same bits,
+ * over f32, bf16 and f16 inputs, contiguous and transposed (the strided
+ * walk over five operands). */
+static void test_swiglu_fused_backward_same_bits(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx();
+    const fc_dtype dts[] = {FC_F32, FC_BF16, FC_F16};
+    const int64_t sh[2] = {40, 300}; /* large enough to split over the team */
+    const int64_t n = sh[0] * sh[1];
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        for (int strided = 0; strided < 2; strided++) {
+            float *got[3][2] = {{NULL}}; /* [needs: both, a only, b only][da, db] */
+            for (int mode = 0; mode < 3; mode++) {
+                fc_ctx_seed(ctx, 9);
+                fc_tensor *a = fc_param_randn(ctx, dts[d], sh, 2, 2);
+                fc_tensor *b = fc_param_randn(ctx, dts[d], sh, 2, 1);
+                assert_int_equal(fc_requires_grad(a, mode != 2), FC_OK);
+                assert_int_equal(fc_requires_grad(b, mode != 1), FC_OK);
+                fc_scope_begin(ctx);
+                fc_tensor *ua = strided ? fc_transpose(ctx, a, 0, 1) : a;
+                fc_tensor *ub = strided ? fc_transpose(ctx, b, 0, 1) : b;
+                fc_tensor *y = fc_swiglu(ctx, ua, ub);
+                fc_tensor *w = fc_randn(ctx, FC_F32, fc_tensor_shape(y), 2);
+                fc_tensor *l = fc_sum(ctx, fc_mul(ctx, fc_to(ctx, y, FC_F32), w), NULL, 0, false);
+                assert_int_equal(fc_backward(ctx, l), FC_OK);
+                fc_scope_end(ctx);
+                fc_tensor *ps[2] = {a, b};
+                for (int k = 0; k < 2; k++) {
+                    if ((mode == 1 && k == 1) || (mode == 2 && k == 0)) continue;
+                    const fc_tensor *g = fc_grad(ps[k]);
+                    assert_non_null(g);
+                    assert_int_equal(fc_tensor_dtype(g), FC_F32);
+                    got[mode][k] = malloc(sizeof(float) * (size_t)n);
+                    memcpy(got[mode][k], fc_tensor_data(g), sizeof(float) * (size_t)n);
+                }
+                fc_release(a);
+                fc_release(b);
+            }
+            assert_memory_equal(got[0][0], got[1][0], sizeof(float) * (size_t)n);
+            assert_memory_equal(got[0][1], got[2][1], sizeof(float) * (size_t)n);
+            free(got[0][0]);
+            free(got[0][1]);
+            free(got[1][0]);
+            free(got[2][1]);
+        }
+    }
+    free_ctx(ctx);
+}
+
 static void test_swiglu_errors(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
@@ -156,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_swiglu_forward),
         cmocka_unit_test(test_swiglu_matches_silu_mul),
         cmocka_unit_test(test_swiglu_gradcheck),
+        cmocka_unit_test(test_swiglu_fused_backward_same_bits),
         cmocka_unit_test(test_swiglu_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,5 +18,10 @@ void fc__swiglu_run(fc_ctx *ctx, fc_raw *out, const fc_raw *a, const fc_raw *b);
  * a and b are read widened to gin's dtype). gin contiguous. */
 void fc__swiglu_grad_run(fc_ctx *ctx, bool wrt_a, fc_raw *gin, const fc_raw *g, const fc_raw *a,
                          const fc_raw *b);
+/* Both: ga = da and gb = db in one pass (one read of g, a and b, one
+ * sigmoid), the same values as two fc__swiglu_grad_run calls. ga and gb
+ * contiguous, of g's shape and one dtype. */
+void fc__swiglu_grads_run(fc_ctx *ctx, fc_raw *ga, fc_raw *gb, const fc_raw *g, const fc_raw *a,
+                          const fc_raw *b);
 
 #endif /* FUCINA_EXEC_KERNELS_SWIGLU_H */
