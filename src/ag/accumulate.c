@@ -11,9 +11,9 @@
  * axis) is always summed by one thread in row order. */
 #include <string.h>
 
+#include "exec/kernels/copy.h"
 #include "ag/tape.h"
 #include "exec/iter.h"
-#include "exec/kernels/copy.h"
 #include "exec/parallel.h"
 
 /* Work per thread below which a second thread costs more than it saves. */

@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ag/tape.h"
 #include "exec/kernels/copy.h"
+#include "ag/tape.h"
+
 
 /* ---- the engine -------------------------------------------------------------------- */
 
@@ -40,8 +41,7 @@ static void sort_by_id_desc(fc_node **list, int64_t count) {
     for (int64_t i = 1; i < count; i++) {
         fc_node *x = list[i];
         int64_t j = i;
-        for (; j > 0 && list[j - 1]->id < x->id; j--)
-            list[j] = list[j - 1];
+        for (; j > 0 && list[j - 1]->id < x->id; j--) list[j] = list[j - 1];
         list[j] = x;
     }
 }
@@ -104,8 +104,7 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
     if ((st = check_saved(ctx, n)) != FC_OK) return st;
     fc_tensor *gin[FC__AG_MAX_IN] = {0};
     fc__ag_region reg[FC__AG_MAX_IN]; /* only .on is read unless a rule sets a region */
-    for (int k = 0; k < FC__AG_MAX_IN; k++)
-        reg[k].on = false;
+    for (int k = 0; k < FC__AG_MAX_IN; k++) reg[k].on = false;
     fc_tensor *gout = n->gacc;
     n->gacc = NULL;
     n->regions = reg;
@@ -124,8 +123,7 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
      * leaves a view of it (a reshape's gradient) the only user of its storage,
      * so the view can become the next accumulator without a copy */
     bool handed_on = false;
-    for (int k = 0; k < n->n_in; k++)
-        handed_on |= gin[k] == gout;
+    for (int k = 0; k < n->n_in; k++) handed_on |= gin[k] == gout;
     if (!handed_on) {
         fc_release(gout);
         gout = NULL;
@@ -138,8 +136,8 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
             break;
         }
         /* fc_autograd_grad: a gradient nobody asked for goes nowhere */
-        if (functional &&
-            (in->leaf ? !(in->leaf->flags & FC__T_WANTED) : !(in->node->run || in->node->want)))
+        if (functional && (in->leaf ? !(in->leaf->flags & FC__T_WANTED)
+                                    : !(in->node->run || in->node->want)))
             continue;
         if (check && (st = check_gin(ctx, n, k, gin[k])) != FC_OK) break;
         if (graph && (st = check_recorded(ctx, n, depends, gin[k])) != FC_OK) break;
@@ -193,7 +191,8 @@ static fc_status check_stage(fc_ctx *ctx, fc_tensor *leaf, int k, const fc_node 
     char d[160], where[96] = "an output";
     if (!n && k < 0) snprintf(where, sizeof where, "used inside a checkpointed function");
     if (n)
-        snprintf(where, sizeof where, "input %d of %s, tape node %lld", k, n->op, (long long)n->id);
+        snprintf(where, sizeof where, "input %d of %s, tape node %lld", k, n->op,
+                 (long long)n->id);
     return fc__fail(ctx, FC_ERR_NON_FINITE,
                     "backward: the summed gradient of the leaf %s (%s) has %lld non-finite "
                     "value%s; no gradient was changed",
@@ -222,8 +221,7 @@ static void land_stage(fc_ctx *ctx, fc_tensor *leaf, fc_status st, bool function
 static fc_status finish_nested(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran,
                                int n_out, fc_tensor *const *outs, fc_status st) {
     int64_t edges = n_out;
-    for (int64_t i = 0; i < ran; i++)
-        edges += list[i]->n_in;
+    for (int64_t i = 0; i < ran; i++) edges += list[i]->n_in;
     if (st == FC_OK) st = fc__ag_extra_reserve(ctx, edges);
     for (int64_t i = 0; i <= ran; i++) {
         int n_leaf = i < ran ? list[i]->n_in : n_out;
@@ -245,8 +243,8 @@ static fc_status finish_nested(fc_ctx *ctx, const fc__walk *w, fc_node **list, i
     return st;
 }
 
-static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran, int n_out,
-                             fc_tensor *const *outs, fc_status st) {
+static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int64_t ran,
+                             int n_out, fc_tensor *const *outs, fc_status st) {
     if (w->nested) return finish_nested(ctx, w, list, ran, n_out, outs, st);
     int64_t n_extra = 0;
     fc_tensor **extra = fc__ag_extra_list(ctx, &n_extra); /* from checkpoints' recomputes */
@@ -259,8 +257,7 @@ static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int
         st = check_stage(ctx, extra[i], -1, NULL);
     for (int64_t i = 0; i < ran; i++) {
         fc_node *n = list[i];
-        for (int k = 0; k < n->n_in; k++)
-            land_stage(ctx, n->in[k].leaf, st, w->functional);
+        for (int k = 0; k < n->n_in; k++) land_stage(ctx, n->in[k].leaf, st, w->functional);
         if (st == FC_OK && !w->retain) {
             fc__ag_release_saved(n);
             n->freed = true;
@@ -268,8 +265,7 @@ static fc_status finish_walk(fc_ctx *ctx, const fc__walk *w, fc_node **list, int
     }
     for (int i = 0; i < n_out; i++)
         if (!outs[i]->node) land_stage(ctx, outs[i], st, w->functional);
-    for (int64_t i = 0; i < n_extra; i++)
-        land_stage(ctx, extra[i], st, w->functional);
+    for (int64_t i = 0; i < n_extra; i++) land_stage(ctx, extra[i], st, w->functional);
     fc__ag_extra_clear(ctx);
     return st;
 }
@@ -289,7 +285,8 @@ static bool leaf_counts(const fc__walk *w, const fc_tensor *leaf) {
 static fc_status leaf_hooks(fc_ctx *ctx, fc_tensor *leaf) {
     char d[160], who[200];
     snprintf(who, sizeof who, "the leaf %s", fc__desc(leaf, d, (int)sizeof d));
-    return fc__ag_run_hooks(ctx, leaf->hooks, &leaf->gstage, leaf->raw.shape, leaf->raw.rank, who);
+    return fc__ag_run_hooks(ctx, leaf->hooks, &leaf->gstage, leaf->raw.shape, leaf->raw.rank,
+                            who);
 }
 
 /* After node n ran (or was skipped): its hooked leaves whose last edge this
@@ -333,8 +330,7 @@ static fc_node **collect(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor *c
     while (top < count) {
         fc_node *n = list[top++];
         bool bound = false;
-        for (int b = 0; b < w->n_bounds && n->id < w->min_id; b++)
-            bound |= n == w->bounds[b];
+        for (int b = 0; b < w->n_bounds && n->id < w->min_id; b++) bound |= n == w->bounds[b];
         for (int k = 0; k < n->n_in && !bound; k++) {
             fc_node *m = n->in[k].node;
             if (!m || m->mark == stamp) continue;
@@ -414,8 +410,7 @@ static fc_status check_reached(fc_ctx *ctx, const fc__walk *w, fc_node **list, i
                           w->fn, j, fc__desc(x, d, (int)sizeof d));
         }
     }
-    for (int j = 0; j < w->n_in; j++)
-        w->inputs[j]->flags &= ~(unsigned)FC__T_REACHED;
+    for (int j = 0; j < w->n_in; j++) w->inputs[j]->flags &= ~(unsigned)FC__T_REACHED;
     return st;
 }
 
@@ -488,7 +483,7 @@ static fc_status walk_graph(fc_ctx *ctx, const fc__walk *w, int n_out, fc_tensor
             fc_scope_begin(ctx);
             st = run_node(ctx, n, w);
             fc_scope_end(ctx);
-            list[ran++] = n;  /* a failed node may have staged some inputs too */
+            list[ran++] = n; /* a failed node may have staged some inputs too */
         } else if (n->gacc) { /* pruned, or no gradient flowed (e.g. an unused branch) */
             fc_release(n->gacc);
             n->gacc = NULL;

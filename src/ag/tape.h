@@ -56,7 +56,8 @@
 #define FC__AG_MAX_SAVED 6 /* attention saves q, k, v, mask, output and logsumexp */
 
 typedef struct fc_node fc_node;
-typedef fc_status (*fc__backward_fn)(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin);
+typedef fc_status (*fc__backward_fn)(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                     fc_tensor **gin);
 
 typedef struct fc__saved {
     fc_raw raw; /* a view holding one buffer reference; raw.buf NULL when freed */
@@ -117,8 +118,8 @@ struct fc_node {
     int64_t i[8];   /* integer parameters (axes, flags) */
     double f[4];    /* float parameters (eps, slopes) */
     fc_tensor *aux; /* one extra owned tensor (e.g. an index), released with the node */
-    void *ext;      /* engine-owned state of ext_size bytes (a checkpoint's closure), freed
-                     * with the node; NULL for ops */
+    void *ext;       /* engine-owned state of ext_size bytes (a checkpoint's closure), freed
+                      * with the node; NULL for ops */
     size_t ext_size;
     /* backward bookkeeping */
     fc_tensor *gacc;              /* accumulated output gradient during a backward */
@@ -137,8 +138,8 @@ bool fc__ag_wants(fc_ctx *ctx, int n, fc_tensor *const *inputs);
 /* Records a node for out with n inputs; sets out's node and requires_grad.
  * Returns the node, or NULL after recording FC_ERR_OOM (the caller then
  * releases out and returns NULL). */
-fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc_tensor *out, int n,
-                       fc_tensor *const *inputs);
+fc_node *fc__ag_record(fc_ctx *ctx, const char *op, fc__backward_fn backward, fc_tensor *out,
+                       int n, fc_tensor *const *inputs);
 /* Saves a view of t (its current generation) as saved value number
  * node->n_saved; FC_ERR_OOM/FC_ERR_INVALID_ARG recorded on failure. */
 fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_tensor *t);
