@@ -48,10 +48,11 @@ FC_API fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *
 /* Selects the provider for later calls on ctx. FC_BACKEND_AUTO restores the
  * automatic choice, which never fails for a float dtype: FUCINA_BACKEND
  * when set; else, for products above a few thousand multiply-adds, f32
- * through oneDNN on AVX-512 CPUs, on AVX2 CPUs through oneDNN up to 2^30
- * multiply-adds (a 1024-cube) and OpenBLAS above, and through OpenBLAS on
- * others (see fucina/cpu.h; FUCINA_ISA caps this choice and oneDNN with
- * it), bf16 and f16 through
+ * on AVX2 and AVX-512 CPUs through oneDNN up to 2^30 multiply-adds (a
+ * 1024-cube) and OpenBLAS above (on AVX-512 only when OpenBLAS loaded
+ * AVX-512 kernels, which OPENBLAS_CORETYPE can prevent; else oneDNN), and
+ * through OpenBLAS on others (see fucina/cpu.h; FUCINA_ISA caps this
+ * choice and oneDNN with it), bf16 and f16 through
  * oneDNN where it has that kernel on this CPU (bf16: AVX-512; f16:
  * AVX512-FP16) and otherwise widened to f32 and multiplied by the f32
  * choice (still f32 accumulation and one rounding); OpenBLAS for f64 and
