@@ -1,9 +1,11 @@
 /* swiglu.c - SwiGLU forward and derivatives over the pointwise engine
  * (pointwise.h): one pass over a and b instead of silu's output written
  * and read back by a separate multiply. Formulas in swiglu.h. Runs come
- * from fc__pw_run (contiguous fast path or the strided iterator); f32 and
- * f64 runs compute in place, anything else (f16, bf16, and saved values
- * of another dtype than the gradient) is widened in stack chunks. */
+ * from fc__pw_run (contiguous fast path or the strided iterator); dense f32
+ * operands are read and written where they lie, the others (strided runs,
+ * f64, f16, bf16, saved values of another dtype than the gradient) go
+ * through stack chunks. With both gradients wanted, one pass writes da and
+ * db (five operands). */
 #include <math.h>
 
 #include "exec/kernels/pointwise.h"
