@@ -11,6 +11,7 @@
  * axis) is always summed by one thread in row order. */
 #include <string.h>
 
+#include "exec/kernels/binary.h"
 #include "exec/kernels/copy.h"
 #include "ag/tape.h"
 #include "exec/iter.h"
@@ -209,46 +210,12 @@ static fc_tensor *own_copy(fc_ctx *ctx, fc_tensor *r) {
     return c;
 }
 
-/* out = a + b over n dense elements, threads splitting flat ranges. */
-typedef struct sum_job {
-    fc_dtype dt;
-    char *out;
-    const char *a, *b;
-    int64_t es;
-} sum_job;
-
-static void sum_slice(void *arg, int64_t begin, int64_t end) {
-    const sum_job *j = arg;
-    int64_t n = end - begin, off = begin * j->es;
-    if (j->dt == FC_F64) {
-        double *o = (double *)(j->out + off);
-        const double *a = (const double *)(j->a + off), *b = (const double *)(j->b + off);
-        for (int64_t i = 0; i < n; i++)
-            o[i] = a[i] + b[i];
-    } else {
-        float *o = (float *)(j->out + off);
-        const float *a = (const float *)(j->a + off), *b = (const float *)(j->b + off);
-        for (int64_t i = 0; i < n; i++)
-            o[i] = a[i] + b[i];
-    }
-}
-
-/* t + c in a new scope-owned tensor of t's shape (t dense, c any layout of
- * that shape, both t's dtype): one pass when c is dense too, else a copy
- * of t and the strided add. Each element is t[i] + c[i], as the in-place
- * add computes it. */
+/* t + c in a new scope-owned tensor of t's shape (c: any layout of that
+ * shape, t's dtype), by the binary kernel: each element is t[i] + c[i], as
+ * the in-place add computes it. */
 static fc_tensor *sum_fresh(fc_ctx *ctx, fc_tensor *t, fc_tensor *c) {
-    if (!fc__contiguous(&c->raw) ||
-        !fc__shape_equal(t->raw.shape, t->raw.rank, c->raw.shape, c->raw.rank)) {
-        fc_tensor *out = fc__copy_clone(ctx, "backward", t);
-        if (out) fc__ag_acc_raw(ctx, &out->raw, &c->raw);
-        return out;
-    }
     fc_tensor *out = fc__tensor_new(ctx, "backward", t->raw.dtype, t->raw.shape, t->raw.rank);
-    if (!out) return NULL;
-    sum_job j = {t->raw.dtype, fc__raw_base(&out->raw), fc__raw_base(&t->raw),
-                 fc__raw_base(&c->raw), (int64_t)fc_dtype_size(t->raw.dtype)};
-    fc__parallel_for(ctx, fc__numel(&out->raw), ACC_GRAIN, sum_slice, &j);
+    if (out) fc__binary_run(ctx, FC__BIN_ADD, &out->raw, &t->raw, &c->raw);
     return out;
 }
 
