@@ -10,7 +10,12 @@
 # smoke run, whose figures are not read, saves the default one's time).
 # FUCINA_BENCH_BIN runs another build's fucina-bench (default build/bench/fucina-bench,
 # built here when missing); PEERS_DIR another peers folder.
-# Raw JSON lines go to bench/out/<workload>.{fucina,peer_default,peer_tuned}.json.
+# COMPARE_ROUNDS=N (default 1) runs each workload N times in alternation,
+# fucina first in odd rounds and the peers first in even ones, so a slow
+# minute on a shared host lands on both sides; the table then gives each
+# ratio as the median of the N same-round ratios, their range, and in how
+# many rounds the target was met.
+# Raw JSON lines go to bench/out/<workload>.r<round>.{fucina,peer_default,peer_tuned}.json.
 # The workload qmatvec_ggml (opt-in, never in the default list) runs
 # bench/qmatvec_vs_ggml.sh at this level: qmatvec beside ggml's CPU backend.
 # qlora_step (opt-in too: no PyTorch peer, four child processes, some 3.5
@@ -87,7 +92,26 @@ echo "compare.sh: CPU ${CPU:-unknown}; level $LEVEL; PyTorch tuned with ATEN_CPU
 aten_env=(ATEN_CPU_CAPABILITY="$ATEN")
 default_env=()
 [ "$LEVEL" != "$HOST_LEVEL" ] && default_env=(ATEN_CPU_CAPABILITY="$ATEN")
+ROUNDS="${COMPARE_ROUNDS:-1}"
+case "$ROUNDS" in ''|*[!0-9]*|0) echo "compare.sh: COMPARE_ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2 ;; esac
 failed=()
+# One round of workload $1 as round $2: fucina, then the peers (or the
+# peers first when $3 is "peers-first").
+run_fucina() {
+  "$BIN" "$1" > "$OUT/$1.r$2.fucina.json" || { echo "{}" > "$OUT/$1.r$2.fucina.json"; failed+=("$1"); }
+}
+run_peers() {
+  local w=$1 r=$2
+  [ "$have_torch" = 1 ] && [ -f "$PEERS/$w.py" ] || return 0
+  if [ "${COMPARE_PEER_CONFIGS:-both}" = tuned ]; then
+    echo "{}" > "$OUT/$w.r$r.peer_default.json"
+  else
+    env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.r$r.peer_default.json" \
+      || echo "{}" > "$OUT/$w.r$r.peer_default.json"
+  fi
+  env OMP_WAIT_POLICY=PASSIVE "${aten_env[@]}" "$PY" "$PEERS/$w.py" \
+    > "$OUT/$w.r$r.peer_tuned.json" || echo "{}" > "$OUT/$w.r$r.peer_tuned.json"
+}
 for w in "${WORKLOADS[@]}"; do
   echo "== $w" >&2
   # Opt-in (not in the default list, so not in CI's smoke run): qmatvec
@@ -97,17 +121,12 @@ for w in "${WORKLOADS[@]}"; do
       bash bench/qmatvec_vs_ggml.sh || failed+=("$w")
     continue
   fi
-  "$BIN" "$w" > "$OUT/$w.fucina.json" || { echo "{}" > "$OUT/$w.fucina.json"; failed+=("$w"); }
-  if [ "$have_torch" = 1 ] && [ -f "$PEERS/$w.py" ]; then
-    if [ "${COMPARE_PEER_CONFIGS:-both}" = tuned ]; then
-      echo "{}" > "$OUT/$w.peer_default.json"
-    else
-      env "${default_env[@]}" "$PY" "$PEERS/$w.py" > "$OUT/$w.peer_default.json" \
-        || echo "{}" > "$OUT/$w.peer_default.json"
-    fi
-    env OMP_WAIT_POLICY=PASSIVE "${aten_env[@]}" "$PY" "$PEERS/$w.py" \
-      > "$OUT/$w.peer_tuned.json" || echo "{}" > "$OUT/$w.peer_tuned.json"
-  fi
+  rm -f "$OUT/$w".*.json  # an earlier run's rounds must not count
+  for ((r = 1; r <= ROUNDS; r++)); do
+    if [ "$ROUNDS" -gt 1 ]; then echo "   round $r of $ROUNDS" >&2; fi
+    if ((r % 2)); then run_fucina "$w" "$r"; run_peers "$w" "$r"
+    else run_peers "$w" "$r"; run_fucina "$w" "$r"; fi
+  done
 done
 "$PY" bench/ratios.py "$OUT" "${WORKLOADS[@]}"
 # A peer that fails leaves a gap in the table; fucina-bench failing is an error.

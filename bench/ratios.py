@@ -2,10 +2,13 @@
 (`ratios.py OUT_DIR WORKLOAD ...`), or with --vs-ggml DIR the qmatvec table
 of bench/qmatvec_vs_ggml.sh (fucina beside ggml, same run).
 
-For each metric: fucina's median, the faster PyTorch configuration's median,
-and the ratio expressed so that > 1 means fucina is better (time metrics:
-peer/fucina; throughput metrics: fucina/peer), next to the target of
-../shared/BENCHMARKS.md.
+For each metric and round: fucina's median, the faster PyTorch
+configuration's median in the same round, and their ratio (time metrics:
+fucina's time over the peer's, so < 1 means fucina is faster; throughput
+metrics: fucina's over the peer's, so > 1 means fucina is faster), next to
+the target of ../shared/BENCHMARKS.md. Over several rounds (compare.sh's
+COMPARE_ROUNDS) the table gives the medians over rounds, the median of the
+per-round ratios, their range, and the rounds that met the target.
 """
 import glob
 import json
@@ -114,8 +117,7 @@ out_dir = sys.argv[1]
 workloads = sys.argv[2:]
 
 
-def load(w, side):
-    p = os.path.join(out_dir, f"{w}.{side}.json")
+def read_json(p):
     try:
         with open(p) as f:
             line = f.read().strip().splitlines()
@@ -124,38 +126,59 @@ def load(w, side):
         return {}
 
 
-# (workload, label, fucina path, peer path, higher_is_better, target text)
+def rounds_of(w):
+    """The round numbers compare.sh left for workload w, in order."""
+    found = set()
+    for p in glob.glob(os.path.join(out_dir, f"{w}.r*.*.json")):
+        m = re.match(re.escape(w) + r"\.r(\d+)\.[a-z_]+\.json$", os.path.basename(p))
+        if m:
+            found.add(int(m.group(1)))
+    return sorted(found)
+
+
+def load(w, side, r=None):
+    """Round r's JSON of one side (the last round when r is None)."""
+    if r is None:
+        rs = rounds_of(w)
+        if not rs:
+            return {}
+        r = rs[-1]
+    return read_json(os.path.join(out_dir, f"{w}.r{r}.{side}.json"))
+
+
+# (workload, label, fucina path, peer path, higher_is_better, target text,
+#  the target as a number: the ratio to reach, or None)
 METRICS = [
     ("gemm", "gemm 1024 GFLOP/s", ["results", "1024", "fucina_gflops", "median"],
-     ["results", "1024", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm"),
+     ["results", "1024", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm", 1.0),
     ("gemm", "gemm 2048 GFLOP/s", ["results", "2048", "fucina_gflops", "median"],
-     ["results", "2048", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm"),
+     ["results", "2048", "torch_mm_gflops", "median"], True, ">= 1.0 x torch.mm", 1.0),
     ("elementwise", "add out= GB/s", ["results", "add_out", "GBps", "median"],
-     ["results", "add_out", "GBps", "median"], True, ">= 1.0"),
+     ["results", "add_out", "GBps", "median"], True, ">= 1.0", 1.0),
     ("elementwise", "add fresh GB/s", ["results", "add_alloc", "GBps", "median"],
-     ["results", "add_alloc", "GBps", "median"], True, ">= 4.0"),
+     ["results", "add_alloc", "GBps", "median"], True, ">= 4.0", 4.0),
     ("elementwise", "copy GB/s", ["results", "copy", "GBps", "median"],
-     ["results", "copy", "GBps", "median"], True, "-"),
+     ["results", "copy", "GBps", "median"], True, "-", None),
     ("reduce", "sum f32 GB/s", ["results", "sum_f32", "GBps", "median"],
-     ["results", "sum_f32", "GBps", "median"], True, ">= 1.0"),
+     ["results", "sum_f32", "GBps", "median"], True, ">= 1.0", 1.0),
     ("reduce", "sum bf16 GB/s", ["results", "sum_bf16", "GBps", "median"],
-     ["results", "sum_bf16", "GBps", "median"], True, "-"),
+     ["results", "sum_bf16", "GBps", "median"], True, "-", None),
     ("norm_softmax", "softmax fwd+bwd ms", ["results", "softmax_fwd_bwd", "ms", "median"],
-     ["results", "softmax_fwd_bwd", "ms", "median"], False, "time <= 0.7x"),
+     ["results", "softmax_fwd_bwd", "ms", "median"], False, "time <= 0.7x", 0.7),
     ("norm_softmax", "layer_norm fwd+bwd ms", ["results", "layernorm_fwd_bwd", "ms", "median"],
-     ["results", "layernorm_fwd_bwd", "ms", "median"], False, "time <= 0.7x"),
+     ["results", "layernorm_fwd_bwd", "ms", "median"], False, "time <= 0.7x", 0.7),
     ("tiny_ops", "tiny fwd+bwd us", ["results", "fwd_bwd", "us_per_iter", "median"],
-     ["results", "fwd_bwd", "us_per_iter", "median"], False, "time <= 0.05x"),
-    ("mlp_train", "mlp step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
-     "time <= 0.6x"),
-    ("gpt_train", "gpt step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
-     "time <= 0.5x"),
-    ("llama_train", "llama step ms", ["ms_per_step", "median"], ["ms_per_step", "median"],
-     False, "time <= 0.5x"),
-    ("conv_train", "cnn step ms", ["ms_per_step", "median"], ["ms_per_step", "median"], False,
-     "time <= 0.6x"),
+     ["results", "fwd_bwd", "us_per_iter", "median"], False, "time <= 0.05x", 0.05),
+    ("mlp_train", "mlp step ms", ["ms_per_step", "median"],
+     ["ms_per_step", "median"], False, "time <= 0.6x", 0.6),
+    ("gpt_train", "gpt step ms", ["ms_per_step", "median"],
+     ["ms_per_step", "median"], False, "time <= 0.5x", 0.5),
+    ("llama_train", "llama step ms", ["ms_per_step", "median"],
+     ["ms_per_step", "median"], False, "time <= 0.5x", 0.5),
+    ("conv_train", "cnn step ms", ["ms_per_step", "median"],
+     ["ms_per_step", "median"], False, "time <= 0.6x", 0.6),
     ("conv_train", "conv3x3 fwd+bwd GFLOP/s", ["conv3x3", "gflops", "median"],
-     ["conv3x3", "gflops", "median"], True, ">= 1.0"),
+     ["conv3x3", "gflops", "median"], True, ">= 1.0", 1.0),
 ]
 
 # Which machine and which kernels: compare.sh's host line, and the level
@@ -172,26 +195,42 @@ print(f"CPU: {host.get('cpu', 'unknown')}; fucina ISA level: {', '.join(levels) 
       f"OPENBLAS_CORETYPE={host.get('OPENBLAS_CORETYPE') or '-'}")
 print()
 
-rows = []
-for w, label, fp, pp, higher, target in METRICS:
+num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+med = lambda v: statistics.median(v) if v else None
+rows, most_rounds = [], 1
+for w, label, fp, pp, higher, target, goal in METRICS:
     if w not in workloads:
         continue
-    f = get(load(w, "fucina"), fp)
-    peers = [get(load(w, s), pp) for s in ("peer_default", "peer_tuned")]
-    peers = [p for p in peers if isinstance(p, (int, float))]
-    best = (max(peers) if higher else min(peers)) if peers else None
-    if isinstance(f, (int, float)) and best:
-        ratio = f / best if higher else f / best
-        shown = (f"{ratio:.2f}x" + (" throughput" if higher else " time"))
+    fs_, bests, ratios = [], [], []
+    for r in rounds_of(w):
+        f = get(load(w, "fucina", r), fp)
+        peers = [get(load(w, side, r), pp) for side in ("peer_default", "peer_tuned")]
+        peers = [p for p in peers if num(p) and p > 0]
+        best = (max(peers) if higher else min(peers)) if peers else None
+        if num(f):
+            fs_.append(f)
+        if best is not None:
+            bests.append(best)
+        if num(f) and best is not None:
+            ratios.append(f / best)
+    most_rounds = max(most_rounds, len(ratios))
+    fm, bm, rm = med(fs_), med(bests), med(ratios)
+    x2 = lambda x: f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"  # tiny_ops' 0.05 needs a third digit
+    shown = f"{x2(rm)}x" + (" throughput" if higher else " time") if rm is not None else "n/a"
+    span = f"{x2(min(ratios))}-{x2(max(ratios))}" if len(ratios) > 1 else "-"
+    if goal is None or not ratios:
+        met = "-"
     else:
-        shown = "n/a"
-    fs = f"{f:.4g}" if isinstance(f, (int, float)) else "n/a"
-    bs = f"{best:.4g}" if best else "n/a"
-    rows.append((label, fs, bs, shown, target))
+        met = f"{sum((x >= goal) if higher else (x <= goal) for x in ratios)}/{len(ratios)}"
+    rows.append((label, f"{fm:.4g}" if fm is not None else "n/a",
+                 f"{bm:.4g}" if bm is not None else "n/a", shown, span, met, target))
 
-print_table(("metric", "fucina", "PyTorch (best)", "ratio", "target"), rows)
+if most_rounds > 1:
+    print("Medians over rounds; ratio = the median of the per-round ratios, each of fucina "
+          "against the faster PyTorch configuration of the same round.")
+print_table(("metric", "fucina", "PyTorch (best)", "ratio", "per round", "met", "target"), rows)
 
-# Figures with no PyTorch peer: fc_matmul against OpenBLAS called directly
+# Figures with no PyTorch peer (from the last round): fc_matmul against OpenBLAS called directly
 # in the same process (the gemm JSON carries both), and qmatvec against
 # ggml's CPU figures (2 threads, 4096x4096, GFLOP/s) as published in
 # ../shared/BENCHMARKS.md -- ggml is not run here, so these are reference
