@@ -92,9 +92,17 @@ void fc__buffer_retain(fc_buffer *b) {
 
 void fc__buffer_release(fc_buffer *b) {
     if (!b) return;
-    /* acq_rel: the thread that sees zero must observe every other owner's
-     * writes before it frees or recycles the bytes. */
-    if (atomic_fetch_sub_explicit(&b->refs, 1u, memory_order_acq_rel) != 1u) return;
+    if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1u) {
+        /* The last owner (every short-lived tensor ends here): no other
+         * thread holds a reference it could add to or drop, so a plain
+         * store does what the locked decrement would, and the acquire load
+         * has already ordered the earlier owners' releases before ours. */
+        atomic_store_explicit(&b->refs, 0u, memory_order_relaxed);
+    } else if (atomic_fetch_sub_explicit(&b->refs, 1u, memory_order_acq_rel) != 1u) {
+        /* acq_rel: the thread that sees zero must observe every other
+         * owner's writes before it frees or recycles the bytes. */
+        return;
+    }
     if (b->release)
         b->release(b->release_ctx ? b->release_ctx : b, b);
     else
@@ -105,8 +113,10 @@ bool fc__buffer_is_unique(const fc_buffer *b) {
     return atomic_load_explicit(&((fc_buffer *)b)->refs, memory_order_acquire) == 1u;
 }
 
-void fc__buffer_reset_refs(fc_buffer *b) {
+void fc__buffer_recycle(fc_buffer *b) {
     atomic_store_explicit(&b->refs, 1u, memory_order_relaxed);
+    uint32_t gen = atomic_load_explicit(&b->generation, memory_order_relaxed);
+    atomic_store_explicit(&b->generation, gen + 1u, memory_order_relaxed);
 }
 
 fc_status fc__buffer_data_mut(fc_buffer *b, void **out) {

@@ -61,8 +61,11 @@ void fc__buffer_retain(fc_buffer *b);
 void fc__buffer_release(fc_buffer *b);
 /* Snapshot: meaningful only under exclusive access to the handle. */
 bool fc__buffer_is_unique(const fc_buffer *b);
-/* Only under exclusive ownership (pool recycling). */
-void fc__buffer_reset_refs(fc_buffer *b);
+/* Only under exclusive ownership (pool recycling: no other thread holds a
+ * reference to race with): refs back to 1 and the generation bumped (a
+ * recycled buffer is new contents), with plain stores where retain and
+ * release need locked read-modify-writes. */
+void fc__buffer_recycle(fc_buffer *b);
 
 static inline const void *fc__buffer_data(const fc_buffer *b) { return b->data; }
 /* Mutable access: FC_ERR_READ_ONLY on read-only storage, else bumps the

@@ -74,8 +74,7 @@ fc_buffer *fc__pool_get(fc_ctx *ctx, size_t nbytes) {
     if (b) {
         ctx->pool_hits++;
         b->pool_next = NULL;
-        fc__buffer_reset_refs(b);
-        fc__buffer_bump_generation(b); /* a recycled buffer is new contents */
+        fc__buffer_recycle(b);
         return b;
     }
     ctx->pool_misses++;

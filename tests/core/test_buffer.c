@@ -397,12 +397,21 @@ static void test_buffer_pool_recycle_and_destroy(void **state) {
     assert_true(b->flags & FC_BUF_OWNED);
     assert_int_equal((uintptr_t)b->data % FC_BUFFER_ALIGN, 0);
     for (int cycle = 1; cycle <= 3; cycle++) {
+        if (cycle == 2) { /* a shared buffer reaches the hook on its last release only */
+            fc__buffer_retain(b);
+            fc__buffer_release(b);
+            assert_int_equal(pk.calls, 1);
+            assert_true(fc__buffer_is_unique(b));
+        }
+        uint32_t gen = fc__buffer_generation(b);
         fc__buffer_release(b);
         assert_int_equal(pk.calls, cycle);
         assert_ptr_equal(pk.parked, b);
+        assert_int_equal(atomic_load(&b->refs), 0); /* parked with no owner */
         assert_int_equal(atomic_load(&g_alloc.live_blocks), 2); /* parked, not freed */
-        fc__buffer_reset_refs(b);
+        fc__buffer_recycle(b);
         assert_true(fc__buffer_is_unique(b));
+        assert_int_equal(fc__buffer_generation(b), gen + 1); /* recycled: new contents */
     }
     fc__buffer_retain(b);
     fc__buffer_retain(b);
