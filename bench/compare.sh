@@ -95,8 +95,8 @@ default_env=()
 ROUNDS="${COMPARE_ROUNDS:-1}"
 case "$ROUNDS" in ''|*[!0-9]*|0) echo "compare.sh: COMPARE_ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2 ;; esac
 failed=()
-# One round of workload $1 as round $2: fucina, then the peers (or the
-# peers first when $3 is "peers-first").
+# One side of round $2 of workload $1; the loop below alternates which
+# side goes first.
 run_fucina() {
   "$BIN" "$1" > "$OUT/$1.r$2.fucina.json" || { echo "{}" > "$OUT/$1.r$2.fucina.json"; failed+=("$1"); }
 }
