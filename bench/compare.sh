@@ -98,7 +98,10 @@ failed=()
 # One side of round $2 of workload $1; the loop below alternates which
 # side goes first.
 run_fucina() {
-  "$BIN" "$1" > "$OUT/$1.r$2.fucina.json" || { echo "{}" > "$OUT/$1.r$2.fucina.json"; failed+=("$1"); }
+  if ! "$BIN" "$1" > "$OUT/$1.r$2.fucina.json"; then
+    echo "{}" > "$OUT/$1.r$2.fucina.json"
+    [[ " ${failed[*]} " == *" $1 "* ]] || failed+=("$1")
+  fi
 }
 run_peers() {
   local w=$1 r=$2

@@ -18,6 +18,15 @@ import statistics
 import sys
 
 
+def num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def ratio_text(x):
+    """A ratio with two decimals, three below 0.1 (tiny_ops' target is 0.05)."""
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
+
+
 def get(d, path):
     for k in path:
         if not isinstance(d, dict) or k not in d:
@@ -55,7 +64,6 @@ def vs_ggml(out_dir):
         except (OSError, ValueError, IndexError):
             d = {}
         runs.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = d
-    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
     fs = lambda x: f"{x:.4g}" if x is not None else "-"
     for level in sorted(runs, key=lambda lv: lv != "avx512"):
         sides = runs[level]
@@ -195,7 +203,6 @@ print(f"CPU: {host.get('cpu', 'unknown')}; fucina ISA level: {', '.join(levels) 
       f"OPENBLAS_CORETYPE={host.get('OPENBLAS_CORETYPE') or '-'}")
 print()
 
-num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
 med = lambda v: statistics.median(v) if v else None
 rows, most_rounds = [], 1
 for w, label, fp, pp, higher, target, goal in METRICS:
@@ -215,9 +222,8 @@ for w, label, fp, pp, higher, target, goal in METRICS:
             ratios.append(f / best)
     most_rounds = max(most_rounds, len(ratios))
     fm, bm, rm = med(fs_), med(bests), med(ratios)
-    x2 = lambda x: f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"  # tiny_ops' 0.05 needs a third digit
-    shown = f"{x2(rm)}x" + (" throughput" if higher else " time") if rm is not None else "n/a"
-    span = f"{x2(min(ratios))}-{x2(max(ratios))}" if len(ratios) > 1 else "-"
+    shown = f"{ratio_text(rm)}x" + (" throughput" if higher else " time") if rm is not None else "n/a"
+    span = f"{ratio_text(min(ratios))}-{ratio_text(max(ratios))}" if len(ratios) > 1 else "-"
     if goal is None or not ratios:
         met = "-"
     else:
