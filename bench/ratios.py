@@ -170,7 +170,7 @@ METRICS = [
     ("reduce", "sum f32 GB/s", ["results", "sum_f32", "GBps", "median"],
      ["results", "sum_f32", "GBps", "median"], True, ">= 1.0", 1.0),
     ("reduce", "sum bf16 GB/s", ["results", "sum_bf16", "GBps", "median"],
-     ["results", "sum_bf16", "GBps", "median"], True, "-", None),
+     ["results", "sum_bf16", "GBps", "median"], True, ">= 1.0", 1.0),
     ("norm_softmax", "softmax fwd+bwd ms", ["results", "softmax_fwd_bwd", "ms", "median"],
      ["results", "softmax_fwd_bwd", "ms", "median"], False, "time <= 0.7x", 0.7),
     ("norm_softmax", "layer_norm fwd+bwd ms", ["results", "layernorm_fwd_bwd", "ms", "median"],
