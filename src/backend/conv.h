@@ -26,12 +26,12 @@
 typedef enum fc__conv_kind {
     FC__CONV_FORWARD, /* y = conv(x, w) [+ bias] */
     FC__CONV_DGRAD,   /* gx = conv^T(gy, w) */
-    FC__CONV_WGRAD    /* gw (+)= sum over the chunk of gy (x) x */
+    FC__CONV_WGRAD    /* gw = sum over the call's images of gy (x) x */
 } fc__conv_kind;
 
 typedef struct fc__conv_call {
     fc__conv_kind kind;
-    int64_t n, groups; /* images in this chunk */
+    int64_t n, groups; /* images in this call */
     int64_t cx, hx, wx;
     int64_t cy, hy, wy;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
@@ -40,7 +40,6 @@ typedef struct fc__conv_call {
     const float *w;    /* [cy, cx/groups, kh, kw]: FORWARD, DGRAD */
     const float *bias; /* [cy] or NULL: FORWARD only */
     float *out;        /* y, gx or gw, contiguous */
-    bool accumulate;   /* WGRAD: out += the chunk's gradient */
     /* w holds the same values as at this cache's previous call (a later
      * chunk of the same product): its blocked copy may be reused when that
      * call left it in the workspace */

@@ -73,7 +73,7 @@ typedef struct conv_entry {
     dnnl_primitive_t prim;
     conv_arg args[ARG_COUNT];
     dnnl_memory_t bias, scratch;
-    size_t scratch_bytes, out_bytes;
+    size_t scratch_bytes;
     uint64_t last_use;
 } conv_entry;
 
@@ -246,7 +246,6 @@ static dnnl_status_t entry_build(conv_state *st, conv_entry *e, const fc__conv_c
             s = arg_make(st, &e->args[ARG_OUT], DNNL_ARG_DST, &yu, MD(dnnl_query_dst_md), false);
         if (s == dnnl_success && bias)
             s = dnnl_memory_create(&e->bias, &bu, st->engine, DNNL_MEMORY_NONE);
-        e->out_bytes = dnnl_memory_desc_get_size(&yu);
     } else if (s == dnnl_success && c->kind == FC__CONV_DGRAD) {
         s = arg_make(st, &e->args[ARG_GY], DNNL_ARG_DIFF_DST, &yu, MD(dnnl_query_diff_dst_md),
                      true);
@@ -256,7 +255,6 @@ static dnnl_status_t entry_build(conv_state *st, conv_entry *e, const fc__conv_c
         if (s == dnnl_success)
             s = arg_make(st, &e->args[ARG_OUT], DNNL_ARG_DIFF_SRC, &xu, MD(dnnl_query_diff_src_md),
                          false);
-        e->out_bytes = dnnl_memory_desc_get_size(&xu);
     } else if (s == dnnl_success) {
         s = arg_make(st, &e->args[ARG_X], DNNL_ARG_SRC, &xu, MD(dnnl_query_src_md), true);
         if (s == dnnl_success)
@@ -265,7 +263,6 @@ static dnnl_status_t entry_build(conv_state *st, conv_entry *e, const fc__conv_c
         if (s == dnnl_success)
             s = arg_make(st, &e->args[ARG_OUT], DNNL_ARG_DIFF_WEIGHTS, &wu,
                          MD(dnnl_query_diff_weights_md), false);
-        e->out_bytes = dnnl_memory_desc_get_size(&wu);
     }
     if (s == dnnl_success && MD(dnnl_query_scratchpad_md)) {
         e->scratch_bytes = dnnl_memory_desc_get_size(q);
@@ -378,20 +375,17 @@ fc_status fc__conv_direct(const fc__conv_call *c, char *err, size_t errcap) {
         goto out;
     }
     conv_state *st = *fc__backend_cache_conv_slot(c->cache, state_free);
-    /* workspace: scratchpad, each blocked operand, and the plain result
-     * when it is to be added into out */
-    bool add = c->kind == FC__CONV_WGRAD && c->accumulate;
-    size_t total = align64(e->scratch_bytes), tmp_at = 0;
+    /* workspace: scratchpad and each blocked operand */
+    size_t total = align64(e->scratch_bytes);
     for (int i = 0; i < ARG_COUNT; i++)
         if (e->args[i].reorder) total += align64(e->args[i].blocked_bytes);
-    if (add) tmp_at = total, total += align64(e->out_bytes);
     char *ws = fc__backend_workspace(c->cache, total ? total : 64);
     if (!ws) {
         rc = FC_ERR_OOM;
         snprintf(err, errcap, "conv(onednn): out of memory for a %zu-byte workspace", total);
         goto out;
     }
-    const void *data[ARG_COUNT] = {c->x, c->gy, c->w, add ? (void *)(ws + tmp_at) : c->out};
+    const void *data[ARG_COUNT] = {c->x, c->gy, c->w, c->out};
     size_t at = align64(e->scratch_bytes);
     dnnl_status_t s = dnnl_success;
     for (int i = 0; i < ARG_COUNT && s == dnnl_success; i++) {
@@ -424,12 +418,6 @@ fc_status fc__conv_direct(const fc__conv_call *c, char *err, size_t errcap) {
         goto out;
     }
     if (e->args[ARG_W].reorder) st->w_entry = e, st->w_data = c->w, st->w_ws = ws;
-    if (add) {
-        const float *tmp = (const float *)(ws + tmp_at);
-        size_t count = e->out_bytes / sizeof(float);
-        for (size_t i = 0; i < count; i++)
-            c->out[i] += tmp[i];
-    }
 out:
     fc__omp_threads_pop(prev);
     return rc;
