@@ -364,6 +364,9 @@ static void test_bias_column_sums(void **state) {
     check_colsum((const int64_t[]){2100, 3, 16}, 3, (const int64_t[]){3, 16}, 2);
     check_colsum((const int64_t[]){5, 4, 3}, 3, (const int64_t[]){1, 1, 1}, 3); /* one column */
     check_colsum((const int64_t[]){9}, 1, (const int64_t[]){9}, 1);             /* no rows to sum */
+    /* 64-column blocks summed in registers, and a short last block */
+    check_colsum((const int64_t[]){300, 200}, 2, (const int64_t[]){200}, 1);
+    check_colsum((const int64_t[]){1024, 128}, 2, (const int64_t[]){128}, 1);
 }
 
 /* A middle broadcast axis is off the fast path: the walk still sums it. */
