@@ -357,9 +357,16 @@ static void chunk_images(const conv_plan *p, int64_t c, int64_t *n0, int64_t *nb
     *nb = p->g->n - *n0 < p->nb ? p->g->n - *n0 : p->nb;
 }
 
+/* The chunks [*c0, *c1) of wgrad part r. */
+static void part_chunks(const conv_team *t, int64_t r, int64_t *c0, int64_t *c1) {
+    *c0 = r * t->nchunks / t->parts;
+    *c1 = (r + 1) * t->nchunks / t->parts;
+}
+
 /* The images [*n0, *n0 + *nb) of wgrad part r: those of its chunks. */
 static void part_images(const conv_team *t, int64_t r, int64_t *n0, int64_t *nb) {
-    int64_t c0 = r * t->nchunks / t->parts, c1 = (r + 1) * t->nchunks / t->parts;
+    int64_t c0, c1;
+    part_chunks(t, r, &c0, &c1);
     int64_t end = c1 * t->p->nb < t->p->g->n ? c1 * t->p->nb : t->p->g->n;
     *n0 = c0 * t->p->nb;
     *nb = end - *n0;
@@ -558,7 +565,6 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
     char *dst = t->partials ? t->partials + (size_t)(r * t->w_elems) * es : t->out;
-    int64_t c0 = r * t->nchunks / t->parts, c1 = (r + 1) * t->nchunks / t->parts;
     if (t->direct) { /* the part's images in one call: the kernel sums over them */
         int64_t n0, nb;
         part_images(t, r, &n0, &nb);
@@ -566,6 +572,8 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
         dc.out = (float *)dst;
         return direct_run(t, &dc);
     }
+    int64_t c0, c1;
+    part_chunks(t, r, &c0, &c1);
     for (int64_t c = c0; c < c1; c++) {
         int64_t n0, nb;
         chunk_images(p, c, &n0, &nb);
