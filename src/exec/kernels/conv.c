@@ -19,10 +19,12 @@
  * Chunks follow one another in index order and each wgrad GEMM accumulates
  * into the weight gradient, so the sum order is fixed.
  *
- * The GEMMs go through the context's matmul provider (fc__backend_resolve,
- * its primitive cache and threads: each product is large enough for the
- * provider to split); im2col, col2im and the regrouping split over the
- * thread team, each output element written by one slice. A 1x1 kernel with
+ * The work is cut into items that the thread team shares (see "the team"
+ * below). An item's GEMMs go through the context's matmul provider
+ * (fc__backend_resolve) on one thread with that slice's primitive cache, or
+ * the whole item is one call of the provider's direct convolutions
+ * (backend/conv.h) where those are faster; its im2col, col2im, regrouping
+ * and bias fills (conv_cols.c) run on the same thread. A 1x1 kernel with
  * stride 1 and no padding reads and writes the images directly (its column
  * matrix is the image itself) in forward and dgrad.
  *
@@ -34,6 +36,7 @@
 #include <string.h>
 
 #include "exec/kernels/conv.h"
+#include "exec/kernels/conv_cols.h"
 
 #include "backend/backend.h"
 #include "backend/conv.h"
@@ -54,21 +57,9 @@
 /* ---- sizes ------------------------------------------------------------------------------------
  */
 
-typedef struct conv_plan {
-    const fc__conv_geom *g;
-    fc_dtype dt;      /* compute dtype: f32 or f64 */
-    size_t es;        /* its size */
-    int64_t P;        /* output positions per image: hy * wy */
-    int64_t X;        /* image elements per channel: hx * wx */
-    int64_t K, Kg;    /* column rows: all channels, one group */
-    int64_t cyg, cxg; /* channels per group */
-    int64_t nb;       /* images per chunk */
-    bool identity;    /* 1x1, stride 1, no padding: col(x) is x */
-} conv_plan;
-
 static bool plan_make(fc_ctx *ctx, const char *op, const fc__conv_geom *g, fc_dtype dt,
-                      conv_plan *p) {
-    *p = (conv_plan){.g = g, .dt = dt, .es = fc_dtype_size(dt)};
+                      fc__conv_plan *p) {
+    *p = (fc__conv_plan){.g = g, .dt = dt, .es = fc_dtype_size(dt)};
     int64_t kk, col_image;
     if (__builtin_mul_overflow(g->hy, g->wy, &p->P) ||
         __builtin_mul_overflow(g->hx, g->wx, &p->X) || __builtin_mul_overflow(g->kh, g->kw, &kk) ||
@@ -107,178 +98,6 @@ static fc_tensor *scratch(fc_ctx *ctx, const char *op, fc_dtype dt, int64_t n) {
     return fc__tensor_new(ctx, op, dt, &n, 1);
 }
 
-/* ---- im2col / col2im --------------------------------------------------------------------------
- */
-
-/* The output columns [lo, hi) whose input column j*s - pad + off lies in
- * [0, w): the rest read zeros. */
-static void valid_range(int64_t wy, int64_t s, int64_t start, int64_t w, int64_t *lo, int64_t *hi) {
-    int64_t a = start >= 0 ? 0 : (-start + s - 1) / s;
-    int64_t b = start > w - 1 ? 0 : (w - 1 - start) / s + 1;
-    if (b > wy) b = wy;
-    if (a > b) a = b;
-    *lo = a, *hi = b;
-}
-
-typedef struct col_job {
-    const conv_plan *p;
-    const char *x; /* image side, contiguous [n, cx, hx, wx] */
-    char *col;     /* [K][nb][P] */
-    int64_t n0, nb;
-} col_job;
-
-/* Rows (row, b) of the column matrix, for items row * nb + b. */
-static void im2col_range(void *arg, int64_t begin, int64_t end) {
-    const col_job *j = arg;
-    const conv_plan *p = j->p;
-    const fc__conv_geom *g = p->g;
-    size_t es = p->es;
-    for (int64_t it = begin; it < end; it++) {
-        int64_t row = it / j->nb, b = it % j->nb;
-        int64_t c = row / (g->kh * g->kw), q = row % (g->kw), r = (row / g->kw) % g->kh;
-        const char *plane = j->x + (size_t)(((j->n0 + b) * g->cx + c) * p->X) * es;
-        char *dst = j->col + (size_t)((row * j->nb + b) * p->P) * es;
-        int64_t start = q * g->dw - g->pw, lo, hi;
-        valid_range(g->wy, g->sw, start, g->wx, &lo, &hi);
-        for (int64_t oh = 0; oh < g->hy; oh++, dst += (size_t)g->wy * es) {
-            int64_t ih = oh * g->sh - g->ph + r * g->dh;
-            if (ih < 0 || ih >= g->hx || lo == hi) {
-                memset(dst, 0, (size_t)g->wy * es);
-                continue;
-            }
-            /* input column of output column ow: ow * sw + start (in range for [lo, hi)) */
-            const char *src = plane + (size_t)(ih * g->wx) * es;
-            memset(dst, 0, (size_t)lo * es);
-            if (g->sw == 1) {
-                memcpy(dst + (size_t)lo * es, src + (size_t)(lo + start) * es,
-                       (size_t)(hi - lo) * es);
-            } else if (es == sizeof(float)) {
-                float *d = (float *)dst;
-                const float *s = (const float *)src;
-                for (int64_t ow = lo; ow < hi; ow++)
-                    d[ow] = s[ow * g->sw + start];
-            } else {
-                double *d = (double *)dst;
-                const double *s = (const double *)src;
-                for (int64_t ow = lo; ow < hi; ow++)
-                    d[ow] = s[ow * g->sw + start];
-            }
-            memset(dst + (size_t)hi * es, 0, (size_t)(g->wy - hi) * es);
-        }
-    }
-}
-
-/* Adds the kh*kw column rows of channel c, image b into the (zeroed)
- * image plane, kernel offsets in order: the adjoint of im2col_range. */
-#define COL2IM_PLANE(T)                                                                            \
-    static void col2im_plane_##T(const conv_plan *p, const col_job *j, int64_t b, int64_t c,       \
-                                 T *plane) {                                                       \
-        const fc__conv_geom *g = p->g;                                                             \
-        for (int64_t r = 0; r < g->kh; r++) {                                                      \
-            for (int64_t q = 0; q < g->kw; q++) {                                                  \
-                int64_t row = (c * g->kh + r) * g->kw + q;                                         \
-                const T *src = (const T *)j->col + (row * j->nb + b) * p->P;                       \
-                int64_t start = q * g->dw - g->pw, lo, hi;                                         \
-                valid_range(g->wy, g->sw, start, g->wx, &lo, &hi);                                 \
-                for (int64_t oh = 0; oh < g->hy; oh++, src += g->wy) {                             \
-                    int64_t ih = oh * g->sh - g->ph + r * g->dh;                                   \
-                    if (ih < 0 || ih >= g->hx) continue;                                           \
-                    T *d = plane + ih * g->wx;                                                     \
-                    for (int64_t ow = lo; ow < hi; ow++)                                           \
-                        d[ow * g->sw + start] += src[ow];                                          \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-COL2IM_PLANE(float)
-COL2IM_PLANE(double)
-
-/* Planes (b, c) of the image side, for items b * cx + c; x is the output. */
-static void col2im_range(void *arg, int64_t begin, int64_t end) {
-    const col_job *j = arg;
-    const conv_plan *p = j->p;
-    for (int64_t it = begin; it < end; it++) {
-        int64_t b = it / p->g->cx, c = it % p->g->cx;
-        char *plane = (char *)j->x + (size_t)(((j->n0 + b) * p->g->cx + c) * p->X) * p->es;
-        memset(plane, 0, (size_t)p->X * p->es);
-        if (p->es == sizeof(float))
-            col2im_plane_float(p, j, b, c, (float *)plane);
-        else
-            col2im_plane_double(p, j, b, c, (double *)plane);
-    }
-}
-
-/* ---- per-channel fills and the regrouping ------------------------------------------------------
- */
-
-typedef struct rows_job {
-    const char *src;
-    char *dst;
-    size_t es;
-    int64_t c, nb, len; /* [nb][c][len] <-> [c][nb][len]; bias: len values per row */
-    bool add;           /* bias job: dst[b][c][:] (+)= src[c] */
-} rows_job;
-
-/* Rows (b, ch) of a [nb][c][len] block, items b * c + ch: either bias[ch]
- * written (or added) over the row, or the row copied to [ch][b]. */
-static void rows_range(void *arg, int64_t begin, int64_t end) {
-    const rows_job *j = arg;
-    for (int64_t it = begin; it < end; it++) {
-        int64_t b = it / j->c, ch = it % j->c;
-        if (j->nb < 0) { /* bias */
-            char *row = j->dst + (size_t)(it * j->len) * j->es;
-            if (j->es == sizeof(float)) {
-                float *d = (float *)row, v = ((const float *)j->src)[ch];
-                for (int64_t i = 0; i < j->len; i++)
-                    d[i] = j->add ? d[i] + v : v;
-            } else {
-                double *d = (double *)row, v = ((const double *)j->src)[ch];
-                for (int64_t i = 0; i < j->len; i++)
-                    d[i] = j->add ? d[i] + v : v;
-            }
-        } else {
-            memcpy(j->dst + (size_t)((ch * j->nb + b) * j->len) * j->es,
-                   j->src + (size_t)(it * j->len) * j->es, (size_t)j->len * j->es);
-        }
-    }
-}
-
-/* ---- the wgrad partial sums ------------------------------------------------------------------
- */
-
-typedef struct parts_job {
-    const char *partials;
-    char *out;
-    size_t es;
-    int64_t parts, elems;
-} parts_job;
-
-/* out[i] = partial 0 [i] + partial 1 [i] + ..., in part order. */
-static void sum_parts_range(void *arg, int64_t begin, int64_t end) {
-    const parts_job *j = arg;
-    for (int64_t i = begin; i < end; i++) {
-        if (j->es == sizeof(float)) {
-            const float *v = (const float *)j->partials + i;
-            float s = v[0];
-            for (int64_t r = 1; r < j->parts; r++)
-                s += v[r * j->elems];
-            ((float *)j->out)[i] = s;
-        } else {
-            const double *v = (const double *)j->partials + i;
-            double s = v[0];
-            for (int64_t r = 1; r < j->parts; r++)
-                s += v[r * j->elems];
-            ((double *)j->out)[i] = s;
-        }
-    }
-}
-
-static void sum_parts(fc_ctx *ctx, const conv_plan *p, const char *partials, int64_t parts,
-                      int64_t elems, char *out) {
-    parts_job j = {partials, out, p->es, parts, elems};
-    fc__parallel_for(ctx, elems, 4096, sum_parts_range, &j);
-}
-
 /* ---- the team ---------------------------------------------------------------------------------
  *
  * The work of a product is cut into items fixed by the shapes alone:
@@ -311,7 +130,7 @@ typedef enum conv_kind { CONV_FORWARD, CONV_DGRAD, CONV_WGRAD } conv_kind;
 typedef struct conv_team {
     fc_ctx *ctx;
     const char *op;
-    const conv_plan *p;
+    const fc__conv_plan *p;
     conv_kind kind;
     const char *x, *w, *gy, *bias;         /* contiguous operands in the compute dtype */
     char *out;                             /* y, gx, or gw (written by items) */
@@ -352,7 +171,7 @@ static bool team_gemm(conv_team *t, fc__backend_cache *cache, fc__gemm g) {
 }
 
 /* The images [*n0, *n0 + *nb) of chunk c. */
-static void chunk_images(const conv_plan *p, int64_t c, int64_t *n0, int64_t *nb) {
+static void chunk_images(const fc__conv_plan *p, int64_t c, int64_t *n0, int64_t *nb) {
     *n0 = c * p->nb;
     *nb = p->g->n - *n0 < p->nb ? p->g->n - *n0 : p->nb;
 }
@@ -383,7 +202,7 @@ static void block_range(const conv_team *t, int64_t b, int64_t channels, int64_t
 /* The direct-convolution call for chunk c's images [n0, n0 + nb). */
 static fc__conv_call direct_call(const conv_team *t, fc__conv_kind kind, int64_t n0, int64_t nb,
                                  fc__backend_cache *cache) {
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     fc__conv_call c = {
         .kind = kind,
@@ -433,7 +252,7 @@ static bool direct_run(conv_team *t, const fc__conv_call *c) {
 /* Forward, chunk c, output channels [lo, hi) of every group. */
 static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
                          int64_t hi, int64_t *col_chunk, bool w_unchanged) {
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
     int64_t n0, nb;
@@ -444,8 +263,8 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
         return direct_run(t, &dc);
     }
     if (!p->identity && *col_chunk != c) {
-        col_job j = {p, t->x, col, n0, nb};
-        im2col_range(&j, 0, p->K * nb);
+        fc__col_job j = {p, t->x, col, n0, nb};
+        fc__im2col_range(&j, 0, p->K * nb);
         *col_chunk = c;
     }
     char *yc = t->out + (size_t)(n0 * g->cy * p->P) * es;
@@ -453,14 +272,9 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
         int64_t o0 = gr * p->cyg + lo, rows = hi - lo;
         if (t->bias) {
             for (int64_t b = 0; b < nb; b++) {
-                rows_job j = {t->bias + (size_t)o0 * es,
-                              yc + (size_t)((b * g->cy + o0) * p->P) * es,
-                              es,
-                              rows,
-                              -1,
-                              p->P,
-                              false};
-                rows_range(&j, 0, rows);
+                fc__conv_fill_bias(t->bias + (size_t)o0 * es,
+                                   yc + (size_t)((b * g->cy + o0) * p->P) * es, es, rows, rows,
+                                   p->P, false);
             }
         }
         fc__gemm gm = {
@@ -492,7 +306,7 @@ static bool forward_item(conv_team *t, fc__backend_cache *cache, char *col, int6
 /* dgrad, chunk c, image-side channels [lo, hi) of every group. */
 static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_t c, int64_t lo,
                        int64_t hi, bool w_unchanged) {
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
     int64_t n0, nb, kk = g->kh * g->kw;
@@ -502,9 +316,8 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
         dc.w_unchanged = w_unchanged;
         if (!direct_run(t, &dc)) return false;
         if (t->bias) {
-            rows_job j = {t->bias, t->out + (size_t)(n0 * g->cx * p->X) * es, es, g->cx, -1, p->X,
-                          true};
-            rows_range(&j, 0, nb * g->cx);
+            fc__conv_fill_bias(t->bias, t->out + (size_t)(n0 * g->cx * p->X) * es, es, g->cx,
+                               nb * g->cx, p->X, true);
         }
         return true;
     }
@@ -536,21 +349,16 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
         if (!team_gemm(t, cache, gm)) return false;
         int64_t ch0 = gr * p->cxg + lo;
         if (!p->identity) {
-            col_job j = {p, t->out, col, n0, nb};
+            fc__col_job j = {p, t->out, col, n0, nb};
             for (int64_t b = 0; b < nb; b++)
                 for (int64_t ch = ch0; ch < gr * p->cxg + hi; ch++)
-                    col2im_range(&j, b * g->cx + ch, b * g->cx + ch + 1);
+                    fc__col2im_range(&j, b * g->cx + ch, b * g->cx + ch + 1);
         }
         if (t->bias) {
             for (int64_t b = 0; b < nb; b++) {
-                rows_job j = {t->bias + (size_t)ch0 * es,
-                              t->out + (size_t)(((n0 + b) * g->cx + ch0) * p->X) * es,
-                              es,
-                              hi - lo,
-                              -1,
-                              p->X,
-                              true};
-                rows_range(&j, 0, hi - lo);
+                fc__conv_fill_bias(t->bias + (size_t)ch0 * es,
+                                   t->out + (size_t)(((n0 + b) * g->cx + ch0) * p->X) * es, es,
+                                   hi - lo, hi - lo, p->X, true);
             }
         }
     }
@@ -561,7 +369,7 @@ static bool dgrad_item(conv_team *t, fc__backend_cache *cache, char *col, int64_
  * group, into the part's partial sum (or the result for a single part). */
 static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *rg, int64_t r,
                        int64_t lo, int64_t hi, int64_t *col_chunk) {
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     size_t es = p->es;
     char *dst = t->partials ? t->partials + (size_t)(r * t->w_elems) * es : t->out;
@@ -579,11 +387,10 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
         chunk_images(p, c, &n0, &nb);
         const char *gyc = t->gy + (size_t)(n0 * g->cy * p->P) * es;
         if (*col_chunk != c) {
-            col_job j = {p, t->x, col, n0, nb};
-            im2col_range(&j, 0, p->K * nb);
+            fc__col_job j = {p, t->x, col, n0, nb};
+            fc__im2col_range(&j, 0, p->K * nb);
             if (nb > 1) {
-                rows_job rj = {gyc, rg, es, g->cy, nb, p->P, false};
-                rows_range(&rj, 0, nb * g->cy);
+                fc__conv_regroup(gyc, rg, es, g->cy, nb, p->P);
             }
             *col_chunk = c;
         }
@@ -618,7 +425,7 @@ static bool wgrad_item(conv_team *t, fc__backend_cache *cache, char *col, char *
 static void team_range(void *arg, int64_t begin, int64_t end) {
     conv_team *t = arg;
     int slice = atomic_fetch_add(&t->next_slice, 1);
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     char *col = t->cols ? t->cols + (size_t)(slice * t->col_elems) * p->es : NULL;
     char *rg = t->regrouped ? t->regrouped + (size_t)(slice * t->rg_elems) * p->es : NULL;
     fc__backend_cache *cache = t->caches[slice];
@@ -694,7 +501,7 @@ static int64_t team_block(int64_t majors, int64_t channels) {
  * AVX-512 Xeon: see backend/onednn_conv.c. */
 static bool direct_wanted(conv_team *t, fc__backend_cache *cache) {
 #ifdef FUCINA_HAVE_ONEDNN
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     fc_backend want = fc__backend_requested(t->ctx->backend);
     if (p->dt != FC_F32 || (want != FC_BACKEND_AUTO && want != FC_BACKEND_ONEDNN)) return false;
     if (t->nchunks < TEAM_ITEMS / 2) return false;
@@ -725,7 +532,7 @@ static bool direct_wanted(conv_team *t, fc__backend_cache *cache) {
  * recorded when an allocation or a product failed. */
 static bool team_run(conv_team *t) {
     fc_ctx *ctx = t->ctx;
-    const conv_plan *p = t->p;
+    const fc__conv_plan *p = t->p;
     const fc__conv_geom *g = p->g;
     fc_tensor *cols = NULL, *rg = NULL, *partials = NULL;
     bool ok = false;
@@ -766,7 +573,7 @@ static bool team_run(conv_team *t) {
         goto done;
     }
     if (t->partials) { /* out = partial 0 + partial 1 + ... in part order */
-        sum_parts(ctx, p, t->partials, t->parts, t->w_elems, t->out);
+        fc__conv_sum_parts(ctx, p, t->partials, t->parts, t->w_elems, t->out);
     }
     if (t->direct) ctx->conv_direct_products++;
     ok = true;
@@ -790,7 +597,7 @@ static fc_tensor *new4(fc_ctx *ctx, const char *op, fc_dtype dt, int64_t a, int6
  * (forward: x, w; dgrad: gy, w; wgrad: x, gy). */
 static fc_tensor *conv_product(fc_ctx *ctx, const char *op, const fc__conv_geom *g, conv_kind kind,
                                fc_tensor *a, fc_tensor *b, fc_tensor *bias) {
-    conv_plan p;
+    fc__conv_plan p;
     fc_dtype dt = compute_dtype(a, b);
     if (!plan_make(ctx, op, g, dt, &p)) return NULL;
     fc_tensor *ac = operand(ctx, op, a, dt), *bc = ac ? operand(ctx, op, b, dt) : NULL;
