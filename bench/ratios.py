@@ -107,7 +107,7 @@ def vs_ggml(out_dir):
                         dirty += bool(get(raw, ["contaminated"]))
                 span = f"{min(per):.2f}-{max(per):.2f}" if per else "-"
                 rows.append([t, n, fs(f)] + [fs(x) for x in g] + [rs(x) for x in g] +
-                            [rs(best), span, ">= 1.0" if t != "f32" else "-"])
+                            [rs(best), span, ">= 1.0"])
         print_table(hdr, rows)
         if dirty:
             print(f"({dirty} of these measurements ran while other processes took more "
