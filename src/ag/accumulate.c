@@ -84,7 +84,7 @@ typedef struct colsum_job {
     fc_dtype dt;
     char *d;
     const char *s;
-    int64_t rows, cols, es;
+    int64_t rows, cols;
 } colsum_job;
 
 /* d[0, w) += rows r = 0, 1, ... of s (ld apart), each column in row order:
@@ -179,7 +179,7 @@ void fc__ag_acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src) {
         return;
     }
     if (dense && nd > 0 && ns > nd && is_trailing(dst, src)) {
-        colsum_job j = {dt, fc__raw_base(dst), fc__raw_base(src), ns / nd, nd, es};
+        colsum_job j = {dt, fc__raw_base(dst), fc__raw_base(src), ns / nd, nd};
         int64_t blocks = (nd + COL_BLOCK - 1) / COL_BLOCK;
         int64_t per_block = j.rows * COL_BLOCK;
         fc__parallel_for(ctx, blocks, per_block >= ACC_GRAIN ? 1 : ACC_GRAIN / per_block,

@@ -33,7 +33,6 @@
  * repeated call allocates nothing once the pool holds their size classes. */
 #include <stdatomic.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "exec/kernels/conv.h"
 #include "exec/kernels/conv_cols.h"
