@@ -411,6 +411,11 @@ static void test_llama_hostile_null_ids(void **st) {
     assert_non_null(strstr(fc_ctx_error(ctx), "fc_llama_forward_cached: NULL ids"));
     assert_int_equal(fc_llama_cache_len(cache), 0);
     fc_ctx_clear_error(ctx);
+    /* a cache whose keys no tensor can hold */
+    fc_llama_cache *big = (fc_llama_cache *)1;
+    assert_int_equal(fc_llama_cache_new(ctx, m, INT64_MAX, 8, &big), FC_ERR_OVERFLOW);
+    assert_null(big);
+    fc_ctx_clear_error(ctx);
     /* an earlier error is kept: the NULL is its propagation */
     fc_ctx_fail(ctx, FC_ERR_STATE, "an earlier failure");
     assert_null(fc_llama_forward(ctx, m, NULL));
@@ -577,6 +582,49 @@ static void test_llama_hostile_lora_outlives_scope(void **st) {
     free_ctx(ctx);
 }
 
+/* The hostile seeds of fuzz_llama (fuzz/gen_llama_seeds.c) give their
+ * statuses, so the corpus stays what it says it is. */
+static void test_llama_hostile_fuzz_seeds(void **st) {
+    (void)st;
+    static const struct {
+        const char *leaf;
+        fc_status want;
+        const char *needle;
+    } seeds[] = {
+        {"hostile_block_count_u64_2p62", FC_ERR_FORMAT, "llama.block_count = 4611686018427387904"},
+        {"hostile_block_count_i64_max", FC_ERR_FORMAT, "llama.block_count = 9223372036854775807"},
+        {"hostile_block_count_bool", FC_ERR_FORMAT, "'llama.block_count' has GGUF type bool"},
+        {"hostile_expert_count_bool", FC_ERR_FORMAT, "'llama.expert_count' has GGUF type bool"},
+        {"hostile_rope_factor_f64_tiny", FC_ERR_FORMAT, "'llama.rope.scaling.factor' = 1e-308"},
+        {"hostile_rope_factor_f32_subnormal", FC_ERR_FORMAT,
+         "'llama.rope.scaling.factor' = 1.4013e-45"},
+        {"hostile_rms_eps_f64_subnormal", FC_ERR_FORMAT,
+         "'llama.attention.layer_norm_rms_epsilon' = 9.99989e-321"},
+        {"hostile_freq_base_bool", FC_ERR_FORMAT, "'llama.rope.freq_base' has GGUF type bool"},
+        {"hostile_valid_wide_types", FC_OK, NULL},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/fuzz/corpus/llama/%s.gguf", FUCINA_SOURCE_DIR,
+                 seeds[i].leaf);
+        fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+        fc_llama *m = NULL;
+        fc_status got = fc_llama_load(ctx, path, NULL, &m);
+        if (got != seeds[i].want ||
+            (seeds[i].needle && !strstr(fc_ctx_error(ctx), seeds[i].needle)))
+            fail_msg("%s: expected %s with '%s', got %s: %s", seeds[i].leaf,
+                     fc_status_name(seeds[i].want), seeds[i].needle ? seeds[i].needle : "",
+                     fc_status_name(got), fc_ctx_error(ctx));
+        if (m) {
+            assert_int_equal(fc_llama_get_config(m)->context, INT64_MAX);
+            assert_true(fc_llama_get_config(m)->rope_scale == 0.5);
+            forward_is_finite(ctx, m);
+        }
+        fc_llama_free(m);
+        free_ctx(ctx);
+    }
+}
+
 /* ---- the sampler on infinite logits ------------------------------------------------ */
 
 static void test_llama_hostile_sample_inf(void **st) {
@@ -635,6 +683,7 @@ int main(void) {
         cmocka_unit_test(test_llama_hostile_model_outlives_scope),
         cmocka_unit_test(test_llama_hostile_cache_outlives_scope),
         cmocka_unit_test(test_llama_hostile_lora_outlives_scope),
+        cmocka_unit_test(test_llama_hostile_fuzz_seeds),
         cmocka_unit_test(test_llama_hostile_sample_inf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
