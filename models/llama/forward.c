@@ -23,7 +23,10 @@
 #include "llama/lora_internal.h"
 
 fc_tensor *fc__llama_ids(fc_ctx *ctx, const fc_llama *m, fc_tensor *ids, const char *op) {
-    if (!ids) return NULL;
+    if (!ids) { /* an earlier error, when there is one, stays the first */
+        fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL ids", op);
+        return NULL;
+    }
     fc_dtype dt = fc_tensor_dtype(ids);
     int rank = fc_tensor_rank(ids);
     if (!fc_dtype_supports_int_math(dt)) {
@@ -207,8 +210,9 @@ fc_status fc_llama_cache_new(fc_ctx *ctx, fc_llama *m, int64_t batch, int64_t ma
     c->max_len = max_len;
     int64_t shape[4] = {batch, m->cfg.n_kv_heads, max_len, m->head_dim};
     for (int64_t l = 0; l < n; l++) {
-        c->k[l] = fc_zeros(ctx, FC_F32, shape, 4);
-        c->v[l] = fc_zeros(ctx, FC_F32, shape, 4);
+        /* the cache's own references, out of any open scope: it outlives it */
+        c->k[l] = fc_keep(fc_zeros(ctx, FC_F32, shape, 4));
+        c->v[l] = fc_keep(fc_zeros(ctx, FC_F32, shape, 4));
         if (!c->k[l] || !c->v[l]) {
             fc_status st = fc_ctx_status(ctx);
             fc_llama_cache_free(c);

@@ -6,7 +6,9 @@
  * context's RNG or the thread count. Filters apply in the order of
  * llama.cpp's default chain: top-k on the logits, top-p on the
  * probabilities of what is left (at temperature 1), then the temperature
- * on what top-p kept. */
+ * on what top-p kept. Infinite logits are the softmax's limits: -inf is
+ * never drawn, and when any logit is +inf the +inf ones share the whole
+ * probability (fucina/llama.h); NaN is refused. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -54,6 +56,24 @@ fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_sample_
         c[i] = (cand){logits[i], (int32_t)i};
     qsort(c, (size_t)n, sizeof *c, cand_cmp);
     int64_t keep = o.top_k > 0 && o.top_k < n ? o.top_k : n;
+    /* -inf has probability 0 at any temperature (an infinite one would
+     * make it -inf / inf = NaN below): never a candidate. c[0] is finite or
+     * +inf, since not every logit is -inf. */
+    while (keep > 1 && c[keep - 1].logit == -INFINITY)
+        keep--;
+    if (c[0].logit == INFINITY) {
+        /* the softmax's limit: the +inf logits share the whole probability
+         * evenly, whatever the temperature and top-p (which keeps them all:
+         * they alone reach any p) */
+        int64_t k = 1;
+        while (k < keep && c[k].logit == INFINITY)
+            k++;
+        double u = (double)(splitmix64(rng) >> 11) * 0x1.0p-53;
+        int64_t j = (int64_t)(u * (double)k);
+        *token = c[j < k ? j : k - 1].id;
+        free(c);
+        return FC_OK;
+    }
     /* top-p on the untempered probabilities (unnormalised, in double; c[0]
      * holds the maximum), then the temperature on what is kept */
     double *p = malloc(sizeof *p * (size_t)keep), total = 0;

@@ -34,6 +34,16 @@ struct fc_llama_cache {
     fc_tensor **k, **v; /* per layer [B, Hkv, max_len, hd] f32 */
 };
 
+/* Checked size arithmetic (the public API has no form of core's shape.h
+ * checks, so models/ keeps this one): *out = a * b + c for a, b, c >= 0,
+ * grown by division against the limit so nothing wraps. False (*out
+ * untouched) when the result passes INT64_MAX. */
+static inline bool llama_mad(int64_t a, int64_t b, int64_t c, int64_t *out) {
+    if (a && b > (INT64_MAX - c) / a) return false;
+    *out = a * b + c;
+    return true;
+}
+
 /* Checks ids (any integer dtype, [B, T] or [T]) against the vocabulary and
  * reads them as i64 into a new tensor [B, T]. NULL with the error recorded. */
 fc_tensor *fc__llama_ids(fc_ctx *ctx, const fc_llama *m, fc_tensor *ids, const char *op);

@@ -13,6 +13,7 @@
  * Memory: the adapter's own tables come from malloc, as the model's do;
  * every tensor is the context's, taken out of any scope the caller has
  * open (fc_keep), since the adapter outlives it. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,9 +63,12 @@ static fc_status check_config(fc_ctx *ctx, const fc_llama *m, const fc_lora_conf
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
                            "%s: targets 0x%x: need at least one FC_LORA_* bit and no others (0x%x)",
                            op, c->targets, (unsigned)FC_LORA_ALL);
-    if (!isfinite(c->alpha) || !(c->alpha > 0))
-        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: alpha %g must be finite and > 0", op,
-                           c->alpha);
+    /* the scale alpha / rank multiplies f32 values: above FLT_MAX it is
+     * inf there, and a new adapter's zero B would make NaN of it */
+    if (!isfinite(c->alpha) || !(c->alpha > 0) || c->alpha > FLT_MAX)
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "%s: alpha %g must be finite, > 0 and at most %g (FLT_MAX)", op,
+                           c->alpha, (double)FLT_MAX);
     if (!(c->dropout >= 0 && c->dropout < 1))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: dropout %g must be in [0, 1)", op,
                            c->dropout);

@@ -9,7 +9,11 @@
  * file that contradicts itself never reaches a product.
  *
  * Memory: the model's own small tables come from malloc (the public API
- * does not hand out a context's allocator); every tensor is the context's. */
+ * does not hand out a context's allocator); every tensor is the context's,
+ * owned by the model alone (taken out of any open scope). Every count
+ * sized by a key or a config field is checked first (llama_mad): a hostile
+ * size is refused by name, never wrapped. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,22 +25,58 @@ static const char *const OP = "llama";
 
 /* ---- keys ------------------------------------------------------------------- */
 
-static fc_status key_int(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool required,
-                         int64_t dflt, int64_t *out) {
+static const char *const GGUF_TYPE_NAMES[FC_GGUF_TYPE_COUNT + 1] = {
+    "u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+    "bool", "string", "array", "u64", "i64", "f64", "unknown"};
+
+static const char *type_name(const fc_gguf_value *v) {
+    fc_gguf_type t = fc_gguf_value_type(v);
+    return GGUF_TYPE_NAMES[t < FC_GGUF_TYPE_COUNT ? t : FC_GGUF_TYPE_COUNT];
+}
+
+/* The GGUF integer types (bool is not one: fc_gguf_value_int reads it as
+ * 0 or 1, which would make `true` a size). */
+static bool is_int_type(fc_gguf_type t) {
+    return (t >= FC_GGUF_U8 && t <= FC_GGUF_I32) || t == FC_GGUF_U64 || t == FC_GGUF_I64;
+}
+
+/* An integer key, >= lo, into *out (absent: dflt, or FC_ERR_FORMAT when
+ * required). */
+static fc_status key_int_min(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool required,
+                             int64_t dflt, int64_t lo, int64_t *out) {
     const fc_gguf_value *v = fc_gguf_get(f, key);
     if (!v) {
         if (required) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is missing", OP, key);
         *out = dflt;
         return FC_OK;
     }
-    if (fc_gguf_value_int(v, out) != FC_OK)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not an integer (type %d)", OP, key,
-                           (int)fc_gguf_value_type(v));
-    if (*out < 1)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %lld must be >= 1", OP, key,
-                           (long long)*out);
+    if (!is_int_type(fc_gguf_value_type(v)))
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' has GGUF type %s, not an integer", OP,
+                           key, type_name(v));
+    if (fc_gguf_value_int(v, out) != FC_OK) { /* a u64 above INT64_MAX */
+        uint64_t u = 0;
+        (void)fc_gguf_value_uint(v, &u);
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %llu does not fit in an int64", OP,
+                           key, (unsigned long long)u);
+    }
+    if (*out < lo)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %lld must be >= %lld", OP, key,
+                           (long long)*out, (long long)lo);
     return FC_OK;
 }
+
+static fc_status key_int(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool required,
+                         int64_t dflt, int64_t *out) {
+    return key_int_min(ctx, f, key, required, dflt, 1, out);
+}
+
+/* A float hyper-parameter: finite, > 0, and a normal f32 (the type
+ * llama.cpp stores these keys in). The range is what keeps the forward
+ * finite: with the rope scale (1 / factor) at most 1 / FLT_MIN and the
+ * frequencies at most 1 / FLT_MIN, an angle over any int64 position
+ * stays below 1e95; and an epsilon that is not 0 in f32 keeps rms_norm of
+ * a zero row at 0 rather than 0 / 0. */
+static bool float_in_range(double v) { return isfinite(v) && v >= FLT_MIN && v <= FLT_MAX; }
 
 static fc_status key_float(fc_ctx *ctx, const fc_gguf_file *f, const char *key, double dflt,
                            double *out) {
@@ -45,16 +85,24 @@ static fc_status key_float(fc_ctx *ctx, const fc_gguf_file *f, const char *key, 
         *out = dflt;
         return FC_OK;
     }
-    if (fc_gguf_value_float(v, out) != FC_OK) {
+    fc_gguf_type t = fc_gguf_value_type(v);
+    if (t == FC_GGUF_F32 || t == FC_GGUF_F64) {
+        (void)fc_gguf_value_float(v, out);
+    } else if (is_int_type(t)) {
         int64_t i;
-        if (fc_gguf_value_int(v, &i) != FC_OK)
-            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is not a number (type %d)", OP,
-                               key, (int)fc_gguf_value_type(v));
-        *out = (double)i;
+        uint64_t u = 0;
+        if (fc_gguf_value_int(v, &i) == FC_OK)
+            *out = (double)i;
+        else
+            *out = fc_gguf_value_uint(v, &u) == FC_OK ? (double)u : NAN;
+    } else {
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' has GGUF type %s, not a number", OP,
+                           key, type_name(v));
     }
-    if (!isfinite(*out) || *out <= 0)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' = %g must be finite and > 0", OP, key,
-                           *out);
+    if (!float_in_range(*out))
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                           "%s: key '%s' = %g must be finite and in [%g, %g] (a normal f32 > 0)",
+                           OP, key, *out, (double)FLT_MIN, (double)FLT_MAX);
     return FC_OK;
 }
 
@@ -96,8 +144,8 @@ static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *
     /* Variants of the architecture this model does not compute: refused
      * by name rather than run with a wrong result. */
     int64_t n;
-    const fc_gguf_value *ex = fc_gguf_get(f, "llama.expert_count");
-    if (ex && fc_gguf_value_int(ex, &n) == FC_OK && n > 0)
+    if ((st = key_int_min(ctx, f, "llama.expert_count", false, 0, 0, &n))) return st;
+    if (n > 0)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT,
                            "%s: llama.expert_count = %lld: mixture-of-experts blocks are not "
                            "supported",
@@ -136,9 +184,51 @@ static fc_status check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status co
         return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k_kv,
                            (long long)c->n_kv_heads, k_h, (long long)c->n_heads);
     int64_t hd = c->dim / c->n_heads;
-    if (c->rope_dims % 2 || c->rope_dims > hd)
-        return fc_ctx_fail(ctx, code, "%s: %s = %lld must be even and at most the head size %lld",
+    if (c->rope_dims < 1 || c->rope_dims % 2 || c->rope_dims > hd)
+        return fc_ctx_fail(ctx, code,
+                           "%s: %s = %lld must be even, positive and at most the head size %lld",
                            OP, k_rope, (long long)c->rope_dims, (long long)hd);
+    return FC_OK;
+}
+
+/* Every count fc_llama_new sizes by the config (the tensor table, each
+ * layer's and the whole model's elements and bytes), checked with
+ * llama_mad before anything is allocated: FC_ERR_OVERFLOW naming the
+ * sizes. *n_tensors gets the table's length. */
+static fc_status check_totals(fc_ctx *ctx, const fc_llama_config *c, int64_t *n_tensors) {
+    int64_t D = c->dim, hd = D / c->n_heads, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    if (!llama_mad(9, c->n_layers, 3, n_tensors))
+        return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
+                           "%s_new: n_layers = %lld: its 9 tensors a layer overflow the tensor "
+                           "count",
+                           OP, (long long)c->n_layers);
+    /* a layer: two norms [D], wq and wo D x qd, wk and wv D x kvd, the
+     * three feed-forward weights D x ff_dim */
+    int64_t D2 = 0, layer = 0;
+    bool ok = llama_mad(2, D, 0, &D2) && llama_mad(D2, qd, D2, &layer) &&
+              llama_mad(D2, kvd, layer, &layer) && llama_mad(D2, c->ff_dim, layer, &layer) &&
+              llama_mad(D, c->ff_dim, layer, &layer);
+    if (!ok)
+        return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
+                           "%s_new: a layer of dim = %lld and ff_dim = %lld has more than %lld "
+                           "elements",
+                           OP, (long long)D, (long long)c->ff_dim, (long long)INT64_MAX);
+    int64_t total = 0;
+    if (!llama_mad(c->vocab, D, D, &total) ||
+        (!c->tied_output && !llama_mad(c->vocab, D, total, &total)))
+        return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
+                           "%s_new: vocab = %lld by dim = %lld embeddings have more than %lld "
+                           "elements",
+                           OP, (long long)c->vocab, (long long)D, (long long)INT64_MAX);
+    int64_t bytes = 0;
+    ok = llama_mad(c->n_layers, layer, total, &total) && llama_mad(total, 4, 0, &bytes) &&
+         llama_mad(*n_tensors, (int64_t)(sizeof(char *) + sizeof(fc_tensor *)), bytes, &bytes) &&
+         llama_mad(c->n_layers, (int64_t)sizeof(llama_layer), bytes, &bytes);
+    if (!ok)
+        return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
+                           "%s_new: n_layers = %lld layers of %lld elements (and the rest) need "
+                           "more than %lld bytes",
+                           OP, (long long)c->n_layers, (long long)layer, (long long)INT64_MAX);
     return FC_OK;
 }
 
@@ -270,7 +360,9 @@ void fc_llama_free(fc_llama *m) {
     free(m);
 }
 
-/* Appends (name, t) to the table, taking t's reference (released on failure). */
+/* Appends (name, t) to the table, taking t's reference (released on
+ * failure) out of any scope the caller has open (fc_keep): the model
+ * outlives that scope, and its fc_llama_free is the one release. */
 static fc_status add_tensor(fc_ctx *ctx, fc_llama *m, const char *name, fc_tensor *t) {
     if (!t) return fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
     size_t n = strlen(name) + 1;
@@ -281,7 +373,7 @@ static fc_status add_tensor(fc_ctx *ctx, fc_llama *m, const char *name, fc_tenso
     }
     memcpy(copy, name, n);
     m->names[m->n_tensors] = copy;
-    m->tensors[m->n_tensors++] = t;
+    m->tensors[m->n_tensors++] = fc_keep(t);
     return FC_OK;
 }
 
@@ -336,9 +428,11 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
      * count cannot be right (each block has 9), and would otherwise be a
      * huge allocation before the first missing tensor is named. */
     if (cfg.n_layers > fc_gguf_count(f)) {
+        int64_t need = INT64_MAX;
+        bool fits = llama_mad(9, cfg.n_layers, 2, &need);
         st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                         "%s: llama.block_count = %lld needs %lld tensors, the file has %lld", OP,
-                         (long long)cfg.n_layers, (long long)(9 * cfg.n_layers + 2),
+                         "%s: llama.block_count = %lld needs %s%lld tensors, the file has %lld", OP,
+                         (long long)cfg.n_layers, fits ? "" : "more than ", (long long)need,
                          (long long)fc_gguf_count(f));
         goto fail_file;
     }
@@ -391,14 +485,24 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
     if (c.rope_base == 0) c.rope_base = 10000.0;
     if (c.rope_scale == 0) c.rope_scale = 1.0;
     if (c.rms_eps == 0) c.rms_eps = 1e-5;
-    if (!(c.rope_base > 0) || !(c.rope_scale > 0) || !(c.rms_eps > 0) || !isfinite(c.rope_base) ||
-        !isfinite(c.rope_scale) || !isfinite(c.rms_eps))
+    /* the ranges of the file's keys (key_float), rope_scale's through the
+     * factor fc_llama_save writes for it */
+    if (!float_in_range(c.rope_base) || !float_in_range(c.rms_eps))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
-                           "%s_new: rope_base %g, rope_scale %g, rms_eps %g must be finite and > 0",
-                           OP, c.rope_base, c.rope_scale, c.rms_eps);
+                           "%s_new: %s = %g must be finite and in [%g, %g] (a normal f32 > 0; 0 "
+                           "means the default)",
+                           OP, float_in_range(c.rope_base) ? "rms_eps" : "rope_base",
+                           float_in_range(c.rope_base) ? c.rms_eps : c.rope_base, (double)FLT_MIN,
+                           (double)FLT_MAX);
+    if (!(c.rope_scale > 0) || !float_in_range(1.0 / c.rope_scale))
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "%s_new: rope_scale = %g must be > 0, with its inverse (the rope "
+                           "scaling factor) finite and in [%g, %g] (0 means 1)",
+                           OP, c.rope_scale, (double)FLT_MIN, (double)FLT_MAX);
     fc_status st = check_sizes(ctx, &c, FC_ERR_INVALID_ARG, false);
     if (st) return st;
-    int64_t n = 3 + 9 * c.n_layers;
+    int64_t n = 0;
+    if ((st = check_totals(ctx, &c, &n))) return st;
     fc_llama *m = model_alloc(ctx, &c, n);
     if (!m) return fc_ctx_fail(ctx, FC_ERR_OOM, "%s_new: out of memory", OP);
     int64_t hd = m->head_dim, D = c.dim;

@@ -198,9 +198,17 @@ static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
                 {"llama.rope.dimension_count", c->rope_dims},
                 {"llama.vocab_size", c->vocab}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        uint32_t *p = arena_alloc(a, sizeof *p);
-        if (p) *p = (uint32_t)ints[i].v;
-        kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U32, .data = p};
+        /* u32, llama.cpp's type for these keys, when it holds the value;
+         * u64 rather than a truncated u32 when not (every size is >= 1) */
+        if (ints[i].v <= UINT32_MAX) {
+            uint32_t *p = arena_alloc(a, sizeof *p);
+            if (p) *p = (uint32_t)ints[i].v;
+            kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U32, .data = p};
+        } else {
+            uint64_t *p = arena_alloc(a, sizeof *p);
+            if (p) *p = (uint64_t)ints[i].v;
+            kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U64, .data = p};
+        }
     }
     struct {
         const char *key;
@@ -367,11 +375,18 @@ fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
     if (o.n_kvs < 0 || (o.n_kvs > 0 && !o.kvs))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: extra metadata of %lld keys at %p", op,
                            (long long)o.n_kvs, (const void *)o.kvs);
-    arena a = {0};
     int64_t n_kv = m->file ? fc_gguf_kv_count(m->file) : 0;
     /* room for the model's keys (or config_kvs' 16), every extra one and
-     * general.file_type */
-    fc_gguf_kv *kvs = arena_alloc(&a, sizeof *kvs * (size_t)((n_kv ? n_kv : 16) + o.n_kvs + 1));
+     * general.file_type, its size checked: n_kvs is the caller's */
+    int64_t room = 0, bytes = 0;
+    if (!llama_mad(1, o.n_kvs, (n_kv ? n_kv : 16) + 1, &room) ||
+        !llama_mad(room, (int64_t)sizeof(fc_gguf_kv), 0, &bytes) || (uint64_t)bytes > SIZE_MAX)
+        return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
+                           "%s: extra metadata of n_kvs = %lld keys: the key table's size "
+                           "overflows",
+                           op, (long long)o.n_kvs);
+    arena a = {0};
+    fc_gguf_kv *kvs = arena_alloc(&a, (size_t)bytes);
     fc_tensor **out = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *out);
     fc_status st = FC_OK;
     if (!kvs || !out) {

@@ -178,7 +178,7 @@ static void test_llama_bad_keys(void **st) {
     valid(&s);
     *kv_of(&s, "llama.embedding_length") =
         (fc_gguf_kv){.key = "llama.embedding_length", .type = FC_GGUF_STRING, .data = "8"};
-    expect(&s, FC_ERR_FORMAT, "'llama.embedding_length' is not an integer");
+    expect(&s, FC_ERR_FORMAT, "'llama.embedding_length' has GGUF type string, not an integer");
     valid(&s);
     set_u32(&s, "llama.block_count", 0);
     expect(&s, FC_ERR_FORMAT, "'llama.block_count' = 0 must be >= 1");

@@ -92,6 +92,8 @@ static void test_lora_bad_configs(void **s) {
     EXPECT(ctx, m, try_new(ctx, m, 8, -2, 0, FC_LORA_ALL), INV, "alpha -2");
     EXPECT(ctx, m, try_new(ctx, m, 8, NAN, 0, FC_LORA_ALL), INV, "alpha nan");
     EXPECT(ctx, m, try_new(ctx, m, 8, INFINITY, 0, FC_LORA_ALL), INV, "alpha inf");
+    /* finite, but inf as the f32 scale: NaN logits from a fresh adapter */
+    EXPECT(ctx, m, try_new(ctx, m, 8, 1e300, 0, FC_LORA_ALL), INV, "alpha 1e+300");
     EXPECT(ctx, m, try_new(ctx, m, 8, 16, -0.25, FC_LORA_ALL), INV, "dropout -0.25");
     EXPECT(ctx, m, try_new(ctx, m, 8, 16, 1.0, FC_LORA_ALL), INV, "dropout 1 ");
     EXPECT(ctx, m, try_new(ctx, m, 8, 16, NAN, FC_LORA_ALL), INV, "dropout nan");

@@ -76,10 +76,16 @@ typedef struct fc_llama_load_opts {
  * model to be freed with fc_llama_free; on failure *out is NULL, nothing is
  * leaked and the error is in ctx. Errors: FC_ERR_NULL_ARG; the GGUF
  * reader's (FC_ERR_IO, FC_ERR_FORMAT, ...); FC_ERR_FORMAT for an
- * architecture other than "llama", a missing or non-integer key, a missing
- * tensor, sizes that do not divide (heads into dim, kv heads into heads),
- * an odd or too large rope dimension count, non-positive or non-finite
- * rope base or epsilon, a block count above the file's tensor count, and
+ * architecture other than "llama", a missing key, a size key that is not
+ * of a GGUF integer type (bool is not one) or is < 1 or above INT64_MAX,
+ * a float key (llama.rope.freq_base, llama.attention.layer_norm_rms_epsilon,
+ * llama.rope.scaling.factor) that is not of a number type or not a finite
+ * normal f32 > 0 (in [FLT_MIN, FLT_MAX]: the range that keeps every rope
+ * angle and norm finite), each message naming the key and its type or
+ * value; a missing tensor, sizes that do not divide (heads into dim, kv
+ * heads into heads), an odd or too large rope dimension count, a block
+ * count above the file's tensor count (checked before anything is sized
+ * by it), and
  * for variants this model does not compute (llama.expert_count > 0, a
  * rope_freqs.weight tensor, key or value lengths other than the head
  * size, rope scaling other than linear); FC_ERR_SHAPE_MISMATCH for a
@@ -96,13 +102,25 @@ FC_API fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama
 /* Random-initialised f32 model (normal weights of std 0.02, norm weights 1)
  * requiring grad, from the ctx RNG, for training from scratch. cfg->vocab,
  * dim, n_heads, n_layers, ff_dim and context must be >= 1, with the
- * divisions above (FC_ERR_INVALID_ARG naming the field); rope_dims 0 means
- * head_dim, rope_base / rms_eps / rope_scale 0 mean the defaults. The model
- * has no file (fc_llama_gguf is NULL); fc_llama_save writes its config as
- * llama.* keys. */
+ * divisions above; rope_dims 0 means head_dim, else it must be even and
+ * in 2..head_dim; rope_base / rms_eps / rope_scale 0 mean the defaults,
+ * else rope_base, rms_eps and 1 / rope_scale (the rope scaling factor)
+ * must be finite normal f32 values > 0, as the file's keys
+ * (FC_ERR_INVALID_ARG naming the field and value). FC_ERR_OVERFLOW (naming
+ * the sizes) when the tensor count 9 * n_layers + 3, a layer's elements,
+ * the embeddings' or the whole model's bytes pass INT64_MAX, checked
+ * before anything is allocated; a single weight of more elements than a
+ * tensor may hold is the tensor constructors' FC_ERR_OVERFLOW; FC_ERR_OOM.
+ * The model has no file (fc_llama_gguf is NULL); fc_llama_save writes its
+ * config as llama.* keys. */
 FC_API fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg, fc_llama **out);
 /* Frees the model and releases its tensors (tensors the caller retained
- * stay valid, and keep the file mapping alive). NULL is a harmless no-op. */
+ * stay valid, and keep the file mapping alive). NULL is a harmless no-op.
+ *
+ * Scopes: a model (like a cache, below, and an adapter, fucina/lora.h)
+ * owns its tensors alone: made inside fc_scope_begin / fc_scope_end, it
+ * takes them out of the scope (fc_keep), so it outlives the scope, and
+ * only its own free releases them. */
 FC_API void fc_llama_free(fc_llama *m);
 
 /* The config (borrowed, valid while m lives); NULL for NULL. */
@@ -123,7 +141,8 @@ FC_API fc_tensor *fc_llama_tensor(const fc_llama *m, const char *name);
 FC_API int64_t fc_llama_params(const fc_llama *m, fc_tensor **out, int64_t cap);
 
 /* ---- forward ---------------------------------------------------------------------
- * ids: [B, T] (or [T], read as B = 1) of an integer dtype, each in
+ * ids (NULL: FC_ERR_NULL_ARG, or the earlier error it propagates):
+ * [B, T] (or [T], read as B = 1) of an integer dtype, each in
  * [0, vocab) (FC_ERR_INDEX naming the first bad id and its position);
  * T <= context (FC_ERR_INVALID_ARG). Returns logits [B, T, vocab] f32, a
  * new reference; recorded on the tape when a parameter requires grad and
@@ -133,8 +152,9 @@ FC_API fc_tensor *fc_llama_forward(fc_ctx *ctx, fc_llama *m, fc_tensor *ids);
 /* A key/value cache for incremental decoding: per layer, room for
  * max_len positions of B sequences. */
 typedef struct fc_llama_cache fc_llama_cache;
-/* batch >= 1, 1 <= max_len <= context (FC_ERR_INVALID_ARG). The cache
- * belongs to m and must be freed before it. */
+/* batch >= 1, 1 <= max_len <= context (FC_ERR_INVALID_ARG); keys and
+ * values too large for a tensor are FC_ERR_OVERFLOW. The cache belongs to
+ * m and must be freed before it; it outlives any scope it is made in. */
 FC_API fc_status fc_llama_cache_new(fc_ctx *ctx, fc_llama *m, int64_t batch, int64_t max_len,
                                     fc_llama_cache **out);
 FC_API void fc_llama_cache_free(fc_llama_cache *c); /* NULL: no-op */
@@ -160,6 +180,11 @@ typedef struct fc_llama_sample_opts {
 
 /* One token from logits[0..n) (opts NULL: greedy). *rng is the stream state
  * (start it at the seed; it advances by one draw per non-greedy call).
+ * Infinite logits are taken as the softmax's limits, at every temperature
+ * (an infinite one included, which is uniform over the rest): a -inf
+ * logit has probability 0 and is never drawn; when some logits are +inf,
+ * they share the whole probability evenly (one +inf logit is drawn every
+ * time; top-k and top-p keep them first), as greedy picks the first.
  * FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG for n < 1, top_k < 0, a NaN
  * temperature or top_p, or logits that are all -inf or hold a NaN. */
 FC_API fc_status fc_llama_sample(const float *logits, int64_t n, const fc_llama_sample_opts *opts,
@@ -201,8 +226,9 @@ FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
 
 /* Writes the model to path atomically as GGUF v3: every metadata key of the
  * file it came from, unchanged, in the same order, or for a model from
- * fc_llama_new general.architecture, the llama.* keys and
- * tokenizer.ggml.model "none"; except that when a tensor's dtype changes
+ * fc_llama_new general.architecture, the llama.* keys (sizes as u32, or
+ * u64 for one above UINT32_MAX, which llama.cpp cannot read; floats as
+ * f32) and tokenizer.ggml.model "none"; except that when a tensor's dtype changes
  * (and for a model from fc_llama_new), general.file_type is set to
  * llama.cpp's value for the dtype most 2-D weights are written in (its
  * "_S" mix for a k-quant: 14 for q4_k), or dropped where llama.cpp has no
@@ -214,7 +240,8 @@ FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
  * transient f32 copy of that one tensor; the converted tensors are held
  * until the file is written).
  * opts NULL: as default. Errors: FC_ERR_INVALID_ARG for n_kvs < 0, or
- * kvs NULL with n_kvs > 0; the writer's (FC_ERR_IO, FC_ERR_DTYPE for
+ * kvs NULL with n_kvs > 0; FC_ERR_OVERFLOW for an n_kvs whose key table
+ * would not fit in memory's address range; the writer's (FC_ERR_IO, FC_ERR_DTYPE for
  * a dtype without a ggml type, ...), FC_ERR_INVALID_SHAPE (above),
  * FC_ERR_NON_FINITE from quantizing NaN or inf, FC_ERR_OOM. */
 FC_API fc_status fc_llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,

@@ -82,7 +82,7 @@ typedef enum fc_lora_target {
 
 typedef struct fc_lora_config {
     int64_t rank;     /* >= 1, at most min(in, out) of every targeted weight */
-    double alpha;     /* the scale is alpha / rank; finite and > 0 */
+    double alpha;     /* the scale is alpha / rank; finite, > 0 and <= FLT_MAX */
     double dropout;   /* probability on the adapter's input, in [0, 1) */
     unsigned targets; /* FC_LORA_* bits, at least one, no others */
 } fc_lora_config;
@@ -94,7 +94,8 @@ FC_API fc_lora_config fc_lora_config_default(void);
 
 /* Makes an adapter for every block of m as cfg says and attaches it.
  * Errors: FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG for a rank < 1 or larger than
- * a targeted weight's in or out size, alpha not finite or <= 0, dropout
+ * a targeted weight's in or out size, alpha not finite, <= 0 or above
+ * FLT_MAX (the scale is applied in f32), dropout
  * outside [0, 1) or NaN, target bits that are none or unknown, or a model
  * that already has an adapter (each message names the value); FC_ERR_FORMAT
  * for a model without a targeted tensor; FC_ERR_OOM. On failure *out is
