@@ -75,30 +75,36 @@ static int parse_options(int argc, char **argv, options *o) {
                             .weight_decay = 0, .clip = 1.0, .temperature = 0.8}};
     // clang-format on
     const ex_arg own[] = {
-        {"base", EX_ARG_STRING, &o->base, "the base model (GGUF, llama; stays frozen)"},
-        {"data", EX_ARG_STRING, &o->data, "text file to fine-tune on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample, adapter"},
-        {"rank", EX_ARG_INT, &o->rank, "LoRA rank r"},
-        {"alpha", EX_ARG_DOUBLE, &o->alpha, "LoRA alpha (the scale is alpha / rank)"},
-        {"dropout", EX_ARG_DOUBLE, &o->dropout, "dropout on the adapter's input, in [0, 1)"},
+        {"base", EX_ARG_STRING, &o->base, "the base model (GGUF, llama; stays frozen)", EX_ANY},
+        {"data", EX_ARG_STRING, &o->data, "text file to fine-tune on (or the bare argument)",
+         EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample, adapter",
+         EX_ANY},
+        {"rank", EX_ARG_INT, &o->rank, "LoRA rank r", EX_MIN(1)},
+        {"alpha", EX_ARG_DOUBLE, &o->alpha, "LoRA alpha (the scale is alpha / rank)", EX_POS},
+        {"dropout", EX_ARG_DOUBLE, &o->dropout, "dropout on the adapter's input", EX_MIN(0),
+         EX_MAX(1), .hi_open = true},
         {"targets", EX_ARG_STRING, &o->targets,
-         "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)"},
-        {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+         "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)", EX_ANY},
+        {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
         {"adapter-out", EX_ARG_STRING, &o->adapter_out,
-         "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)"},
-        {"merge-out", EX_ARG_STRING, &o->merge_out, "also write the merged model here (GGUF)"},
+         "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)",
+         EX_ANY},
+        {"merge-out", EX_ARG_STRING, &o->merge_out, "also write the merged model here (GGUF)",
+         EX_ANY},
         {"merge-type", EX_ARG_STRING, &o->merge_type,
-         "dtype of the merged 2-D weights: keep (each its own), q4_k, q8_0, f16, f32, ..."},
+         "dtype of the merged 2-D weights: keep (each its own), q4_k, q8_0, f16, f32, ...", EX_ANY},
         {"merge-fallback", EX_ARG_STRING, &o->merge_fallback,
-         "dtype of a merged weight whose rows the block dtype does not divide"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
+         "dtype of a merged weight whose rows the block dtype does not divide", EX_ANY},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
         {"seed", EX_ARG_INT, &o->loop.seed,
-         "seed of the adapter's initialisation, dropout, data order"},
+         "seed of the adapter's initialisation, dropout, data order", EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
-         "exit 1 unless the validation loss fell by this much (for tests)"},
+         "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
         {"expect-merged", EX_ARG_DOUBLE, &o->expect_merged,
-         "exit 1 unless the merged file's validation loss is this close to the adapter's"},
+         "exit 1 unless the merged file's validation loss is this close to the adapter's", EX_ANY},
     };
     enum { NOWN = sizeof own / sizeof *own };
     ex_arg args[NOWN + EX_TRAINER_NARGS];
@@ -107,12 +113,11 @@ static int parse_options(int argc, char **argv, options *o) {
     ex_args_result r =
         ex_args_parse(argc, argv, args, nargs, &o->data, "--base MODEL.gguf [options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    /* rank, alpha and dropout are the library's to judge (fc_lora_new
-     * names the bad value); the loop's own sizes are checked here */
-    const char *bad = !o->base                                  ? "--base MODEL.gguf is required"
-                      : o->loop.block < 0 || o->loop.block == 1 ? "--block must be 0 or at least 2"
-                      : o->threads < 0                          ? "--threads must not be negative"
-                                                                : ex_trainer_opts_check(&o->loop);
+    /* each value's own range is the parser's (args.h; fc_lora_new checks
+     * rank, alpha and dropout again); what is left: */
+    const char *bad = !o->base             ? "--base MODEL.gguf is required"
+                      : o->loop.block == 1 ? "--block must be 0 or at least 2, got 1"
+                                           : NULL;
     if (bad) {
         fprintf(stderr, "finetune_llama: %s\n", bad);
         return 2;

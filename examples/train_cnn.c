@@ -47,10 +47,9 @@ enum { EXIT_SKIP = 77, SIDE = 28 };
  * travel in the checkpoint beside the parameters). */
 enum { C1W, C1B, C2W, C2B, FCW, FCB, BN1W, BN1B, BN2W, BN2B, NPARAMS };
 enum { BN1M, BN1V, BN2M, BN2V, NSTATS };
-static const char *const PARAM_NAMES[NPARAMS] = {"conv1.weight", "conv1.bias", "conv2.weight",
-                                                 "conv2.bias",   "fc.weight",  "fc.bias",
-                                                 "bn1.weight",   "bn1.bias",   "bn2.weight",
-                                                 "bn2.bias"};
+static const char *const PARAM_NAMES[NPARAMS] = {
+    "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight",
+    "fc.bias",      "bn1.weight", "bn1.bias",     "bn2.weight", "bn2.bias"};
 static const char *const STAT_NAMES[NSTATS] = {"bn1.running_mean", "bn1.running_var",
                                                "bn2.running_mean", "bn2.running_var"};
 
@@ -75,11 +74,11 @@ static fc_tensor *conv_block(fc_ctx *ctx, const cnn *m, fc_tensor *x, int w, int
 
 /* x (B,1,28,28) -> logits (B,10) */
 static fc_tensor *cnn_forward(fc_ctx *ctx, const cnn *m, fc_tensor *x, bool training) {
-    fc_tensor *h = conv_block(ctx, m, x, C1W, BN1W, BN1M, training);     /* (B,32,14,14) */
-    h = conv_block(ctx, m, h, C2W, BN2W, BN2M, training);                /* (B,64,7,7) */
+    fc_tensor *h = conv_block(ctx, m, x, C1W, BN1W, BN1M, training); /* (B,32,14,14) */
+    h = conv_block(ctx, m, h, C2W, BN2W, BN2M, training);            /* (B,64,7,7) */
     int64_t B = fc_tensor_dim(x, 0);
-    h = fc_reshape(ctx, h, (const int64_t[]){B, 64 * 7 * 7}, 2);         /* (B,3136) */
-    return fc_linear(ctx, h, m->p[FCW], m->p[FCB]);                      /* (B,10) */
+    h = fc_reshape(ctx, h, (const int64_t[]){B, 64 * 7 * 7}, 2); /* (B,3136) */
+    return fc_linear(ctx, h, m->p[FCW], m->p[FCB]);              /* (B,10) */
 }
 
 /* a leaf of shape with U(-bound, bound) entries from the context RNG */
@@ -197,37 +196,36 @@ static int parse_options(int argc, char **argv, options *o) {
                    .expect_accuracy = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
-        {"batch-norm", EX_ARG_FLAG, &o->batch_norm, "batch norm after each convolution"},
-        {"batch", EX_ARG_INT, &o->batch, "images per step"},
-        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors",
+         EX_ANY},
+        {"batch-norm", EX_ARG_FLAG, &o->batch_norm, "batch norm after each convolution", EX_ANY},
+        {"batch", EX_ARG_INT, &o->batch, "images per step", EX_MIN(1)},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)",
+         EX_MIN(0)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop (with a checkpoint) after this step, keeping the schedule of --steps"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
-        {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)"},
-        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+         "stop (with a checkpoint) after this step, keeping the schedule of --steps", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
+        {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)",
+         EX_MIN(0)},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)",
+         EX_MIN(0)},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
-         "exit 1 unless the final test accuracy reaches this (for tests)"},
+         "exit 1 unless the final test accuracy reaches this (for tests)", EX_MIN(-1), EX_MAX(1)},
     };
     ex_args_result r =
         ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    if (o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->stop_after < 0 ||
-        o->eval_every < 0 || o->ckpt_every < 0 || o->train_limit < 0 || o->test_limit < 0 ||
-        o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
-        fprintf(stderr, "train_cnn: sizes and periods must be positive (or 0 where --help "
-                        "says so), --lr positive\n");
-        return 2;
-    }
     return -1;
 }
 
@@ -581,8 +579,8 @@ static int setup(run *r) {
            (long long)r->test.n, o->data);
     printf("model: conv5x5(32)-pool-conv5x5(64)-pool-linear(10)%s, %lld parameters; batch %lld; "
            "Adam lr %g -> %g (cosine); %lld steps (%lld per epoch), budget %g min, %d threads\n",
-           r->model.batch_norm ? " with batch norm" : "", (long long)np, (long long)o->batch,
-           o->lr, o->min_lr, (long long)r->total, (long long)r->per_epoch, o->minutes,
+           r->model.batch_norm ? " with batch norm" : "", (long long)np, (long long)o->batch, o->lr,
+           o->min_lr, (long long)r->total, (long long)r->per_epoch, o->minutes,
            fc_ctx_threads(r->ctx));
     return -1;
 }

@@ -388,54 +388,50 @@ static int parse_options(int argc, char **argv, options *o) {
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
-        {"d-model", EX_ARG_INT, &o->d_model, "embedding width C"},
-        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks"},
-        {"heads", EX_ARG_INT, &o->n_head, "attention heads (divide d-model)"},
-        {"block", EX_ARG_INT, &o->block, "context length T"},
-        {"ff", EX_ARG_INT, &o->d_ff, "MLP hidden width (0: 4 * d-model)"},
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors",
+         EX_ANY},
+        {"d-model", EX_ARG_INT, &o->d_model, "embedding width C", EX_MIN(1)},
+        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks", EX_MIN(1)},
+        {"heads", EX_ARG_INT, &o->n_head, "attention heads (divide d-model)", EX_MIN(1)},
+        {"block", EX_ARG_INT, &o->block, "context length T", EX_MIN(2)},
+        {"ff", EX_ARG_INT, &o->d_ff, "MLP hidden width (0: 4 * d-model)", EX_MIN(0)},
+        {"batch", EX_ARG_INT, &o->batch, "sequences per step B", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)", EX_MIN(1)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "characters per sample"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+         "stop at this step, keeping the schedule of --steps (0: no stop)", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps", EX_MIN(0)},
+        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay",
+         EX_MIN(0)},
+        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)",
+         EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps", EX_MIN(1)},
+        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)",
+         EX_MIN(0)},
+        {"sample-len", EX_ARG_INT, &o->sample_len, "characters per sample", EX_MIN(0)},
+        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
         {"checkpoint", EX_ARG_FLAG, &o->checkpoint,
-         "gradient checkpointing: keep only each block's input, recompute it in backward"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+         "gradient checkpointing: keep only each block's input, recompute it in backward", EX_ANY},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
-         "exit 1 unless the validation loss fell by this much (for tests)"},
+         "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
     };
     ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
                                      "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     if (o->d_ff == 0) o->d_ff = 4 * o->d_model;
-    const char *bad = o->d_model < 1 || o->n_head < 1 || o->d_model % o->n_head
-                          ? "--heads must divide --d-model"
-                      : o->n_layer < 1 || o->block < 2 || o->d_ff < 1 || o->batch < 1
-                          ? "--layers, --ff and --batch must be positive, --block at least 2"
-                      : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-                          ? "--steps and --eval-every must be positive, --warmup not negative"
-                      : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
-                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
-                          ? "periods, --threads and --minutes must not be negative"
-                      : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-                          ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-                          : NULL;
-    if (bad) {
-        fprintf(stderr, "train_gpt: %s\n", bad);
+    /* each value's own range is the parser's (args.h); what is left relates two */
+    if (o->d_model % o->n_head) {
+        fprintf(stderr, "train_gpt: --heads %lld must divide --d-model %lld\n",
+                (long long)o->n_head, (long long)o->d_model);
         return 2;
     }
     return -1; /* go on */

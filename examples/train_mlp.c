@@ -138,31 +138,28 @@ static int parse_options(int argc, char **argv, options *o) {
                    .min_lr = 1e-5, .expect_accuracy = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png"},
-        {"hidden", EX_ARG_INT, &o->hidden, "width of the two hidden layers"},
-        {"batch", EX_ARG_INT, &o->batch, "images per step"},
-        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
-        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png", EX_ANY},
+        {"hidden", EX_ARG_INT, &o->hidden, "width of the two hidden layers", EX_MIN(1)},
+        {"batch", EX_ARG_INT, &o->batch, "images per step", EX_MIN(1)},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)",
+         EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)",
+         EX_MIN(0)},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)",
+         EX_MIN(0)},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
-         "exit 1 unless the final test accuracy reaches this (for tests)"},
+         "exit 1 unless the final test accuracy reaches this (for tests)", EX_MIN(-1), EX_MAX(1)},
     };
     ex_args_result r =
         ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    if (o->hidden < 1 || o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->eval_every < 0 ||
-        o->test_limit < 0 || o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
-        fprintf(stderr, "train_mlp: sizes and periods must be positive (or 0 where --help "
-                        "says so), --lr positive\n");
-        return 2;
-    }
     return -1;
 }
 

@@ -428,35 +428,28 @@ void ex_trainer_report(ex_trainer *t, const char *title) {
 
 int ex_trainer_args(ex_trainer_opts *o, ex_arg *args) {
     const ex_arg loop[EX_TRAINER_NARGS] = {
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"batch", EX_ARG_INT, &o->batch, "sequences per step B", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)", EX_MIN(1)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample"},
-        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+         "stop at this step, keeping the schedule of --steps (0: no stop)", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps", EX_MIN(0)},
+        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay",
+         EX_MIN(0)},
+        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)",
+         EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps", EX_MIN(1)},
+        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)",
+         EX_MIN(0)},
+        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample", EX_MIN(0)},
+        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue", EX_ANY},
+        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
     };
     memcpy(args, loop, sizeof loop);
     return EX_TRAINER_NARGS;
-}
-
-const char *ex_trainer_opts_check(const ex_trainer_opts *o) {
-    return o->batch < 1 ? "--batch must be positive"
-           : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-               ? "--steps and --eval-every must be positive, --warmup not negative"
-           : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 || o->stop_after < 0 ||
-                   o->minutes < 0
-               ? "periods and --minutes must not be negative"
-           : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-               ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-               : NULL;
 }

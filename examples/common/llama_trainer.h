@@ -50,12 +50,11 @@ typedef struct ex_trainer_opts {
  * --weight-decay, --clip, --eval-every, --sample-every, --sample-len,
  * --sample-prompt, --temperature and --ckpt-every, written into o. (The
  * trainer declares --block and --seed itself: their meaning is its own.)
- * Fills args[0, EX_TRAINER_NARGS) and returns EX_TRAINER_NARGS. */
+ * Each row carries its range (args.h), so the parser rejects a bad value
+ * naming the option. Fills args[0, EX_TRAINER_NARGS) and returns
+ * EX_TRAINER_NARGS. */
 enum { EX_TRAINER_NARGS = 15 };
 int ex_trainer_args(ex_trainer_opts *o, ex_arg *args);
-/* NULL when the loop's values (those above; not --block) make sense, else
- * what is wrong, as a message naming the options. */
-const char *ex_trainer_opts_check(const ex_trainer_opts *o);
 
 enum { EX_TRAINER_MAX_MATCH = 12 };
 

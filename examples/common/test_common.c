@@ -43,10 +43,10 @@ static void test_args(void) {
     const char *s = "a";
     bool flag = false;
     const char *pos = NULL;
-    const ex_arg args[] = {{"n", EX_ARG_INT, &n, "an int"},
-                           {"x", EX_ARG_DOUBLE, &x, "a double"},
-                           {"s", EX_ARG_STRING, &s, "a string"},
-                           {"f", EX_ARG_FLAG, &flag, "a flag"}};
+    const ex_arg args[] = {{"n", EX_ARG_INT, &n, "an int", EX_ANY},
+                           {"x", EX_ARG_DOUBLE, &x, "a double", EX_ANY},
+                           {"s", EX_ARG_STRING, &s, "a string", EX_ANY},
+                           {"f", EX_ARG_FLAG, &flag, "a flag", EX_ANY}};
     char *ok[] = {"prog", "--n", "12", "--x=2.5", "file.txt", "--s", "b", "--f"};
     CHECK(ex_args_parse(8, ok, args, 4, &pos, "") == EX_ARGS_OK);
     CHECK(n == 12 && x == 2.5 && strcmp(s, "b") == 0 && flag && pos &&
@@ -64,9 +64,35 @@ static void test_args(void) {
     CHECK(ex_args_parse(3, two_pos, args, 4, &pos, "") == EX_ARGS_ERROR);
 }
 
+/* ranges: a value out of its option's range is an error and is not stored */
+static void test_args_range(void) {
+    int64_t n = 3;
+    double p = 0.5, t = 1;
+    const ex_arg args[] = {{"n", EX_ARG_INT, &n, "a count", EX_MIN(1), EX_MAX(8)},
+                           {"p", EX_ARG_DOUBLE, &p, "a probability", EX_POS, EX_MAX(1)},
+                           {"t", EX_ARG_DOUBLE, &t, "a temperature", EX_MIN(0)}};
+    char *ok[] = {"prog", "--n", "8", "--p=1", "--t", "0"};
+    CHECK(ex_args_parse(6, ok, args, 3, NULL, "") == EX_ARGS_OK);
+    CHECK(n == 8 && p == 1 && t == 0);
+    char *n_low[] = {"prog", "--n", "0"};
+    char *n_high[] = {"prog", "--n=9"};
+    char *p_zero[] = {"prog", "--p", "0"};
+    char *p_two[] = {"prog", "--p", "2"};
+    char *p_nan[] = {"prog", "--p", "nan"};
+    char *t_neg[] = {"prog", "--t", "-0.5"};
+    fprintf(stderr, "(the six messages below are expected)\n");
+    CHECK(ex_args_parse(3, n_low, args, 3, NULL, "") == EX_ARGS_ERROR && n == 8);
+    CHECK(ex_args_parse(2, n_high, args, 3, NULL, "") == EX_ARGS_ERROR && n == 8);
+    CHECK(ex_args_parse(3, p_zero, args, 3, NULL, "") == EX_ARGS_ERROR && p == 1);
+    CHECK(ex_args_parse(3, p_two, args, 3, NULL, "") == EX_ARGS_ERROR && p == 1);
+    CHECK(ex_args_parse(3, p_nan, args, 3, NULL, "") == EX_ARGS_ERROR && p == 1);
+    CHECK(ex_args_parse(3, t_neg, args, 3, NULL, "") == EX_ARGS_ERROR && t == 0);
+}
+
 int main(void) {
     test_prng();
     test_args();
+    test_args_range();
     if (failures)
         fprintf(stderr, "test_common: %d checks failed\n", failures);
     else
