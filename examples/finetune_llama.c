@@ -202,6 +202,7 @@ typedef struct run {
     fingerprint base_before;
     fc_dtype merge_dtype, merge_fallback; /* FC_DTYPE_COUNT: keep */
     char adapter_path[4096], config_path[4096], sample_path[4096];
+    int exit_code; /* when setup fails or finds nothing to do: how main exits */
 } run;
 
 static volatile sig_atomic_t g_stop;
@@ -350,7 +351,14 @@ static bool setup(run *r) {
         !out_path(t->ckpt_path, sizeof t->ckpt_path, o->out, "ckpt.safetensors") ||
         !out_path(r->sample_path, sizeof r->sample_path, o->out, "sample.txt"))
         return false;
-    if (!ex_trainer_init(t, o->out, o->resume)) return false;
+    if (!ex_trainer_init(t, o->out, o->resume, "nothing to do")) {
+        r->exit_code = t->exit_code;
+        return false;
+    }
+    if (t->complete) {
+        r->exit_code = 0;
+        return false;
+    }
     describe_base(r);
     const fc_llama_config *c = fc_llama_get_config(r->model);
     int64_t numel = 0;
@@ -498,8 +506,11 @@ int main(int argc, char **argv) {
     int rc = parse_options(argc, argv, &r.o);
     if (rc >= 0) return rc;
     signal(SIGINT, on_sigint);
-    rc = 1;
-    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = finish(&r);
+    r.exit_code = 1;
+    if (setup(&r))
+        rc = ex_trainer_train(&r.t, &g_stop) ? ex_trainer_exit_code(&r.t, finish(&r)) : 1;
+    else
+        rc = r.exit_code;
     teardown(&r);
     return rc;
 }

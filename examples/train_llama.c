@@ -22,8 +22,9 @@
  * model, 688, is neither): an export that cannot be written in the dtype
  * asked is an error, said before training (exit 2), unless
  * --export-fallback names the dtype such weights are written in instead
- * (a note then says how many fell back). To export a finished run in another dtype, run it
- * again with --resume and the same --steps: no step is taken, the files
+ * (a note then says how many fell back). To export a finished run in
+ * another dtype, run it again with --resume and the same schedule
+ * options: no step is taken, no row is added to metrics.csv, the files
  * are written. The final sample (--sample-prompt continued by the model)
  * is also written to <out>/sample.txt; `generate <file> --text PROMPT`
  * with the same settings prints the same text for an f32 export (the ctest
@@ -282,6 +283,7 @@ static void on_sigint(int sig) {
  * checkpoint, the exports, the picture and the summary; the exit code. */
 static int finish(run *r) {
     ex_trainer *t = &r->t;
+    if (t->complete) return export_models(r) ? 0 : 1; /* a finished run, exported again */
     if (!ex_trainer_finish(t, r->sample_path) || !export_models(r)) return 1;
     ex_trainer_report(t, "train_llama: cross-entropy per token");
     if (r->o.expect_drop >= 0 && !(t->val_last <= t->val_first - r->o.expect_drop)) {
@@ -395,8 +397,10 @@ static bool setup(run *r) {
         !out_path(t->png_path, sizeof t->png_path, o->out, "loss.png") ||
         !out_path(t->ckpt_path, sizeof t->ckpt_path, o->out, "ckpt.safetensors") ||
         !out_path(r->sample_path, sizeof r->sample_path, o->out, "sample.txt") ||
-        !ex_trainer_init(t, o->out, o->resume))
+        !ex_trainer_init(t, o->out, o->resume, "no step is taken, the exports are written")) {
+        r->bad_args = t->exit_code == 2;
         return false;
+    }
     int64_t numel = 0;
     for (int i = 0; i < np; i++)
         numel += fc_tensor_numel(r->params[i]);
@@ -432,7 +436,7 @@ int main(int argc, char **argv) {
     if (rc >= 0) return rc;
     signal(SIGINT, on_sigint);
     rc = 1;
-    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = finish(&r);
+    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = ex_trainer_exit_code(&r.t, finish(&r));
     if (r.bad_args) rc = 2;
     teardown(&r);
     return rc;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/args.h"
 #include "common/progress.h"
@@ -89,10 +90,48 @@ static void test_args_range(void) {
     CHECK(ex_args_parse(3, t_neg, args, 3, NULL, "") == EX_ARGS_ERROR && t == 0);
 }
 
+/* ex_csv_resume keeps the header and the rows up to the step resumed */
+static void test_csv_resume(void) {
+    char path[] = "/tmp/test_common_csv_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    close(fd);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("step,loss\n0,,1.5\n1,2.0\n2,1.9\n3,1.8\n3,,1.7\n4,1.6\n", f);
+    fclose(f);
+    f = ex_csv_resume(path, "step,loss", 2);
+    CHECK(f != NULL);
+    if (f) {
+        fputs("3,1.75\n", f);
+        fclose(f);
+    }
+    char buf[256] = "";
+    f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+    CHECK(strcmp(buf, "step,loss\n0,,1.5\n1,2.0\n2,1.9\n3,1.75\n") == 0);
+    remove(path);
+    /* a missing file starts with the header */
+    f = ex_csv_resume(path, "step,loss", 5);
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    f = fopen(path, "r");
+    n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+    CHECK(strcmp(buf, "step,loss\n") == 0);
+    remove(path);
+}
+
 int main(void) {
     test_prng();
     test_args();
     test_args_range();
+    test_csv_resume();
     if (failures)
         fprintf(stderr, "test_common: %d checks failed\n", failures);
     else
