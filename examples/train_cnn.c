@@ -37,6 +37,7 @@
 #include "common/dist.h"
 #include "common/fashion_mnist.h"
 #include "common/progress.h"
+#include "common/resume.h"
 
 enum { EXIT_SKIP = 77, SIDE = 28 };
 
@@ -251,7 +252,17 @@ typedef struct run {
     int64_t *order;   /* this epoch's permutation of the training images */
     int64_t n_train, per_epoch, total, step, stop_at;
     uint64_t data_rng, epoch_rng; /* epoch_rng: data_rng before this epoch's shuffle */
+    fc_lr_schedule asked;         /* the options' schedule (a resume must ask for it too) */
     FILE *csv;
+    struct csv_pending {
+        int64_t step; /* -1: none */
+        double lr, loss, ips, elapsed;
+        bool evaluated;
+        eval_result e;
+    } row;            /* the latest step's row, held so a later evaluation fills it */
+    int64_t csv_last; /* on resume: the step of metrics.csv's last row kept */
+    double before_s;  /* the run's seconds before this process (a resume's) */
+    bool interrupted; /* the loop ended on Ctrl-C */
     ex_progress bar;
     eval_result last;
     int64_t last_step;
@@ -304,6 +315,10 @@ enum { V_STEP, V_EPOCH_RNG, V_BATCH, V_BN, V_TRAIN, NVALUES };
 static const char *const META_KEYS[NVALUES] = {"train_cnn.step", "train_cnn.epoch_rng",
                                                "train_cnn.batch", "train_cnn.batch_norm",
                                                "train_cnn.train_images"};
+/* texts (common/resume.h): the elapsed time and the schedule asked for,
+ * which a resume must ask for too; a checkpoint written before has none */
+enum { X_ELAPSED, X_SCHEDULE, NEXTRA };
+static const char *const EXTRA_KEYS[NEXTRA] = {"train_cnn.elapsed_ms", "train_cnn.schedule"};
 
 /* The parameters and then the statistics, under one list of names. */
 static int ckpt_tensors(const run *r, const char **names, fc_tensor **ts) {
@@ -333,22 +348,30 @@ static bool save_checkpoint(run *r) {
     fc_tensor *ts[NPARAMS + NSTATS];
     int n = ckpt_tensors(r, names, ts);
     uint64_t v[NVALUES];
-    char text[NVALUES][24];
-    const char *vals[NVALUES];
+    char text[NVALUES + NEXTRA][160];
+    const char *keys[NVALUES + NEXTRA], *vals[NVALUES + NEXTRA];
     meta_values(r, v);
     for (int i = 0; i < NVALUES; i++) {
         snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
+        keys[i] = META_KEYS[i];
         vals[i] = text[i];
     }
-    if (fc_checkpoint_save(r->ctx, r->path[2], names, ts, n, r->opt, META_KEYS, vals, NVALUES) !=
-        FC_OK) {
+    snprintf(text[NVALUES + X_ELAPSED], sizeof text[0], "%.0f", 1e3 * ex_progress_total(&r->bar));
+    ex_schedule_text(&r->asked, text[NVALUES + X_SCHEDULE], sizeof text[0]);
+    for (int i = 0; i < NEXTRA; i++) {
+        keys[NVALUES + i] = EXTRA_KEYS[i];
+        vals[NVALUES + i] = text[NVALUES + i];
+    }
+    if (fc_checkpoint_save(r->ctx, r->path[2], names, ts, n, r->opt, keys, vals,
+                           NVALUES + NEXTRA) != FC_OK) {
         fprintf(stderr, "train_cnn: saving %s: %s\n", r->path[2], fc_ctx_error(r->ctx));
         return false;
     }
     return true;
 }
 
-static bool load_checkpoint(run *r) {
+/* Restores the run; extra gets the texts ("" for those it lacks). */
+static bool load_checkpoint(run *r, char (*extra)[160]) {
     char msg[256] = "";
     fc_st_file *f = NULL;
     if (fc_safetensors_open(r->path[2], &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg}, &f) !=
@@ -373,6 +396,10 @@ static bool load_checkpoint(run *r) {
                     (unsigned long long)want[i]);
             ok = false;
         }
+    }
+    for (int i = 0; i < NEXTRA; i++) {
+        const char *s = fc_safetensors_meta_get(f, EXTRA_KEYS[i]);
+        snprintf(extra[i], 160, "%s", s ? s : "");
     }
     fc_safetensors_close(f);
     if (!ok) return false;
@@ -403,16 +430,36 @@ static bool evaluate(run *r) {
     return true;
 }
 
-static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
-    if (!r->csv) return; /* not rank 0 */
-    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
-            lr);
-    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
-    if (evaluated)
-        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+/* writes the held row, if any */
+static void csv_flush(run *r) {
+    const struct csv_pending *w = &r->row;
+    if (!r->csv || w->step < 0) return; /* not rank 0, or nothing held */
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)w->step, (double)w->step / (double)r->per_epoch,
+            w->lr);
+    if (!isnan(w->loss)) fprintf(r->csv, "%.6f", w->loss);
+    if (w->evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", w->e.loss, w->e.accuracy);
     else
         fprintf(r->csv, ",,");
-    fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
+    fprintf(r->csv, ",%.1f,%.2f\n", w->ips, w->elapsed);
+    fflush(r->csv);
+    r->row.step = -1;
+}
+
+/* The row of step r->step, held until the next row or the end, so that the
+ * evaluation after the loop fills it rather than adding a second row for
+ * the same step. */
+static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    if (r->row.step == r->step) {
+        if (evaluated) {
+            r->row.evaluated = true;
+            r->row.e = r->last;
+        }
+        return;
+    }
+    csv_flush(r);
+    r->row = (struct csv_pending){r->step,   lr,     loss, ips, ex_progress_total(&r->bar),
+                                  evaluated, r->last};
 }
 
 static bool train(run *r) {
@@ -423,6 +470,7 @@ static bool train(run *r) {
         /* every rank must take the same decision: on the ranks' mean */
         double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
         if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (agree[1] > 0 && r->step < r->stop_at) r->interrupted = true;
         if (r->step >= r->stop_at || agree[1] > 0) break;
         if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
@@ -474,6 +522,7 @@ static int finish(run *r) {
         csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {
@@ -555,6 +604,8 @@ static int setup(run *r) {
     }
     r->sched = (fc_lr_schedule){
         .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
+    r->asked = r->sched;
+    r->row.step = -1;
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
     if (ex_dist_is_main(&r->dist) && !ex_mkdir_p(o->out)) return 1;
@@ -562,14 +613,21 @@ static int setup(run *r) {
     snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
     snprintf(r->path[2], sizeof r->path[2], "%s/ckpt.safetensors", o->out);
     if (o->resume) {
-        if (!load_checkpoint(r)) return 1;
+        char extra[NEXTRA][160];
+        if (!load_checkpoint(r, extra)) return 1;
+        if (!ex_schedule_check("train_cnn", r->path[2],
+                               extra[X_SCHEDULE][0] ? extra[X_SCHEDULE] : NULL, &r->asked, r->step))
+            return 2;
+        r->before_s = ex_elapsed_from_text(extra[X_ELAPSED]);
+        if (ex_run_complete("train_cnn", o->out, r->step, r->total, o->stop_after, "nothing to do"))
+            return 0;
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
     if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
-        r->csv = ex_csv_open(r->path[0],
-                             "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
-                             "elapsed_s",
-                             o->resume);
+        const char *header = "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
+                             "elapsed_s";
+        r->csv = o->resume ? ex_csv_resume(r->path[0], header, r->step, &r->csv_last)
+                           : ex_csv_open(r->path[0], header, false);
         if (!r->csv) return 1;
     }
     int64_t np = 0;
@@ -586,6 +644,7 @@ static int setup(run *r) {
 }
 
 static void teardown(run *r, bool ok) {
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
@@ -609,13 +668,21 @@ int main(int argc, char **argv) {
         rc = 1;
         int64_t every = r.per_epoch / 8 > 0 ? r.per_epoch / 8 : 1;
         ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
+        r.bar.before_s = r.before_s;
         if (r.step > 0 || evaluate(&r)) {
             if (r.step == 0) csv_row(&r, r.o.lr, NAN, true, 0);
             if (train(&r)) rc = finish(&r);
         } else {
             fprintf(stderr, "train_cnn: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         }
+        if (rc == 0 && r.interrupted) {
+            /* a script must tell a stopped run from a finished one: 128 + SIGINT */
+            printf("train_cnn: stopped by Ctrl-C at step %lld of %lld; %s holds it (--resume "
+                   "continues)\n",
+                   (long long)r.step, (long long)r.total, r.path[2]);
+            rc = 130;
+        }
     }
-    teardown(&r, rc == 0 || rc == EXIT_SKIP);
+    teardown(&r, rc == 0 || rc == EXIT_SKIP || rc == 130);
     return rc;
 }

@@ -576,6 +576,7 @@ typedef struct run {
     csv_row_vals row; /* the latest step's row, not yet written (see csv_row) */
     bool interrupted; /* the loop ended on Ctrl-C */
     double before_s;  /* the run's seconds before this process (a resume's) */
+    int64_t csv_last; /* on resume: the step of metrics.csv's last row kept */
     int exit_code;    /* when setup fails or finds nothing to do: how main exits */
     ex_progress bar;
     double train_last;                    /* the latest step's training loss */
@@ -680,7 +681,6 @@ static ckpt_extra run_extra(const run *r) {
 }
 
 static bool save_run(run *r) {
-    csv_flush(r); /* the rows up to the checkpoint are on disk with it */
     ckpt_extra x = run_extra(r);
     return !ex_dist_is_main(&r->dist) ||
            save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step, r->data_rng,
@@ -788,6 +788,7 @@ static int finish(run *r) {
         return 1;
     }
     if (!save_run(r)) return 1;
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
@@ -906,7 +907,7 @@ static bool setup(run *r) {
     }
     if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
         const char *header = "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s";
-        r->csv = o->resume ? ex_csv_resume(r->path[0], header, r->step)
+        r->csv = o->resume ? ex_csv_resume(r->path[0], header, r->step, &r->csv_last)
                            : ex_csv_open(r->path[0], header, false);
         if (!r->csv) return false;
     }
@@ -926,6 +927,7 @@ static bool setup(run *r) {
 }
 
 static void teardown(run *r, bool ok) {
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
@@ -952,8 +954,10 @@ int main(int argc, char **argv) {
         if (!evaluate(&r)) {
             fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         } else {
-            /* a resumed run's first row is its checkpoint's last, already written */
-            if (!r.o.resume) csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
+            /* a resumed run's first row is its checkpoint's last, written unless
+             * the run died between the checkpoint and the row */
+            if (!r.o.resume || r.csv_last < r.step)
+                csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
             if (train(&r)) rc = finish(&r);
         }
         if (rc == 0 && r.interrupted) {

@@ -156,8 +156,6 @@ static int meta(const ex_trainer *t, char (*keybuf)[64], const char **keys, uint
     return V_OWN + t->nmatch;
 }
 
-static void csv_flush(ex_trainer *t);
-
 fc_status ex_trainer_save(ex_trainer *t) {
     enum { N = V_OWN + EX_TRAINER_MAX_MATCH + NEXTRA };
     char keybuf[V_OWN + NEXTRA][64], text[N][160];
@@ -176,7 +174,6 @@ fc_status ex_trainer_save(ex_trainer *t) {
         keys[n + i] = keybuf[V_OWN + i];
         vals[n + i] = text[n + i];
     }
-    csv_flush(t); /* the rows up to the checkpoint are on disk with it */
     fc_status st = fc_checkpoint_save(t->ctx, t->ckpt_path, t->names, t->params, t->nparams, t->opt,
                                       keys, vals, n + NEXTRA);
     if (st != FC_OK)
@@ -280,11 +277,14 @@ bool ex_trainer_init(ex_trainer *t, const char *out_dir, bool resume, const char
         ex_run_complete(o->prog, out_dir, t->step, t->planned, o->stop_after, then_complete);
     if (t->complete) return true;
     printf("resumed from %s at step %lld\n", t->ckpt_path, (long long)t->step);
-    t->csv = ex_csv_resume(t->csv_path, header, t->step);
+    t->csv = ex_csv_resume(t->csv_path, header, t->step, &t->csv_last);
     return t->csv != NULL;
 }
 
+static void csv_flush(ex_trainer *t);
+
 void ex_trainer_free(ex_trainer *t) {
+    csv_flush(t);
     if (t->csv) fclose(t->csv);
     t->csv = NULL;
     fc_optim_free(t->opt);
@@ -387,7 +387,8 @@ bool ex_trainer_train(ex_trainer *t, volatile sig_atomic_t *stop) {
         return false;
     }
     /* a resumed run's first row is its checkpoint's last, already written */
-    if (!t->resumed) ex_trainer_csv_row(t, fc_lr_at(&t->sched, t->step), NAN, t->val_last, NAN, 0);
+    if (!t->resumed || t->csv_last < t->step)
+        ex_trainer_csv_row(t, fc_lr_at(&t->sched, t->step), NAN, t->val_last, NAN, 0);
     double ema_ms = 0, tps = 0, budget = o->minutes * 60;
     while (t->step < t->planned && !(o->stop_after > 0 && t->step >= o->stop_after) && !*stop) {
         if (budget > 0 && ex_progress_elapsed(&t->bar) >= budget) {

@@ -95,6 +95,7 @@ typedef struct ex_trainer {
         double lr, loss, val, gnorm, tps, elapsed;
     } row;            /* the latest row, held so a later evaluation fills it */
     bool resumed;     /* ex_trainer_init loaded the checkpoint */
+    int64_t csv_last; /* then: the step of metrics.csv's last row kept */
     bool complete;    /* resumed at the end: nothing to train (ex_trainer_init says so) */
     bool interrupted; /* the loop ended on *stop (Ctrl-C) */
     int exit_code;    /* after ex_trainer_init failed: 2 for options the checkpoint refuses */
@@ -132,14 +133,14 @@ bool ex_trainer_evaluate(ex_trainer *t);
 char *ex_trainer_sample(ex_trainer *t, double temperature, uint64_t seed);
 
 /* The CSV row of step t->step (NAN fields left empty): held until the next
- * row, a checkpoint or the report, so that a second call for the same step
+ * row, the report or ex_trainer_free, so that a second call for the same step
  * fills the held row's val_loss (when val is not NAN) instead of adding a
  * row. */
 void ex_trainer_csv_row(ex_trainer *t, double lr, double loss, double val, double gnorm,
                         double tps);
 
-/* The first evaluation (and its CSV row, unless resumed: the checkpoint's
- * step has its row), then steps until the schedule, --stop-after, the
+/* The first evaluation (and its CSV row, unless resumed and the CSV has
+ * the checkpoint's step), then steps until the schedule, --stop-after, the
  * budget or *stop ends it, evaluating, sampling and checkpointing on their
  * periods. Does nothing when complete. False on an error (printed). */
 bool ex_trainer_train(ex_trainer *t, volatile sig_atomic_t *stop);

@@ -160,7 +160,9 @@ FILE *ex_csv_open(const char *path, const char *header, bool append) {
     return f;
 }
 
-FILE *ex_csv_resume(const char *path, const char *header, int64_t through) {
+FILE *ex_csv_resume(const char *path, const char *header, int64_t through, int64_t *last) {
+    int64_t last_kept = -1;
+    if (last) *last = -1;
     FILE *in = fopen(path, "r");
     if (!in) return ex_csv_open(path, header, false);
     char tmp[4200];
@@ -188,6 +190,7 @@ FILE *ex_csv_resume(const char *path, const char *header, int64_t through) {
                 char *end = NULL;
                 long long step = strtoll(line, &end, 10);
                 keep = end != line && *end == ',' && step <= through;
+                if (keep) last_kept = step;
             }
             first = false;
         }
@@ -204,6 +207,7 @@ FILE *ex_csv_resume(const char *path, const char *header, int64_t through) {
         remove(tmp);
         return NULL;
     }
+    if (last) *last = last_kept;
     return ex_csv_open(path, header, true);
 }
 

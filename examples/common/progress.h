@@ -75,9 +75,12 @@ FILE *ex_csv_open(const char *path, const char *header, bool append);
  * whose first field (the step) is at most through, drops the rest (rows
  * a run wrote past its last checkpoint, which the resumed run writes
  * again), and opens it for appending; a missing or empty file is started
- * with header. So each step has one row however often the run stopped.
- * Returns NULL and prints why on failure. */
-FILE *ex_csv_resume(const char *path, const char *header, int64_t through);
+ * with header. *last (NULL allowed) gets the step of the last row kept, -1
+ * for none: the resumed run writes a row for `through` only when it is
+ * missing (a run that died after its checkpoint had not written it). So
+ * each step has one row however often the run stopped. Returns NULL and
+ * prints why on failure. */
+FILE *ex_csv_resume(const char *path, const char *header, int64_t through, int64_t *last);
 
 /* ---- plot ----------------------------------------------------------------------------- */
 

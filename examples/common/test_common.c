@@ -102,7 +102,9 @@ static void test_csv_resume(void) {
     if (!f) return;
     fputs("step,loss\n0,,1.5\n1,2.0\n2,1.9\n3,1.8\n3,,1.7\n4,1.6\n", f);
     fclose(f);
-    f = ex_csv_resume(path, "step,loss", 2);
+    int64_t last = 0;
+    f = ex_csv_resume(path, "step,loss", 2, &last);
+    CHECK(last == 2);
     CHECK(f != NULL);
     if (f) {
         fputs("3,1.75\n", f);
@@ -116,7 +118,8 @@ static void test_csv_resume(void) {
     CHECK(strcmp(buf, "step,loss\n0,,1.5\n1,2.0\n2,1.9\n3,1.75\n") == 0);
     remove(path);
     /* a missing file starts with the header */
-    f = ex_csv_resume(path, "step,loss", 5);
+    f = ex_csv_resume(path, "step,loss", 5, &last);
+    CHECK(last == -1);
     CHECK(f != NULL);
     if (f) fclose(f);
     f = fopen(path, "r");
