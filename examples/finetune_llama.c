@@ -88,7 +88,10 @@ static int parse_options(int argc, char **argv, options *o) {
          "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)", EX_ANY},
         {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)",
          EX_MIN(0)},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
         {"adapter-out", EX_ARG_STRING, &o->adapter_out,
          "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)",
          EX_ANY},

@@ -214,7 +214,10 @@ static int parse_options(int argc, char **argv, options *o) {
          EX_MIN(0)},
         {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
          EX_MIN(0)},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps (or --epochs), --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
         {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)",
          EX_MIN(0)},
         {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)",

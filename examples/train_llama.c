@@ -133,7 +133,10 @@ static int parse_options(int argc, char **argv, options *o) {
         {"rope-base", EX_ARG_DOUBLE, &o->rope_base, "rotary frequency base", EX_POS},
         {"block", EX_ARG_INT, &o->loop.block, "context length T (also the model's context)",
          EX_MIN(2)},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors", EX_ANY},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
         {"export", EX_ARG_STRING, &o->export_prefix,
          "exported files are <this>-<dtype>.gguf (default <out>/model)", EX_ANY},
         {"export-dtype", EX_ARG_STRING, &o->export_dtype,

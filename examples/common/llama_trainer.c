@@ -497,7 +497,8 @@ void ex_trainer_report(ex_trainer *t, const char *title) {
 int ex_trainer_args(ex_trainer_opts *o, ex_arg *args) {
     const ex_arg loop[EX_TRAINER_NARGS] = {
         {"batch", EX_ARG_INT, &o->batch, "sequences per step B", EX_MIN(1)},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps,
+         "optimizer steps (the schedule's length; a --resume keeps it)", EX_MIN(1)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
          "stop at this step, keeping the schedule of --steps (0: no stop)", EX_MIN(0)},
         {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
