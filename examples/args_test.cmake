@@ -63,6 +63,8 @@ run(convert_help 0 out "usage: .*Dtypes:.* q4_k" llama_convert --help)
 run(convert_dtype 2 err "unknown dtype 'q9_9'; valid: .*q4_k" llama_convert a.gguf b.gguf q9_9)
 run(convert_fallback 2 err "FALLBACK: unknown dtype 'nope'" llama_convert a.gguf b.gguf q8_0 nope)
 run(export_dtype 2 err "unknown dtype 'q9_9'; valid: .*q4_k" train_llama --export-dtype f32,q9_9)
+run(merge_type 2 err "--merge-type: unknown dtype 'q7'; valid: keep .*q4_k"
+    finetune_llama --base x.gguf --merge-type q7)
 run(export_fallback 2 err "--export-fallback: unknown dtype 'x'" train_llama --export-fallback x)
 
 # dim 64 has no whole q4_k block (256) in any row: refused before training,

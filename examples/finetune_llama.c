@@ -62,6 +62,20 @@ typedef struct options {
     ex_trainer_opts loop; /* the shared loop's (llama_trainer.h); block 0: the model's */
 } options;
 
+/* name -> *dt (a float or block dtype); false after naming the bad dtype
+ * and the valid ones */
+static bool dtype_arg(const char *opt, const char *name, fc_dtype *dt) {
+    if (fc_dtype_from_name(name, dt) == FC_OK && (fc_dtype_is_float(*dt) || fc_dtype_is_block(*dt)))
+        return true;
+    fprintf(stderr, "finetune_llama: %s: unknown dtype '%s'; valid:%s", opt, name,
+            strcmp(opt, "--merge-type") == 0 ? " keep" : "");
+    for (int d = 0; d < FC_DTYPE_COUNT; d++)
+        if (fc_dtype_is_float((fc_dtype)d) || fc_dtype_is_block((fc_dtype)d))
+            fprintf(stderr, " %s", fc_dtype_name((fc_dtype)d));
+    fprintf(stderr, "\n");
+    return false;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/Apache-2.0", .out = "finetune_llama_out",
@@ -125,6 +139,10 @@ static int parse_options(int argc, char **argv, options *o) {
         fprintf(stderr, "finetune_llama: %s\n", bad);
         return 2;
     }
+    fc_dtype dt;
+    if ((strcmp(o->merge_type, "keep") && !dtype_arg("--merge-type", o->merge_type, &dt)) ||
+        !dtype_arg("--merge-fallback", o->merge_fallback, &dt))
+        return 2;
     return -1; /* go on */
 }
 
@@ -314,14 +332,9 @@ static bool setup(run *r) {
         fprintf(stderr, "finetune_llama: cannot create a context\n");
         return false;
     }
-    r->merge_dtype = r->merge_fallback = FC_DTYPE_COUNT;
-    if ((strcmp(o->merge_type, "keep") && fc_dtype_from_name(o->merge_type, &r->merge_dtype)) ||
-        fc_dtype_from_name(o->merge_fallback, &r->merge_fallback)) {
-        fprintf(stderr,
-                "finetune_llama: --merge-type '%s' or --merge-fallback '%s' is not a dtype\n",
-                o->merge_type, o->merge_fallback);
-        return false;
-    }
+    r->merge_dtype = FC_DTYPE_COUNT; /* keep; parse_options checked both names */
+    if (strcmp(o->merge_type, "keep")) dtype_arg("--merge-type", o->merge_type, &r->merge_dtype);
+    dtype_arg("--merge-fallback", o->merge_fallback, &r->merge_fallback);
     if (!open_model(r) || !ex_tokens_load("finetune_llama", o->data, r->tok, &r->data))
         return false;
     if (!ex_tokens_split(&r->data, o->loop.block)) {
