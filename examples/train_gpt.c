@@ -663,7 +663,7 @@ static void csv_flush(run *r) {
     r->row.step = -1;
 }
 
-/* The row of step r->step. It is held until the next row or a checkpoint,
+/* The row of step r->step. It is held until the next row or the end,
  * so that an evaluation after the loop (Ctrl-C, --stop-after, the budget)
  * fills its val_loss instead of adding a second row for the same step. */
 static void csv_row(run *r, double lr, double loss, double val, double gnorm, double tps) {
