@@ -135,7 +135,7 @@ static int parse_options(int argc, char **argv, options *o) {
          EX_MIN(2)},
         {"resume", EX_ARG_FLAG, &o->resume,
          "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
-         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         "(another schedule is refused: exit 2; a complete run only writes the exports)",
          EX_ANY},
         {"export", EX_ARG_STRING, &o->export_prefix,
          "exported files are <this>-<dtype>.gguf (default <out>/model)", EX_ANY},
