@@ -62,6 +62,20 @@ typedef struct options {
     ex_trainer_opts loop; /* the shared loop's (llama_trainer.h); block 0: the model's */
 } options;
 
+/* name -> *dt (a float or block dtype); false after naming the bad dtype
+ * and the valid ones */
+static bool dtype_arg(const char *opt, const char *name, fc_dtype *dt) {
+    if (fc_dtype_from_name(name, dt) == FC_OK && (fc_dtype_is_float(*dt) || fc_dtype_is_block(*dt)))
+        return true;
+    fprintf(stderr, "finetune_llama: %s: unknown dtype '%s'; valid:%s", opt, name,
+            strcmp(opt, "--merge-type") == 0 ? " keep" : "");
+    for (int d = 0; d < FC_DTYPE_COUNT; d++)
+        if (fc_dtype_is_float((fc_dtype)d) || fc_dtype_is_block((fc_dtype)d))
+            fprintf(stderr, " %s", fc_dtype_name((fc_dtype)d));
+    fprintf(stderr, "\n");
+    return false;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/Apache-2.0", .out = "finetune_llama_out",
@@ -75,30 +89,39 @@ static int parse_options(int argc, char **argv, options *o) {
                             .weight_decay = 0, .clip = 1.0, .temperature = 0.8}};
     // clang-format on
     const ex_arg own[] = {
-        {"base", EX_ARG_STRING, &o->base, "the base model (GGUF, llama; stays frozen)"},
-        {"data", EX_ARG_STRING, &o->data, "text file to fine-tune on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample, adapter"},
-        {"rank", EX_ARG_INT, &o->rank, "LoRA rank r"},
-        {"alpha", EX_ARG_DOUBLE, &o->alpha, "LoRA alpha (the scale is alpha / rank)"},
-        {"dropout", EX_ARG_DOUBLE, &o->dropout, "dropout on the adapter's input, in [0, 1)"},
+        {"base", EX_ARG_STRING, &o->base, "the base model (GGUF, llama; stays frozen)", EX_ANY},
+        {"data", EX_ARG_STRING, &o->data, "text file to fine-tune on (or the bare argument)",
+         EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample, adapter",
+         EX_ANY},
+        {"rank", EX_ARG_INT, &o->rank, "LoRA rank r", EX_MIN(1)},
+        {"alpha", EX_ARG_DOUBLE, &o->alpha, "LoRA alpha (the scale is alpha / rank)", EX_POS},
+        {"dropout", EX_ARG_DOUBLE, &o->dropout, "dropout on the adapter's input", EX_MIN(0),
+         EX_MAX(1), .hi_open = true},
         {"targets", EX_ARG_STRING, &o->targets,
-         "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)"},
-        {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+         "projections to adapt: q,k,v,o,gate,up,down (or all, attn, mlp)", EX_ANY},
+        {"block", EX_ARG_INT, &o->loop.block, "context length T (0: the model's, at most 256)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
         {"adapter-out", EX_ARG_STRING, &o->adapter_out,
-         "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)"},
-        {"merge-out", EX_ARG_STRING, &o->merge_out, "also write the merged model here (GGUF)"},
+         "adapter file (default <out>/adapter_model.safetensors; adapter_config.json beside)",
+         EX_ANY},
+        {"merge-out", EX_ARG_STRING, &o->merge_out, "also write the merged model here (GGUF)",
+         EX_ANY},
         {"merge-type", EX_ARG_STRING, &o->merge_type,
-         "dtype of the merged 2-D weights: keep (each its own), q4_k, q8_0, f16, f32, ..."},
+         "dtype of the merged 2-D weights: keep (each its own), q4_k, q8_0, f16, f32, ...", EX_ANY},
         {"merge-fallback", EX_ARG_STRING, &o->merge_fallback,
-         "dtype of a merged weight whose rows the block dtype does not divide"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
+         "dtype of a merged weight whose rows the block dtype does not divide", EX_ANY},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
         {"seed", EX_ARG_INT, &o->loop.seed,
-         "seed of the adapter's initialisation, dropout, data order"},
+         "seed of the adapter's initialisation, dropout, data order", EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
-         "exit 1 unless the validation loss fell by this much (for tests)"},
+         "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
         {"expect-merged", EX_ARG_DOUBLE, &o->expect_merged,
-         "exit 1 unless the merged file's validation loss is this close to the adapter's"},
+         "exit 1 unless the merged file's validation loss is this close to the adapter's", EX_ANY},
     };
     enum { NOWN = sizeof own / sizeof *own };
     ex_arg args[NOWN + EX_TRAINER_NARGS];
@@ -107,16 +130,19 @@ static int parse_options(int argc, char **argv, options *o) {
     ex_args_result r =
         ex_args_parse(argc, argv, args, nargs, &o->data, "--base MODEL.gguf [options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    /* rank, alpha and dropout are the library's to judge (fc_lora_new
-     * names the bad value); the loop's own sizes are checked here */
-    const char *bad = !o->base                                  ? "--base MODEL.gguf is required"
-                      : o->loop.block < 0 || o->loop.block == 1 ? "--block must be 0 or at least 2"
-                      : o->threads < 0                          ? "--threads must not be negative"
-                                                                : ex_trainer_opts_check(&o->loop);
+    /* each value's own range is the parser's (args.h; fc_lora_new checks
+     * rank, alpha and dropout again); what is left: */
+    const char *bad = !o->base             ? "--base MODEL.gguf is required"
+                      : o->loop.block == 1 ? "--block must be 0 or at least 2, got 1"
+                                           : NULL;
     if (bad) {
         fprintf(stderr, "finetune_llama: %s\n", bad);
         return 2;
     }
+    fc_dtype dt;
+    if ((strcmp(o->merge_type, "keep") && !dtype_arg("--merge-type", o->merge_type, &dt)) ||
+        !dtype_arg("--merge-fallback", o->merge_fallback, &dt))
+        return 2;
     return -1; /* go on */
 }
 
@@ -197,6 +223,7 @@ typedef struct run {
     fingerprint base_before;
     fc_dtype merge_dtype, merge_fallback; /* FC_DTYPE_COUNT: keep */
     char adapter_path[4096], config_path[4096], sample_path[4096];
+    int exit_code; /* when setup fails or finds nothing to do: how main exits */
 } run;
 
 static volatile sig_atomic_t g_stop;
@@ -305,14 +332,9 @@ static bool setup(run *r) {
         fprintf(stderr, "finetune_llama: cannot create a context\n");
         return false;
     }
-    r->merge_dtype = r->merge_fallback = FC_DTYPE_COUNT;
-    if ((strcmp(o->merge_type, "keep") && fc_dtype_from_name(o->merge_type, &r->merge_dtype)) ||
-        fc_dtype_from_name(o->merge_fallback, &r->merge_fallback)) {
-        fprintf(stderr,
-                "finetune_llama: --merge-type '%s' or --merge-fallback '%s' is not a dtype\n",
-                o->merge_type, o->merge_fallback);
-        return false;
-    }
+    r->merge_dtype = FC_DTYPE_COUNT; /* keep; parse_options checked both names */
+    if (strcmp(o->merge_type, "keep")) dtype_arg("--merge-type", o->merge_type, &r->merge_dtype);
+    dtype_arg("--merge-fallback", o->merge_fallback, &r->merge_fallback);
     if (!open_model(r) || !ex_tokens_load("finetune_llama", o->data, r->tok, &r->data))
         return false;
     if (!ex_tokens_split(&r->data, o->loop.block)) {
@@ -345,7 +367,14 @@ static bool setup(run *r) {
         !out_path(t->ckpt_path, sizeof t->ckpt_path, o->out, "ckpt.safetensors") ||
         !out_path(r->sample_path, sizeof r->sample_path, o->out, "sample.txt"))
         return false;
-    if (!ex_trainer_init(t, o->out, o->resume)) return false;
+    if (!ex_trainer_init(t, o->out, o->resume, "nothing to do")) {
+        r->exit_code = t->exit_code;
+        return false;
+    }
+    if (t->complete) {
+        r->exit_code = 0;
+        return false;
+    }
     describe_base(r);
     const fc_llama_config *c = fc_llama_get_config(r->model);
     int64_t numel = 0;
@@ -493,8 +522,11 @@ int main(int argc, char **argv) {
     int rc = parse_options(argc, argv, &r.o);
     if (rc >= 0) return rc;
     signal(SIGINT, on_sigint);
-    rc = 1;
-    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = finish(&r);
+    r.exit_code = 1;
+    if (setup(&r))
+        rc = ex_trainer_train(&r.t, &g_stop) ? ex_trainer_exit_code(&r.t, finish(&r)) : 1;
+    else
+        rc = r.exit_code;
     teardown(&r);
     return rc;
 }

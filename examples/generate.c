@@ -127,25 +127,29 @@ static int print_text(fc_ctx *ctx, const fc_tokenizer *tok, const int32_t *ids, 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *text = NULL, *logits_path = NULL;
     int64_t n_new = 32, top_k = 0, seed = 1, stop = -2, threads = 0;
-    double temp = 0.0, top_p = 0.0;
+    double temp = 0.0, top_p = 1.0;
     bool print_ids = false;
     const ex_arg args[] = {
-        {"text", EX_ARG_STRING, &text, "prompt text (the file's tokenizer encodes it)"},
-        {"print-ids", EX_ARG_FLAG, &print_ids, "with --text: print its token ids and stop"},
-        {"prompt", EX_ARG_STRING, &prompt, "prompt token ids, comma-separated"},
-        {"n", EX_ARG_INT, &n_new, "tokens to generate"},
-        {"temp", EX_ARG_DOUBLE, &temp, "temperature (0: greedy)"},
-        {"top-k", EX_ARG_INT, &top_k, "keep the k most likely tokens (0: all)"},
-        {"top-p", EX_ARG_DOUBLE, &top_p, "nucleus probability (0: off)"},
-        {"seed", EX_ARG_INT, &seed, "sampler seed"},
+        {"text", EX_ARG_STRING, &text, "prompt text (the file's tokenizer encodes it)", EX_ANY},
+        {"print-ids", EX_ARG_FLAG, &print_ids, "with --text: print its token ids and stop", EX_ANY},
+        {"prompt", EX_ARG_STRING, &prompt, "prompt token ids, comma-separated", EX_ANY},
+        {"n", EX_ARG_INT, &n_new, "tokens to generate", EX_MIN(0)},
+        {"temp", EX_ARG_DOUBLE, &temp, "temperature (0: greedy)", EX_MIN(0)},
+        {"top-k", EX_ARG_INT, &top_k, "keep the k most likely tokens (0: all)", EX_MIN(0)},
+        {"top-p", EX_ARG_DOUBLE, &top_p,
+         "nucleus: sample from the most likely tokens holding this probability (1: all)", EX_POS,
+         EX_MAX(1)},
+        {"seed", EX_ARG_INT, &seed, "sampler seed", EX_ANY},
         {"stop", EX_ARG_INT, &stop,
-         "stop after this token id (-1: none; default: EOS with --text, none with --prompt)"},
-        {"threads", EX_ARG_INT, &threads, "threads (0: all cores)"},
-        {"logits", EX_ARG_STRING, &logits_path, "write the prompt's logits (f32 [T, vocab]) here"},
+         "stop after this token id (-1: none; default: EOS with --text, none with --prompt)",
+         EX_MIN(-1), EX_MAX(2147483647)},
+        {"threads", EX_ARG_INT, &threads, "threads (0: all cores)", EX_MIN(0)},
+        {"logits", EX_ARG_STRING, &logits_path, "write the prompt's logits (f32 [T, vocab]) here",
+         EX_ANY},
     };
     ex_args_result ar =
         ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), &model_path,
-                      "generate MODEL.gguf (--text TEXT | --prompt IDS) [options]");
+                      "MODEL.gguf (--text TEXT | --prompt IDS) [options]");
     if (ar != EX_ARGS_OK) return ar == EX_ARGS_HELP ? 0 : 2;
     if (!model_path || !prompt == !text) {
         fprintf(stderr, "generate: a model path and one of --text, --prompt are required "
@@ -154,8 +158,9 @@ int main(int argc, char **argv) {
     }
     int32_t *ids = NULL;
     int64_t n_prompt = prompt ? parse_ids(prompt, &ids) : 1;
-    if (n_prompt < 1 || n_new < 0 || stop < -2 || stop > INT32_MAX) {
-        fprintf(stderr, "generate: bad --prompt, --n or --stop\n");
+    if (n_prompt < 1) {
+        fprintf(stderr, "generate: --prompt wants token ids separated by commas, got '%s'\n",
+                prompt);
         free(ids);
         return 2;
     }

@@ -162,20 +162,16 @@ int main(int argc, char **argv) {
     int64_t n = 2000, d = 10, seed = 1, max_newton = 20;
     double lambda = 1e-3, tol = 1e-9;
     ex_arg args[] = {
-        {"n", EX_ARG_INT, &n, "samples"},
-        {"d", EX_ARG_INT, &d, "features (a bias column is added)"},
-        {"lambda", EX_ARG_DOUBLE, &lambda, "L2 regularisation"},
-        {"tol", EX_ARG_DOUBLE, &tol, "stop when |grad| is below this"},
-        {"max-newton", EX_ARG_INT, &max_newton, "Newton steps at most"},
-        {"seed", EX_ARG_INT, &seed, "data seed"},
+        {"n", EX_ARG_INT, &n, "samples", EX_MIN(2)},
+        {"d", EX_ARG_INT, &d, "features (a bias column is added)", EX_MIN(1)},
+        {"lambda", EX_ARG_DOUBLE, &lambda, "L2 regularisation", EX_MIN(0)},
+        {"tol", EX_ARG_DOUBLE, &tol, "stop when |grad| is below this", EX_MIN(0)},
+        {"max-newton", EX_ARG_INT, &max_newton, "Newton steps at most", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &seed, "data seed", EX_ANY},
     };
     ex_args_result ar =
-        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL, "hvp [options]");
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL, "[options]");
     if (ar != EX_ARGS_OK) return ar == EX_ARGS_HELP ? 0 : 2;
-    if (n < 2 || d < 1 || lambda < 0) {
-        fprintf(stderr, "hvp: need n >= 2, d >= 1, lambda >= 0\n");
-        return 2;
-    }
 
     fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.seed = (uint64_t)seed});
     problem p = {.n = n, .d = d + 1, .lambda = lambda};

@@ -37,6 +37,7 @@
 #include "common/dist.h"
 #include "common/fashion_mnist.h"
 #include "common/progress.h"
+#include "common/resume.h"
 
 enum { EXIT_SKIP = 77, SIDE = 28 };
 
@@ -47,10 +48,9 @@ enum { EXIT_SKIP = 77, SIDE = 28 };
  * travel in the checkpoint beside the parameters). */
 enum { C1W, C1B, C2W, C2B, FCW, FCB, BN1W, BN1B, BN2W, BN2B, NPARAMS };
 enum { BN1M, BN1V, BN2M, BN2V, NSTATS };
-static const char *const PARAM_NAMES[NPARAMS] = {"conv1.weight", "conv1.bias", "conv2.weight",
-                                                 "conv2.bias",   "fc.weight",  "fc.bias",
-                                                 "bn1.weight",   "bn1.bias",   "bn2.weight",
-                                                 "bn2.bias"};
+static const char *const PARAM_NAMES[NPARAMS] = {
+    "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight",
+    "fc.bias",      "bn1.weight", "bn1.bias",     "bn2.weight", "bn2.bias"};
 static const char *const STAT_NAMES[NSTATS] = {"bn1.running_mean", "bn1.running_var",
                                                "bn2.running_mean", "bn2.running_var"};
 
@@ -75,11 +75,11 @@ static fc_tensor *conv_block(fc_ctx *ctx, const cnn *m, fc_tensor *x, int w, int
 
 /* x (B,1,28,28) -> logits (B,10) */
 static fc_tensor *cnn_forward(fc_ctx *ctx, const cnn *m, fc_tensor *x, bool training) {
-    fc_tensor *h = conv_block(ctx, m, x, C1W, BN1W, BN1M, training);     /* (B,32,14,14) */
-    h = conv_block(ctx, m, h, C2W, BN2W, BN2M, training);                /* (B,64,7,7) */
+    fc_tensor *h = conv_block(ctx, m, x, C1W, BN1W, BN1M, training); /* (B,32,14,14) */
+    h = conv_block(ctx, m, h, C2W, BN2W, BN2M, training);            /* (B,64,7,7) */
     int64_t B = fc_tensor_dim(x, 0);
-    h = fc_reshape(ctx, h, (const int64_t[]){B, 64 * 7 * 7}, 2);         /* (B,3136) */
-    return fc_linear(ctx, h, m->p[FCW], m->p[FCB]);                      /* (B,10) */
+    h = fc_reshape(ctx, h, (const int64_t[]){B, 64 * 7 * 7}, 2); /* (B,3136) */
+    return fc_linear(ctx, h, m->p[FCW], m->p[FCB]);              /* (B,10) */
 }
 
 /* a leaf of shape with U(-bound, bound) entries from the context RNG */
@@ -197,37 +197,39 @@ static int parse_options(int argc, char **argv, options *o) {
                    .expect_accuracy = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
-        {"batch-norm", EX_ARG_FLAG, &o->batch_norm, "batch norm after each convolution"},
-        {"batch", EX_ARG_INT, &o->batch, "images per step"},
-        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors",
+         EX_ANY},
+        {"batch-norm", EX_ARG_FLAG, &o->batch_norm, "batch norm after each convolution", EX_ANY},
+        {"batch", EX_ARG_INT, &o->batch, "images per step", EX_MIN(1)},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)",
+         EX_MIN(0)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop (with a checkpoint) after this step, keeping the schedule of --steps"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
-        {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)"},
-        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+         "stop (with a checkpoint) after this step, keeping the schedule of --steps", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps (or --epochs), --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
+        {"train-limit", EX_ARG_INT, &o->train_limit, "train on this many images (0: all)",
+         EX_MIN(0)},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)",
+         EX_MIN(0)},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
-         "exit 1 unless the final test accuracy reaches this (for tests)"},
+         "exit 1 unless the final test accuracy reaches this (for tests)", EX_MIN(-1), EX_MAX(1)},
     };
     ex_args_result r =
         ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    if (o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->stop_after < 0 ||
-        o->eval_every < 0 || o->ckpt_every < 0 || o->train_limit < 0 || o->test_limit < 0 ||
-        o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
-        fprintf(stderr, "train_cnn: sizes and periods must be positive (or 0 where --help "
-                        "says so), --lr positive\n");
-        return 2;
-    }
     return -1;
 }
 
@@ -253,7 +255,17 @@ typedef struct run {
     int64_t *order;   /* this epoch's permutation of the training images */
     int64_t n_train, per_epoch, total, step, stop_at;
     uint64_t data_rng, epoch_rng; /* epoch_rng: data_rng before this epoch's shuffle */
+    fc_lr_schedule asked;         /* the options' schedule (a resume must ask for it too) */
     FILE *csv;
+    struct csv_pending {
+        int64_t step; /* -1: none */
+        double lr, loss, ips, elapsed;
+        bool evaluated;
+        eval_result e;
+    } row;            /* the latest step's row, held so a later evaluation fills it */
+    int64_t csv_last; /* on resume: the step of metrics.csv's last row kept */
+    double before_s;  /* the run's seconds before this process (a resume's) */
+    bool interrupted; /* the loop ended on Ctrl-C */
     ex_progress bar;
     eval_result last;
     int64_t last_step;
@@ -306,6 +318,10 @@ enum { V_STEP, V_EPOCH_RNG, V_BATCH, V_BN, V_TRAIN, NVALUES };
 static const char *const META_KEYS[NVALUES] = {"train_cnn.step", "train_cnn.epoch_rng",
                                                "train_cnn.batch", "train_cnn.batch_norm",
                                                "train_cnn.train_images"};
+/* texts (common/resume.h): the elapsed time and the schedule asked for,
+ * which a resume must ask for too; a checkpoint written before has none */
+enum { X_ELAPSED, X_SCHEDULE, NEXTRA };
+static const char *const EXTRA_KEYS[NEXTRA] = {"train_cnn.elapsed_ms", "train_cnn.schedule"};
 
 /* The parameters and then the statistics, under one list of names. */
 static int ckpt_tensors(const run *r, const char **names, fc_tensor **ts) {
@@ -335,22 +351,30 @@ static bool save_checkpoint(run *r) {
     fc_tensor *ts[NPARAMS + NSTATS];
     int n = ckpt_tensors(r, names, ts);
     uint64_t v[NVALUES];
-    char text[NVALUES][24];
-    const char *vals[NVALUES];
+    char text[NVALUES + NEXTRA][160];
+    const char *keys[NVALUES + NEXTRA], *vals[NVALUES + NEXTRA];
     meta_values(r, v);
     for (int i = 0; i < NVALUES; i++) {
         snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
+        keys[i] = META_KEYS[i];
         vals[i] = text[i];
     }
-    if (fc_checkpoint_save(r->ctx, r->path[2], names, ts, n, r->opt, META_KEYS, vals, NVALUES) !=
-        FC_OK) {
+    snprintf(text[NVALUES + X_ELAPSED], sizeof text[0], "%.0f", 1e3 * ex_progress_total(&r->bar));
+    ex_schedule_text(&r->asked, text[NVALUES + X_SCHEDULE], sizeof text[0]);
+    for (int i = 0; i < NEXTRA; i++) {
+        keys[NVALUES + i] = EXTRA_KEYS[i];
+        vals[NVALUES + i] = text[NVALUES + i];
+    }
+    if (fc_checkpoint_save(r->ctx, r->path[2], names, ts, n, r->opt, keys, vals,
+                           NVALUES + NEXTRA) != FC_OK) {
         fprintf(stderr, "train_cnn: saving %s: %s\n", r->path[2], fc_ctx_error(r->ctx));
         return false;
     }
     return true;
 }
 
-static bool load_checkpoint(run *r) {
+/* Restores the run; extra gets the texts ("" for those it lacks). */
+static bool load_checkpoint(run *r, char (*extra)[160]) {
     char msg[256] = "";
     fc_st_file *f = NULL;
     if (fc_safetensors_open(r->path[2], &(fc_io_opts){.errbuf = msg, .errcap = sizeof msg}, &f) !=
@@ -375,6 +399,10 @@ static bool load_checkpoint(run *r) {
                     (unsigned long long)want[i]);
             ok = false;
         }
+    }
+    for (int i = 0; i < NEXTRA; i++) {
+        const char *s = fc_safetensors_meta_get(f, EXTRA_KEYS[i]);
+        snprintf(extra[i], 160, "%s", s ? s : "");
     }
     fc_safetensors_close(f);
     if (!ok) return false;
@@ -405,16 +433,36 @@ static bool evaluate(run *r) {
     return true;
 }
 
-static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
-    if (!r->csv) return; /* not rank 0 */
-    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
-            lr);
-    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
-    if (evaluated)
-        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+/* writes the held row, if any */
+static void csv_flush(run *r) {
+    const struct csv_pending *w = &r->row;
+    if (!r->csv || w->step < 0) return; /* not rank 0, or nothing held */
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)w->step, (double)w->step / (double)r->per_epoch,
+            w->lr);
+    if (!isnan(w->loss)) fprintf(r->csv, "%.6f", w->loss);
+    if (w->evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", w->e.loss, w->e.accuracy);
     else
         fprintf(r->csv, ",,");
-    fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
+    fprintf(r->csv, ",%.1f,%.2f\n", w->ips, w->elapsed);
+    fflush(r->csv);
+    r->row.step = -1;
+}
+
+/* The row of step r->step, held until the next row or the end, so that the
+ * evaluation after the loop fills it rather than adding a second row for
+ * the same step. */
+static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    if (r->row.step == r->step) {
+        if (evaluated) {
+            r->row.evaluated = true;
+            r->row.e = r->last;
+        }
+        return;
+    }
+    csv_flush(r);
+    r->row = (struct csv_pending){r->step,   lr,     loss, ips, ex_progress_total(&r->bar),
+                                  evaluated, r->last};
 }
 
 static bool train(run *r) {
@@ -425,6 +473,7 @@ static bool train(run *r) {
         /* every rank must take the same decision: on the ranks' mean */
         double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
         if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (agree[1] > 0 && r->step < r->stop_at) r->interrupted = true;
         if (r->step >= r->stop_at || agree[1] > 0) break;
         if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
@@ -476,6 +525,7 @@ static int finish(run *r) {
         csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {
@@ -557,6 +607,8 @@ static int setup(run *r) {
     }
     r->sched = (fc_lr_schedule){
         .kind = FC_LR_COSINE, .base_lr = o->lr, .total_steps = r->total, .min_lr = o->min_lr};
+    r->asked = r->sched;
+    r->row.step = -1;
     r->data_rng = (uint64_t)o->seed ^ 0xA0761D6478BD642Full;
     r->last_step = -1;
     if (ex_dist_is_main(&r->dist) && !ex_mkdir_p(o->out)) return 1;
@@ -564,14 +616,21 @@ static int setup(run *r) {
     snprintf(r->path[1], sizeof r->path[1], "%s/loss.png", o->out);
     snprintf(r->path[2], sizeof r->path[2], "%s/ckpt.safetensors", o->out);
     if (o->resume) {
-        if (!load_checkpoint(r)) return 1;
+        char extra[NEXTRA][160];
+        if (!load_checkpoint(r, extra)) return 1;
+        if (!ex_schedule_check("train_cnn", r->path[2],
+                               extra[X_SCHEDULE][0] ? extra[X_SCHEDULE] : NULL, &r->asked, r->step))
+            return 2;
+        r->before_s = ex_elapsed_from_text(extra[X_ELAPSED]);
+        if (ex_run_complete("train_cnn", o->out, r->step, r->total, o->stop_after, "nothing to do"))
+            return 0;
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
     if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
-        r->csv = ex_csv_open(r->path[0],
-                             "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
-                             "elapsed_s",
-                             o->resume);
+        const char *header = "step,epoch,lr,train_loss,test_loss,test_accuracy,images_per_s,"
+                             "elapsed_s";
+        r->csv = o->resume ? ex_csv_resume(r->path[0], header, r->step, &r->csv_last)
+                           : ex_csv_open(r->path[0], header, false);
         if (!r->csv) return 1;
     }
     int64_t np = 0;
@@ -581,13 +640,14 @@ static int setup(run *r) {
            (long long)r->test.n, o->data);
     printf("model: conv5x5(32)-pool-conv5x5(64)-pool-linear(10)%s, %lld parameters; batch %lld; "
            "Adam lr %g -> %g (cosine); %lld steps (%lld per epoch), budget %g min, %d threads\n",
-           r->model.batch_norm ? " with batch norm" : "", (long long)np, (long long)o->batch,
-           o->lr, o->min_lr, (long long)r->total, (long long)r->per_epoch, o->minutes,
+           r->model.batch_norm ? " with batch norm" : "", (long long)np, (long long)o->batch, o->lr,
+           o->min_lr, (long long)r->total, (long long)r->per_epoch, o->minutes,
            fc_ctx_threads(r->ctx));
     return -1;
 }
 
 static void teardown(run *r, bool ok) {
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
@@ -611,13 +671,21 @@ int main(int argc, char **argv) {
         rc = 1;
         int64_t every = r.per_epoch / 8 > 0 ? r.per_epoch / 8 : 1;
         ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
+        r.bar.before_s = r.before_s;
         if (r.step > 0 || evaluate(&r)) {
             if (r.step == 0) csv_row(&r, r.o.lr, NAN, true, 0);
             if (train(&r)) rc = finish(&r);
         } else {
             fprintf(stderr, "train_cnn: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         }
+        if (rc == 0 && r.interrupted) {
+            /* a script must tell a stopped run from a finished one: 128 + SIGINT */
+            printf("train_cnn: stopped by Ctrl-C at step %lld of %lld; %s holds it (--resume "
+                   "continues)\n",
+                   (long long)r.step, (long long)r.total, r.path[2]);
+            rc = 130;
+        }
     }
-    teardown(&r, rc == 0 || rc == EXIT_SKIP);
+    teardown(&r, rc == 0 || rc == EXIT_SKIP || rc == 130);
     return rc;
 }

@@ -43,6 +43,7 @@
 #include "common/args.h"
 #include "common/dist.h"
 #include "common/progress.h"
+#include "common/resume.h"
 #include "common/text_data.h"
 
 // ----------------------------------------------------------------------------
@@ -388,54 +389,54 @@ static int parse_options(int argc, char **argv, options *o) {
                    .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors"},
-        {"d-model", EX_ARG_INT, &o->d_model, "embedding width C"},
-        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks"},
-        {"heads", EX_ARG_INT, &o->n_head, "attention heads (divide d-model)"},
-        {"block", EX_ARG_INT, &o->block, "context length T"},
-        {"ff", EX_ARG_INT, &o->d_ff, "MLP hidden width (0: 4 * d-model)"},
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv, loss.png, ckpt.safetensors",
+         EX_ANY},
+        {"d-model", EX_ARG_INT, &o->d_model, "embedding width C", EX_MIN(1)},
+        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks", EX_MIN(1)},
+        {"heads", EX_ARG_INT, &o->n_head, "attention heads (divide d-model)", EX_MIN(1)},
+        {"block", EX_ARG_INT, &o->block, "context length T", EX_MIN(2)},
+        {"ff", EX_ARG_INT, &o->d_ff, "MLP hidden width (0: 4 * d-model)", EX_MIN(0)},
+        {"batch", EX_ARG_INT, &o->batch, "sequences per step B", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps,
+         "optimizer steps (the schedule's length; a --resume keeps it)", EX_MIN(1)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "characters per sample"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+         "stop at this step, keeping the schedule of --steps (0: no stop)", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps", EX_MIN(0)},
+        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay",
+         EX_MIN(0)},
+        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)",
+         EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps", EX_MIN(1)},
+        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)",
+         EX_MIN(0)},
+        {"sample-len", EX_ARG_INT, &o->sample_len, "characters per sample", EX_MIN(0)},
+        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run has nothing to do)",
+         EX_ANY},
         {"checkpoint", EX_ARG_FLAG, &o->checkpoint,
-         "gradient checkpointing: keep only each block's input, recompute it in backward"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+         "gradient checkpointing: keep only each block's input, recompute it in backward", EX_ANY},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
-         "exit 1 unless the validation loss fell by this much (for tests)"},
+         "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
     };
     ex_args_result r = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), &o->data,
                                      "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
     if (o->d_ff == 0) o->d_ff = 4 * o->d_model;
-    const char *bad = o->d_model < 1 || o->n_head < 1 || o->d_model % o->n_head
-                          ? "--heads must divide --d-model"
-                      : o->n_layer < 1 || o->block < 2 || o->d_ff < 1 || o->batch < 1
-                          ? "--layers, --ff and --batch must be positive, --block at least 2"
-                      : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-                          ? "--steps and --eval-every must be positive, --warmup not negative"
-                      : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 ||
-                              o->stop_after < 0 || o->threads < 0 || o->minutes < 0
-                          ? "periods, --threads and --minutes must not be negative"
-                      : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-                          ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-                          : NULL;
-    if (bad) {
-        fprintf(stderr, "train_gpt: %s\n", bad);
+    /* each value's own range is the parser's (args.h); what is left relates two */
+    if (o->d_model % o->n_head) {
+        fprintf(stderr, "train_gpt: --heads %lld must divide --d-model %lld\n",
+                (long long)o->n_head, (long long)o->d_model);
         return 2;
     }
     return -1; /* go on */
@@ -446,7 +447,18 @@ static int parse_options(int argc, char **argv, options *o) {
 // fucina's checkpoint file (fucina/checkpoint.h) holds the parameters, the
 // AdamW moments and step count and the context RNG; the trainer adds its own
 // integers as metadata: where it is, its data-order PRNG, and the sizes and
-// text it was made with, which a resume must match.
+// text it was made with, which a resume must match; and as texts
+// (common/resume.h) the run's elapsed time, the schedule it was asked for
+// (which a resume must ask for too) and the schedule as a time budget may
+// have shortened it (which a resume continues).
+
+/* the texts; a checkpoint written before them has none ("" on loading) */
+enum { X_ELAPSED, X_SCHEDULE, X_SCHEDULE_NOW, NEXTRA };
+static const char *const EXTRA_KEYS[NEXTRA] = {"train_gpt.elapsed_ms", "train_gpt.schedule",
+                                               "train_gpt.schedule_now"};
+typedef struct ckpt_extra {
+    char text[NEXTRA][160];
+} ckpt_extra;
 
 enum { V_STEP, V_DATA_RNG, V_TEXT, V_VOCAB, V_BLOCK, V_C, V_L, V_H, V_F, NVALUES };
 static const char *const META_KEYS[NVALUES] = {
@@ -469,24 +481,32 @@ static void meta_values(uint64_t *v, int64_t step, uint64_t data_rng, const ex_t
 }
 
 static fc_status save_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, const gpt_model *m,
-                                 const ex_text *d, int64_t step, uint64_t data_rng) {
+                                 const ex_text *d, int64_t step, uint64_t data_rng,
+                                 const ckpt_extra *x) {
     uint64_t v[NVALUES];
     char text[NVALUES][24];
-    const char *vals[NVALUES];
+    const char *keys[NVALUES + NEXTRA], *vals[NVALUES + NEXTRA];
     meta_values(v, step, data_rng, d, &m->cfg);
     for (int i = 0; i < NVALUES; i++) {
         snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
+        keys[i] = META_KEYS[i];
         vals[i] = text[i];
     }
+    for (int i = 0; i < NEXTRA; i++) {
+        keys[NVALUES + i] = EXTRA_KEYS[i];
+        vals[NVALUES + i] = x->text[i];
+    }
     fc_status st = fc_checkpoint_save(ctx, path, (const char *const *)m->names, m->params,
-                                      m->nparams, opt, META_KEYS, vals, NVALUES);
+                                      m->nparams, opt, keys, vals, NVALUES + NEXTRA);
     if (st != FC_OK) fprintf(stderr, "train_gpt: saving %s: %s\n", path, fc_ctx_error(ctx));
     return st;
 }
 
-/* Restores the run; *step and *data_rng get the saved position. */
+/* Restores the run; *step and *data_rng get the saved position, *x the
+ * texts ("" for those the checkpoint lacks). */
 static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, const gpt_model *m,
-                                 const ex_text *d, int64_t *step, uint64_t *data_rng) {
+                                 const ex_text *d, int64_t *step, uint64_t *data_rng,
+                                 ckpt_extra *x) {
     char msg[256] = "";
     fc_st_file *f = NULL;
     fc_status st =
@@ -511,6 +531,10 @@ static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, c
             st = FC_ERR_FORMAT;
         }
     }
+    for (int i = 0; i < NEXTRA; i++) {
+        const char *s = fc_safetensors_meta_get(f, EXTRA_KEYS[i]);
+        snprintf(x->text[i], sizeof x->text[i], "%s", s ? s : "");
+    }
     fc_safetensors_close(f);
     if (st != FC_OK) return st;
     st = fc_checkpoint_load(ctx, path, (const char *const *)m->names, m->params, m->nparams, opt);
@@ -532,6 +556,12 @@ static void on_sigint(int sig) {
     signal(sig, SIG_DFL); /* a second Ctrl-C ends the program at once */
 }
 
+/* one row of metrics.csv (NAN fields are left empty) */
+typedef struct csv_row_vals {
+    int64_t step; /* -1: none pending */
+    double lr, loss, val, gnorm, tps, elapsed;
+} csv_row_vals;
+
 typedef struct run {
     options o;
     ex_text data;
@@ -543,9 +573,15 @@ typedef struct run {
     fc_tensor *idx, *tgt; /* the step's batch, (B,T) and (B*T) i64, refilled each step */
     int64_t *all_idx;     /* with several ranks: the whole step's batch, (size*B,T) and targets */
     uint64_t data_rng, sample_rng;
-    int64_t step;    /* optimizer steps done */
-    int64_t planned; /* where the schedule ends: --steps, or what the budget fits */
+    int64_t step;         /* optimizer steps done */
+    int64_t planned;      /* where the schedule ends: --steps, or what the budget fits */
+    fc_lr_schedule asked; /* the schedule of the options, before a budget shortens it */
     FILE *csv;
+    csv_row_vals row; /* the latest step's row, not yet written (see csv_row) */
+    bool interrupted; /* the loop ended on Ctrl-C */
+    double before_s;  /* the run's seconds before this process (a resume's) */
+    int64_t csv_last; /* on resume: the step of metrics.csv's last row kept */
+    int exit_code;    /* when setup fails or finds nothing to do: how main exits */
     ex_progress bar;
     double train_last;                    /* the latest step's training loss */
     double val_first, val_last, val_best; /* this run's first, latest and best val loss */
@@ -612,15 +648,47 @@ static bool print_sample(run *r) {
     return st == FC_OK;
 }
 
+/* Writes the pending row, if any. */
+static void csv_flush(run *r) {
+    const csv_row_vals *w = &r->row;
+    if (!r->csv || w->step < 0) return;
+    fprintf(r->csv, "%lld,%.6g,", (long long)w->step, w->lr);
+    if (!isnan(w->loss)) fprintf(r->csv, "%.6f", w->loss);
+    fputc(',', r->csv);
+    if (!isnan(w->val)) fprintf(r->csv, "%.6f", w->val);
+    fputc(',', r->csv);
+    if (!isnan(w->gnorm)) fprintf(r->csv, "%.4f", w->gnorm);
+    fprintf(r->csv, ",%.1f,%.2f\n", w->tps, w->elapsed);
+    fflush(r->csv);
+    r->row.step = -1;
+}
+
+/* The row of step r->step. It is held until the next row or the end,
+ * so that an evaluation after the loop (Ctrl-C, --stop-after, the budget)
+ * fills its val_loss instead of adding a second row for the same step. */
 static void csv_row(run *r, double lr, double loss, double val, double gnorm, double tps) {
-    if (!r->csv) return;
-    fprintf(r->csv, "%lld,%.6g,", (long long)r->step, lr);
-    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
-    fputc(',', r->csv);
-    if (!isnan(val)) fprintf(r->csv, "%.6f", val);
-    fputc(',', r->csv);
-    if (!isnan(gnorm)) fprintf(r->csv, "%.4f", gnorm);
-    fprintf(r->csv, ",%.1f,%.2f\n", tps, ex_progress_elapsed(&r->bar));
+    if (r->row.step == r->step) {
+        if (!isnan(val)) r->row.val = val;
+        return;
+    }
+    csv_flush(r);
+    r->row = (csv_row_vals){r->step, lr, loss, val, gnorm, tps, ex_progress_total(&r->bar)};
+}
+
+/* the checkpoint's texts for the run as it is now */
+static ckpt_extra run_extra(const run *r) {
+    ckpt_extra x;
+    snprintf(x.text[X_ELAPSED], sizeof x.text[X_ELAPSED], "%.0f", 1e3 * ex_progress_total(&r->bar));
+    ex_schedule_text(&r->asked, x.text[X_SCHEDULE], sizeof x.text[X_SCHEDULE]);
+    ex_schedule_text(&r->sched, x.text[X_SCHEDULE_NOW], sizeof x.text[X_SCHEDULE_NOW]);
+    return x;
+}
+
+static bool save_run(run *r) {
+    ckpt_extra x = run_extra(r);
+    return !ex_dist_is_main(&r->dist) ||
+           save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step, r->data_rng,
+                           &x) == FC_OK;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -664,6 +732,7 @@ static bool train(run *r) {
         /* every rank must take the same decision: on the ranks' mean */
         double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
         if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (agree[1] > 0 && r->step < r->planned) r->interrupted = true;
         if (r->step >= r->planned || (o->stop_after > 0 && r->step >= o->stop_after) ||
             agree[1] > 0)
             break;
@@ -696,10 +765,7 @@ static bool train(run *r) {
         }
         csv_row(r, lr, loss, val, gnorm, tps);
         if (o->sample_every > 0 && r->step % o->sample_every == 0 && !print_sample(r)) break;
-        if (o->ckpt_every > 0 && r->step % o->ckpt_every == 0 && ex_dist_is_main(&r->dist) &&
-            save_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, r->step,
-                            r->data_rng) != FC_OK)
-            return false;
+        if (o->ckpt_every > 0 && r->step % o->ckpt_every == 0 && !save_run(r)) return false;
     }
     if (fc_ctx_status(r->ctx) != FC_OK) {
         ex_progress_finish(&r->bar);
@@ -725,9 +791,8 @@ static int finish(run *r) {
         fprintf(stderr, "train_gpt: sampling failed: %s\n", fc_ctx_error(r->ctx));
         return 1;
     }
-    if (ex_dist_is_main(&r->dist) && save_checkpoint(r->path[2], r->ctx, r->opt, &r->model,
-                                                     &r->data, r->step, r->data_rng) != FC_OK)
-        return 1;
+    if (!save_run(r)) return 1;
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
@@ -807,7 +872,9 @@ static bool setup(run *r) {
                                 .warmup_steps = o->warmup,
                                 .total_steps = o->steps,
                                 .min_lr = o->min_lr};
+    r->asked = r->sched;
     r->planned = o->steps;
+    r->row.step = -1;
     r->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
     r->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
     r->train_last = r->val_first = r->val_last = r->val_best = NAN;
@@ -823,14 +890,29 @@ static bool setup(run *r) {
     }
     /* every rank reads the checkpoint (one machine, or a shared directory) */
     if (o->resume) {
-        if (load_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, &r->step,
-                            &r->data_rng) != FC_OK)
+        ckpt_extra x;
+        if (load_checkpoint(r->path[2], r->ctx, r->opt, &r->model, &r->data, &r->step, &r->data_rng,
+                            &x) != FC_OK)
             return false;
+        if (!ex_schedule_check("train_gpt", r->path[2],
+                               x.text[X_SCHEDULE][0] ? x.text[X_SCHEDULE] : NULL, &r->asked,
+                               r->step)) {
+            r->exit_code = 2;
+            return false;
+        }
+        if (ex_schedule_parse(x.text[X_SCHEDULE_NOW], &r->sched)) r->planned = r->sched.total_steps;
+        r->before_s = ex_elapsed_from_text(x.text[X_ELAPSED]);
+        if (ex_run_complete("train_gpt", o->out, r->step, r->planned, o->stop_after,
+                            "nothing to do")) {
+            r->exit_code = 0;
+            return false;
+        }
         printf("resumed from %s at step %lld\n", r->path[2], (long long)r->step);
     }
     if (ex_dist_is_main(&r->dist)) { /* rank 0 writes the files */
-        r->csv = ex_csv_open(
-            r->path[0], "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s", o->resume);
+        const char *header = "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s";
+        r->csv = o->resume ? ex_csv_resume(r->path[0], header, r->step, &r->csv_last)
+                           : ex_csv_open(r->path[0], header, false);
         if (!r->csv) return false;
     }
     printf("train_gpt: %s: %lld characters, vocabulary %d; train %lld, validation %lld "
@@ -849,6 +931,7 @@ static bool setup(run *r) {
 }
 
 static void teardown(run *r, bool ok) {
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
@@ -866,17 +949,31 @@ int main(int argc, char **argv) {
     int rc = parse_options(argc, argv, &r.o);
     if (rc >= 0) return rc;
     signal(SIGINT, on_sigint);
+    r.exit_code = 1;
     rc = 1;
     if (setup(&r)) {
         int64_t every = r.o.eval_every / 5 > 0 ? r.o.eval_every / 5 : 1;
-        ex_progress_start(&r.bar, r.o.steps, r.o.minutes * 60, "tok", (int)every);
+        ex_progress_start(&r.bar, r.planned, r.o.minutes * 60, "tok", (int)every);
+        r.bar.before_s = r.before_s;
         if (!evaluate(&r)) {
             fprintf(stderr, "train_gpt: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         } else {
-            csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
+            /* a resumed run's first row is its checkpoint's last, written unless
+             * the run died between the checkpoint and the row */
+            if (!r.o.resume || r.csv_last < r.step)
+                csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
             if (train(&r)) rc = finish(&r);
         }
+        if (rc == 0 && r.interrupted) {
+            /* a script must tell a stopped run from a finished one: 128 + SIGINT */
+            printf("train_gpt: stopped by Ctrl-C at step %lld of %lld; %s holds it (--resume "
+                   "continues)\n",
+                   (long long)r.step, (long long)r.planned, r.path[2]);
+            rc = 130;
+        }
+    } else {
+        rc = r.exit_code;
     }
-    teardown(&r, rc == 0);
+    teardown(&r, rc == 0 || rc == 130);
     return rc;
 }

@@ -16,11 +16,15 @@
  *
  * Export: at the end the model is written as GGUF with the tokenizer's
  * keys (fc_tokenizer_gguf_kvs), once per dtype of --export-dtype (a comma
- * list: f32, f16, bf16, q8_0, q4_k, ...), to <prefix>-<dtype>.gguf; a
- * weight whose rows a block dtype does not divide (the feed-forward width
- * of the default model, 688, for every block dtype) is written in
- * --export-fallback. To export a finished run in another dtype, run it
- * again with --resume and the same --steps: no step is taken, the files
+ * list: f32, f16, bf16, q8_0, q4_k, ...), to <prefix>-<dtype>.gguf. A
+ * block dtype needs every 2-D weight's rows to be a multiple of its block
+ * (32 for q8_0, 256 for q4_k; the feed-forward width of the default
+ * model, 688, is neither): an export that cannot be written in the dtype
+ * asked is an error, said before training (exit 2), unless
+ * --export-fallback names the dtype such weights are written in instead
+ * (a note then says how many fell back). To export a finished run in
+ * another dtype, run it again with --resume and the same schedule
+ * options: no step is taken, no row is added to metrics.csv, the files
  * are written. The final sample (--sample-prompt continued by the model)
  * is also written to <out>/sample.txt; `generate <file> --text PROMPT`
  * with the same settings prints the same text for an f32 export (the ctest
@@ -52,6 +56,49 @@
 // ----------------------------------------------------------------------------
 // options
 
+enum { EX_MAX_EXPORTS = 8 };
+
+/* the dtype names an export may use, after a message */
+static void print_dtypes(void) {
+    for (int d = 0; d < FC_DTYPE_COUNT; d++)
+        if (fc_dtype_is_float((fc_dtype)d) || fc_dtype_is_block((fc_dtype)d))
+            fprintf(stderr, " %s", fc_dtype_name((fc_dtype)d));
+    fprintf(stderr, "\n");
+}
+
+/* --export-dtype "f32,q4_k" -> dtypes (at most cap); -1 after printing why */
+static int parse_dtypes(const char *s, fc_dtype *out, int cap) {
+    int n = 0;
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) return -1;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == cap) {
+            fprintf(stderr, "train_llama: --export-dtype: more than %d dtypes\n", cap);
+            return -1;
+        }
+        if (fc_dtype_from_name(tok, &out[n]) != FC_OK ||
+            !(fc_dtype_is_float(out[n]) || fc_dtype_is_block(out[n]))) {
+            fprintf(stderr, "train_llama: --export-dtype: unknown dtype '%s'; valid:", tok);
+            print_dtypes();
+            return -1;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* --export-fallback: a dtype, or none (FC_DTYPE_COUNT); false after printing why */
+static bool parse_fallback(const char *s, fc_dtype *out) {
+    *out = FC_DTYPE_COUNT;
+    if (strcmp(s, "none") == 0) return true;
+    if (fc_dtype_from_name(s, out) == FC_OK && (fc_dtype_is_float(*out) || fc_dtype_is_block(*out)))
+        return true;
+    fprintf(stderr, "train_llama: --export-fallback: unknown dtype '%s'; valid: none", s);
+    print_dtypes();
+    return false;
+}
+
 typedef struct options {
     const char *data, *out, *tokenizer, *export_prefix, *export_dtype, *export_fallback;
     int64_t dim, n_layer, n_head, n_kv_head, ff, threads;
@@ -63,7 +110,7 @@ typedef struct options {
 static int parse_options(int argc, char **argv, options *o) {
     // clang-format off
     *o = (options){.data = "/usr/share/common-licenses/GPL-3", .out = "train_llama_out",
-                   .export_dtype = "f32", .export_fallback = "f16",
+                   .export_dtype = "f32", .export_fallback = "none",
                    .dim = 256, .n_layer = 4, .n_head = 8, .n_kv_head = 2, .ff = 688,
                    .threads = 0, .expect_drop = -1, .rope_base = 10000,
                    .loop = {.prog = "train_llama", .sample_prompt = "The ", .block = 128,
@@ -73,28 +120,36 @@ static int parse_options(int argc, char **argv, options *o) {
                             .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8}};
     // clang-format on
     const ex_arg own[] = {
-        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample and exports"},
+        {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics, checkpoint, sample and exports",
+         EX_ANY},
         {"tokenizer", EX_ARG_STRING, &o->tokenizer,
-         "GGUF file whose tokenizer to use (default: byte-level)"},
-        {"dim", EX_ARG_INT, &o->dim, "embedding width"},
-        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks"},
-        {"heads", EX_ARG_INT, &o->n_head, "query heads (divide dim)"},
-        {"kv-heads", EX_ARG_INT, &o->n_kv_head, "key/value heads (divide heads)"},
-        {"ff", EX_ARG_INT, &o->ff, "SwiGLU hidden width"},
-        {"rope-base", EX_ARG_DOUBLE, &o->rope_base, "rotary frequency base"},
-        {"block", EX_ARG_INT, &o->loop.block, "context length T (also the model's context)"},
-        {"resume", EX_ARG_FLAG, &o->resume, "continue from <out>/ckpt.safetensors"},
+         "GGUF file whose tokenizer to use (default: byte-level)", EX_ANY},
+        {"dim", EX_ARG_INT, &o->dim, "embedding width", EX_MIN(1)},
+        {"layers", EX_ARG_INT, &o->n_layer, "transformer blocks", EX_MIN(1)},
+        {"heads", EX_ARG_INT, &o->n_head, "query heads (divide dim)", EX_MIN(1)},
+        {"kv-heads", EX_ARG_INT, &o->n_kv_head, "key/value heads (divide heads)", EX_MIN(1)},
+        {"ff", EX_ARG_INT, &o->ff, "SwiGLU hidden width", EX_MIN(1)},
+        {"rope-base", EX_ARG_DOUBLE, &o->rope_base, "rotary frequency base", EX_POS},
+        {"block", EX_ARG_INT, &o->loop.block, "context length T (also the model's context)",
+         EX_MIN(2)},
+        {"resume", EX_ARG_FLAG, &o->resume,
+         "continue from <out>/ckpt.safetensors with the same --steps, --warmup, --lr, --min-lr "
+         "(another schedule is refused: exit 2; a complete run only writes the exports)",
+         EX_ANY},
         {"export", EX_ARG_STRING, &o->export_prefix,
-         "exported files are <this>-<dtype>.gguf (default <out>/model)"},
+         "exported files are <this>-<dtype>.gguf (default <out>/model)", EX_ANY},
         {"export-dtype", EX_ARG_STRING, &o->export_dtype,
-         "dtypes of the exported 2-D weights, comma-separated (f32, f16, q8_0, q4_k, ...)"},
+         "dtypes of the exported 2-D weights, comma-separated (f32, f16, q8_0, q4_k, ...)", EX_ANY},
         {"export-fallback", EX_ARG_STRING, &o->export_fallback,
-         "dtype of a weight whose rows the block dtype does not divide"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->loop.seed, "seed of the initialisation and the data order"},
+         "dtype of a weight whose rows the block dtype does not divide (none: such an "
+         "export is an error)",
+         EX_ANY},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->loop.seed, "seed of the initialisation and the data order",
+         EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
-         "exit 1 unless the validation loss fell by this much (for tests)"},
+         "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
     };
     enum { NOWN = sizeof own / sizeof *own };
     ex_arg args[NOWN + EX_TRAINER_NARGS];
@@ -102,37 +157,22 @@ static int parse_options(int argc, char **argv, options *o) {
     int nargs = NOWN + ex_trainer_args(&o->loop, args + NOWN);
     ex_args_result r = ex_args_parse(argc, argv, args, nargs, &o->data, "[options] [text file]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    const char *bad = o->dim < 1 || o->n_head < 1 || o->dim % o->n_head || (o->dim / o->n_head) % 2
-                          ? "--heads must divide --dim into an even head size"
-                      : o->n_kv_head < 1 || o->n_head % o->n_kv_head
-                          ? "--kv-heads must divide --heads"
-                      : o->n_layer < 1 || o->loop.block < 2 || o->ff < 1
-                          ? "--layers and --ff must be positive, --block at least 2"
-                      : o->threads < 0      ? "--threads must not be negative"
-                      : !(o->rope_base > 0) ? "--rope-base must be positive"
-                                            : ex_trainer_opts_check(&o->loop);
-    if (bad) {
-        fprintf(stderr, "train_llama: %s\n", bad);
+    fc_dtype dts[EX_MAX_EXPORTS], fb;
+    if (parse_dtypes(o->export_dtype, dts, EX_MAX_EXPORTS) < 0 ||
+        !parse_fallback(o->export_fallback, &fb))
+        return 2;
+    /* each value's own range is the parser's (args.h); what is left relates two */
+    if (o->dim % o->n_head || (o->dim / o->n_head) % 2) {
+        fprintf(stderr, "train_llama: --heads %lld must divide --dim %lld into an even head size\n",
+                (long long)o->n_head, (long long)o->dim);
+        return 2;
+    }
+    if (o->n_head % o->n_kv_head) {
+        fprintf(stderr, "train_llama: --kv-heads %lld must divide --heads %lld\n",
+                (long long)o->n_kv_head, (long long)o->n_head);
         return 2;
     }
     return -1; /* go on */
-}
-
-/* --export-dtype "f32,q4_k" -> dtypes (at most cap); -1 after printing why */
-static int parse_dtypes(const char *s, fc_dtype *out, int cap) {
-    int n = 0;
-    char buf[256];
-    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) return -1;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (n == cap || fc_dtype_from_name(tok, &out[n]) != FC_OK) {
-            fprintf(stderr, "train_llama: --export-dtype: '%s' is not a dtype (or too many)\n",
-                    tok);
-            return -1;
-        }
-        n++;
-    }
-    return n;
 }
 
 // ----------------------------------------------------------------------------
@@ -147,11 +187,69 @@ typedef struct run {
     fc_tensor **params; /* borrowed from the model */
     const char **names; /* their GGUF names (borrowed), the checkpoint's keys */
     ex_trainer t;
-    fc_dtype export_dtypes[8];
+    fc_dtype export_dtypes[EX_MAX_EXPORTS];
     int n_export;
     fc_dtype fallback;
     char sample_path[4096];
+    bool bad_args; /* setup failed on the options, not on the machine: exit 2 */
 } run;
+
+/* true when t's rows (its last dim) hold whole blocks of dt */
+static bool rows_fit(fc_tensor *t, fc_dtype dt) {
+    return !fc_dtype_is_block(dt) ||
+           fc_tensor_shape(t)[fc_tensor_rank(t) - 1] % fc_dtype_block_elems(dt) == 0;
+}
+
+/* Before training: every --export-dtype must be writable, for each 2-D
+ * weight in that dtype or in --export-fallback, so that a run never ends
+ * with an export it cannot write, nor writes a q4_k file holding no q4_k
+ * tensor without saying so. False after printing why. */
+static bool check_exports(run *r) {
+    int64_t n = fc_llama_tensor_count(r->model);
+    for (int i = 0; i < r->n_export; i++) {
+        fc_dtype dt = r->export_dtypes[i];
+        int64_t mats = 0, misfits = 0;
+        const char *first = NULL;
+        fc_tensor *first_t = NULL;
+        for (int64_t k = 0; k < n; k++) {
+            fc_tensor *t = fc_llama_tensor_at(r->model, k);
+            if (fc_tensor_rank(t) != 2) continue; /* the norms stay f32 */
+            mats++;
+            if (rows_fit(t, dt)) continue;
+            if (!misfits++) {
+                first = fc_llama_tensor_name(r->model, k);
+                first_t = t;
+            }
+            if (r->fallback != FC_DTYPE_COUNT && !rows_fit(t, r->fallback)) {
+                fprintf(stderr,
+                        "train_llama: --export-fallback %s cannot hold %s either (rows of %lld, "
+                        "blocks of %lld)\n",
+                        fc_dtype_name(r->fallback), fc_llama_tensor_name(r->model, k),
+                        (long long)fc_tensor_shape(t)[1],
+                        (long long)fc_dtype_block_elems(r->fallback));
+                return false;
+            }
+        }
+        if (!misfits) continue;
+        if (r->fallback == FC_DTYPE_COUNT) {
+            fprintf(stderr,
+                    "train_llama: --export-dtype %s cannot be written: %lld of the %lld 2-D "
+                    "weights (the first %s, rows of %lld) are not made of whole %s blocks of "
+                    "%lld; choose sizes the block divides, another dtype, or --export-fallback "
+                    "f16 to write those weights in f16\n",
+                    fc_dtype_name(dt), (long long)misfits, (long long)mats, first,
+                    (long long)fc_tensor_shape(first_t)[1], fc_dtype_name(dt),
+                    (long long)fc_dtype_block_elems(dt));
+            return false;
+        }
+        printf("note: %lld of the %lld 2-D weights will be exported in %s, not %s (their rows "
+               "are not whole %s blocks)%s\n",
+               (long long)misfits, (long long)mats, fc_dtype_name(r->fallback), fc_dtype_name(dt),
+               fc_dtype_name(dt),
+               misfits == mats ? ": the file will hold no tensor of that dtype" : "");
+    }
+    return true;
+}
 
 /* Every --export-dtype file, with the tokenizer's keys. */
 static bool export_models(run *r) {
@@ -188,6 +286,7 @@ static void on_sigint(int sig) {
  * checkpoint, the exports, the picture and the summary; the exit code. */
 static int finish(run *r) {
     ex_trainer *t = &r->t;
+    if (t->complete) return export_models(r) ? 0 : 1; /* a finished run, exported again */
     if (!ex_trainer_finish(t, r->sample_path) || !export_models(r)) return 1;
     ex_trainer_report(t, "train_llama: cross-entropy per token");
     if (r->o.expect_drop >= 0 && !(t->val_last <= t->val_first - r->o.expect_drop)) {
@@ -234,13 +333,9 @@ static bool setup(run *r) {
         fprintf(stderr, "train_llama: cannot create a context\n");
         return false;
     }
-    r->n_export = parse_dtypes(o->export_dtype, r->export_dtypes, 8);
-    if (r->n_export < 0) return false;
-    if (fc_dtype_from_name(o->export_fallback, &r->fallback) != FC_OK) {
-        fprintf(stderr, "train_llama: --export-fallback: '%s' is not a dtype\n",
-                o->export_fallback);
-        return false;
-    }
+    /* parse_options checked both */
+    r->n_export = parse_dtypes(o->export_dtype, r->export_dtypes, EX_MAX_EXPORTS);
+    parse_fallback(o->export_fallback, &r->fallback);
     if (!open_tokenizer(r) || !ex_tokens_load("train_llama", o->data, r->tok, &r->data))
         return false;
     if (!ex_tokens_split(&r->data, T)) {
@@ -260,6 +355,10 @@ static bool setup(run *r) {
                            .rope_base = o->rope_base};
     if (fc_llama_new(r->ctx, &cfg, &r->model) != FC_OK) {
         fprintf(stderr, "train_llama: building the model: %s\n", fc_ctx_error(r->ctx));
+        return false;
+    }
+    if (!check_exports(r)) {
+        r->bad_args = true;
         return false;
     }
     int np = (int)fc_llama_params(r->model, NULL, 0);
@@ -301,8 +400,10 @@ static bool setup(run *r) {
         !out_path(t->png_path, sizeof t->png_path, o->out, "loss.png") ||
         !out_path(t->ckpt_path, sizeof t->ckpt_path, o->out, "ckpt.safetensors") ||
         !out_path(r->sample_path, sizeof r->sample_path, o->out, "sample.txt") ||
-        !ex_trainer_init(t, o->out, o->resume))
+        !ex_trainer_init(t, o->out, o->resume, "no step is taken, the exports are written")) {
+        r->bad_args = t->exit_code == 2;
         return false;
+    }
     int64_t numel = 0;
     for (int i = 0; i < np; i++)
         numel += fc_tensor_numel(r->params[i]);
@@ -338,7 +439,8 @@ int main(int argc, char **argv) {
     if (rc >= 0) return rc;
     signal(SIGINT, on_sigint);
     rc = 1;
-    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = finish(&r);
+    if (setup(&r) && ex_trainer_train(&r.t, &g_stop)) rc = ex_trainer_exit_code(&r.t, finish(&r));
+    if (r.bad_args) rc = 2;
     teardown(&r);
     return rc;
 }

@@ -3,20 +3,30 @@
 #         -DDIR=<scratch dir> [-DEMULATOR="<command line>"] -P train_llama_test.cmake
 # resume: 30 steps in one go must end with the same losses, to the last
 #   printed digit, as 15 steps (--stop-after, same schedule) followed by a
-#   resumed run to step 30 (as resume_test.cmake does for train_gpt).
+#   resumed run to step 30 (as resume_test.cmake does for train_gpt), with
+#   one metrics.csv row per step and a rising elapsed_s; a resume with
+#   another --lr is refused (exit 2); resuming the finished run with
+#   another --export-dtype takes no step, adds no row and writes the export.
 # export: a short run exports f32 and q8_0 GGUF files with the tokenizer's
 #   keys; generate --text on the f32 file must print exactly the text the
 #   trainer sampled greedily from the same prompt in memory (sample.txt),
 #   and must load and generate from the q8_0 file.
+include(${CMAKE_CURRENT_LIST_DIR}/csv_check.cmake)
 separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
 set(small --dim 32 --layers 1 --heads 2 --kv-heads 1 --ff 64 --block 16 --batch 8 --warmup 5
     --minutes 0 --threads 1)
 
+# run_trainer(<final line var> args...): exit 0 wanted (WANT to change it);
+# the whole output in <var>_out
 function(run_trainer out)
+  if(NOT DEFINED WANT)
+    set(WANT 0)
+  endif()
   execute_process(COMMAND ${emu} ${TRAINER} ${small} ${ARGN} OUTPUT_VARIABLE o ERROR_VARIABLE e
                   RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "train_llama ${ARGN} failed (${rc}):\n${o}\n${e}")
+  set(${out}_out "${o}${e}" PARENT_SCOPE)
+  if(NOT rc EQUAL WANT)
+    message(FATAL_ERROR "train_llama ${ARGN}: exit ${rc}, want ${WANT}:\n${o}\n${e}")
   endif()
   string(REGEX MATCH "final: [^\n]*" line "${o}")
   set(${out} "${line}" PARENT_SCOPE)
@@ -27,6 +37,12 @@ if(MODE STREQUAL "resume")
   set(r --steps 30 --eval-every 15 --sample-every 0 --sample-len 0 --export-dtype f32)
   run_trainer(straight ${r} --out ${DIR}/straight)
   run_trainer(first ${r} --out ${DIR}/split --stop-after 15)
+  set(WANT 2)
+  run_trainer(refused ${r} --out ${DIR}/split --resume --lr 2e-3)
+  unset(WANT)
+  if(NOT refused_out MATCHES "cannot resume [^\n]* with another schedule.*--lr 0\\.001 .*--lr 0\\.002 ")
+    message(FATAL_ERROR "a resume with another --lr was not refused by name:\n${refused_out}")
+  endif()
   run_trainer(resumed ${r} --out ${DIR}/split --resume)
   message(STATUS "straight: ${straight}")
   message(STATUS "first:    ${first}")
@@ -36,6 +52,16 @@ if(MODE STREQUAL "resume")
   endif()
   if(NOT straight STREQUAL resumed)
     message(FATAL_ERROR "the resumed run differs from the straight one")
+  endif()
+  csv_check(${DIR}/split/metrics.csv)
+  file(READ ${DIR}/split/metrics.csv before)
+  run_trainer(again --steps 30 --eval-every 15 --sample-every 0 --sample-len 0
+              --export-dtype q8_0 --out ${DIR}/split --resume)
+  file(READ ${DIR}/split/metrics.csv after)
+  if(NOT again_out MATCHES "already complete \\(step 30 of 30\\): no step is taken" OR
+     again_out MATCHES "nan|final:" OR NOT before STREQUAL after OR
+     NOT EXISTS ${DIR}/split/model-q8_0.gguf)
+    message(FATAL_ERROR "exporting the finished run again:\n${again_out}")
   endif()
 elseif(MODE STREQUAL "export")
   file(REMOVE_RECURSE ${DIR})

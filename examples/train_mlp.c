@@ -138,31 +138,28 @@ static int parse_options(int argc, char **argv, options *o) {
                    .min_lr = 1e-5, .expect_accuracy = -1};
     // clang-format on
     const ex_arg args[] = {
-        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files"},
-        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png"},
-        {"hidden", EX_ARG_INT, &o->hidden, "width of the two hidden layers"},
-        {"batch", EX_ARG_INT, &o->batch, "images per step"},
-        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)"},
-        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)"},
-        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)"},
-        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order"},
+        {"data", EX_ARG_STRING, &o->data, "directory with the Fashion-MNIST IDX files", EX_ANY},
+        {"out", EX_ARG_STRING, &o->out, "directory for metrics.csv and loss.png", EX_ANY},
+        {"hidden", EX_ARG_INT, &o->hidden, "width of the two hidden layers", EX_MIN(1)},
+        {"batch", EX_ARG_INT, &o->batch, "images per step", EX_MIN(1)},
+        {"epochs", EX_ARG_INT, &o->epochs, "passes over the training set", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (0: epochs * steps per epoch)",
+         EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "Adam learning rate at the start", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "test evaluation period (0: each epoch)",
+         EX_MIN(0)},
+        {"test-limit", EX_ARG_INT, &o->test_limit, "evaluate on this many test images (0: all)",
+         EX_MIN(0)},
+        {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
         {"expect-accuracy", EX_ARG_DOUBLE, &o->expect_accuracy,
-         "exit 1 unless the final test accuracy reaches this (for tests)"},
+         "exit 1 unless the final test accuracy reaches this (for tests)", EX_MIN(-1), EX_MAX(1)},
     };
     ex_args_result r =
         ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof *args), NULL, "[options]");
     if (r != EX_ARGS_OK) return r == EX_ARGS_HELP ? 0 : 2;
-    if (o->hidden < 1 || o->batch < 1 || o->epochs < 1 || o->steps < 0 || o->eval_every < 0 ||
-        o->test_limit < 0 || o->threads < 0 || o->minutes < 0 || !(o->lr > 0) || o->min_lr < 0) {
-        fprintf(stderr, "train_mlp: sizes and periods must be positive (or 0 where --help "
-                        "says so), --lr positive\n");
-        return 2;
-    }
     return -1;
 }
 
@@ -189,6 +186,13 @@ typedef struct run {
     int64_t per_epoch, total, step;
     uint64_t data_rng;
     FILE *csv;
+    struct csv_pending {
+        int64_t step; /* -1: none */
+        double lr, loss, ips, elapsed;
+        bool evaluated;
+        eval_result e;
+    } row;            /* the latest step's row, held so a later evaluation fills it */
+    bool interrupted; /* the loop ended on Ctrl-C */
     ex_progress bar;
     eval_result last;
     int64_t last_step;
@@ -238,16 +242,36 @@ static bool evaluate(run *r) {
     return true;
 }
 
-static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
-    if (!r->csv) return; /* not rank 0 */
-    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)r->step, (double)r->step / (double)r->per_epoch,
-            lr);
-    if (!isnan(loss)) fprintf(r->csv, "%.6f", loss);
-    if (evaluated)
-        fprintf(r->csv, ",%.6f,%.4f", r->last.loss, r->last.accuracy);
+/* writes the held row, if any */
+static void csv_flush(run *r) {
+    const struct csv_pending *w = &r->row;
+    if (!r->csv || w->step < 0) return; /* not rank 0, or nothing held */
+    fprintf(r->csv, "%lld,%.4f,%.6g,", (long long)w->step, (double)w->step / (double)r->per_epoch,
+            w->lr);
+    if (!isnan(w->loss)) fprintf(r->csv, "%.6f", w->loss);
+    if (w->evaluated)
+        fprintf(r->csv, ",%.6f,%.4f", w->e.loss, w->e.accuracy);
     else
         fprintf(r->csv, ",,");
-    fprintf(r->csv, ",%.1f,%.2f\n", ips, ex_progress_elapsed(&r->bar));
+    fprintf(r->csv, ",%.1f,%.2f\n", w->ips, w->elapsed);
+    fflush(r->csv);
+    r->row.step = -1;
+}
+
+/* The row of step r->step, held until the next row or the end, so that the
+ * evaluation after the loop (Ctrl-C, the budget) fills it rather than
+ * adding a second row for the same step. */
+static void csv_row(run *r, double lr, double loss, bool evaluated, double ips) {
+    if (r->row.step == r->step) {
+        if (evaluated) {
+            r->row.evaluated = true;
+            r->row.e = r->last;
+        }
+        return;
+    }
+    csv_flush(r);
+    r->row = (struct csv_pending){r->step,   lr,     loss, ips, ex_progress_elapsed(&r->bar),
+                                  evaluated, r->last};
 }
 
 static bool train(run *r) {
@@ -258,6 +282,7 @@ static bool train(run *r) {
         /* every rank must take the same decision: on the ranks' mean */
         double agree[2] = {ex_progress_elapsed(&r->bar), g_stop};
         if (!ex_dist_mean(&r->dist, agree, 2)) return false;
+        if (agree[1] > 0 && r->step < r->total) r->interrupted = true;
         if (r->step >= r->total || agree[1] > 0) break;
         if (budget > 0 && agree[0] >= budget) {
             ex_progress_note(&r->bar, "time budget of %g min reached at step %lld of %lld",
@@ -304,6 +329,7 @@ static int finish(run *r) {
         csv_row(r, fc_lr_at(&r->sched, r->step), NAN, true, 0);
     }
     double wall = ex_progress_elapsed(&r->bar);
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     r->csv = NULL;
     const ex_curve curves[] = {
@@ -414,6 +440,7 @@ static int setup(run *r) {
 }
 
 static void teardown(run *r, bool ok) {
+    csv_flush(r);
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
@@ -438,13 +465,20 @@ int main(int argc, char **argv) {
         rc = 1;
         int64_t every = r.per_epoch / 4 > 0 ? r.per_epoch / 4 : 1;
         ex_progress_start(&r.bar, r.total, r.o.minutes * 60, "img", (int)every);
+        r.row.step = -1;
         if (!evaluate(&r)) {
             fprintf(stderr, "train_mlp: evaluation failed: %s\n", fc_ctx_error(r.ctx));
         } else {
             csv_row(&r, r.o.lr, NAN, true, 0);
             if (train(&r)) rc = finish(&r);
         }
+        if (rc == 0 && r.interrupted) {
+            /* a script must tell a stopped run from a finished one: 128 + SIGINT */
+            printf("train_mlp: stopped by Ctrl-C at step %lld of %lld\n", (long long)r.step,
+                   (long long)r.total);
+            rc = 130;
+        }
     }
-    teardown(&r, rc == 0 || rc == EXIT_SKIP);
+    teardown(&r, rc == 0 || rc == EXIT_SKIP || rc == 130);
     return rc;
 }

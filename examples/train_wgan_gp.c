@@ -255,34 +255,31 @@ int main(int argc, char **argv) {
     double lambda = 0.1, lr = 1e-4, minutes = 5;
     const char *out = "wgan_gp_out";
     ex_arg args[] = {
-        {"steps", EX_ARG_INT, &steps, "generator steps"},
-        {"batch", EX_ARG_INT, &batch, "batch size"},
-        {"hidden", EX_ARG_INT, &hidden, "hidden units per layer (both networks)"},
-        {"n-critic", EX_ARG_INT, &n_critic, "critic steps per generator step"},
-        {"lambda", EX_ARG_DOUBLE, &lambda, "gradient penalty weight"},
-        {"lr", EX_ARG_DOUBLE, &lr, "Adam learning rate (both networks)"},
-        {"eval-every", EX_ARG_INT, &eval_every, "generator steps between evaluations"},
-        {"eval-samples", EX_ARG_INT, &eval_samples, "samples drawn per evaluation"},
-        {"minutes", EX_ARG_DOUBLE, &minutes, "wall-clock budget (0: none)"},
-        {"threads", EX_ARG_INT, &threads, "threads (0: all cores)"},
-        {"seed", EX_ARG_INT, &seed, "seed of the data and the weights"},
+        {"steps", EX_ARG_INT, &steps, "generator steps", EX_MIN(1)},
+        {"batch", EX_ARG_INT, &batch, "batch size", EX_MIN(2)},
+        {"hidden", EX_ARG_INT, &hidden, "hidden units per layer (both networks)", EX_MIN(1)},
+        {"n-critic", EX_ARG_INT, &n_critic, "critic steps per generator step", EX_MIN(1)},
+        {"lambda", EX_ARG_DOUBLE, &lambda, "gradient penalty weight", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &lr, "Adam learning rate (both networks)", EX_POS},
+        {"eval-every", EX_ARG_INT, &eval_every, "generator steps between evaluations", EX_MIN(1)},
+        {"eval-samples", EX_ARG_INT, &eval_samples, "samples drawn per evaluation", EX_MIN(100)},
+        {"minutes", EX_ARG_DOUBLE, &minutes, "wall-clock budget (0: none)", EX_MIN(0)},
+        {"threads", EX_ARG_INT, &threads, "threads (0: all cores)", EX_MIN(0)},
+        {"seed", EX_ARG_INT, &seed, "seed of the data and the weights", EX_ANY},
         {"expect-modes", EX_ARG_INT, &expect_modes,
          "fail unless the last evaluation covers this "
-         "many modes"},
+         "many modes",
+         EX_MIN(0)},
         {"expect-closer", EX_ARG_FLAG, &expect_closer,
          "fail unless the samples end closer to "
          "the modes (mean distance) than at the "
-         "start by a third"},
-        {"out", EX_ARG_STRING, &out, "output directory"},
+         "start by a third",
+         EX_ANY},
+        {"out", EX_ARG_STRING, &out, "output directory", EX_ANY},
     };
-    ex_args_result ar = ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL,
-                                      "train_wgan_gp [options]");
+    ex_args_result ar =
+        ex_args_parse(argc, argv, args, (int)(sizeof args / sizeof args[0]), NULL, "[options]");
     if (ar != EX_ARGS_OK) return ar == EX_ARGS_HELP ? 0 : 2;
-    if (steps < 1 || batch < 2 || hidden < 1 || n_critic < 1 || eval_every < 1 ||
-        eval_samples < 100) {
-        fprintf(stderr, "train_wgan_gp: bad sizes (see --help)\n");
-        return 2;
-    }
     if (!ex_mkdir_p(out)) return 1;
     char path[3][1024];
     snprintf(path[0], sizeof path[0], "%s/metrics.csv", out);

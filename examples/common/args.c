@@ -1,12 +1,33 @@
 /* args.c - the example trainers' option parser (see args.h). Values are
- * parsed strictly: trailing garbage ("12x"), overflow and missing values
- * are errors that name the option, never silently zero. */
+ * parsed strictly: trailing garbage ("12x"), overflow, missing values and
+ * values out of the option's range are errors that name the option, never
+ * silently zero or clamped. */
 #include "args.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* "[1, 8]", "(0, 1]", ">= 0", "> 0", "<= 4"; "" without a range */
+static const char *range_text(const ex_arg *a, char *buf, size_t cap) {
+    buf[0] = '\0';
+    if (a->kind != EX_ARG_INT && a->kind != EX_ARG_DOUBLE) return buf;
+    if (a->has_lo && a->has_hi)
+        snprintf(buf, cap, "%c%.15g, %.15g%c", a->lo_open ? '(' : '[', a->lo, a->hi,
+                 a->hi_open ? ')' : ']');
+    else if (a->has_lo)
+        snprintf(buf, cap, "%s %.15g", a->lo_open ? ">" : ">=", a->lo);
+    else if (a->has_hi)
+        snprintf(buf, cap, "%s %.15g", a->hi_open ? "<" : "<=", a->hi);
+    return buf;
+}
+
+static bool in_range(const ex_arg *a, double x) {
+    if (a->has_lo && !(a->lo_open ? x > a->lo : x >= a->lo)) return false;
+    if (a->has_hi && !(a->hi_open ? x < a->hi : x <= a->hi)) return false;
+    return x == x; /* NaN is in no range */
+}
 
 static void usage_print(const char *prog, const ex_arg *args, int nargs, const char *usage) {
     printf("usage: %s %s\n\noptions:\n", prog, usage);
@@ -28,9 +49,11 @@ static void usage_print(const char *prog, const ex_arg *args, int nargs, const c
         case EX_ARG_FLAG:
             break;
         }
-        char left[96];
+        char left[96], range[80];
         snprintf(left, sizeof left, "--%s%s", a->name, def);
-        printf("  %-36s %s\n", left, a->help);
+        range_text(a, range, sizeof range);
+        printf("  %-36s %s%s%s%s\n", left, a->help, range[0] ? " [" : "", range,
+               range[0] ? "]" : "");
     }
     printf("  %-36s %s\n", "--help", "print this and exit");
 }
@@ -98,6 +121,28 @@ ex_args_result ex_args_parse(int argc, char **argv, const ex_arg *args, int narg
             continue;
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (v && (a->kind == EX_ARG_INT || a->kind == EX_ARG_DOUBLE)) {
+            /* parse into a copy first: an out-of-range value is not stored */
+            int64_t iv = 0;
+            double dv = 0;
+            ex_arg tmp = *a;
+            tmp.dst = a->kind == EX_ARG_INT ? (void *)&iv : (void *)&dv;
+            if (set_value(&tmp, v)) {
+                double x = a->kind == EX_ARG_INT ? (double)iv : dv;
+                if (!in_range(a, x)) {
+                    char range[80];
+                    fprintf(stderr, "%s: --%s must be %s%s, got %s\n", prog, a->name,
+                            a->has_lo && a->has_hi ? "in " : "", range_text(a, range, sizeof range),
+                            v);
+                    return EX_ARGS_ERROR;
+                }
+                if (a->kind == EX_ARG_INT)
+                    *(int64_t *)a->dst = iv;
+                else
+                    *(double *)a->dst = dv;
+                continue;
+            }
+        }
         if (!v || !set_value(a, v)) {
             fprintf(stderr, "%s: --%s needs a%s value, got '%s'\n", prog, a->name,
                     a->kind == EX_ARG_INT      ? "n integer"

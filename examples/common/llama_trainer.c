@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "llama_trainer.h"
 
+#include "resume.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +136,9 @@ static bool print_sample(ex_trainer *t) {
 // resume must match.
 
 enum { V_STEP, V_DATA_RNG, V_TOKENS, V_OWN };
+/* texts (common/resume.h); a checkpoint written before them has none */
+enum { X_ELAPSED, X_SCHEDULE, X_SCHEDULE_NOW, NEXTRA };
+static const char *const EXTRA[NEXTRA] = {"elapsed_ms", "schedule", "schedule_now"};
 
 /* keys and values: the trainer's three, then the caller's */
 static int meta(const ex_trainer *t, char (*keybuf)[64], const char **keys, uint64_t *vals) {
@@ -152,22 +157,32 @@ static int meta(const ex_trainer *t, char (*keybuf)[64], const char **keys, uint
 }
 
 fc_status ex_trainer_save(ex_trainer *t) {
-    char keybuf[V_OWN][64], text[V_OWN + EX_TRAINER_MAX_MATCH][24];
-    const char *keys[V_OWN + EX_TRAINER_MAX_MATCH], *vals[V_OWN + EX_TRAINER_MAX_MATCH];
-    uint64_t v[V_OWN + EX_TRAINER_MAX_MATCH];
+    enum { N = V_OWN + EX_TRAINER_MAX_MATCH + NEXTRA };
+    char keybuf[V_OWN + NEXTRA][64], text[N][160];
+    const char *keys[N], *vals[N];
+    uint64_t v[N];
     int n = meta(t, keybuf, keys, v);
     for (int i = 0; i < n; i++) {
         snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)v[i]);
         vals[i] = text[i];
     }
+    snprintf(text[n + X_ELAPSED], sizeof text[0], "%.0f", 1e3 * ex_progress_total(&t->bar));
+    ex_schedule_text(&t->asked, text[n + X_SCHEDULE], sizeof text[0]);
+    ex_schedule_text(&t->sched, text[n + X_SCHEDULE_NOW], sizeof text[0]);
+    for (int i = 0; i < NEXTRA; i++) {
+        snprintf(keybuf[V_OWN + i], 64, "%s.%s", t->o.prog, EXTRA[i]);
+        keys[n + i] = keybuf[V_OWN + i];
+        vals[n + i] = text[n + i];
+    }
     fc_status st = fc_checkpoint_save(t->ctx, t->ckpt_path, t->names, t->params, t->nparams, t->opt,
-                                      keys, vals, n);
+                                      keys, vals, n + NEXTRA);
     if (st != FC_OK)
         fprintf(stderr, "%s: saving %s: %s\n", t->o.prog, t->ckpt_path, fc_ctx_error(t->ctx));
     return st;
 }
 
-static fc_status load_checkpoint(ex_trainer *t) {
+/* Restores the run; extra gets the texts ("" for those it lacks). */
+static fc_status load_checkpoint(ex_trainer *t, char (*extra)[160]) {
     const char *path = t->ckpt_path;
     char msg[256] = "";
     fc_st_file *f = NULL;
@@ -195,6 +210,12 @@ static fc_status load_checkpoint(ex_trainer *t) {
             st = FC_ERR_FORMAT;
         }
     }
+    for (int i = 0; i < NEXTRA; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.%s", t->o.prog, EXTRA[i]);
+        const char *s = fc_safetensors_meta_get(f, key);
+        snprintf(extra[i], 160, "%s", s ? s : "");
+    }
     fc_safetensors_close(f);
     if (st != FC_OK) return st;
     st = fc_checkpoint_load(t->ctx, path, t->names, t->params, t->nparams, t->opt);
@@ -210,7 +231,7 @@ static fc_status load_checkpoint(ex_trainer *t) {
 // ----------------------------------------------------------------------------
 // setup
 
-bool ex_trainer_init(ex_trainer *t, const char *out_dir, bool resume) {
+bool ex_trainer_init(ex_trainer *t, const char *out_dir, bool resume, const char *then_complete) {
     const ex_trainer_opts *o = &t->o;
     int64_t B = o->batch, T = o->block;
     t->step_ms = malloc(sizeof(double) * (size_t)o->steps);
@@ -228,22 +249,42 @@ bool ex_trainer_init(ex_trainer *t, const char *out_dir, bool resume) {
                                 .warmup_steps = o->warmup,
                                 .total_steps = o->steps,
                                 .min_lr = o->min_lr};
+    t->asked = t->sched;
     t->planned = o->steps;
+    t->row.step = -1;
+    t->exit_code = 1;
     t->data_rng = (uint64_t)o->seed ^ 0xD1B54A32D192ED03ull;
     t->sample_rng = (uint64_t)o->seed ^ 0x8CB92BA72F3D8DD7ull;
     t->train_last = t->val_first = t->val_last = t->val_best = NAN;
     t->val_step = t->best_step = -1;
     if (!ex_mkdir_p(out_dir)) return false;
-    if (resume) {
-        if (load_checkpoint(t) != FC_OK) return false;
-        printf("resumed from %s at step %lld\n", t->ckpt_path, (long long)t->step);
+    const char *header = "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s";
+    if (!resume) {
+        t->csv = ex_csv_open(t->csv_path, header, false);
+        return t->csv != NULL;
     }
-    t->csv = ex_csv_open(t->csv_path,
-                         "step,lr,train_loss,val_loss,grad_norm,tokens_per_s,elapsed_s", resume);
+    char extra[NEXTRA][160];
+    if (load_checkpoint(t, extra) != FC_OK) return false;
+    t->resumed = true;
+    if (!ex_schedule_check(o->prog, t->ckpt_path, extra[X_SCHEDULE][0] ? extra[X_SCHEDULE] : NULL,
+                           &t->asked, t->step)) {
+        t->exit_code = 2;
+        return false;
+    }
+    if (ex_schedule_parse(extra[X_SCHEDULE_NOW], &t->sched)) t->planned = t->sched.total_steps;
+    t->before_s = ex_elapsed_from_text(extra[X_ELAPSED]);
+    t->complete =
+        ex_run_complete(o->prog, out_dir, t->step, t->planned, o->stop_after, then_complete);
+    if (t->complete) return true;
+    printf("resumed from %s at step %lld\n", t->ckpt_path, (long long)t->step);
+    t->csv = ex_csv_resume(t->csv_path, header, t->step, &t->csv_last);
     return t->csv != NULL;
 }
 
+static void csv_flush(ex_trainer *t);
+
 void ex_trainer_free(ex_trainer *t) {
+    csv_flush(t);
     if (t->csv) fclose(t->csv);
     t->csv = NULL;
     fc_optim_free(t->opt);
@@ -278,16 +319,37 @@ static double train_step(ex_trainer *t, double *grad_norm) {
     return fc_ctx_status(ctx) == FC_OK ? loss : NAN;
 }
 
+/* writes the held row, if any */
+static void csv_flush(ex_trainer *t) {
+    const struct ex_trainer_row *w = &t->row;
+    if (!t->csv || w->step < 0) return;
+    fprintf(t->csv, "%lld,%.6g,", (long long)w->step, w->lr);
+    if (!isnan(w->loss)) fprintf(t->csv, "%.6f", w->loss);
+    fputc(',', t->csv);
+    if (!isnan(w->val)) fprintf(t->csv, "%.6f", w->val);
+    fputc(',', t->csv);
+    if (!isnan(w->gnorm)) fprintf(t->csv, "%.4f", w->gnorm);
+    fprintf(t->csv, ",%.1f,%.2f\n", w->tps, w->elapsed);
+    fflush(t->csv);
+    t->row.step = -1;
+}
+
 void ex_trainer_csv_row(ex_trainer *t, double lr, double loss, double val, double gnorm,
                         double tps) {
-    if (!t->csv) return;
-    fprintf(t->csv, "%lld,%.6g,", (long long)t->step, lr);
-    if (!isnan(loss)) fprintf(t->csv, "%.6f", loss);
-    fputc(',', t->csv);
-    if (!isnan(val)) fprintf(t->csv, "%.6f", val);
-    fputc(',', t->csv);
-    if (!isnan(gnorm)) fprintf(t->csv, "%.4f", gnorm);
-    fprintf(t->csv, ",%.1f,%.2f\n", tps, ex_progress_elapsed(&t->bar));
+    if (t->row.step == t->step) {
+        if (!isnan(val)) t->row.val = val;
+        return;
+    }
+    csv_flush(t);
+    t->row =
+        (struct ex_trainer_row){t->step, lr, loss, val, gnorm, tps, ex_progress_total(&t->bar)};
+}
+
+int ex_trainer_exit_code(const ex_trainer *t, int rc) {
+    if (rc != 0 || !t->interrupted) return rc;
+    printf("%s: stopped by Ctrl-C at step %lld of %lld; %s holds it (--resume continues)\n",
+           t->o.prog, (long long)t->step, (long long)t->planned, t->ckpt_path);
+    return 130;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -316,13 +378,17 @@ static void fit_schedule(ex_trainer *t) {
 
 bool ex_trainer_train(ex_trainer *t, volatile sig_atomic_t *stop) {
     const ex_trainer_opts *o = &t->o;
+    if (t->complete) return true;
     int64_t every = o->eval_every / 5 > 0 ? o->eval_every / 5 : 1;
-    ex_progress_start(&t->bar, o->steps, o->minutes * 60, "tok", (int)every);
+    ex_progress_start(&t->bar, t->planned, o->minutes * 60, "tok", (int)every);
+    t->bar.before_s = t->before_s;
     if (!ex_trainer_evaluate(t)) {
         fprintf(stderr, "%s: evaluation failed: %s\n", o->prog, fc_ctx_error(t->ctx));
         return false;
     }
-    ex_trainer_csv_row(t, fc_lr_at(&t->sched, t->step), NAN, t->val_last, NAN, 0);
+    /* a resumed run's first row is its checkpoint's last, already written */
+    if (!t->resumed || t->csv_last < t->step)
+        ex_trainer_csv_row(t, fc_lr_at(&t->sched, t->step), NAN, t->val_last, NAN, 0);
     double ema_ms = 0, tps = 0, budget = o->minutes * 60;
     while (t->step < t->planned && !(o->stop_after > 0 && t->step >= o->stop_after) && !*stop) {
         if (budget > 0 && ex_progress_elapsed(&t->bar) >= budget) {
@@ -359,6 +425,7 @@ bool ex_trainer_train(ex_trainer *t, volatile sig_atomic_t *stop) {
         if (o->ckpt_every > 0 && t->step % o->ckpt_every == 0 && ex_trainer_save(t) != FC_OK)
             return false;
     }
+    if (*stop && t->step < t->planned) t->interrupted = true;
     if (fc_ctx_status(t->ctx) != FC_OK) {
         ex_progress_finish(&t->bar);
         fprintf(stderr, "%s: %s\n", o->prog, fc_ctx_error(t->ctx));
@@ -400,6 +467,7 @@ bool ex_trainer_finish(ex_trainer *t, const char *sample_path) {
 
 void ex_trainer_report(ex_trainer *t, const char *title) {
     const ex_trainer_opts *o = &t->o;
+    csv_flush(t);
     if (t->csv) fclose(t->csv);
     t->csv = NULL;
     const ex_curve curves[] = {{3, "train loss", false}, {4, "validation loss", true}};
@@ -428,35 +496,29 @@ void ex_trainer_report(ex_trainer *t, const char *title) {
 
 int ex_trainer_args(ex_trainer_opts *o, ex_arg *args) {
     const ex_arg loop[EX_TRAINER_NARGS] = {
-        {"batch", EX_ARG_INT, &o->batch, "sequences per step B"},
-        {"steps", EX_ARG_INT, &o->steps, "optimizer steps (the schedule's length)"},
+        {"batch", EX_ARG_INT, &o->batch, "sequences per step B", EX_MIN(1)},
+        {"steps", EX_ARG_INT, &o->steps,
+         "optimizer steps (the schedule's length; a --resume keeps it)", EX_MIN(1)},
         {"stop-after", EX_ARG_INT, &o->stop_after,
-         "stop at this step, keeping the schedule of --steps (0: no stop)"},
-        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none"},
-        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate"},
-        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine"},
-        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps"},
-        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay"},
-        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)"},
-        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps"},
-        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)"},
-        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample"},
-        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue"},
-        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)"},
-        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)"},
+         "stop at this step, keeping the schedule of --steps (0: no stop)", EX_MIN(0)},
+        {"minutes", EX_ARG_DOUBLE, &o->minutes, "wall-clock budget; 0 for none", EX_MIN(0)},
+        {"lr", EX_ARG_DOUBLE, &o->lr, "peak learning rate", EX_POS},
+        {"min-lr", EX_ARG_DOUBLE, &o->min_lr, "learning rate at the end of the cosine", EX_MIN(0)},
+        {"warmup", EX_ARG_INT, &o->warmup, "linear warm-up steps", EX_MIN(0)},
+        {"weight-decay", EX_ARG_DOUBLE, &o->weight_decay, "AdamW decoupled weight decay",
+         EX_MIN(0)},
+        {"clip", EX_ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)",
+         EX_MIN(0)},
+        {"eval-every", EX_ARG_INT, &o->eval_every, "validation loss period in steps", EX_MIN(1)},
+        {"sample-every", EX_ARG_INT, &o->sample_every, "sample period in steps (0: end only)",
+         EX_MIN(0)},
+        {"sample-len", EX_ARG_INT, &o->sample_len, "tokens per sample", EX_MIN(0)},
+        {"sample-prompt", EX_ARG_STRING, &o->sample_prompt, "text the samples continue", EX_ANY},
+        {"temperature", EX_ARG_DOUBLE, &o->temperature, "sampling temperature (0: greedy)",
+         EX_MIN(0)},
+        {"ckpt-every", EX_ARG_INT, &o->ckpt_every, "checkpoint period in steps (0: end only)",
+         EX_MIN(0)},
     };
     memcpy(args, loop, sizeof loop);
     return EX_TRAINER_NARGS;
-}
-
-const char *ex_trainer_opts_check(const ex_trainer_opts *o) {
-    return o->batch < 1 ? "--batch must be positive"
-           : o->steps < 1 || o->warmup < 0 || o->eval_every < 1
-               ? "--steps and --eval-every must be positive, --warmup not negative"
-           : o->sample_every < 0 || o->sample_len < 0 || o->ckpt_every < 0 || o->stop_after < 0 ||
-                   o->minutes < 0
-               ? "periods and --minutes must not be negative"
-           : !(o->lr > 0) || o->min_lr < 0 || o->clip < 0 || o->weight_decay < 0
-               ? "--lr must be positive; --min-lr, --clip, --weight-decay not negative"
-               : NULL;
 }

@@ -60,6 +60,8 @@ void ex_progress_start(ex_progress *p, int64_t total_steps, double budget_s, con
 
 double ex_progress_elapsed(const ex_progress *p) { return ex_now() - p->t_start; }
 
+double ex_progress_total(const ex_progress *p) { return p->before_s + ex_progress_elapsed(p); }
+
 /* Seconds left: the step-based estimate, capped by the wall-clock budget. */
 static double eta(const ex_progress *p, int64_t step, double elapsed) {
     int64_t done = step - p->first_step;
@@ -156,6 +158,57 @@ FILE *ex_csv_open(const char *path, const char *header, bool append) {
     if (!append || !exists) fprintf(f, "%s\n", header);
     fflush(f);
     return f;
+}
+
+FILE *ex_csv_resume(const char *path, const char *header, int64_t through, int64_t *last) {
+    int64_t last_kept = -1;
+    if (last) *last = -1;
+    FILE *in = fopen(path, "r");
+    if (!in) return ex_csv_open(path, header, false);
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        fprintf(stderr, "%s: the path is too long\n", path);
+        fclose(in);
+        return NULL;
+    }
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        perror(tmp);
+        fclose(in);
+        return NULL;
+    }
+    /* line by line; a line longer than the buffer continues a kept (or
+     * dropped) row, so only the first piece of a line decides */
+    char line[1024];
+    bool first = true, at_start = true, keep = true, wrote_header = false;
+    while (fgets(line, sizeof line, in)) {
+        if (at_start) {
+            if (first) {
+                keep = true; /* the header */
+                wrote_header = true;
+            } else {
+                char *end = NULL;
+                long long step = strtoll(line, &end, 10);
+                keep = end != line && *end == ',' && step <= through;
+                if (keep) last_kept = step;
+            }
+            first = false;
+        }
+        size_t len = strlen(line);
+        at_start = len > 0 && line[len - 1] == '\n';
+        if (keep && fputs(line, out) < 0) break;
+    }
+    if (!wrote_header) fprintf(out, "%s\n", header);
+    bool ok = !ferror(in) && !ferror(out);
+    fclose(in);
+    ok = fclose(out) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "%s: cannot rewrite it for the resumed run: %s\n", path, strerror(errno));
+        remove(tmp);
+        return NULL;
+    }
+    if (last) *last = last_kept;
+    return ex_csv_open(path, header, true);
 }
 
 /* ---- plot ------------------------------------------------------------------------------- */

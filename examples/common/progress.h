@@ -33,6 +33,7 @@ typedef struct ex_progress {
     int every;           /* plain-line period when stdout is not a terminal */
     bool tty;
     int64_t first_step; /* last step finished before this run (for the ETA) */
+    double before_s;    /* seconds the run took before this process (a resume's) */
     double t_start;     /* when ex_progress_start ran */
     double t_last;      /* when the bar was last drawn */
     bool bar_visible;   /* a partial line is on screen */
@@ -52,8 +53,11 @@ void ex_progress_note(ex_progress *p, const char *fmt, ...)
     ;
 /* Ends the bar's line. */
 void ex_progress_finish(ex_progress *p);
-/* Seconds since ex_progress_start. */
+/* Seconds since ex_progress_start: this process's share (the budget's). */
 double ex_progress_elapsed(const ex_progress *p);
+/* The run's seconds in all: before_s (set by a resume from its checkpoint,
+ * 0 otherwise) plus ex_progress_elapsed; metrics.csv's elapsed_s. */
+double ex_progress_total(const ex_progress *p);
 
 /* ---- output directory ------------------------------------------------------------------ */
 
@@ -63,10 +67,20 @@ bool ex_mkdir_p(const char *dir);
 
 /* ---- metrics CSV -------------------------------------------------------------------- */
 
-/* Opens path for writing (append when append is true and the file exists,
- * so a resumed run continues its CSV) and writes header when the file is
- * new. Returns NULL and prints why on failure. */
+/* Opens path for writing (append when append is true and the file exists)
+ * and writes header when the file is new. Returns NULL and prints why on
+ * failure. */
 FILE *ex_csv_open(const char *path, const char *header, bool append);
+/* For a run resumed at step `through`: keeps path's header and its rows
+ * whose first field (the step) is at most through, drops the rest (rows
+ * a run wrote past its last checkpoint, which the resumed run writes
+ * again), and opens it for appending; a missing or empty file is started
+ * with header. *last (NULL allowed) gets the step of the last row kept, -1
+ * for none: the resumed run writes a row for `through` only when it is
+ * missing (a run that died after its checkpoint had not written it). So
+ * each step has one row however often the run stopped. Returns NULL and
+ * prints why on failure. */
+FILE *ex_csv_resume(const char *path, const char *header, int64_t through, int64_t *last);
 
 /* ---- plot ----------------------------------------------------------------------------- */
 

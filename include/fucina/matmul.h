@@ -46,25 +46,34 @@ FC_API fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
  * inputs; returns a new reference, or NULL with the error recorded. */
 FC_API fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias);
 /* Selects the provider for later calls on ctx. FC_BACKEND_AUTO restores the
- * automatic choice, which never fails for a float dtype: FUCINA_BACKEND
- * when set; else, for products above a few thousand multiply-adds, f32
- * on AVX2 and AVX-512 CPUs through oneDNN up to 2^30 multiply-adds (a
- * 1024-cube) and OpenBLAS above (on AVX-512 only when OpenBLAS loaded
- * AVX-512 kernels, which OPENBLAS_CORETYPE can prevent; else oneDNN), and
- * through OpenBLAS on others (see fucina/cpu.h; FUCINA_ISA caps this
- * choice and oneDNN with it), bf16 and f16 through
- * oneDNN where it has that kernel on this CPU (bf16: AVX-512; f16:
- * AVX512-FP16) and otherwise widened to f32 and multiplied by the f32
- * choice (still f32 accumulation and one rounding); OpenBLAS for f64 and
- * tiny f32 products, ref for tiny f16/bf16 ones and when a library is
- * absent.
+ * automatic choice, which never fails for a float dtype. It takes, in this
+ * order (src/backend/dispatch.c, and the measurements behind each rule):
+ *  - FUCINA_BACKEND when set (read once per process), as an explicit choice;
+ *  - a tiny product, m*n*k at most 4096 multiply-adds: OpenBLAS for f32 and
+ *    f64 (ref when OpenBLAS was not built), ref for f16 and bf16;
+ *  - one f32 row times a transposed matrix of at least 65536 values and
+ *    two or more columns, unbatched (fc_linear on a single input row): no
+ *    provider, one dot product per output over the context's threads;
+ *  - f32 on AVX2 and AVX-512 CPUs: oneDNN up to 2^30 multiply-adds (a
+ *    1024-cube), OpenBLAS above; on AVX-512 the products above stay on
+ *    oneDNN unless OpenBLAS loaded AVX-512 kernels (OPENBLAS_CORETYPE can
+ *    pin it lower); below AVX2, OpenBLAS. The level is fucina/cpu.h's, so
+ *    FUCINA_ISA caps this choice (and oneDNN with it). Only one library
+ *    built: that one; neither: ref;
+ *  - f64: OpenBLAS (ref without it);
+ *  - bf16 and f16: oneDNN where it has the dtype's kernel on this CPU (bf16:
+ *    AVX-512; f16: AVX512-FP16), else widened to f32 and multiplied by the
+ *    f32 choice above (still f32 accumulation and one rounding), ref when
+ *    neither library was built.
  * FC_ERR_BACKEND when that provider was not built (the message says how to
  * build it), FC_ERR_INVALID_ARG for a value out of range, FC_ERR_NULL_ARG
  * for a NULL ctx; errors are also recorded in ctx. An explicit provider that
  * lacks an operand dtype makes that matmul fail with FC_ERR_BACKEND rather
  * than silently use another provider: OpenBLAS has no bf16 or f16, and
  * oneDNN has bf16 only on AVX-512 CPUs and f16 only with AVX512-FP16 (the
- * message names the missing feature). */
+ * message names the missing feature). Under the automatic choice an unknown
+ * FUCINA_BACKEND value is FC_ERR_BACKEND for every product a provider would
+ * run (the one-row products above, which use none, still run). */
 FC_API fc_status fc_ctx_set_backend(fc_ctx *ctx, fc_backend backend);
 
 #ifdef __cplusplus
