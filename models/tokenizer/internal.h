@@ -31,6 +31,7 @@ typedef struct fc__tok_ac {
     uint32_t edge_mask;     /* slot count - 1, a power of two at least twice the edges */
     int32_t root_next[256]; /* the root's edges, 0 for none */
     int32_t n_user;         /* user-defined tokens among special[] */
+    int32_t max_class;      /* the most special tokens of one length */
 } fc__tok_ac;
 
 struct fc_tokenizer {
@@ -97,10 +98,9 @@ typedef struct fc__tok_hit {
  * order. The rule is llama.cpp's partition: the tokens are taken in rank
  * order (longest first, then lowest id), each at every place where it
  * occurs, leftmost first, in what earlier tokens left as text. Time
- * O(len + occurrences + ranks + live * lengths), memory O(len + ranks),
- * where occurrences counts every (place, token) match and live * lengths
- * bounds the passes over the places where some token ends, one pass per
- * token length that occurs. *hits (n entries, NULL when n is 0) is in the
+ * O(len + ends x lengths), memory O(len): ends counts the places where a
+ * token ends, lengths the distinct token lengths among them (special.c
+ * says more). *hits (n entries, NULL when n is 0) is in the
  * tokenizer's allocator: free it with fc__tok_free(&t->al, *hits, *n *
  * sizeof **hits). Errors: FC_ERR_OOM (nothing to free then). */
 fc_status fc__tok_find_special(const fc_tokenizer *t, const char *text, size_t len,

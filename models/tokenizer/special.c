@@ -11,25 +11,28 @@
  *
  * Here one Aho-Corasick scan finds, at every end position, the longest
  * allowed token ending there; the shorter ones ending there are the rest
- * of its chain of suffix links. Then one pass per token length that
- * occurs, longest first, decides the occurrences of that length in rank
- * order, positions ascending: [p, p + l) is taken iff neither p nor
- * p + l - 1 is covered by a token taken before. That is the whole overlap
- * test because every token taken before is at least l long, and an
- * interval of length >= l that meets [p, p + l) without holding either
- * end would lie strictly inside it. It gives the literal rule's outcome: a
- * token's finds, leftmost first, in the fragments left, are exactly its
- * occurrences that overlap nothing taken before, its own earlier finds
- * included, in position order.
+ * of its chain of suffix links. Then passes decide the occurrences one
+ * token length at a time, longest first, in rank order and positions
+ * ascending: [p, p + l) is taken iff neither p nor p + l - 1 is covered by
+ * a token taken before. That is the whole overlap test because every
+ * token taken before is at least l long, and an interval of length >= l
+ * that meets [p, p + l) without holding either end would lie strictly
+ * inside it. It gives the literal rule's outcome: a token's finds,
+ * leftmost first, in the fragments left, are exactly its occurrences that
+ * overlap nothing taken before, its own earlier finds included, in
+ * position order.
  *
- * An end position stays in the passes while its chain has tokens left and
- * its last byte is uncovered (once covered, every token ending there
- * overlaps a taken one), so the passes cost at most (end positions) x
- * (lengths that occur), with no memory beyond one entry per end position;
- * listing every (position, token) occurrence instead would take memory
- * times the chain length (runs of spaces against Gemma's 30 space tokens).
- * The automaton is built once, with the tokenizer; the goto edges live in
- * one hash table, the root's in a direct table. */
+ * Cost. An end position takes part in the passes while its chain has
+ * tokens left and its last byte is uncovered (once covered, every token
+ * ending there overlaps one taken); each pass is for the longest length
+ * left among them, so there is one pass per length that some undecided
+ * position has, and the work is O(text + positions x such lengths), the
+ * lengths being at most the vocabulary's distinct special-token lengths.
+ * Memory is one byte per text byte (the covered map) and a few words per
+ * end position, never one entry per (position, token) occurrence, which a
+ * run of spaces against Gemma's 30 space tokens would multiply by 30. The
+ * automaton is built once, with the tokenizer: the goto edges live in one
+ * hash table, the root's in a direct table. */
 #include <string.h>
 
 #include "tokenizer/internal.h"
@@ -88,9 +91,11 @@ fc_status fc__tok_ac_build(fc_tokenizer *t) {
     fc__tok_ac *ac = &t->ac;
     memset(ac, 0, sizeof *ac);
     size_t total = 0;
-    for (int32_t r = 0; r < t->n_special; r++) {
+    for (int32_t r = 0, a = 0; r < t->n_special; r++) {
         total += t->len[t->special[r]];
         ac->n_user += is_user(t, r);
+        if (t->len[t->special[r]] != t->len[t->special[a]]) a = r;
+        if (r - a + 1 > ac->max_class) ac->max_class = r - a + 1;
     }
     /* node and edge indices are int32 and uint32: a file with 2^30 bytes
      * of special tokens gets no matcher rather than wrapped indices */
@@ -170,22 +175,25 @@ fc_status fc__tok_ac_build(fc_tokenizer *t) {
 
 /* ---- matching a text ----------------------------------------------------- */
 
-/* An end position where an allowed token ends: the node of the longest
- * such token not yet decided. */
+/* An end position where an allowed token ends: the node and length of
+ * the longest such token not yet decided, and the token taken here. */
 typedef struct live {
     size_t end;
     int32_t node;
+    uint32_t len;
+    int32_t taken; /* the id taken ending here, or -1 */
 } live;
 
 typedef struct find {
     const fc_tokenizer *t;
     const int32_t *first; /* first_all or first_user */
-    live *lv;
-    size_t nl, lv_cap;
-    size_t *cnt;   /* per rank: occurrences from the scan, then a pass's sort buckets */
-    size_t *order; /* a pass's entries in rank order (order_n allocated) */
-    size_t order_n;
-    int32_t *mark; /* per byte: 0 free, id + 1 where a taken token starts, -1 inside one */
+    live *lv;             /* every end position, in text order */
+    size_t n_lv, lv_cap;
+    size_t *act, n_act; /* the entries still undecided, in text order */
+    size_t *order;      /* a pass's entries in rank order (n_lv allocated, as act) */
+    size_t *cnt;        /* a pass's buckets, one per rank of the length (max_class) */
+    uint8_t *covered;   /* per byte of the text: inside a token taken */
+    uint32_t max_len;   /* the longest token of the entries undecided */
     size_t taken;
 } find;
 
@@ -193,51 +201,56 @@ static uint32_t token_len(const find *fd, int32_t node) {
     return fd->t->len[fd->t->special[fd->t->ac.out[node]]];
 }
 
-/* One pass: the entries whose token is of ranks [a, b) (all of length l),
- * in rank order and positions ascending, taken when both ends are free;
- * then the entries that can still take a token move down their chains. */
+/* One pass: the entries whose token is of ranks [a, b) (all of length l,
+ * the longest left), in rank order and positions ascending, taken when
+ * both ends are free; then the entries that can still take a token move
+ * down their chains, and max_len becomes the longest left. */
 static void pass(find *fd, int32_t a, int32_t b, uint32_t l) {
     const fc__tok_ac *ac = &fd->t->ac;
-    for (int32_t r = a; r < b; r++) fd->cnt[r] = 0;
+    size_t *cnt = fd->cnt - a; /* indexed by rank */
+    for (int32_t r = a; r < b; r++) cnt[r] = 0;
     size_t m = 0;
-    for (size_t k = 0; k < fd->nl; k++) {
-        if (token_len(fd, fd->lv[k].node) != l) continue;
-        fd->cnt[ac->out[fd->lv[k].node]]++;
+    for (size_t k = 0; k < fd->n_act; k++) {
+        const live *x = &fd->lv[fd->act[k]];
+        if (x->len != l) continue;
+        cnt[ac->out[x->node]]++;
         m++;
     }
-    if (m) {
-        size_t s = 0;
-        for (int32_t r = a; r < b; r++) {
-            size_t c = fd->cnt[r];
-            fd->cnt[r] = s;
-            s += c;
-        }
-        for (size_t k = 0; k < fd->nl; k++)
-            if (token_len(fd, fd->lv[k].node) == l) fd->order[fd->cnt[ac->out[fd->lv[k].node]]++] = k;
-        for (size_t j = 0; j < m; j++) {
-            const live *x = &fd->lv[fd->order[j]];
-            size_t p = x->end - l;
-            if (fd->mark[p] || fd->mark[x->end - 1]) continue;
-            fd->mark[p] = fd->t->special[ac->out[x->node]] + 1;
-            for (size_t q = p + 1; q < x->end; q++) fd->mark[q] = -1;
-            fd->taken++;
-        }
+    size_t s = 0;
+    for (int32_t r = a; r < b; r++) {
+        size_t c = cnt[r];
+        cnt[r] = s;
+        s += c;
+    }
+    for (size_t k = 0; k < fd->n_act; k++) {
+        const live *x = &fd->lv[fd->act[k]];
+        if (x->len == l) fd->order[cnt[ac->out[x->node]]++] = fd->act[k];
+    }
+    for (size_t j = 0; j < m; j++) {
+        live *x = &fd->lv[fd->order[j]];
+        size_t p = x->end - l;
+        if (fd->covered[p] || fd->covered[x->end - 1]) continue;
+        memset(fd->covered + p, 1, l);
+        x->taken = fd->t->special[ac->out[x->node]];
+        fd->taken++;
     }
     size_t w = 0;
-    for (size_t k = 0; k < fd->nl; k++) {
-        live x = fd->lv[k];
-        if (fd->mark[x.end - 1]) continue;
-        if (token_len(fd, x.node) == l) {
-            x.node = fd->first[ac->fail[x.node]];
-            if (x.node < 0) continue;
+    fd->max_len = 0;
+    for (size_t k = 0; k < fd->n_act; k++) {
+        live *x = &fd->lv[fd->act[k]];
+        if (fd->covered[x->end - 1]) continue; /* every token ending here overlaps one taken */
+        if (x->len == l) {
+            x->node = fd->first[ac->fail[x->node]];
+            if (x->node < 0) continue;
+            x->len = token_len(fd, x->node);
         }
-        fd->lv[w++] = x;
+        if (x->len > fd->max_len) fd->max_len = x->len;
+        fd->act[w++] = fd->act[k];
     }
-    fd->nl = w;
+    fd->n_act = w;
 }
 
-/* The scan: every end position where an allowed token ends, and how often
- * each rank occurs (a pass for a length that never occurs is skipped). */
+/* The scan: every end position where an allowed token ends. */
 static fc_status scan(find *fd, const unsigned char *text, size_t len) {
     const fc__tok_ac *ac = &fd->t->ac;
     int32_t node = 0;
@@ -252,22 +265,18 @@ static fc_status scan(find *fd, const unsigned char *text, size_t len) {
         }
         int32_t v = fd->first[node];
         if (v < 0) continue;
-        if (fd->nl == fd->lv_cap) {
+        if (fd->n_lv == fd->lv_cap) {
             size_t cap = fd->lv_cap ? 2 * fd->lv_cap : 64;
             live *p = fc__tok_alloc(&fd->t->al, cap * sizeof *p);
             if (!p) return FC_ERR_OOM;
-            if (fd->nl) memcpy(p, fd->lv, fd->nl * sizeof *p);
+            if (fd->n_lv) memcpy(p, fd->lv, fd->n_lv * sizeof *p);
             fc__tok_free(&fd->t->al, fd->lv, fd->lv_cap * sizeof *p);
             fd->lv = p;
             fd->lv_cap = cap;
         }
-        if (!fd->cnt) {
-            size_t bytes = (size_t)fd->t->n_special * sizeof *fd->cnt;
-            if (!(fd->cnt = fc__tok_alloc(&fd->t->al, bytes))) return FC_ERR_OOM;
-            memset(fd->cnt, 0, bytes);
-        }
-        fd->lv[fd->nl++] = (live){i + 1, v};
-        for (int32_t u = v; u >= 0; u = fd->first[ac->fail[u]]) fd->cnt[ac->out[u]]++;
+        live x = {i + 1, v, token_len(fd, v), -1};
+        if (x.len > fd->max_len) fd->max_len = x.len;
+        fd->lv[fd->n_lv++] = x;
     }
     return FC_OK;
 }
@@ -275,26 +284,31 @@ static fc_status scan(find *fd, const unsigned char *text, size_t len) {
 static fc_status find_run(find *fd, const char *text, size_t len, fc__tok_hit **hits, size_t *n) {
     const fc_tokenizer *t = fd->t;
     fc_status st = scan(fd, (const unsigned char *)text, len);
-    if (st != FC_OK || fd->nl == 0) return st;
-    fd->mark = fc__tok_alloc(&t->al, len * sizeof *fd->mark);
-    fd->order = fc__tok_alloc(&t->al, fd->nl * sizeof *fd->order);
-    fd->order_n = fd->nl;
-    if (!fd->mark || !fd->order) return FC_ERR_OOM;
-    memset(fd->mark, 0, len * sizeof *fd->mark);
-    for (int32_t a = 0, b; a < t->n_special && fd->nl; a = b) {
-        uint32_t l = t->len[t->special[a]];
-        size_t occurs = 0;
-        for (b = a; b < t->n_special && t->len[t->special[b]] == l; b++) occurs += fd->cnt[b];
-        if (occurs) pass(fd, a, b, l);
+    if (st != FC_OK || fd->n_lv == 0) return st;
+    fd->covered = fc__tok_alloc(&t->al, len);
+    fd->act = fc__tok_alloc(&t->al, fd->n_lv * sizeof *fd->act);
+    fd->order = fc__tok_alloc(&t->al, fd->n_lv * sizeof *fd->order);
+    fd->cnt = fc__tok_alloc(&t->al, (size_t)t->ac.max_class * sizeof *fd->cnt);
+    if (!fd->covered || !fd->act || !fd->order || !fd->cnt) return FC_ERR_OOM;
+    memset(fd->covered, 0, len);
+    for (size_t k = 0; k < fd->n_lv; k++) fd->act[k] = k;
+    fd->n_act = fd->n_lv;
+    /* one pass per length that some undecided entry has, longest first; the
+     * ranks of a length are contiguous in special[] */
+    for (int32_t a = 0, b; fd->n_act; a = b) {
+        uint32_t l = fd->max_len;
+        while (t->len[t->special[a]] > l) a++;
+        b = a;
+        while (b < t->n_special && t->len[t->special[b]] == l) b++;
+        pass(fd, a, b, l);
     }
     if (!fd->taken) return FC_OK;
     fc__tok_hit *h = fc__tok_alloc(&t->al, fd->taken * sizeof *h);
     if (!h) return FC_ERR_OOM;
-    size_t k = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (fd->mark[i] <= 0) continue;
-        h[k++] = (fc__tok_hit){i, fd->mark[i] - 1};
-        i += t->len[fd->mark[i] - 1] - 1;
+    size_t k = 0; /* taken tokens do not overlap: end order is text order */
+    for (size_t i = 0; i < fd->n_lv; i++) {
+        const live *x = &fd->lv[i];
+        if (x->taken >= 0) h[k++] = (fc__tok_hit){x->end - t->len[x->taken], x->taken};
     }
     *hits = h;
     *n = k;
@@ -309,8 +323,9 @@ fc_status fc__tok_find_special(const fc_tokenizer *t, const char *text, size_t l
     find fd = {.t = t, .first = parse_special ? t->ac.first_all : t->ac.first_user};
     fc_status st = find_run(&fd, text, len, hits, n);
     fc__tok_free(&t->al, fd.lv, fd.lv_cap * sizeof *fd.lv);
-    fc__tok_free(&t->al, fd.cnt, (size_t)t->n_special * sizeof *fd.cnt);
-    fc__tok_free(&t->al, fd.order, fd.order_n * sizeof *fd.order);
-    fc__tok_free(&t->al, fd.mark, len * sizeof *fd.mark);
+    fc__tok_free(&t->al, fd.cnt, (size_t)t->ac.max_class * sizeof *fd.cnt);
+    fc__tok_free(&t->al, fd.act, fd.n_lv * sizeof *fd.act);
+    fc__tok_free(&t->al, fd.order, fd.n_lv * sizeof *fd.order);
+    fc__tok_free(&t->al, fd.covered, len);
     return st;
 }

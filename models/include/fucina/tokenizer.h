@@ -32,8 +32,12 @@
  * for that (add_eos_token, default false). User-defined tokens found in the
  * text are always taken whole; control tokens (such as "<s>") only with
  * FC_TOKENIZE_PARSE_SPECIAL, otherwise their text is tokenized as text.
- * Matches are taken longest token first, leftmost first. For "llama", the
- * text after a special token gets its own space prefix, as llama.cpp does.
+ * Matches are taken longest token first (the lowest id among equal
+ * lengths), each leftmost first in the text the longer ones left, as
+ * llama.cpp partitions; finding them takes time and memory linear in the
+ * text for a given vocabulary.
+ * For "llama", the text after a special token gets its own space prefix,
+ * as llama.cpp does.
  *
  * Decoding maps each token back to its bytes: U+2581 to a space and byte
  * tokens to their byte ("llama"), GPT-2's code points back to bytes
