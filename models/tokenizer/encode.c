@@ -311,6 +311,13 @@ fc_status fc_tokenizer_encode(fc_ctx *ctx, const fc_tokenizer *t, const char *te
     if (flags & ~(unsigned)(FC_TOKENIZE_ADD_SPECIAL | FC_TOKENIZE_PARSE_SPECIAL))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "tokenizer_encode: unknown flag bits 0x%x", flags);
     if (cap < 0) return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "tokenizer_encode: cap %lld < 0", (long long)cap);
+    /* sym offsets are uint32 and symbol counts int32: SPM's buffer is up to
+     * 3 bytes per text byte (1.5 GiB here), a BPE word's up to 6 (3 GiB),
+     * its symbols half that */
+    if (len > FC_TOKENIZER_MAX_TEXT)
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "tokenizer_encode: %zu bytes of text exceed FC_TOKENIZER_MAX_TEXT (%zu)", len,
+                           FC_TOKENIZER_MAX_TEXT);
     work w = {.ctx = ctx, .t = t, .out = {.al = &t->al}, .h = {.al = &t->al}, .st = FC_OK};
     bool special = flags & FC_TOKENIZE_ADD_SPECIAL;
     if (special && t->add_bos && t->bos >= 0) fc__tok_ids_push(&w.out, t->bos);

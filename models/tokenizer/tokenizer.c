@@ -241,7 +241,9 @@ static fc_status tok_index(fc_ctx *ctx, fc_tokenizer *t, const char *fn) {
         fc__tok_free(&t->al, keys, (size_t)ns * sizeof *keys);
     }
     if (fc__tok_ac_build(t) != FC_OK)
-        return fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for the matcher of %d special tokens",
+        return fc_ctx_fail(ctx, FC_ERR_OOM,
+                           "%s: out of memory for the matcher of %d special tokens "
+                           "(it takes at most 2^30 bytes of their text)",
                            fn, ns);
     build_kvs(t);
     return FC_OK;
