@@ -34,8 +34,8 @@
 enum { N_ADDED = 12, N_RESERVED = 256, N_TOKENS = 256 + N_ADDED + N_RESERVED + 2 };
 
 static const char *const added[N_ADDED] = {
-    "<|im_start|>", "<|im_end|>", "<|im", "<tool_call>", "</tool_call>", "<tool",
-    "[INST]",       "[/INST]",    "<<SYS>>", "<</SYS>>", "\n\n\n",       "<|im_sep|>",
+    "<|im_start|>", "<|im_end|>", "<|im",    "<tool_call>", "</tool_call>", "<tool",
+    "[INST]",       "[/INST]",    "<<SYS>>", "<</SYS>>",    "\n\n\n",       "<|im_sep|>",
 };
 static const char *const words[7] = {"alpha", "be", "gamma", "delta", "ep", "zeta", "eta"};
 
@@ -79,12 +79,21 @@ static fc_tokenizer *make_tokenizer(void) {
     types[bos] = types[eos] = FC_TOKEN_CONTROL;
     const fc_gguf_kv kvs[] = {
         {.key = "tokenizer.ggml.model", .type = FC_GGUF_STRING, .data = "gpt2"},
-        {.key = "tokenizer.ggml.tokens", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_STRING,
-         .count = N_TOKENS, .data = tokens},
-        {.key = "tokenizer.ggml.token_type", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_I32,
-         .count = N_TOKENS, .data = types},
-        {.key = "tokenizer.ggml.merges", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_STRING,
-         .count = 0, .data = tokens},
+        {.key = "tokenizer.ggml.tokens",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_STRING,
+         .count = N_TOKENS,
+         .data = tokens},
+        {.key = "tokenizer.ggml.token_type",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_I32,
+         .count = N_TOKENS,
+         .data = types},
+        {.key = "tokenizer.ggml.merges",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_STRING,
+         .count = 0,
+         .data = tokens},
         {.key = "tokenizer.ggml.bos_token_id", .type = FC_GGUF_U32, .data = &bos},
         {.key = "tokenizer.ggml.eos_token_id", .type = FC_GGUF_U32, .data = &eos},
     };
@@ -182,16 +191,19 @@ int bench_tokenizer_added(int argc, char **argv) {
         }
         encode(&e[s]);
         long found = 0;
-        for (int64_t i = 0; i < e[s].n; i++) found += e[s].ids[i] >= 256 && e[s].ids[i] < 256 + N_ADDED;
+        for (int64_t i = 0; i < e[s].n; i++)
+            found += e[s].ids[i] >= 256 && e[s].ids[i] < 256 + N_ADDED;
         if (e[s].st != FC_OK || found != sizes[s]) {
-            fprintf(stderr, "fucina-bench tokenizer_added: status %d, %ld added tokens for %ld pairs\n",
+            fprintf(stderr,
+                    "fucina-bench tokenizer_added: status %d, %ld added tokens for %ld pairs\n",
                     (int)e[s].st, found, sizes[s]);
             rc = 1;
         }
     }
     double cpu[2] = {0, 0};
     if (rc == 0) {
-        for (int s = 0; s < 2; s++) r[s] = bench_measure(encode, &e[s]);
+        for (int s = 0; s < 2; s++)
+            r[s] = bench_measure(encode, &e[s]);
         cpu_min_s(e, cpu);
     }
     double linear = (double)e[1].len / (double)e[0].len;

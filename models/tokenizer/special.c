@@ -60,7 +60,8 @@ static void edge_add(fc__tok_ac *ac, int32_t node, unsigned char c, int32_t to) 
     }
     uint64_t key = ((uint64_t)node << 8 | c) + 1;
     uint32_t k = edge_home(key, ac->edge_mask);
-    while (ac->edge_key[k]) k = (k + 1) & ac->edge_mask;
+    while (ac->edge_key[k])
+        k = (k + 1) & ac->edge_mask;
     ac->edge_key[k] = key;
     ac->edge_to[k] = to;
 }
@@ -102,7 +103,8 @@ fc_status fc__tok_ac_build(fc_tokenizer *t) {
     if (total >= ((size_t)1 << 30)) return FC_ERR_OOM;
     size_t cap = total + 1;
     uint32_t slots = 16;
-    while (slots < 2 * (uint64_t)total) slots <<= 1;
+    while (slots < 2 * (uint64_t)total)
+        slots <<= 1;
     ac->nodes_cap = (int32_t)cap;
     ac->edge_mask = slots - 1;
     const fc_allocator *al = &t->al;
@@ -208,7 +210,8 @@ static uint32_t token_len(const find *fd, int32_t node) {
 static void pass(find *fd, int32_t a, int32_t b, uint32_t l) {
     const fc__tok_ac *ac = &fd->t->ac;
     size_t *cnt = fd->cnt - a; /* indexed by rank */
-    for (int32_t r = a; r < b; r++) cnt[r] = 0;
+    for (int32_t r = a; r < b; r++)
+        cnt[r] = 0;
     size_t m = 0;
     for (size_t k = 0; k < fd->n_act; k++) {
         const live *x = &fd->lv[fd->act[k]];
@@ -291,15 +294,18 @@ static fc_status find_run(find *fd, const char *text, size_t len, fc__tok_hit **
     fd->cnt = fc__tok_alloc(&t->al, (size_t)t->ac.max_class * sizeof *fd->cnt);
     if (!fd->covered || !fd->act || !fd->order || !fd->cnt) return FC_ERR_OOM;
     memset(fd->covered, 0, len);
-    for (size_t k = 0; k < fd->n_lv; k++) fd->act[k] = k;
+    for (size_t k = 0; k < fd->n_lv; k++)
+        fd->act[k] = k;
     fd->n_act = fd->n_lv;
     /* one pass per length that some undecided entry has, longest first; the
      * ranks of a length are contiguous in special[] */
     for (int32_t a = 0, b; fd->n_act; a = b) {
         uint32_t l = fd->max_len;
-        while (t->len[t->special[a]] > l) a++;
+        while (t->len[t->special[a]] > l)
+            a++;
         b = a;
-        while (b < t->n_special && t->len[t->special[b]] == l) b++;
+        while (b < t->n_special && t->len[t->special[b]] == l)
+            b++;
         pass(fd, a, b, l);
     }
     if (!fd->taken) return FC_OK;

@@ -28,14 +28,22 @@
 #include "fucina/tokenizer.h"
 #include "oom_sweep.h"
 
-enum { N_SPECIAL = 19, N_TOKENS = 256 + N_SPECIAL, U = FC_TOKEN_USER_DEFINED, C = FC_TOKEN_CONTROL };
+enum {
+    N_SPECIAL = 19,
+    N_TOKENS = 256 + N_SPECIAL,
+    U = FC_TOKEN_USER_DEFINED,
+    C = FC_TOKEN_CONTROL
+};
 
 /* id 256 + i */
 static const char *const special[N_SPECIAL] = {
-    "ab",  "ba",  "abc",   "bc",  "cab", "aa",  "aaa",     "abab",        "<a>", "<a",
-    "a>",  "b<a>b", "cc",  "bca", "\xC3\xA9\xC3\xA9", "c\xC3\xA9", "  ", "   ", "\n\n",
+    "ab",        "ba",    "abc",  "bc",   "cab",
+    "aa",        "aaa",   "abab", "<a>",  "<a",
+    "a>",        "b<a>b", "cc",   "bca",  "\xC3\xA9\xC3\xA9",
+    "c\xC3\xA9", "  ",    "   ",  "\n\n",
 };
-static const int special_type[N_SPECIAL] = {U, U, U, U, C, U, U, U, U, C, U, U, C, U, U, U, U, U, C};
+static const int special_type[N_SPECIAL] = {U, U, U, U, C, U, U, U, U, C,
+                                            U, U, C, U, U, U, U, U, C};
 
 /* GPT-2's printable code point of byte b: the vocabulary's byte tokens. */
 static size_t byte_token(unsigned b, char *out) {
@@ -69,12 +77,21 @@ static void write_vocab(void) {
     }
     const fc_gguf_kv kvs[] = {
         {.key = "tokenizer.ggml.model", .type = FC_GGUF_STRING, .data = "gpt2"},
-        {.key = "tokenizer.ggml.tokens", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_STRING,
-         .count = N_TOKENS, .data = tokens},
-        {.key = "tokenizer.ggml.token_type", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_I32,
-         .count = N_TOKENS, .data = types},
-        {.key = "tokenizer.ggml.merges", .type = FC_GGUF_ARRAY, .elem_type = FC_GGUF_STRING,
-         .count = 0, .data = tokens},
+        {.key = "tokenizer.ggml.tokens",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_STRING,
+         .count = N_TOKENS,
+         .data = tokens},
+        {.key = "tokenizer.ggml.token_type",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_I32,
+         .count = N_TOKENS,
+         .data = types},
+        {.key = "tokenizer.ggml.merges",
+         .type = FC_GGUF_ARRAY,
+         .elem_type = FC_GGUF_STRING,
+         .count = 0,
+         .data = tokens},
     };
     snprintf(gguf_path, sizeof gguf_path, "%s/test_tokenizer_special.gguf", FUCINA_BINARY_DIR);
     assert_int_equal(fc_gguf_write(gguf_path, kvs, 4, NULL, 0, NULL), FC_OK);
@@ -101,7 +118,8 @@ typedef struct frag {
  * each text byte as its own token. */
 static int64_t reference(const char *text, size_t n, bool parse_special, int32_t *ids) {
     int order[N_SPECIAL];
-    for (int i = 0; i < N_SPECIAL; i++) order[i] = i;
+    for (int i = 0; i < N_SPECIAL; i++)
+        order[i] = i;
     for (int i = 0; i < N_SPECIAL; i++) { /* selection sort: longest, then lowest id */
         int best = i;
         for (int j = i + 1; j < N_SPECIAL; j++) {
@@ -142,7 +160,8 @@ static int64_t reference(const char *text, size_t n, bool parse_special, int32_t
         if (fr[f].id >= 0) {
             ids[m++] = fr[f].id;
         } else {
-            for (size_t i = 0; i < fr[f].len; i++) ids[m++] = (unsigned char)text[fr[f].off + i];
+            for (size_t i = 0; i < fr[f].len; i++)
+                ids[m++] = (unsigned char)text[fr[f].off + i];
         }
     }
     free(fr);
@@ -157,7 +176,8 @@ static void check_text(fc_ctx *ctx, const fc_tokenizer *t, const char *text, siz
     for (int parse = 0; parse < 2; parse++) {
         int64_t nw = reference(text, n, parse, want), ng = -1;
         unsigned flags = parse ? FC_TOKENIZE_PARSE_SPECIAL : 0;
-        assert_int_equal(fc_tokenizer_encode(ctx, t, text, n, flags, got, (int64_t)n + 1, &ng), FC_OK);
+        assert_int_equal(fc_tokenizer_encode(ctx, t, text, n, flags, got, (int64_t)n + 1, &ng),
+                         FC_OK);
         if (ng != nw || memcmp(got, want, (size_t)nw * sizeof *got)) {
             fprintf(stderr, "text '%.*s' (%zu bytes, parse_special %d): %lld ids, want %lld\n",
                     (int)(n > 200 ? 200 : n), text, n, parse, (long long)ng, (long long)nw);
@@ -202,7 +222,27 @@ static void test_tokenizer_special_rule(void **state) {
     fc_ctx *ctx = fc_ctx_new(NULL);
     fc_tokenizer *t = NULL;
     assert_int_equal(open_vocab(ctx, NULL, &t), FC_OK);
-    enum { AB = 256, BA, ABC, BC, CAB, AA, AAA, ABAB, LAR, LA, AR, BLARB, CC, BCA, EE, CE, S2, S3, NN };
+    enum {
+        AB = 256,
+        BA,
+        ABC,
+        BC,
+        CAB,
+        AA,
+        AAA,
+        ABAB,
+        LAR,
+        LA,
+        AR,
+        BLARB,
+        CC,
+        BCA,
+        EE,
+        CE,
+        S2,
+        S3,
+        NN
+    };
     /* "abc" (3) before "ab" and "bc" (2) */
     expect_ids(ctx, t, "abc", 0, (int32_t[]){ABC}, 1);
     /* "abab" (4) first, then "ab" in what is left */
@@ -228,7 +268,6 @@ static void test_tokenizer_special_rule(void **state) {
     expect_ids(ctx, t, "cc", 0, (int32_t[]){'c', 'c'}, 2);
     expect_ids(ctx, t, "cc", FC_TOKENIZE_PARSE_SPECIAL, (int32_t[]){CC}, 1);
     expect_ids(ctx, t, "xyz", FC_TOKENIZE_PARSE_SPECIAL, (int32_t[]){'x', 'y', 'z'}, 3);
-    (void)BA, (void)BC, (void)AR;
     fc_tokenizer_free(t);
     fc_ctx_free(ctx);
 }
@@ -250,14 +289,16 @@ static size_t piece(uint64_t *rng, char *out) {
     }
     const char *s = special[rng_next(rng) % N_SPECIAL];
     size_t n = strlen(s), cut = 1 + rng_next(rng) % n;
-    while (cut < n && ((unsigned char)s[cut] & 0xC0) == 0x80) cut++;
+    while (cut < n && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut++;
     if (kind == 0) cut = n;
     if (kind == 1) { /* a prefix */
         memcpy(out, s, cut);
         return cut;
     }
     size_t from = n - cut; /* a suffix */
-    while (from > 0 && ((unsigned char)s[from] & 0xC0) == 0x80) from--;
+    while (from > 0 && ((unsigned char)s[from] & 0xC0) == 0x80)
+        from--;
     memcpy(out, s + from, n - from);
     return n - from;
 }
@@ -271,7 +312,8 @@ static void test_tokenizer_special_random_texts(void **state) {
     char text[40 * 8];
     for (int c = 0; c < 4000; c++) {
         size_t n = 0, pieces = rng_next(&rng) % 40;
-        for (size_t p = 0; p < pieces; p++) n += piece(&rng, text + n);
+        for (size_t p = 0; p < pieces; p++)
+            n += piece(&rng, text + n);
         check_text(ctx, t, text, n);
     }
     fc_tokenizer_free(t);
@@ -299,7 +341,8 @@ static void test_tokenizer_special_long_texts(void **state) {
     }
     uint64_t rng = 7;
     size_t n = 0;
-    for (int p = 0; p < LONG; p++) n += piece(&rng, s + n);
+    for (int p = 0; p < LONG; p++)
+        n += piece(&rng, s + n);
     check_text(ctx, t, s, n);
     free(s);
     fc_tokenizer_free(t);
@@ -316,7 +359,8 @@ static fc_status oom_scenario_special(fc_ctx *ctx) {
     int32_t ids[64];
     int64_t n;
     st = fc_tokenizer_encode(ctx, t, s, strlen(s), 0, ids, 64, &n);
-    if (st == FC_OK) st = fc_tokenizer_encode(ctx, t, s, strlen(s), FC_TOKENIZE_PARSE_SPECIAL, ids, 64, &n);
+    if (st == FC_OK)
+        st = fc_tokenizer_encode(ctx, t, s, strlen(s), FC_TOKENIZE_PARSE_SPECIAL, ids, 64, &n);
     fc_tokenizer_free(t);
     return st;
 }
