@@ -209,25 +209,25 @@ static uint32_t token_len(const find *fd, int32_t node) {
  * down their chains, and max_len becomes the longest left. */
 static void pass(find *fd, int32_t a, int32_t b, uint32_t l) {
     const fc__tok_ac *ac = &fd->t->ac;
-    size_t *cnt = fd->cnt - a; /* indexed by rank */
+    size_t *cnt = fd->cnt; /* indexed by rank - a */
     for (int32_t r = a; r < b; r++)
-        cnt[r] = 0;
+        cnt[r - a] = 0;
     size_t m = 0;
     for (size_t k = 0; k < fd->n_act; k++) {
         const live *x = &fd->lv[fd->act[k]];
         if (x->len != l) continue;
-        cnt[ac->out[x->node]]++;
+        cnt[ac->out[x->node] - a]++;
         m++;
     }
     size_t s = 0;
     for (int32_t r = a; r < b; r++) {
-        size_t c = cnt[r];
-        cnt[r] = s;
+        size_t c = cnt[r - a];
+        cnt[r - a] = s;
         s += c;
     }
     for (size_t k = 0; k < fd->n_act; k++) {
         const live *x = &fd->lv[fd->act[k]];
-        if (x->len == l) fd->order[cnt[ac->out[x->node]]++] = fd->act[k];
+        if (x->len == l) fd->order[cnt[ac->out[x->node] - a]++] = fd->act[k];
     }
     for (size_t j = 0; j < m; j++) {
         live *x = &fd->lv[fd->order[j]];
