@@ -85,8 +85,7 @@ typedef struct work {
     fc_status st;
 } work;
 
-/* Grows *p to hold need elements, keeping what it held: the fragment list
- * of encode_all grows while it is read. */
+/* Grows *p to hold need elements, keeping what it held. */
 static bool reserve(work *w, void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
     size_t c = *cap ? *cap : 64;
@@ -276,59 +275,31 @@ static void encode_text(work *w, const char *text, size_t len, bool after_specia
     }
 }
 
-/* Splits text at the special tokens allowed (longest first, then leftmost,
- * as llama.cpp partitions) and encodes the pieces in order. A fragment
- * list: text ranges and token ids, refined token by token. */
-typedef struct frag {
-    size_t off, len;
-    int32_t id; /* -1: text */
-} frag;
-
+/* Encodes text around the special tokens allowed (special.c finds them,
+ * with llama.cpp's rule: longest first, then leftmost), in text order. */
 static void encode_all(work *w, const char *text, size_t len, bool parse_special) {
     const fc_tokenizer *t = w->t;
-    frag *fr = NULL;
-    size_t nf = 0, cap = 0;
-    if (!reserve(w, (void **)&fr, &cap, 1, sizeof *fr)) return;
-    fr[nf++] = (frag){0, len, -1};
-    for (int32_t s = 0; s < t->n_special && w->st == FC_OK; s++) {
-        int32_t id = t->special[s];
-        if (t->type[id] != FC_TOKEN_USER_DEFINED && !parse_special) continue;
-        const char *tt = t->text[id];
-        size_t tl = t->len[id];
-        for (size_t f = 0; f < nf && w->st == FC_OK; f++) {
-            if (fr[f].id >= 0 || fr[f].len < tl) continue;
-            const char *base = text + fr[f].off;
-            const char *hit = NULL;
-            for (size_t i = 0; i + tl <= fr[f].len; i++) {
-                if (base[i] == tt[0] && !memcmp(base + i, tt, tl)) {
-                    hit = base + i;
-                    break;
-                }
-            }
-            if (!hit) continue;
-            if (!reserve(w, (void **)&fr, &cap, nf + 2, sizeof *fr)) break;
-            size_t before = (size_t)(hit - base), after = fr[f].len - before - tl;
-            memmove(fr + f + 3, fr + f + 1, (nf - f - 1) * sizeof *fr);
-            nf += 2;
-            fr[f + 2] = (frag){fr[f].off + before + tl, after, -1};
-            fr[f + 1] = (frag){0, 0, id};
-            fr[f].len = before; /* empty text fragments are dropped below */
-            f++;                /* continue with the text after the token */
-        }
+    fc__tok_hit *hits;
+    size_t nh;
+    if (fc__tok_find_special(t, text, len, parse_special, &hits, &nh) != FC_OK) {
+        w->st = FC_ERR_OOM;
+        return;
     }
     bool after_special = true; /* the text's start counts as after a special token */
-    if (w->st == FC_OK) {
-        for (size_t f = 0; f < nf && w->st == FC_OK; f++) {
-            if (fr[f].id >= 0) {
-                fc__tok_ids_push(&w->out, fr[f].id);
-                after_special = true;
-            } else if (fr[f].len) {
-                encode_text(w, text + fr[f].off, fr[f].len, after_special);
-                after_special = false;
-            }
+    size_t at = 0;
+    for (size_t h = 0; h <= nh && w->st == FC_OK; h++) {
+        size_t end = h < nh ? hits[h].off : len;
+        if (end > at) {
+            encode_text(w, text + at, end - at, after_special);
+            after_special = false;
+        }
+        if (h < nh) {
+            fc__tok_ids_push(&w->out, hits[h].id);
+            after_special = true;
+            at = end + t->len[hits[h].id];
         }
     }
-    fc__tok_free(w->out.al, fr, cap * sizeof *fr);
+    fc__tok_free(&t->al, hits, nh * sizeof *hits);
 }
 
 fc_status fc_tokenizer_encode(fc_ctx *ctx, const fc_tokenizer *t, const char *text, size_t len,
@@ -340,6 +311,13 @@ fc_status fc_tokenizer_encode(fc_ctx *ctx, const fc_tokenizer *t, const char *te
     if (flags & ~(unsigned)(FC_TOKENIZE_ADD_SPECIAL | FC_TOKENIZE_PARSE_SPECIAL))
         return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "tokenizer_encode: unknown flag bits 0x%x", flags);
     if (cap < 0) return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "tokenizer_encode: cap %lld < 0", (long long)cap);
+    /* sym offsets are uint32 and symbol counts int32: SPM's buffer is up to
+     * 3 bytes per text byte (1.5 GiB here), a BPE word's up to 6 (3 GiB),
+     * its symbols half that */
+    if (len > FC_TOKENIZER_MAX_TEXT)
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
+                           "tokenizer_encode: %zu bytes of text exceed FC_TOKENIZER_MAX_TEXT (%zu)", len,
+                           FC_TOKENIZER_MAX_TEXT);
     work w = {.ctx = ctx, .t = t, .out = {.al = &t->al}, .h = {.al = &t->al}, .st = FC_OK};
     bool special = flags & FC_TOKENIZE_ADD_SPECIAL;
     if (special && t->add_bos && t->bos >= 0) fc__tok_ids_push(&w.out, t->bos);

@@ -2,6 +2,7 @@
  * tokenizer.ggml.* keys or as the byte-level vocabulary, the lookup tables
  * behind it, its accessors, and writing it back as GGUF key/values. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer/internal.h"
@@ -92,6 +93,7 @@ void fc_tokenizer_free(fc_tokenizer *t) {
     size_t n = (size_t)t->n;
     map_free(&al, &t->tokens);
     map_free(&al, &t->merges);
+    fc__tok_ac_free(t);
     fc__tok_free(&al, t->text, n * sizeof *t->text);
     fc__tok_free(&al, t->len, n * sizeof *t->len);
     fc__tok_free(&al, t->score, n * sizeof *t->score);
@@ -174,6 +176,17 @@ fc_status fc_tokenizer_gguf_kvs(const fc_tokenizer *t, const fc_gguf_kv **kvs, i
     return FC_OK;
 }
 
+typedef struct special_key {
+    uint32_t len;
+    int32_t id;
+} special_key;
+
+static int special_before(const void *pa, const void *pb) {
+    const special_key *a = pa, *b = pb;
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
 /* The tables derived from the vocabulary: text -> id, merges -> rank, the
  * byte tokens and the special tokens, longest first. */
 static fc_status tok_index(fc_ctx *ctx, fc_tokenizer *t, const char *fn) {
@@ -217,15 +230,21 @@ static fc_status tok_index(fc_ctx *ctx, fc_tokenizer *t, const char *fn) {
         if (ty == FC_TOKEN_CONTROL || ty == FC_TOKEN_UNKNOWN || ty == FC_TOKEN_USER_DEFINED)
             t->special[k++] = i;
     }
-    /* insertion sort by length, longest first, ids ascending among equals */
-    for (int32_t i = 1; i < ns; i++) {
-        int32_t v = t->special[i], j = i;
-        while (j > 0 && t->len[t->special[j - 1]] < t->len[v]) {
-            t->special[j] = t->special[j - 1];
-            j--;
-        }
-        t->special[j] = v;
+    /* by length, longest first, ids ascending among equals (qsort, not an
+     * insertion sort: a file may mark a million tokens user-defined) */
+    if (ns > 1) {
+        special_key *keys = fc__tok_alloc(&t->al, (size_t)ns * sizeof *keys);
+        if (!keys) return fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", fn);
+        for (int32_t i = 0; i < ns; i++) keys[i] = (special_key){t->len[t->special[i]], t->special[i]};
+        qsort(keys, (size_t)ns, sizeof *keys, special_before);
+        for (int32_t i = 0; i < ns; i++) t->special[i] = keys[i].id;
+        fc__tok_free(&t->al, keys, (size_t)ns * sizeof *keys);
     }
+    if (fc__tok_ac_build(t) != FC_OK)
+        return fc_ctx_fail(ctx, FC_ERR_OOM,
+                           "%s: out of memory for the matcher of %d special tokens "
+                           "(it takes at most 2^30 bytes of their text)",
+                           fn, ns);
     build_kvs(t);
     return FC_OK;
 }

@@ -270,6 +270,13 @@ static void test_bad_calls(void **state) {
     assert_int_equal(fc_tokenizer_encode(ctx, t, NULL, 3, 0, ids, 4, &n), FC_ERR_NULL_ARG);
     assert_int_equal(fc_tokenizer_encode(NULL, t, "a", 1, 1u << 7, ids, 4, &n), FC_ERR_INVALID_ARG);
     fc_ctx_clear_error(ctx);
+    /* a text over the limit is refused before it is read */
+    n = -1;
+    assert_int_equal(fc_tokenizer_encode(ctx, t, "ab", FC_TOKENIZER_MAX_TEXT + 1, 0, NULL, 0, &n),
+                     FC_ERR_INVALID_ARG);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(fc_ctx_error(ctx), "536870913 bytes of text exceed"));
+    fc_ctx_clear_error(ctx);
     /* too small: the count comes back, and the prefix is written */
     const char *s = "The GNU General Public License";
     assert_int_equal(fc_tokenizer_encode(ctx, t, s, strlen(s), 0, NULL, 0, &n), FC_ERR_DATA_LENGTH);

@@ -32,8 +32,12 @@
  * for that (add_eos_token, default false). User-defined tokens found in the
  * text are always taken whole; control tokens (such as "<s>") only with
  * FC_TOKENIZE_PARSE_SPECIAL, otherwise their text is tokenized as text.
- * Matches are taken longest token first, leftmost first. For "llama", the
- * text after a special token gets its own space prefix, as llama.cpp does.
+ * Matches are taken longest token first (the lowest id among equal
+ * lengths), each leftmost first in the text the longer ones left, as
+ * llama.cpp partitions; finding them takes time and memory linear in the
+ * text for a given vocabulary.
+ * For "llama", the text after a special token gets its own space prefix,
+ * as llama.cpp does.
  *
  * Decoding maps each token back to its bytes: U+2581 to a space and byte
  * tokens to their byte ("llama"), GPT-2's code points back to bytes
@@ -128,14 +132,20 @@ FC_API fc_token_type fc_tokenizer_token_type(const fc_tokenizer *tok, int32_t id
 /* The id of a token's exact text, or -1. */
 FC_API int32_t fc_tokenizer_find(const fc_tokenizer *tok, const char *text, size_t len);
 
+/* The longest text one encode call takes (512 MiB): the merge work keeps
+ * 32-bit offsets and counts. Longer texts are encoded in pieces. */
+#define FC_TOKENIZER_MAX_TEXT ((size_t)1 << 29)
+
 /* Encodes text[0, len) (len bytes; NUL bytes are text too) into ids[0,
  * cap). *n receives the number of ids of the whole encoding, also when it
  * does not fit: FC_ERR_DATA_LENGTH then, with the first cap ids written, so
- * a call with cap 0 measures. ids may be NULL when cap is 0. Errors:
- * FC_ERR_NULL_ARG (tok, n, or text with len > 0); FC_ERR_DATA_LENGTH;
- * FC_ERR_INVALID_ARG (unknown flag bits; a piece the vocabulary cannot
- * spell when it has no unknown token); FC_ERR_OOM (work memory comes from
- * the tokenizer's allocator). */
+ * a call with cap 0 measures. ids may be NULL when cap is 0. Time and
+ * memory are linear in len for a given vocabulary (n log n for the merges
+ * of one long word). Errors: FC_ERR_NULL_ARG (tok, n, or text with len >
+ * 0); FC_ERR_DATA_LENGTH; FC_ERR_INVALID_ARG (unknown flag bits; len over
+ * FC_TOKENIZER_MAX_TEXT, checked before text is read; a piece the
+ * vocabulary cannot spell when it has no unknown token); FC_ERR_OOM (work
+ * memory comes from the tokenizer's allocator). */
 FC_API fc_status fc_tokenizer_encode(fc_ctx *ctx, const fc_tokenizer *tok, const char *text,
                                      size_t len, unsigned flags, int32_t *ids, int64_t cap,
                                      int64_t *n);
