@@ -41,30 +41,31 @@
  *
  * Leaving on an error: the one error path. Whatever failed, on whichever
  * rank, the program frees what it made the way it does on success and
- * calls fc_dist_free; for an error of its own (one that fucina did not
- * record: a file of its own it cannot write, a check of its own) it calls
- * fc_dist_fail(d, status) first:
+ * calls fc_dist_free, without calling any other collective first; for an
+ * error of its own (one fucina did not record: a file of its own it cannot
+ * write, a check of its own) it calls fc_dist_fail(d, status) before:
  *
- *   fail:  fc_dist_fail(d, st);   // optional when st came from fucina
+ *   fail:  fc_dist_fail(d, st);   // may be left out when st came from fucina
  *          fc_ddp_free(w); fc_optim_free(opt); fc_dist_free(d);   // ends the job
  *
- * fc_dist_free then does not finalize (MPI_Finalize waits for every rank,
- * and the others may be waiting for this one in a collective) but ends the
- * whole job with MPI_Abort, exit code -status, after printing why to
- * stderr. It takes that way when this rank failed: d's context holds an
- * error (fc_ctx_status: the first unhandled one, e.g. of the backward or a
- * checkpoint write; fc_ctx_clear_error a handled one), a call of this API
- * failed with FC_ERR_COMM (an MPI error or the deadline), fc_ddp_free
- * abandoned a step (its gradient reductions in flight), or fc_dist_fail was
- * called. A rank that reaches fc_dist_free without a failure waits there
- * for the others at most the deadline, then ends the job the same way; a
- * healthy rank blocked in a collective because a peer left is freed by the
- * same deadline (FC_ERR_COMM; then its own error path) unless the peer's
- * MPI_Abort ended it first. So a job with a failed rank ends at once, or
- * within the deadline, and never hangs. Checkpoints survive it: a process
- * killed during fc_checkpoint_save leaves the previous file whole
- * (fucina/checkpoint.h). fc_dist_abort is the same end without the
- * cleanup.
+ * With more than one rank, fc_dist_free then does not finalize
+ * (MPI_Finalize waits for every rank, and the others may be waiting for
+ * this one in a collective) but prints why to stderr and ends the whole
+ * job with MPI_Abort, exit code -status (mpirun passes it on). It takes
+ * that way when this rank failed: d's context holds an error
+ * (fc_ctx_status: the first one not cleared, e.g. of the backward or of a
+ * checkpoint write; clear a handled one with fc_ctx_clear_error), or
+ * fc_dist_status is not FC_OK (a call of this API failed with FC_ERR_COMM,
+ * fc_ddp_free abandoned a step with its reductions in flight, or
+ * fc_dist_fail was called). A rank that reaches fc_dist_free without a
+ * failure waits there for the others at most the deadline, then ends the
+ * job the same way (exit code 24, FC_ERR_COMM); a healthy rank blocked in
+ * a collective because a peer left is released by the same deadline
+ * (FC_ERR_COMM, then its own error path) unless the peer's MPI_Abort ended
+ * it first. So a job with a failed rank ends at once, or one deadline
+ * later, and never hangs. Checkpoints survive it: a process killed during
+ * fc_checkpoint_save leaves the previous file whole (fucina/checkpoint.h).
+ * fc_dist_abort is the same end without the cleanup.
  *
  * Usage (error checks left out):
  *

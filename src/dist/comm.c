@@ -11,7 +11,13 @@
  * far behind, and a rank that busy-waits then takes a core from it
  * whenever there are fewer cores than ranks. (On this project's loaded
  * 2-core machine neither choice measured better beyond the noise; the
- * sleep only bounds the waste.) */
+ * sleep only bounds the waste.)
+ *
+ * Why fc_dist_free may abort: MPI_Finalize waits for every rank, so a rank
+ * that failed and finalizes hangs itself and the ranks waiting for it in
+ * a collective until their deadline. A handle remembers this rank's first
+ * failure that may leave the ranks unmatched (fc__dist_broken); with one,
+ * or an error in the context, fc_dist_free ends the job (MPI_Abort). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdarg.h>
@@ -182,6 +188,20 @@ fc_status fc_dist_init_comm(fc_ctx *ctx, const void *mpi_comm, const fc_dist_opt
     return make(ctx, *(const MPI_Comm *)mpi_comm, opts, false, out);
 }
 
+/* Appends to msg[0, cap) at *n, truncating. */
+static void add(char *msg, size_t cap, size_t *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void add(char *msg, size_t cap, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(msg + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n = *n + (size_t)k < cap ? *n + (size_t)k : cap - 1;
+}
+
 /* fc_dist_free's way out after a failure: MPI_Finalize would wait for
  * ranks that may never come (or that wait for this one), MPI_Abort ends
  * them all. The exit code is the first error's status, negated: the
@@ -191,17 +211,21 @@ static void end_job_if_failed(fc_dist *d) {
     if (cs == FC_OK && d->failed == FC_OK) return;
     fc_status st = cs != FC_OK ? cs : d->failed;
     int code = st < 0 && st > -128 ? -(int)st : 1;
-    fflush(stdout);
-    fprintf(stderr,
-            "fc_dist_free: rank %d of %d ends the job (MPI_Abort, exit code %d) instead of "
-            "finalizing:",
-            d->rank, d->size, code);
+    /* one write: the launcher forwards stderr in pieces as they come */
+    char msg[1024];
+    size_t cap = sizeof msg - 1, n = 0; /* the last byte for the newline */
+    add(msg, cap, &n,
+        "fc_dist_free: rank %d of %d ends the job (MPI_Abort, exit code %d) instead of "
+        "finalizing:",
+        d->rank, d->size, code);
     if (cs != FC_OK)
-        fprintf(stderr, " its context holds an error (%s: %s)", fc_status_name(cs),
-                fc_ctx_error(d->ctx));
+        add(msg, cap, &n, " its context holds an error (%s: %s)", fc_status_name(cs),
+            fc_ctx_error(d->ctx));
     if (d->failed != FC_OK)
-        fprintf(stderr, "%s %s (%s)", cs != FC_OK ? ";" : "", d->why, fc_status_name(d->failed));
-    fprintf(stderr, "\n");
+        add(msg, cap, &n, "%s %s (%s)", cs != FC_OK ? ";" : "", d->why, fc_status_name(d->failed));
+    msg[n++] = '\n';
+    fflush(stdout);
+    fwrite(msg, 1, n, stderr);
     fflush(stderr);
     MPI_Abort(d->comm, code);
     _exit(code); /* MPI_Abort returned: it should not */
