@@ -2,8 +2,12 @@
 # Builds fucina with MPI (FUCINA_WITH_MPI=ON, Open MPI from scripts/deps.sh
 # --mpi) into build-mpi/ and runs the data-parallel tests: tests/dist as 2
 # ranks under mpirun (collectives, the wrapper, 2 ranks x B against 1 rank
-# x 2B, a rank that exits and one that stalls) and the trainers as 2 ranks
-# (ctest label "dist"). Only what those tests need is built.
+# x 2B, and dist/fault_*: a fault at each point of a step - a crash, a
+# failed backward, a stalled rank, a kill in the gradient sync, a failed or
+# killed checkpoint write, an error of the program's own, a rank that leaves
+# early - which must end the job in time and leave a checkpoint that loads)
+# and the trainers as 2 ranks (ctest label "dist"). Only what those tests
+# need is built.
 #   scripts/test_mpi.sh                          # gcc, warnings as errors
 #   FUCINA_SANITIZE=address scripts/test_mpi.sh  # build-mpi-address/, clang, ASan+UBSan
 set -euo pipefail

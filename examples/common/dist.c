@@ -16,7 +16,7 @@ static int launched_size(void) {
 }
 
 bool ex_dist_start(ex_dist *x, const char *prog, fc_ctx *ctx) {
-    *x = (ex_dist){.rank = 0, .size = 1};
+    *x = (ex_dist){.ctx = ctx, .rank = 0, .size = 1};
     int n = launched_size();
     if (n == 0) return true; /* started by hand: no MPI at all */
     if (!fc_dist_available()) {
@@ -69,12 +69,18 @@ void ex_dist_share(const ex_dist *x, int64_t n, int64_t *lo, int64_t *hi) {
 }
 
 void ex_dist_end(ex_dist *x, bool ok) {
-    if (!ok && x->size > 1) {
+    /* fucina/dist.h's error path: fc_dist_fail, then the same frees as on
+     * success; fc_dist_free ends the job (MPI_Abort) instead of finalizing
+     * when this rank failed. fc_dist_fail carries the context's error when
+     * it has one (the exit code), and marks failures fucina did not record
+     * (a file of the trainer's own it could not write) */
+    if (!ok && x->d) {
+        fc_status st = fc_ctx_status(x->ctx);
+        fc_dist_fail(x->d, st != FC_OK ? st : FC_ERR_STATE);
         fflush(stdout);
         fprintf(stderr, "rank %d failed: ending the job\n", x->rank);
-        fc_dist_abort(x->d, 1);
     }
     fc_ddp_free(x->ddp);
-    fc_dist_free(x->d);
+    fc_dist_free(x->d); /* does not return after a failure, with several ranks */
     *x = (ex_dist){.rank = 0, .size = 1};
 }

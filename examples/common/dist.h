@@ -28,6 +28,7 @@
 #include <fucina.h>
 
 typedef struct ex_dist {
+    fc_ctx *ctx; /* borrowed: the trainer's */
     fc_dist *d;  /* NULL: one process */
     fc_ddp *ddp; /* NULL until ex_dist_wrap, or with one process */
     int rank, size;
@@ -50,9 +51,12 @@ bool ex_dist_sum(ex_dist *x, double *v, int n);
 void ex_dist_share(const ex_dist *x, int64_t n, int64_t *lo, int64_t *hi);
 static inline bool ex_dist_is_main(const ex_dist *x) { return x->rank == 0; }
 /* Frees the wrapper and leaves the job (FUCINA_DDP_STATS=1 prints the
- * wrapper's counters first). After a failure (ok false) in a job of
- * several ranks it ends the whole job instead (fc_dist_abort): the
- * others may be waiting for this one in a collective. */
+ * wrapper's counters first). After a failure (ok false) it takes
+ * fucina/dist.h's error path (fc_dist_fail, with the context's error if
+ * any, then fc_dist_free): in a job of several ranks that ends the whole
+ * job (MPI_Abort) and does not return, since the others may be waiting
+ * for this one in a collective. fc_dist_free takes that path by itself
+ * when the context holds an error, even with ok true. */
 void ex_dist_end(ex_dist *x, bool ok);
 
 #endif /* EX_DIST_H */

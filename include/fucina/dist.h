@@ -37,9 +37,35 @@
  * when TCP reports it, which is not bounded by OpenMPI. fucina bounds it
  * itself: every wait of this API polls with a deadline (fc_dist_opts
  * timeout_s, default 300 s, env FUCINA_DIST_TIMEOUT_S) and then fails with
- * FC_ERR_COMM naming what it waited for. A program that gets FC_ERR_COMM
- * should call fc_dist_abort: the other ranks may be blocked, and only
- * MPI_Abort reliably ends them.
+ * FC_ERR_COMM naming what it waited for.
+ *
+ * Leaving on an error: the one error path. Whatever failed, on whichever
+ * rank, the program frees what it made the way it does on success and
+ * calls fc_dist_free, without calling any other collective first; for an
+ * error of its own (one fucina did not record: a file of its own it cannot
+ * write, a check of its own) it calls fc_dist_fail(d, status) before:
+ *
+ *   fail:  fc_dist_fail(d, st);   // may be left out when st came from fucina
+ *          fc_ddp_free(w); fc_optim_free(opt); fc_dist_free(d);   // ends the job
+ *
+ * With more than one rank, fc_dist_free then does not finalize
+ * (MPI_Finalize waits for every rank, and the others may be waiting for
+ * this one in a collective) but prints why to stderr and ends the whole
+ * job with MPI_Abort, exit code -status (mpirun passes it on). It takes
+ * that way when this rank failed: d's context holds an error
+ * (fc_ctx_status: the first one not cleared, e.g. of the backward or of a
+ * checkpoint write; clear a handled one with fc_ctx_clear_error), or
+ * fc_dist_status is not FC_OK (a call of this API failed with FC_ERR_COMM,
+ * fc_ddp_free abandoned a step with its reductions in flight, or
+ * fc_dist_fail was called). A rank that reaches fc_dist_free without a
+ * failure waits there for the others at most the deadline, then ends the
+ * job the same way (exit code 24, FC_ERR_COMM); a healthy rank blocked in
+ * a collective because a peer left is released by the same deadline
+ * (FC_ERR_COMM, then its own error path) unless the peer's MPI_Abort ended
+ * it first. So a job with a failed rank ends at once, or one deadline
+ * later, and never hangs. Checkpoints survive it: a process killed during
+ * fc_checkpoint_save leaves the previous file whole (fucina/checkpoint.h).
+ * fc_dist_abort is the same end without the cleanup.
  *
  * Usage (error checks left out):
  *
@@ -94,19 +120,38 @@ FC_API fc_status fc_dist_init(fc_ctx *ctx, int *argc, char ***argv, const fc_dis
  * FC_ERR_NULL_ARG for a NULL mpi_comm. */
 FC_API fc_status fc_dist_init_comm(fc_ctx *ctx, const void *mpi_comm, const fc_dist_opts *opts,
                                    fc_dist **out);
-/* Frees the duplicate communicator (and finalizes MPI, see fc_dist_init).
- * Collective. NULL is a no-op. */
+/* Frees the duplicate communicators (and finalizes MPI, see fc_dist_init).
+ * Collective: it first waits, at most the deadline, until every rank has
+ * called it. With more than one rank it does not return, but ends the job
+ * (MPI_Abort, exit code -status, the reason on stderr), when this rank
+ * failed (see "Leaving on an error" above: an error in d's context,
+ * fc_dist_status not FC_OK) or when the wait passes the deadline. NULL is a
+ * no-op. */
 FC_API void fc_dist_free(fc_dist *d);
+/* Marks this rank failed with st (FC_OK counts as FC_ERR_STATE), for an
+ * error fucina did not record: the next fc_dist_free ends the job, and d's
+ * collectives refuse to start (FC_ERR_STATE). The first failure stays. Not
+ * collective; NULL is a no-op. */
+FC_API void fc_dist_fail(fc_dist *d, fc_status st);
+/* FC_OK while this rank's calls have kept the ranks matched; else its
+ * first failure: FC_ERR_COMM (an MPI error, or a wait past the deadline,
+ * which may leave requests in flight), FC_ERR_STATE (fc_ddp_free in the
+ * middle of a step), FC_ERR_OOM (fc_ddp_step could not start its
+ * broadcasts), or fc_dist_fail's status. Once it is not FC_OK, d's
+ * collectives and fc_ddp's return FC_ERR_STATE without communicating.
+ * FC_ERR_NULL_ARG for a NULL d. Not collective. */
+FC_API fc_status fc_dist_status(const fc_dist *d);
 /* This process's rank in [0, size), and the number of ranks. A NULL d is
  * rank 0 of 1. Not collective. */
 FC_API int fc_dist_rank(const fc_dist *d);
 FC_API int fc_dist_size(const fc_dist *d);
-/* Ends every process of the communicator (MPI_Abort with code). For
- * after an FC_ERR_COMM: the other ranks may be waiting in a collective.
+/* Ends every process of the communicator now (MPI_Abort with code), as
+ * fc_dist_free does after a failure but without the cleanup before it.
  * Does nothing for a NULL d (not collective; does not return otherwise). */
 FC_API void fc_dist_abort(fc_dist *d, int code);
 
-/* Waits until every rank has called it. FC_ERR_NULL_ARG, FC_ERR_COMM. */
+/* Waits until every rank has called it. FC_ERR_NULL_ARG, FC_ERR_COMM,
+ * FC_ERR_STATE when d failed earlier (fc_dist_status). */
 FC_API fc_status fc_dist_barrier(fc_dist *d);
 
 /* Copies root's data of each of the n tensors into the same tensor of the
@@ -116,7 +161,8 @@ FC_API fc_status fc_dist_barrier(fc_dist *d);
  * Returns FC_OK; FC_ERR_NULL_ARG for a NULL d (not recorded), ts or entry;
  * FC_ERR_INVALID_ARG for n < 0 or a root outside [0, size);
  * FC_ERR_CONTEXT; FC_ERR_UNSUPPORTED_VIEW for a non-contiguous tensor;
- * FC_ERR_READ_ONLY; FC_ERR_COMM. Errors are recorded in d's context. */
+ * FC_ERR_READ_ONLY; FC_ERR_COMM; FC_ERR_STATE when d failed earlier
+ * (fc_dist_status). Errors are recorded in d's context. */
 FC_API fc_status fc_dist_broadcast(fc_dist *d, fc_tensor *const *ts, int n, int root);
 
 typedef enum fc_dist_op { FC_DIST_SUM, FC_DIST_MEAN, FC_DIST_OP_COUNT } fc_dist_op;
@@ -198,11 +244,14 @@ typedef struct fc_ddp_opts {
  * every rank when the parameter lists differ (the message gives this rank's
  * and rank 0's counts, and the first parameter that differs with both
  * descriptions); FC_ERR_UNSUPPORTED_VIEW for a non-contiguous parameter;
- * FC_ERR_COMM; FC_ERR_OOM. */
+ * FC_ERR_COMM; FC_ERR_STATE when d failed earlier (fc_dist_status);
+ * FC_ERR_OOM. */
 FC_API fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts);
 /* Removes the hooks and releases the parameters and buffers. Not
- * collective (no reduction may be in flight: call after fc_ddp_sync).
- * NULL is a no-op. */
+ * collective. Freed in the middle of a step (a backward ran with sync on
+ * and fc_ddp_sync did not: an error path), it leaves the buffers of the
+ * reductions in flight to MPI and marks the fc_dist failed (FC_ERR_STATE),
+ * so that fc_dist_free ends the job. NULL is a no-op. */
 FC_API void fc_ddp_free(fc_ddp *w);
 /* Communication on (true, the default) or off for the next backwards.
  * FC_ERR_NULL_ARG; FC_ERR_STATE while a step's buckets are in flight (a
@@ -212,10 +261,12 @@ FC_API fc_status fc_ddp_set_sync(fc_ddp *w, bool on);
  * fc_grad (a parameter no rank has a gradient for keeps none). With sync
  * off it returns FC_OK and changes nothing. Collective. Returns FC_OK;
  * FC_ERR_NULL_ARG; FC_ERR_STATE when a rank's backward failed (its context
- * had an error when it called fc_ddp_sync) - on every rank; FC_ERR_COMM
- * (MPI's error, or the deadline); FC_ERR_OOM creating a gradient. Errors
- * are recorded in the context; after FC_ERR_STATE the wrapper is ready for
- * the next step, after FC_ERR_COMM it is not (see fc_dist_abort). */
+ * had an error when it called fc_ddp_sync) - on every rank - or, on this
+ * rank only and without communicating, when the fc_dist failed earlier
+ * (fc_dist_status); FC_ERR_COMM (MPI's error, or the deadline);
+ * FC_ERR_OOM creating a gradient. Errors are recorded in the context;
+ * after the first FC_ERR_STATE the wrapper is ready for the next step,
+ * after FC_ERR_COMM it is not: take the error path (fc_dist_free). */
 FC_API fc_status fc_ddp_sync(fc_ddp *w);
 /* The optimizer step of a data-parallel step: call it after fc_ddp_sync
  * (and any clipping) on every rank, in place of fc_optim_step. Without
@@ -223,7 +274,8 @@ FC_API fc_status fc_ddp_sync(fc_ddp *w);
  * parameters this rank does not own, steps the optimizer, and broadcasts
  * every parameter from its owner (collective). Returns FC_OK,
  * FC_ERR_NULL_ARG, fc_optim_step's error (the broadcasts still run, so the
- * ranks stay matched), or FC_ERR_COMM. */
+ * ranks stay matched), FC_ERR_COMM, or (zero1) FC_ERR_STATE when the
+ * fc_dist failed earlier. */
 FC_API fc_status fc_ddp_step(fc_ddp *w);
 /* The rank that owns parameter i (opt's order) under zero1; 0 without it
  * or with one rank; -1 for a NULL w or i out of range. */

@@ -11,13 +11,21 @@
  * far behind, and a rank that busy-waits then takes a core from it
  * whenever there are fewer cores than ranks. (On this project's loaded
  * 2-core machine neither choice measured better beyond the noise; the
- * sleep only bounds the waste.) */
+ * sleep only bounds the waste.)
+ *
+ * Why fc_dist_free may abort: MPI_Finalize waits for every rank, so a rank
+ * that failed and finalizes hangs itself and the ranks waiting for it in
+ * a collective until their deadline. A handle remembers this rank's first
+ * failure that may leave the ranks unmatched (fc__dist_broken); with one,
+ * or an error in the context, fc_dist_free ends the job (MPI_Abort). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dist/dist.h"
 
@@ -48,8 +56,28 @@ fc_status fc__dist_check(fc_dist *d, int rc, const char *what) {
     int len = 0, cls = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
     MPI_Error_class(rc, &cls);
-    return fc__fail(d->ctx, FC_ERR_COMM, "%s failed on rank %d of %d: %s (MPI error class %d)",
-                    what, d->rank, d->size, msg, cls);
+    fc__fail(d->ctx, FC_ERR_COMM, "%s failed on rank %d of %d: %s (MPI error class %d)", what,
+             d->rank, d->size, msg, cls);
+    return fc__dist_broken(d, FC_ERR_COMM, "%s failed (MPI error class %d)", what, cls);
+}
+
+fc_status fc__dist_broken(fc_dist *d, fc_status st, const char *fmt, ...) {
+    if (d->failed != FC_OK) return st;
+    d->failed = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->why, sizeof d->why, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+fc_status fc__dist_usable(fc_dist *d, const char *fn) {
+    if (d->failed == FC_OK) return FC_OK;
+    return fc__fail(d->ctx, FC_ERR_STATE,
+                    "%s: rank %d of %d cannot communicate any more: earlier, %s (%s), so "
+                    "the ranks' collectives may no longer match; end the job with "
+                    "fc_dist_free",
+                    fn, d->rank, d->size, d->why, fc_status_name(d->failed));
 }
 
 fc_status fc__dist_wait(fc_dist *d, MPI_Request *reqs, int n, const char *what) {
@@ -58,12 +86,14 @@ fc_status fc__dist_wait(fc_dist *d, MPI_Request *reqs, int n, const char *what) 
         int done = 0;
         fc_status st = fc__dist_check(d, MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), what);
         if (st != FC_OK || done) return st;
-        if (deadline >= 0 && (spin & 63) == 0 && fc__dist_now() > deadline)
-            return fc__fail(d->ctx, FC_ERR_COMM,
-                            "%s: rank %d of %d waited %g s without the other ranks "
-                            "(one may have died or stopped calling the same collectives); "
-                            "end the job with fc_dist_abort",
-                            what, d->rank, d->size, d->timeout_s);
+        if (deadline >= 0 && (spin & 63) == 0 && fc__dist_now() > deadline) {
+            fc__fail(d->ctx, FC_ERR_COMM,
+                     "%s: rank %d of %d waited %g s without the other ranks (one may have "
+                     "died or stopped calling the same collectives); fc_dist_free now ends "
+                     "the job",
+                     what, d->rank, d->size, d->timeout_s);
+            return fc__dist_broken(d, FC_ERR_COMM, "%s waited %g s in vain", what, d->timeout_s);
+        }
         fc__dist_pause(spin);
     }
 }
@@ -86,6 +116,7 @@ static fc_status make(fc_ctx *ctx, MPI_Comm base, const fc_dist_opts *opts, bool
     *d = (fc_dist){.ctx = ctx,
                    .comm = MPI_COMM_NULL,
                    .comm2 = MPI_COMM_NULL,
+                   .comm_exit = MPI_COMM_NULL,
                    .size = 1,
                    .timeout_s = default_timeout(opts),
                    .owns_mpi = owns};
@@ -95,13 +126,17 @@ static fc_status make(fc_ctx *ctx, MPI_Comm base, const fc_dist_opts *opts, bool
     if (st == FC_OK)
         st = fc__dist_check(d, MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN),
                             "MPI_Comm_set_errhandler");
-    if (st == FC_OK) st = fc__dist_check(d, MPI_Comm_dup(d->comm, &d->comm2), "MPI_Comm_dup");
-    if (st == FC_OK)
-        st = fc__dist_check(d, MPI_Comm_set_errhandler(d->comm2, MPI_ERRORS_RETURN),
-                            "MPI_Comm_set_errhandler");
+    MPI_Comm *more[2] = {&d->comm2, &d->comm_exit};
+    for (int i = 0; i < 2 && st == FC_OK; i++) {
+        st = fc__dist_check(d, MPI_Comm_dup(d->comm, more[i]), "MPI_Comm_dup");
+        if (st == FC_OK)
+            st = fc__dist_check(d, MPI_Comm_set_errhandler(*more[i], MPI_ERRORS_RETURN),
+                                "MPI_Comm_set_errhandler");
+    }
     if (st == FC_OK) st = fc__dist_check(d, MPI_Comm_rank(d->comm, &d->rank), "MPI_Comm_rank");
     if (st == FC_OK) st = fc__dist_check(d, MPI_Comm_size(d->comm, &d->size), "MPI_Comm_size");
     if (st != FC_OK) {
+        if (d->comm_exit != MPI_COMM_NULL) MPI_Comm_free(&d->comm_exit);
         if (d->comm2 != MPI_COMM_NULL) MPI_Comm_free(&d->comm2);
         if (d->comm != MPI_COMM_NULL) MPI_Comm_free(&d->comm);
         fc__ctx_free(ctx, d, sizeof *d);
@@ -153,9 +188,67 @@ fc_status fc_dist_init_comm(fc_ctx *ctx, const void *mpi_comm, const fc_dist_opt
     return make(ctx, *(const MPI_Comm *)mpi_comm, opts, false, out);
 }
 
+/* Appends to msg[0, cap) at *n, truncating. */
+static void add(char *msg, size_t cap, size_t *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void add(char *msg, size_t cap, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(msg + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n = *n + (size_t)k < cap ? *n + (size_t)k : cap - 1;
+}
+
+/* fc_dist_free's way out after a failure: MPI_Finalize would wait for
+ * ranks that may never come (or that wait for this one), MPI_Abort ends
+ * them all. The exit code is the first error's status, negated: the
+ * context's (the error the program met first) or else d's. */
+static void end_job_if_failed(fc_dist *d) {
+    fc_status cs = fc_ctx_status(d->ctx);
+    if (cs == FC_OK && d->failed == FC_OK) return;
+    fc_status st = cs != FC_OK ? cs : d->failed;
+    int code = st < 0 && st > -128 ? -(int)st : 1;
+    /* one write: the launcher forwards stderr in pieces as they come */
+    char msg[1024];
+    size_t cap = sizeof msg - 1, n = 0; /* the last byte for the newline */
+    add(msg, cap, &n,
+        "fc_dist_free: rank %d of %d ends the job (MPI_Abort, exit code %d) instead of "
+        "finalizing:",
+        d->rank, d->size, code);
+    if (cs != FC_OK)
+        add(msg, cap, &n, " its context holds an error (%s: %s)", fc_status_name(cs),
+            fc_ctx_error(d->ctx));
+    if (d->failed != FC_OK)
+        add(msg, cap, &n, "%s %s (%s)", cs != FC_OK ? ";" : "", d->why, fc_status_name(d->failed));
+    msg[n++] = '\n';
+    fflush(stdout);
+    fwrite(msg, 1, n, stderr);
+    fflush(stderr);
+    MPI_Abort(d->comm, code);
+    _exit(code); /* MPI_Abort returned: it should not */
+}
+
 void fc_dist_free(fc_dist *d) {
     if (!d) return;
+    /* A failed rank must not finalize: its peers may be waiting for it in a
+     * collective (or it for them). Healthy ranks first meet, with the
+     * deadline, on their own communicator (a peer stuck in a collective of
+     * comm must not have it matched by this one): a rank that never comes
+     * (stalled, or blocked in a collective this one skipped) ends the job
+     * after the deadline instead of hanging it in MPI_Finalize. */
+    if (d->size > 1) {
+        end_job_if_failed(d);
+        MPI_Request req = MPI_REQUEST_NULL;
+        if (fc__dist_check(d, MPI_Ibarrier(d->comm_exit, &req), "fc_dist_free: MPI_Ibarrier") ==
+            FC_OK)
+            fc__dist_wait(d, &req, 1, "fc_dist_free (waiting for every rank to call it)");
+        end_job_if_failed(d);
+    }
     fc__dist_red_free(d, &d->scratch);
+    MPI_Comm_free(&d->comm_exit);
     MPI_Comm_free(&d->comm2);
     MPI_Comm_free(&d->comm);
     bool owns = d->owns_mpi;
@@ -173,8 +266,16 @@ void fc_dist_abort(fc_dist *d, int code) {
     if (d) MPI_Abort(d->comm, code);
 }
 
+void fc_dist_fail(fc_dist *d, fc_status st) {
+    if (d) fc__dist_broken(d, st != FC_OK ? st : FC_ERR_STATE, "fc_dist_fail was called");
+}
+
+fc_status fc_dist_status(const fc_dist *d) { return d ? d->failed : FC_ERR_NULL_ARG; }
+
 fc_status fc_dist_barrier(fc_dist *d) {
     if (!d) return FC_ERR_NULL_ARG;
+    fc_status ust = fc__dist_usable(d, "fc_dist_barrier");
+    if (ust != FC_OK) return ust;
     MPI_Request req = MPI_REQUEST_NULL;
     fc_status st = fc__dist_check(d, MPI_Ibarrier(d->comm, &req), "fc_dist_barrier: MPI_Ibarrier");
     return st == FC_OK ? fc__dist_wait(d, &req, 1, "fc_dist_barrier") : st;
@@ -293,11 +394,13 @@ static fc_status red_run(fc_dist *d, fc__dist_red *r, double scale, const char *
     for (unsigned spin = 0; st == FC_OK && r->phase != FC__RED_DONE; spin++) {
         st = fc__dist_red_poll(d, r, true);
         if (st == FC_OK && r->phase != FC__RED_DONE && deadline >= 0 && (spin & 63) == 0 &&
-            fc__dist_now() > deadline)
-            st = fc__fail(d->ctx, FC_ERR_COMM,
-                          "%s: rank %d of %d waited %g s without the other ranks (one may "
-                          "have died); end the job with fc_dist_abort",
-                          what, d->rank, d->size, d->timeout_s);
+            fc__dist_now() > deadline) {
+            fc__fail(d->ctx, FC_ERR_COMM,
+                     "%s: rank %d of %d waited %g s without the other ranks (one may have "
+                     "died); fc_dist_free now ends the job",
+                     what, d->rank, d->size, d->timeout_s);
+            st = fc__dist_broken(d, FC_ERR_COMM, "%s waited %g s in vain", what, d->timeout_s);
+        }
         fc__dist_pause(spin);
     }
     return st;
@@ -333,7 +436,8 @@ static fc_status check_list(fc_dist *d, const char *fn, fc_tensor *const *ts, in
 
 fc_status fc_dist_broadcast(fc_dist *d, fc_tensor *const *ts, int n, int root) {
     if (!d) return FC_ERR_NULL_ARG;
-    fc_status st = check_list(d, "fc_dist_broadcast", ts, n, false);
+    fc_status st = fc__dist_usable(d, "fc_dist_broadcast");
+    if (st == FC_OK) st = check_list(d, "fc_dist_broadcast", ts, n, false);
     if (st != FC_OK) return st;
     if (root < 0 || root >= d->size)
         return fc__fail(d->ctx, FC_ERR_INVALID_ARG,
@@ -369,10 +473,12 @@ static fc_status reduce_array(fc_dist *d, void *v, int64_t n, bool f64, fc_dist_
 
 fc_status fc_dist_all_reduce(fc_dist *d, fc_tensor *const *ts, int n, fc_dist_op op) {
     if (!d) return FC_ERR_NULL_ARG;
+    fc_status st = fc__dist_usable(d, "fc_dist_all_reduce");
+    if (st != FC_OK) return st;
     if ((unsigned)op >= FC_DIST_OP_COUNT)
         return fc__fail(d->ctx, FC_ERR_INVALID_ARG, "fc_dist_all_reduce: op %d is not an op",
                         (int)op);
-    fc_status st = check_list(d, "fc_dist_all_reduce", ts, n, true);
+    st = check_list(d, "fc_dist_all_reduce", ts, n, true);
     for (int i = 0; i < n && st == FC_OK; i++) {
         int64_t m = fc__numel(&ts[i]->raw);
         if (m > 0)
@@ -384,6 +490,8 @@ fc_status fc_dist_all_reduce(fc_dist *d, fc_tensor *const *ts, int n, fc_dist_op
 
 fc_status fc_dist_all_reduce_f64(fc_dist *d, double *v, int n, fc_dist_op op) {
     if (!d) return FC_ERR_NULL_ARG;
+    fc_status st = fc__dist_usable(d, "fc_dist_all_reduce_f64");
+    if (st != FC_OK) return st;
     if ((unsigned)op >= FC_DIST_OP_COUNT)
         return fc__fail(d->ctx, FC_ERR_INVALID_ARG, "fc_dist_all_reduce_f64: op %d is not an op",
                         (int)op);

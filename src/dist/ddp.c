@@ -131,6 +131,8 @@ static fc_status hook(fc_ctx *ctx, fc_tensor *grad, fc_tensor **replace, void *u
     slot *s = user;
     fc_ddp *w = s->w;
     if (!w->sync_on || w->d->size == 1) return FC_OK;
+    fc_status ust = fc__dist_usable(w->d, "fc_ddp (gradient hook)");
+    if (ust != FC_OK) return ust;
     if (s->ready)
         return fc__fail(ctx, FC_ERR_STATE,
                         "fc_ddp: the gradient of parameter %d was completed twice before "
@@ -190,6 +192,8 @@ fc_status fc_ddp_sync(fc_ddp *w) {
     if (!w) return FC_ERR_NULL_ARG;
     if (!w->sync_on || w->d->size == 1) return FC_OK;
     fc_dist *d = w->d;
+    fc_status ust = fc__dist_usable(d, "fc_ddp_sync");
+    if (ust != FC_OK) return ust;
     double t0 = fc__dist_now();
     if (w->in_step) w->st.backward_s += t0 - w->t_first_hook;
     fc_status st = progress(w);
@@ -225,11 +229,13 @@ fc_status fc_ddp_sync(fc_ddp *w) {
             all = w->b[k].red.phase == FC__RED_DONE;
         if (all) break;
         if (deadline >= 0 && (spin & 63) == 0 && fc__dist_now() > deadline) {
-            st = fc__fail(w->ctx, FC_ERR_COMM,
-                          "fc_ddp_sync: rank %d of %d waited %g s for the gradient buckets "
-                          "(%d of %d gathered); another rank may have died or stopped "
-                          "calling fc_ddp_sync; end the job with fc_dist_abort",
-                          d->rank, d->size, d->timeout_s, w->next_gather, w->nb);
+            fc__fail(w->ctx, FC_ERR_COMM,
+                     "fc_ddp_sync: rank %d of %d waited %g s for the gradient buckets (%d of "
+                     "%d gathered); another rank may have died or stopped calling "
+                     "fc_ddp_sync; fc_dist_free now ends the job",
+                     d->rank, d->size, d->timeout_s, w->next_gather, w->nb);
+            st = fc__dist_broken(d, FC_ERR_COMM, "fc_ddp_sync waited %g s in vain for the buckets",
+                                 d->timeout_s);
             break;
         }
         fc__dist_pause(spin);
@@ -429,6 +435,7 @@ static void assign_owners(fc_ddp *w) {
 
 fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
     if (!d) return NULL;
+    if (fc__dist_usable(d, "fc_ddp_new") != FC_OK) return NULL;
     if (!opt) {
         fc__fail(d->ctx, FC_ERR_NULL_ARG, "fc_ddp_new: opt is NULL");
         return NULL;
@@ -518,6 +525,14 @@ void fc_ddp_free(fc_ddp *w) {
                     "fc_ddp rank %d/%d: ZeRO-1: optimizer state for %lld of %lld elements\n",
                     w->d->rank, w->d->size, (long long)s->owned_elems, (long long)s->elems);
     }
+    /* Freed in the middle of a step (an error path that skipped
+     * fc_ddp_sync): the peers will wait for this rank's buckets, and those
+     * in flight still belong to MPI, which may write into them until the
+     * job ends: they are left, and fc_dist_free ends the job. */
+    if (w->in_step)
+        fc__dist_broken(w->d, FC_ERR_STATE,
+                        "fc_ddp_free came in the middle of a step (a backward ran, fc_ddp_sync "
+                        "did not): the other ranks' gradient reductions are left unmatched");
     size_t cap = (size_t)(w->n > 0 ? w->n : 1);
     for (int i = 0; w->slots && i < w->n; i++) {
         if (!w->slots[i].p) continue;
@@ -525,7 +540,8 @@ void fc_ddp_free(fc_ddp *w) {
         fc_release(w->slots[i].p);
     }
     for (int k = 0; w->b && k < w->nb; k++)
-        fc__dist_red_free(w->d, &w->b[k].red);
+        if (w->b[k].red.phase != FC__RED_EXCHANGE && w->b[k].red.phase != FC__RED_GATHER)
+            fc__dist_red_free(w->d, &w->b[k].red);
     if (w->b) fc__ctx_free(w->ctx, w->b, sizeof *w->b * cap);
     if (w->slots) fc__ctx_free(w->ctx, w->slots, sizeof *w->slots * cap);
     if (w->order) fc__ctx_free(w->ctx, w->order, sizeof *w->order * cap);
@@ -535,6 +551,8 @@ void fc_ddp_free(fc_ddp *w) {
 fc_status fc_ddp_step(fc_ddp *w) {
     if (!w) return FC_ERR_NULL_ARG;
     if (!w->zero1) return fc_optim_step(w->opt);
+    fc_status ust = fc__dist_usable(w->d, "fc_ddp_step");
+    if (ust != FC_OK) return ust;
     /* the others' parameters get no update here, so no state either */
     for (int i = 0; i < w->n; i++)
         if (w->slots[i].owner != w->d->rank) fc_zero_grad(&w->slots[i].p, 1);
@@ -542,7 +560,9 @@ fc_status fc_ddp_step(fc_ddp *w) {
     /* every parameter from its owner, all started, then one wait; run even
      * after a failed step so the ranks' collectives stay matched */
     MPI_Request *reqs = fc__ctx_alloc(w->ctx, sizeof *reqs * (size_t)w->n);
-    if (!reqs) return fc__fail(w->ctx, FC_ERR_OOM, "fc_ddp_step: out of memory");
+    if (!reqs) /* the others' broadcasts will wait for this rank's */
+        return fc__dist_broken(w->d, fc__fail(w->ctx, FC_ERR_OOM, "fc_ddp_step: out of memory"),
+                               "fc_ddp_step ran out of memory before its broadcasts");
     fc_status cst = FC_OK;
     int started = 0;
     for (int i = 0; i < w->n && cst == FC_OK; i++) {
@@ -559,7 +579,10 @@ fc_status fc_ddp_step(fc_ddp *w) {
                              "fc_ddp_step: MPI_Ibcast of a parameter from its owner");
         if (cst == FC_OK) started++;
     }
-    if (cst == FC_OK) cst = fc__dist_wait(w->d, reqs, started, "fc_ddp_step (parameters)");
+    if (cst == FC_OK)
+        cst = fc__dist_wait(w->d, reqs, started, "fc_ddp_step (parameters)");
+    else if (started > 0) /* the started ones are never waited for: the ranks no longer match */
+        fc__dist_broken(w->d, cst, "fc_ddp_step left %d broadcasts in flight", started);
     fc__ctx_free(w->ctx, reqs, sizeof *reqs * (size_t)w->n);
     return st != FC_OK ? st : cst;
 }

@@ -23,8 +23,21 @@
 #include "fucina/dist.h"
 
 /* Records FC_ERR_COMM naming what (the MPI call and its purpose) and MPI's
- * message for rc; returns FC_ERR_COMM (FC_OK for rc == MPI_SUCCESS). */
+ * message for rc; returns FC_ERR_COMM (FC_OK for rc == MPI_SUCCESS). A
+ * failure also breaks d (fc__dist_broken). */
 fc_status fc__dist_check(fc_dist *d, int rc, const char *what);
+/* Marks d failed (the first failure stays): st, and why (printf format:
+ * what happened, for fc_dist_free's last words). From then on d's
+ * collectives refuse to start and fc_dist_free ends the job instead of
+ * finalizing. Returns st. */
+fc_status fc__dist_broken(fc_dist *d, fc_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* FC_OK, or FC_ERR_STATE (recorded, naming fn and d's failure) when d is
+ * broken: what a collective checks before it starts anything. */
+fc_status fc__dist_usable(fc_dist *d, const char *fn);
 /* Waits for n requests, polling until d's deadline. FC_OK, or FC_ERR_COMM
  * (an MPI error, or the deadline passed; the requests are then left). */
 fc_status fc__dist_wait(fc_dist *d, MPI_Request *reqs, int n, const char *what);
@@ -60,10 +73,17 @@ struct fc_dist {
     fc_ctx *ctx;
     MPI_Comm comm;  /* broadcasts, small collectives, reductions' phase 1 */
     MPI_Comm comm2; /* reductions' phase 2 */
+    /* fc_dist_free's meeting only: a rank may reach it while a peer still
+     * has collectives of comm or comm2 in flight, which it must not match */
+    MPI_Comm comm_exit;
     int rank, size;
     double timeout_s;     /* < 0: none */
     bool owns_mpi;        /* made by fc_dist_init: counts towards finalizing */
     fc__dist_red scratch; /* fc_dist_all_reduce's buffers, kept between calls */
+    /* FC_OK, or this rank's first failure that may leave the ranks
+     * unmatched (fc__dist_broken, fc_dist_fail); why says which */
+    fc_status failed;
+    char why[192];
 };
 
 /* Buffers for count elements (count >= 1). FC_OK, FC_ERR_OOM,

@@ -3,8 +3,9 @@
  * size, broadcast from either root, the deterministic all-reduce (sum and
  * mean, f32 and f64, the exact rank-order double sum, the same bits on both
  * ranks and on a second run), bad arguments (refused on each rank before
- * any communication, so both fail alike), and an MPI error returned, not
- * fatal, with MPI's own message. Every rank runs the same tests in the
+ * any communication, so both fail alike), an MPI error returned, not
+ * fatal, with MPI's own message, and a rank's failure (an MPI error or
+ * fc_dist_fail) making the handle's collectives refuse. Every rank runs the same tests in the
  * same order, so the collectives inside match. */
 #include <math.h>
 #include <setjmp.h>
@@ -206,8 +207,58 @@ static void test_dist_mpi_error_returns(void **state) {
     fc_ctx_clear_error(g_ctx);
     assert_int_equal(fc__dist_check(g_d, MPI_SUCCESS, "nothing"), FC_OK);
     assert_int_equal(fc_ctx_status(g_ctx), FC_OK);
-    /* the communicator still works */
+    /* MPI's communicator still works, but the handle is failed for good
+     * (the ranks may no longer match): its collectives refuse, and
+     * fc_dist_free would end the job */
+    assert_int_equal(MPI_Barrier(g_d->comm), MPI_SUCCESS);
+    assert_int_equal(fc_dist_status(g_d), FC_ERR_COMM);
+    expect_err(fc_dist_barrier(g_d), FC_ERR_STATE, "MPI_Bcast (test) failed");
+    g_d->failed = FC_OK; /* only a test can take it back: the next tests use g_d */
     assert_int_equal(fc_dist_barrier(g_d), FC_OK);
+}
+
+/* fc_dist_fail: an error of the program's own marks the rank failed (the
+ * first failure stays; FC_OK counts as FC_ERR_STATE); every collective then
+ * refuses on this rank, recorded, without communicating (both ranks fail
+ * here alike, so nothing is left unmatched) */
+static void test_dist_fail_marks_and_refuses(void **state) {
+    (void)state;
+    MPI_Comm world = MPI_COMM_WORLD;
+    fc_dist *d2 = NULL;
+    assert_int_equal(fc_dist_init_comm(g_ctx, &world, NULL, &d2), FC_OK);
+    assert_int_equal(fc_dist_status(d2), FC_OK);
+    assert_int_equal(fc_dist_status(NULL), FC_ERR_NULL_ARG);
+    fc_dist_fail(NULL, FC_ERR_IO); /* no-op */
+    fc_dist_fail(d2, FC_ERR_IO);
+    assert_int_equal(fc_dist_status(d2), FC_ERR_IO);
+    fc_dist_fail(d2, FC_ERR_OOM); /* the first failure stays */
+    assert_int_equal(fc_dist_status(d2), FC_ERR_IO);
+    assert_int_equal(fc_ctx_status(g_ctx), FC_OK); /* not an error of the context */
+    fc_tensor *a = fc_zeros(g_ctx, FC_F32, (const int64_t[]){3}, 1);
+    double v = 1;
+    expect_err(fc_dist_barrier(d2), FC_ERR_STATE,
+               "cannot communicate any more: earlier, fc_dist_fail was called (FC_ERR_IO)");
+    expect_err(fc_dist_broadcast(d2, &a, 1, 0), FC_ERR_STATE, "fc_dist_broadcast: rank");
+    expect_err(fc_dist_all_reduce(d2, &a, 1, FC_DIST_SUM), FC_ERR_STATE, "fc_dist_all_reduce:");
+    expect_err(fc_dist_all_reduce_f64(d2, &v, 1, FC_DIST_SUM), FC_ERR_STATE,
+               "fc_dist_all_reduce_f64:");
+    fc_tensor *p = fc_param_randn(g_ctx, FC_F32, (const int64_t[]){3}, 1, 0.1);
+    fc_optim *opt = fc_optim_new(g_ctx, &(fc_optim_opts){.kind = FC_OPTIM_SGD, .lr = 1}, &p, 1);
+    assert_non_null(opt);
+    assert_null(fc_ddp_new(d2, opt, NULL));
+    expect_err(fc_ctx_status(g_ctx), FC_ERR_STATE, "fc_ddp_new: rank");
+    fc_optim_free(opt);
+    fc_release(p);
+    fc_release(a);
+    fc_dist *d3 = NULL; /* FC_OK is no excuse */
+    assert_int_equal(fc_dist_init_comm(g_ctx, &world, NULL, &d3), FC_OK);
+    fc_dist_fail(d3, FC_OK);
+    assert_int_equal(fc_dist_status(d3), FC_ERR_STATE);
+    /* freed, either would end the job: taken back, both meet and free */
+    d2->failed = d3->failed = FC_OK;
+    fc_dist_free(d3);
+    fc_dist_free(d2);
+    assert_int_equal(fc_ctx_status(g_ctx), FC_OK);
 }
 
 int main(int argc, char **argv) {
@@ -227,6 +278,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_dist_all_reduce_repeatable),
         cmocka_unit_test(test_dist_bad_arguments),
         cmocka_unit_test(test_dist_mpi_error_returns),
+        cmocka_unit_test(test_dist_fail_marks_and_refuses),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fc_dist_free(g_d); /* finalizes MPI */

@@ -41,7 +41,9 @@ static void test_dist_none_answers(void **state) {
     assert_int_equal(fc_ddp_num_buckets(NULL), 0);
     fc_ddp_free(NULL);
     fc_dist_free(NULL);
-    fc_dist_abort(NULL, 1); /* returns */
+    fc_dist_abort(NULL, 1);        /* returns */
+    fc_dist_fail(NULL, FC_ERR_IO); /* the error path of fucina/dist.h, no-op here */
+    assert_int_equal(fc_dist_status(NULL), FC_ERR_NULL_ARG);
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
     fc_release(t);
     free_ctx(ctx);
