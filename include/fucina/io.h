@@ -167,7 +167,9 @@ FC_API const char *fc_safetensors_meta_get(const fc_st_file *f, const char *key)
  * value arrays may then be NULL) to path atomically. The header lists the
  * tensors in the caller's order; the data buffer orders them by element
  * size, widest first, so every tensor starts aligned to its element size;
- * the header is padded with spaces so the buffer starts 8-aligned.
+ * the header is padded with spaces so the buffer starts 8-aligned; BOOL
+ * bytes are written as 0 and 1 (any nonzero byte is true), the only bytes
+ * the reader accepts.
  * Errors: FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (n < 0, a NULL, duplicate,
  * reserved "__metadata__" or non-UTF-8 name, key or value); FC_ERR_DTYPE
  * (a block dtype); FC_ERR_RANK; FC_ERR_INVALID_SHAPE (a negative dim);
