@@ -236,9 +236,8 @@ static bool out_fits(fc_ctx *ctx, const char *op, const fc_tensor *x, const int6
     if (fc__shape_numel(d, 4, NULL) == FC_OK) return true;
     char xs[160], ds[96];
     fc__fail(ctx, FC_ERR_OVERFLOW,
-             "%s: the output %s of x %s has more elements than a tensor "
-             "can hold",
-             op, FC__SHAPE_STR(d, 4, ds), fc__desc(x, xs, (int)sizeof xs));
+             "%s: the output %s of x %s has more elements than a tensor can hold", op,
+             FC__SHAPE_STR(d, 4, ds), fc__desc(x, xs, (int)sizeof xs));
     return false;
 }
 

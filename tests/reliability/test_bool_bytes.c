@@ -87,6 +87,20 @@ static void test_bool_bytes_from_data_normalised(void **state) {
     fc_release(t);
 }
 
+/* u8 bytes cast to bool: any nonzero byte becomes a stored 1 */
+static void test_bool_bytes_cast_from_u8(void **state) {
+    fc_ctx *c = *state;
+    fc_tensor *u = fc_tensor_from_data(c, FC_U8, (const int64_t[]){6}, 1, raw);
+    fc_tensor *t = fc_to(c, u, FC_BOOL);
+    assert_non_null(t);
+    const uint8_t *p = fc_tensor_data(t);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(p[i], (uint8_t)truth[i]);
+    assert_reads_as_truth(c, t);
+    fc_release(t);
+    fc_release(u);
+}
+
 static void test_bool_bytes_borrowed_refused(void **state) {
     fc_ctx *c = *state;
     uint8_t mem[6];
@@ -173,6 +187,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bool_bytes_from_data_normalised, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bool_bytes_cast_from_u8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bool_bytes_borrowed_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bool_bytes_written_through_data_mut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bool_bytes_safetensors_round_trip, setup, teardown),
