@@ -121,7 +121,9 @@ typedef struct fc_attention_opts {
  * not a multiple of Hkv, or when the mask does not broadcast to
  * [B, Hq, T, S]; FC_ERR_INVALID_SHAPE for an empty axis; FC_ERR_DTYPE for
  * differing or non-float dtypes; FC_ERR_INVALID_ARG for a scale that is
- * negative or not finite. */
+ * negative or not finite; FC_ERR_OVERFLOW when the output [B, Hq, T, Dv]
+ * or, with a mask, the scores [B, Hq, T, S] would have more elements than
+ * a tensor can hold (broadcast views can ask for that). */
 FC_API fc_tensor *fc_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
                                fc_tensor *mask, const fc_attention_opts *opts);
 

@@ -12,25 +12,33 @@
  * A mapped file must not shrink while it is mapped. mmap shares the file's
  * pages: when another program truncates the file in place (ftruncate, or
  * rewriting it with O_TRUNC rather than writing a new file and renaming it,
- * which is what fucina's writers do), any later read of a page past the new
- * end raises SIGBUS and kills the process. Such a read can happen inside
- * open (which reads the header, and the bytes of BOOL safetensors), inside
- * fc_*_load with FC_IO_COPY (which copies from the mapping), or at any
- * element read of a tensor loaded zero-copy (it aliases the mapping) for as
- * long as that tensor lives. A status cannot report it: the library cannot
- * catch the signal. The defences:
- *   - FC_IO_NO_MMAP at open reads the whole file into allocator memory with
- *     read(2); after open nothing depends on the file (a file that shrinks
- *     or grows during that read is FC_ERR_IO), at the cost of holding the
- *     whole file in memory;
- *   - FC_IO_COPY at load gives a tensor independent of the file from then
- *     on, but the copy itself reads the mapping (unless the file was opened
- *     with FC_IO_NO_MMAP);
+ * which is what fucina's writers do), a read of a page past the new end
+ * raises SIGBUS and kills the process; no status can report it (the library
+ * installs no signal handler). What the library does about it:
+ *   - copying loads (fc_*_load with FC_IO_COPY, and the copy made of bytes
+ *     not aligned for their dtype) read the file with pread(2), never
+ *     through the mapping: a file truncated since open gives FC_ERR_IO
+ *     naming the tensor, and the copy is independent of the file after;
+ *   - an aliasing (zero-copy) load first checks that the file still covers
+ *     the tensor's bytes (FC_ERR_IO when it no longer does);
+ *   - open itself reads the header (and the bytes of BOOL safetensors)
+ *     through the mapping, so a truncation racing with open can still
+ *     raise SIGBUS there;
  *   - fc_checkpoint_load (fucina/checkpoint.h) always reads, never maps,
  *     since checkpoints are the files trainers rewrite.
- * Files that may change while being read should be opened with
- * FC_IO_NO_MMAP, or replaced by rename (as fucina's writers do), never
- * truncated in place.
+ * The aliasing contract: a tensor loaded without FC_IO_COPY from a mapped
+ * file reads the file's pages at every element access for as long as any
+ * reference to it (or a view of it) lives, after the handle is closed too.
+ * The caller must keep the file from shrinking below it until the last
+ * reference is released; a truncation in that window raises SIGBUS at the
+ * next read. A mapped file keeps its descriptor open (for pread) until the
+ * handle is closed and the last tensor aliasing it is released.
+ * FC_IO_NO_MMAP at open (copy on open) removes every dependence on the
+ * file after open: it reads the whole file into allocator memory with
+ * read(2) (a file that shrinks or grows during that read is FC_ERR_IO), at
+ * the cost of holding it in memory; tensors aliasing that copy never fault.
+ * Files that may change while in use should be opened with FC_IO_NO_MMAP,
+ * or replaced by rename (as fucina's writers do), never truncated in place.
  *
  * Writing. Every writer is atomic: it writes a temporary file in the target's
  * directory, flushes and fsyncs it, renames it over the target and fsyncs the
@@ -75,7 +83,8 @@ enum {
     FC_IO_NO_MMAP = 1u << 0,
     /* fc_safetensors_load / fc_gguf_load: copy into an owned, writable
      * tensor instead of aliasing the file's bytes (the tensor no longer
-     * depends on the file; the copy itself reads a mapped file). */
+     * depends on the file; a mapped file is read with pread, so a file
+     * truncated since open is FC_ERR_IO, not SIGBUS). */
     FC_IO_COPY = 1u << 1,
 };
 
@@ -128,9 +137,9 @@ typedef struct fc_st_file fc_st_file;
 
 /* Opens and validates path. On success *out is a new handle (close it with
  * fc_safetensors_close); on failure *out is NULL and nothing is leaked.
- * Mapped (the default) unless opts->flags has FC_IO_NO_MMAP: a mapped file
- * truncated by another program while mapped raises SIGBUS on the next read
- * of a lost page (see the file comment). */
+ * Mapped (the default) unless opts->flags has FC_IO_NO_MMAP: see the file
+ * comment for a mapped file truncated by another program (copying loads
+ * report FC_ERR_IO; reads of zero-copy tensors raise SIGBUS). */
 FC_API fc_status fc_safetensors_open(const char *path, const fc_io_opts *opts, fc_st_file **out);
 /* Same over caller memory, which must stay valid and unchanged until the
  * handle is closed and every buffer borrowed from it is released. */
@@ -158,7 +167,9 @@ FC_API const char *fc_safetensors_meta_get(const fc_st_file *f, const char *key)
  * value arrays may then be NULL) to path atomically. The header lists the
  * tensors in the caller's order; the data buffer orders them by element
  * size, widest first, so every tensor starts aligned to its element size;
- * the header is padded with spaces so the buffer starts 8-aligned.
+ * the header is padded with spaces so the buffer starts 8-aligned; BOOL
+ * bytes are written as 0 and 1 (any nonzero byte is true), the only bytes
+ * the reader accepts.
  * Errors: FC_ERR_NULL_ARG; FC_ERR_INVALID_ARG (n < 0, a NULL, duplicate,
  * reserved "__metadata__" or non-UTF-8 name, key or value); FC_ERR_DTYPE
  * (a block dtype); FC_ERR_RANK; FC_ERR_INVALID_SHAPE (a negative dim);
@@ -311,7 +322,11 @@ FC_API fc_status fc_gguf_dtype_of(uint32_t ggml_type, fc_dtype *dtype);
  * anyway. FC_IO_COPY gives an owned, writable copy. A safetensors scalar
  * (shape []) loads as shape [1]. Errors: FC_ERR_NULL_ARG, FC_ERR_INDEX (no
  * tensor of that name), FC_ERR_INVALID_SHAPE (a zero dim: such a tensor is
- * only available as a descriptor), FC_ERR_OOM. */
+ * only available as a descriptor), FC_ERR_OOM, FC_ERR_IO (a mapped file
+ * that no longer holds the tensor's bytes: truncated since open, or a
+ * failed pread; the message names the tensor and the sizes). The aliasing
+ * contract of the file comment applies to tensors loaded without
+ * FC_IO_COPY from a mapped file. */
 FC_API fc_tensor *fc_safetensors_load(fc_ctx *ctx, const fc_st_file *f, const char *name,
                                       unsigned flags);
 FC_API fc_tensor *fc_gguf_load(fc_ctx *ctx, const fc_gguf_file *f, const char *name,

@@ -75,7 +75,9 @@ FC_API fc_tensor *fc_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts 
  * likewise for columns (PyTorch's formula; OH may exceed H, windows then
  * overlap or repeat). The gradient spreads as for fc_avg_pool2d. Errors:
  * NULL output_size FC_ERR_NULL_ARG; an entry below 1 or above 2^31 - 1
- * FC_ERR_INVALID_ARG; plus the common ones above. */
+ * FC_ERR_INVALID_ARG; FC_ERR_OVERFLOW when an output size times the input
+ * size of its axis passes INT64_MAX (a broadcast view's axis can be that
+ * long); plus the common ones above. */
 FC_API fc_tensor *fc_adaptive_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const int64_t output_size[2]);
 
 #ifdef __cplusplus

@@ -236,14 +236,17 @@ FC_API fc_tensor *fc_scalar(fc_ctx *ctx, fc_dtype dtype, double value);
  * too many elements, FC_ERR_DTYPE for bool, f8 and block dtypes. */
 FC_API fc_tensor *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, double step);
 /* Copies fc_tensor_nbytes bytes of storage from data (borrowed; numel *
- * size for scalars, whole blocks for block dtypes). FC_ERR_NULL_ARG for NULL
- * data. */
+ * size for scalars, whole blocks for block dtypes). FC_BOOL: a bool is one
+ * byte, 0 false and 1 true; any nonzero byte of data is stored as 1.
+ * FC_ERR_NULL_ARG for NULL data. */
 FC_API fc_tensor *fc_tensor_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, int rank,
                                       const void *data);
 /* Aliases caller memory (contiguous, row-major), which must outlive every
  * view of the tensor; the library never frees it. read_only: mutable access
  * and in-place ops fail with FC_ERR_READ_ONLY. FC_ERR_NULL_ARG for NULL
- * data. */
+ * data. FC_BOOL memory is read once here and must hold only 0 and 1 bytes
+ * (FC_ERR_INVALID_ARG naming the first other byte and its index: caller
+ * memory is not rewritten; fc_tensor_from_data normalises a copy). */
 FC_API fc_tensor *fc_tensor_from_borrowed(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape,
                                           int rank, void *data, bool read_only);
 /* Uniform [0, 1) and standard normal, from the context RNG (counter-based:
@@ -282,9 +285,13 @@ FC_API uint32_t fc_tensor_generation(const fc_tensor *t);
  * first). */
 FC_API const void *fc_tensor_data(const fc_tensor *t);
 /* Mutable pointer; bumps the storage generation (so autograd can tell that a
- * saved value changed). NULL for NULL t; NULL + FC_ERR_READ_ONLY for
- * read-only storage or FC_ERR_UNSUPPORTED_VIEW when t is not contiguous,
- * recorded in t's context. */
+ * saved value changed). A bool byte written there other than 0 or 1 reads
+ * as true in every op that reads values (sums and casts count it as 1,
+ * comparisons, logic and where see true, safetensors saves write 1); ops
+ * that move bytes (views, fc_clone, gathers) keep it, and fc_tensor_data /
+ * fc_tensor_copy_to show it as written. NULL for NULL t; NULL +
+ * FC_ERR_READ_ONLY for read-only storage or FC_ERR_UNSUPPORTED_VIEW when t
+ * is not contiguous, recorded in t's context. */
 FC_API void *fc_tensor_data_mut(fc_tensor *t);
 /* Copies the logical contents (any layout) into dst of exactly
  * fc_tensor_nbytes(t) bytes, row-major. Returns FC_OK; FC_ERR_NULL_ARG for a

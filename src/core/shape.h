@@ -28,6 +28,20 @@ fc_status fc__shape_numel(const int64_t *shape, int rank, int64_t *out);
  * axis must be a nonzero multiple of the block size (FC_ERR_INVALID_SHAPE)
  * and the count is numel / block size. Also checks the byte size fits. */
 fc_status fc__shape_storage_numel(fc_dtype dtype, const int64_t *shape, int rank, int64_t *out);
+/* Checked int64 arithmetic for the sizes ops derive from caller values
+ * (padding, stride, dilation, kernel extents, output sizes): true and the
+ * exact result in *out when it fits in int64_t, false (*out unspecified)
+ * when it does not. Signed overflow is undefined behaviour, so every such
+ * sum or product goes through these rather than through + and *. */
+static inline bool fc__i64_add(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool fc__i64_sub(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_sub_overflow(a, b, out);
+}
+static inline bool fc__i64_mul(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
 /* Unchecked product for shapes already validated. */
 int64_t fc__shape_product(const int64_t *dims, int n);
 /* Row-major strides in storage elements (block dtypes: the last axis counts

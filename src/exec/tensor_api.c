@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/convert.h"
 #include "exec/parallel.h"
 #include "exec/tensor.h"
 #include "fucina/quant.h"
@@ -108,8 +109,11 @@ fc_tensor *fc_tensor_from_data(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape
     }
     fc_tensor *t = fc__tensor_new(ctx, "fc_tensor_from_data", dtype, shape, rank);
     if (!t) return NULL;
-    memcpy(fc__raw_base(&t->raw), data,
-           (size_t)fc__raw_storage_numel(&t->raw) * fc_dtype_size(dtype));
+    size_t nbytes = (size_t)fc__raw_storage_numel(&t->raw) * fc_dtype_size(dtype);
+    if (dtype == FC_BOOL) /* any nonzero byte is true: stored as 1 */
+        fc__truthy_row(FC_BOOL, data, (uint8_t *)fc__raw_base(&t->raw), nbytes);
+    else
+        memcpy(fc__raw_base(&t->raw), data, nbytes);
     return t;
 }
 
@@ -125,6 +129,17 @@ fc_tensor *fc_tensor_from_borrowed(fc_ctx *ctx, fc_dtype dtype, const int64_t *s
     if (st != FC_OK) {
         fc__tensor_new(ctx, "fc_tensor_from_borrowed", dtype, shape, rank); /* records why */
         return NULL;
+    }
+    if (dtype == FC_BOOL) { /* caller memory cannot be normalised: 0 and 1 only */
+        const uint8_t *b = data;
+        for (int64_t i = 0; i < n; i++)
+            if (b[i] > 1) {
+                fc__fail(ctx, FC_ERR_INVALID_ARG,
+                         "fc_tensor_from_borrowed: bool byte %lld is %u, not 0 or 1 (normalise "
+                         "the memory, or copy it with fc_tensor_from_data)",
+                         (long long)i, (unsigned)b[i]);
+                return NULL;
+            }
     }
     fc_raw raw;
     st = fc__raw_from_borrowed(&ctx->alloc, dtype, shape, rank, data,

@@ -73,6 +73,7 @@ typedef struct fc_io_map {
     fc_io_map_kind kind;
     const uint8_t *data; /* NULL only when size == 0 */
     size_t size;
+    int fd; /* MMAP: the open file, for fc__io_map_read (closed by the last release); else -1 */
 } fc_io_map;
 
 /* Maps path read-only (or reads it, with FC_IO_NO_MMAP). refs == 1.
@@ -84,6 +85,18 @@ fc_status fc__io_map_memory(const void *data, size_t size, const fc_io_opts *o, 
 void fc__io_map_retain(fc_io_map *m);
 /* The last release unmaps / frees. NULL is a no-op. */
 void fc__io_map_release(fc_io_map *m);
+/* Copies n bytes of m starting at src (a pointer into m->data) into dst.
+ * A mapped file is read with pread(2) from its descriptor, never through
+ * the mapping: a file truncated since it was mapped gives FC_ERR_IO (the
+ * message, in err, says how many bytes were left) where a read of the lost
+ * pages would raise SIGBUS. Heap and caller memory are copied. FC_OK. */
+fc_status fc__io_map_read(const fc_io_map *m, const void *src, size_t n, void *dst, char *err,
+                          size_t errcap);
+/* FC_OK when the file behind m still holds [src, src + n): its size now
+ * (fstat) covers the range. FC_ERR_IO (message in err) when the file
+ * shrank below it since open. Always FC_OK for heap and caller memory. */
+fc_status fc__io_map_check_range(const fc_io_map *m, const void *src, size_t n, char *err,
+                                 size_t errcap);
 /* A read-only buffer aliasing [data, data + nbytes) inside m, whose header
  * comes from allocator a; it holds a reference on m until its last release.
  * refs == 1. FC_ERR_INDEX when the range is not inside the mapping. */

@@ -68,6 +68,7 @@ static fc_status new_map(const fc_io_opts *o, fc_io_map **out) {
     m->kind = FC_IO_MAP_BORROWED;
     m->data = NULL;
     m->size = 0;
+    m->fd = -1;
     *out = m;
     return FC_OK;
 }
@@ -147,7 +148,12 @@ fc_status fc__io_map_file(const char *fn, const char *path, const fc_io_opts *o,
         m->kind = FC_IO_MAP_MMAP;
         m->data = st == FC_OK ? p : NULL;
     }
-    close(fd); /* a mapping outlives its descriptor */
+    /* a mapping outlives its descriptor, but the copying loads read with
+     * pread, which needs it: a mapped file keeps its descriptor open */
+    if (st == FC_OK && m->kind == FC_IO_MAP_MMAP && m->data)
+        m->fd = fd;
+    else
+        close(fd);
     if (st != FC_OK) {
         fc_allocator a = m->alloc;
         fc__free(&a, m, sizeof *m);
@@ -181,8 +187,57 @@ void fc__io_map_release(fc_io_map *m) {
         else if (m->kind == FC_IO_MAP_HEAP)
             fc__free(&m->alloc, (void *)m->data, m->size);
     }
+    if (m->fd >= 0) close(m->fd);
     fc_allocator a = m->alloc;
     fc__free(&a, m, sizeof *m);
+}
+
+fc_status fc__io_map_read(const fc_io_map *m, const void *src, size_t n, void *dst, char *err,
+                          size_t errcap) {
+    if (n == 0) return FC_OK;
+    if (m->kind != FC_IO_MAP_MMAP || m->fd < 0) {
+        memcpy(dst, src, n);
+        return FC_OK;
+    }
+    /* src lies inside the mapping (the readers validated every range) */
+    size_t at = (size_t)((const uint8_t *)src - m->data), got = 0;
+    while (got < n) {
+        ssize_t r = pread(m->fd, (uint8_t *)dst + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            snprintf(err, errcap, "read of %zu bytes at file offset %zu failed: %s", n, at,
+                     strerror(errno));
+            return FC_ERR_IO;
+        }
+        if (r == 0) {
+            snprintf(err, errcap,
+                     "the file shrank since it was opened: %zu of the %zu bytes at file offset "
+                     "%zu are left (truncated by another program?)",
+                     got, n, at);
+            return FC_ERR_IO;
+        }
+        got += (size_t)r;
+    }
+    return FC_OK;
+}
+
+fc_status fc__io_map_check_range(const fc_io_map *m, const void *src, size_t n, char *err,
+                                 size_t errcap) {
+    if (m->kind != FC_IO_MAP_MMAP || m->fd < 0 || n == 0) return FC_OK;
+    size_t end = (size_t)((const uint8_t *)src - m->data) + n;
+    struct stat sb;
+    if (fstat(m->fd, &sb) != 0) {
+        snprintf(err, errcap, "cannot stat the file: %s", strerror(errno));
+        return FC_ERR_IO;
+    }
+    if ((uint64_t)sb.st_size < (uint64_t)end) {
+        snprintf(err, errcap,
+                 "the file shrank since it was opened: it now has %lld bytes, the tensor ends at "
+                 "byte %zu (its pages are gone: reading them would raise SIGBUS)",
+                 (long long)sb.st_size, end);
+        return FC_ERR_IO;
+    }
+    return FC_OK;
 }
 
 /* Release hook of a borrowed tensor buffer: its header first, then the

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/convert.h"
 #include "io/io.h"
 #include "io/json.h"
 
@@ -196,6 +197,19 @@ static fc_status check_args(const fc_io_tensor *t, int64_t n, const char *const 
     return FC_OK;
 }
 
+/* BOOL bytes as 0/1 (any nonzero byte is true, as the ops read it): the
+ * reader refuses other bytes, so a tensor whose bytes were written through
+ * fc_tensor_data_mut still saves a file that opens. */
+static void write_bools(fc_io_out *w, const void *data, size_t n) {
+    uint8_t chunk[4096];
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof chunk ? n - done : sizeof chunk;
+        fc__truthy_row(FC_BOOL, (const uint8_t *)data + done, chunk, k);
+        fc__io_out_write(w, chunk, k);
+        done += k;
+    }
+}
+
 fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *tensors, int64_t n,
                                        const char *const *meta_keys, const char *const *meta_values,
                                        int64_t n_meta, const fc_io_opts *opts,
@@ -253,7 +267,10 @@ fc_status fc__safetensors_write_faulty(const char *path, const fc_io_tensor *ten
                                        t->name);
                     break;
                 }
-                fc__io_out_write(&w, t->data, (size_t)t->nbytes);
+                if (t->dtype == FC_BOOL)
+                    write_bools(&w, t->data, (size_t)t->nbytes);
+                else
+                    fc__io_out_write(&w, t->data, (size_t)t->nbytes);
             }
             st = fc__io_out_commit(&w);
         }

@@ -9,6 +9,11 @@
  * place an f32 tensor at an odd offset; kernels read elements through typed
  * pointers, which needs alignment). GGUF data is always aligned.
  *
+ * Copies never read through a mapping: fc__io_map_read preads the file,
+ * so a file truncated since open is FC_ERR_IO instead of SIGBUS, and an
+ * aliasing load first checks that the file still covers the tensor (a
+ * truncation after that is the caller's contract, fucina/io.h).
+ *
  * A tensor has rank 1..8 and dims >= 1, so a safetensors scalar (shape [])
  * loads as shape [1], and a tensor with a zero dim cannot be loaded (its
  * descriptor is still available through *_tensor_info).
@@ -44,12 +49,23 @@ static fc_tensor *load(fc_ctx *ctx, const char *op, fc_io_map *map, const fc_io_
     }
     size_t nbytes = (size_t)info->nbytes;
     bool aligned = ((uintptr_t)info->data % natural_align(info->dtype)) == 0;
+    char err[192];
     if ((flags & FC_IO_COPY) || !aligned) {
         fc_tensor *t = fc__tensor_new(ctx, op, info->dtype, shape, rank);
         if (!t) return NULL;
         void *dst = fc_tensor_data_mut(t);
-        memcpy(dst, info->data, nbytes);
+        st = fc__io_map_read(map, info->data, nbytes, dst, err, sizeof err);
+        if (st != FC_OK) {
+            fc_release(t);
+            fc__fail(ctx, st, "%s: tensor '%s': %s", op, info->name, err);
+            return NULL;
+        }
         return t;
+    }
+    st = fc__io_map_check_range(map, info->data, nbytes, err, sizeof err);
+    if (st != FC_OK) {
+        fc__fail(ctx, st, "%s: tensor '%s': %s", op, info->name, err);
+        return NULL;
     }
     fc_buffer *buf;
     st = fc__io_map_buffer(map, &ctx->alloc, info->data, nbytes, &buf);

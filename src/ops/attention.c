@@ -102,9 +102,27 @@ static fc_status check_inputs(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor
                         "attention: %lld query heads (q %s) are not a multiple of %lld kv heads "
                         "(k %s)",
                         (long long)qs[1], dq, (long long)ks[1], dk);
+    /* Every view's element count fits (a checked size), but the output
+     * [B, Hq, T, Dv] and the scores [B, Hq, T, S] mix two tensors' axes, so
+     * broadcast views can make them too big; their strides and loops are
+     * then never formed. The scores only materialise with a mask (its
+     * broadcast view) or a mask gradient. */
+    const int64_t oshape[4] = {qs[0], qs[1], qs[2], vs[3]};
+    const int64_t full[4] = {qs[0], qs[1], qs[2], ks[2]};
+    for (int i = 0; i < (mask ? 2 : 1); i++) {
+        const int64_t *sh = i == 0 ? oshape : full;
+        if (fc__shape_numel(sh, 4, NULL) != FC_OK) {
+            char ss[96];
+            FC__SHAPE_STR(sh, 4, ss);
+            return fc__fail(ctx, FC_ERR_OVERFLOW,
+                            "attention: the %s %s of q %s, k %s and v %s has more elements than "
+                            "a tensor can hold",
+                            i == 0 ? "output [B, Hq, T, Dv]" : "scores [B, Hq, T, S]", ss, dq, dk,
+                            dv);
+        }
+    }
     if (!mask) return FC_OK;
     fc__desc(mask, dm, (int)sizeof dm);
-    const int64_t full[4] = {qs[0], qs[1], qs[2], ks[2]};
     int mr = mask->raw.rank;
     bool ok = mr >= 1 && mr <= 4;
     for (int i = 0; ok && i < mr; i++) {

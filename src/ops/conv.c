@@ -141,7 +141,7 @@ static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const f
                            const fc_tensor *w, const fc_tensor *b, int64_t groups, int64_t *cout) {
     char xs[160], ws[160];
     int64_t cx = x->raw.shape[1], w0 = w->raw.shape[0], w1 = w->raw.shape[1];
-    int64_t cin_div = transposed ? w0 : cx, other = transposed ? w1 * groups : w0;
+    int64_t cin_div = transposed ? w0 : cx;
     if (cin_div % groups != 0 || (!transposed && w0 % groups != 0)) {
         bool in = cin_div % groups != 0;
         fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
@@ -151,11 +151,17 @@ static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const f
                  (long long)groups);
         return false;
     }
-    if (transposed ? cx != w0 : cx != w1 * groups) {
+    /* groups divides cin_div, so groups <= cin_div: conv compares cx / groups
+     * with w1 instead of forming w1 * groups, and a transposed conv's
+     * w1 * groups is at most w1 * w0, the weight's element count (a checked
+     * size): neither can wrap. */
+    int64_t other = transposed ? w1 * groups : w0;
+    if (transposed ? cx != w0 : cx / groups != w1) {
         fc__fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                 "%s: x %s has %lld channels, weight %s expects %lld (groups %lld)", op,
+                 "%s: x %s has %lld channels, weight %s expects %lld %s (groups %lld)", op,
                  fc__desc(x, xs, (int)sizeof xs), (long long)cx, fc__desc(w, ws, (int)sizeof ws),
-                 (long long)(transposed ? w0 : w1 * groups), (long long)groups);
+                 (long long)(transposed ? w0 : w1), transposed ? "in all" : "per group",
+                 (long long)groups);
         return false;
     }
     *cout = other;
@@ -170,26 +176,46 @@ static bool check_channels(fc_ctx *ctx, const char *op, bool transposed, const f
 
 /* Output size of one axis: input n, kernel k, arguments of axis i. The
  * padding_same choice (the smaller half before) is written into a->pad.
- * Records FC_ERR_INVALID_SHAPE for a size below 1, FC_ERR_OVERFLOW when
- * the arithmetic does not fit. */
+ * Every size on the way is checked (core/shape.h): the dilated kernel
+ * extent d*(k-1)+1, the padded input n+2p (conv) or the uncropped output
+ * (n-1)*s + extent + output_padding (transposed). The kernels index within
+ * these, so once they fit no index sum can wrap. Records FC_ERR_OVERFLOW
+ * naming the axis and every value when one does not fit, and
+ * FC_ERR_INVALID_SHAPE for a size below 1. */
 static bool out_size(fc_ctx *ctx, const char *op, const fc_tensor *x, conv_args *a, int i,
-                     int64_t n, int64_t k, bool transposed, int64_t *out) {
+                     bool one_axis, int64_t n, int64_t k, bool transposed, int64_t *out) {
+    static const char *axis[2] = {"height", "width"};
     char xs[160];
-    int64_t ext, padded, o;
-    bool ovf = __builtin_mul_overflow(a->dil[i], k - 1, &ext); /* dilated extent - 1 */
-    if (!ovf && a->same) a->pad[i] = ext / 2;
-    if (!ovf && !transposed) {
-        ovf = __builtin_mul_overflow(a->pad[i], 2, &padded) ||
-              __builtin_add_overflow(padded, n - ext - 1, &padded);
-        o = a->same ? n : (padded < 0 ? 0 : padded / a->stride[i] + 1);
-    } else if (!ovf) {
-        ovf = __builtin_mul_overflow(n - 1, a->stride[i], &o) ||
-              __builtin_add_overflow(o, ext + a->outpad[i] + 1, &o) ||
-              __builtin_sub_overflow(o, 2 * a->pad[i], &o);
+    const char *what = "the dilated kernel extent dilation*(kernel-1)+1";
+    int64_t ext = 0, padded = 0, o = 0, twice_pad = 0;
+    bool ok = fc__i64_mul(a->dil[i], k - 1, &ext) && fc__i64_add(ext, 1, &ext);
+    if (ok && a->same) { /* total padding ext - 1, the smaller half before */
+        a->pad[i] = (ext - 1) / 2;
+        what = "the padded input size input+dilation*(kernel-1)";
+        ok = fc__i64_add(n, ext - 1, &padded);
+        o = n;
+    } else if (ok && !transposed) {
+        what = "the padded input size input+2*padding";
+        ok = fc__i64_mul(a->pad[i], 2, &twice_pad) && fc__i64_add(n, twice_pad, &padded);
+        o = padded < ext ? 0 : (padded - ext) / a->stride[i] + 1;
+    } else if (ok) {
+        what = "the uncropped output size (input-1)*stride+dilation*(kernel-1)+1+output_padding";
+        ok = fc__i64_mul(n - 1, a->stride[i], &o) && fc__i64_add(o, ext, &o) &&
+             fc__i64_add(o, a->outpad[i], &o);
+        if (ok) {
+            what = "twice the padding";
+            ok = fc__i64_mul(a->pad[i], 2, &twice_pad);
+            if (ok) o -= twice_pad; /* both >= 0: cannot wrap */
+        }
     }
-    if (ovf) {
-        fc__fail(ctx, FC_ERR_OVERFLOW, "%s: the output size of x %s overflows", op,
-                 fc__desc(x, xs, (int)sizeof xs));
+    if (!ok) {
+        fc__fail(ctx, FC_ERR_OVERFLOW,
+                 "%s: %s along the %s axis of x %s overflows int64 (input %lld, kernel %lld, "
+                 "stride %lld, padding %lld, dilation %lld%s%lld)",
+                 op, what, one_axis ? "length" : axis[i], fc__desc(x, xs, (int)sizeof xs),
+                 (long long)n, (long long)k, (long long)a->stride[i], (long long)a->pad[i],
+                 (long long)a->dil[i], transposed ? ", output_padding " : ", groups ",
+                 (long long)(transposed ? a->outpad[i] : a->groups));
         return false;
     }
     if (o < 1) {
@@ -202,6 +228,17 @@ static bool out_size(fc_ctx *ctx, const char *op, const fc_tensor *x, conv_args 
     }
     *out = o;
     return true;
+}
+
+/* The output's 4-D dims d fit a tensor: FC_ERR_OVERFLOW naming them
+ * otherwise (each axis fits int64, their product may not). */
+static bool out_fits(fc_ctx *ctx, const char *op, const fc_tensor *x, const int64_t d[4]) {
+    if (fc__shape_numel(d, 4, NULL) == FC_OK) return true;
+    char xs[160], ds[96];
+    fc__fail(ctx, FC_ERR_OVERFLOW,
+             "%s: the output %s of x %s has more elements than a tensor can hold", op,
+             FC__SHAPE_STR(d, 4, ds), fc__desc(x, xs, (int)sizeof xs));
+    return false;
 }
 
 /* ---- geometry ---------------------------------------------------------------------------------
@@ -307,7 +344,9 @@ static fc_tensor *conv_impl(fc_ctx *ctx, const char *op, int rank, fc_tensor *x,
     dims4(w->raw.shape, rank, wd);
     yd[0] = xd[0], yd[1] = cout;
     for (int i = 0; i < 2; i++)
-        if (!out_size(ctx, op, x, &a, i, xd[2 + i], wd[2 + i], false, &yd[2 + i])) return NULL;
+        if (!out_size(ctx, op, x, &a, i, rank == 3, xd[2 + i], wd[2 + i], false, &yd[2 + i]))
+            return NULL;
+    if (!out_fits(ctx, op, x, yd)) return NULL;
     fc__conv_geom g = geom(xd, yd, wd, &a);
     fc_tensor *y = fc__conv_forward(ctx, op, &g, x, w, b);
     y = finish_output(ctx, op, y, x->raw.dtype, rank);
@@ -499,7 +538,9 @@ fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_
     dims4(weight->raw.shape, 4, wd);
     od[0] = xd[0], od[1] = cout;
     for (int i = 0; i < 2; i++)
-        if (!out_size(ctx, op, x, &a, i, xd[2 + i], wd[2 + i], true, &od[2 + i])) return NULL;
+        if (!out_size(ctx, op, x, &a, i, false, xd[2 + i], wd[2 + i], true, &od[2 + i]))
+            return NULL;
+    if (!out_fits(ctx, op, x, od)) return NULL;
     /* the convolution this one is the adjoint of: image side = our output */
     fc__conv_geom g = geom(od, xd, wd, &a);
     fc_tensor *y = fc__conv_dgrad(ctx, op, &g, x, weight, bias);

@@ -321,6 +321,18 @@ fc_tensor *fc_adaptive_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const int64_t outpu
         }
     fc__pool_geom g = {.kind = FC__POOL_ADAPTIVE, .oh = output_size[0], .ow = output_size[1]};
     geom_sizes(&g, x->raw.shape, x->raw.rank);
+    /* the windows' bounds are i * in / out for i <= out: out * in must fit
+     * (in is any view's size, up to 2^60, so it can be larger than 2^32) */
+    int64_t span;
+    if (!fc__i64_mul(g.oh, g.ih, &span) || !fc__i64_mul(g.ow, g.iw, &span)) {
+        char d[160];
+        fc__fail(ctx, FC_ERR_OVERFLOW,
+                 "%s: output size [%lld,%lld] times the input size of %s overflows int64 (the "
+                 "window bounds i * in / out)",
+                 op, (long long)output_size[0], (long long)output_size[1],
+                 fc__desc(x, d, (int)sizeof d));
+        return NULL;
+    }
     fc_tensor *y = fc__pool2d_forward(ctx, op, &g, x, NULL);
     return finish(ctx, op, adaptive_avg_pool2d_backward, x, y, NULL, &g);
 }

@@ -43,7 +43,7 @@
             break;                                                                                 \
         }                                                                                          \
     }
-CMP_FN(cmp_u8, uint8_t) /* also bool, whose bytes are 0/1 */
+CMP_FN(cmp_u8, uint8_t) /* also bool, on 0/1 copies of its bytes */
 CMP_FN(cmp_u16, uint16_t)
 CMP_FN(cmp_i8, int8_t)
 CMP_FN(cmp_i16, int16_t)
@@ -61,7 +61,21 @@ typedef struct cmp_arg {
 static void cmp_inner(void *arg, char **p, const int64_t *s, int64_t n) {
     const cmp_arg *c = arg;
     switch (c->dt) {
-    case FC_BOOL:
+    case FC_BOOL: { /* any nonzero byte is true, as every other op reads a bool (a byte
+                     * written through fc_tensor_data_mut may be 7): compare 0/1 copies */
+        uint8_t ua[FC__PW_CHUNK], ub[FC__PW_CHUNK];
+        int64_t bs[3] = {s[0], s[1] ? 1 : 0, s[2] ? 1 : 0};
+        for (int64_t i = 0; i < n; i += FC__PW_CHUNK) {
+            int64_t m = n - i < FC__PW_CHUNK ? n - i : FC__PW_CHUNK;
+            for (int64_t j = 0; j < (s[1] ? m : 1); j++)
+                ua[j] = p[1][(i + j) * s[1]] != 0;
+            for (int64_t j = 0; j < (s[2] ? m : 1); j++)
+                ub[j] = p[2][(i + j) * s[2]] != 0;
+            char *bp[3] = {p[0] + i * s[0], (char *)ua, (char *)ub};
+            cmp_u8(c->k, bp, bs, m);
+        }
+        return;
+    }
     case FC_U8:
         cmp_u8(c->k, p, s, n);
         return;

@@ -82,7 +82,7 @@ static void axis_fill(const fc__pool_geom *g, bool along_h, axis_tab t) {
             t.first[i] = lo;
             t.taps[i] = hi > lo ? hi - lo : 0;
             break;
-        default: /* ADAPTIVE: i * n_in fits, both are checked sizes below 2^31 */
+        default: /* ADAPTIVE: (i + 1) * n_in <= n_out * n_in, which the op checked */
             lo = i * n_in / n_out;
             hi = ceil_div((i + 1) * n_in, n_out);
             t.first[i] = lo;
@@ -410,7 +410,12 @@ static fc_status tables(fc_ctx *ctx, const char *op, const fc__pool_geom *g, poo
 static int64_t plane_grain(const fc__pool_geom *g) {
     int64_t taps = g->kind == FC__POOL_ADAPTIVE ? ceil_div(g->ih, g->oh) * ceil_div(g->iw, g->ow)
                                                 : g->kh * g->kw;
-    int64_t work = g->oh * g->ow * taps + g->ih * g->iw;
+    /* a nominal window (kernel up to 2^31 - 1 per axis) times the outputs
+     * can pass int64 though the taps inside the image are few: such work
+     * counts as plenty, one plane per slice */
+    int64_t work;
+    if (!fc__i64_mul(g->oh * g->ow, taps, &work) || !fc__i64_add(work, g->ih * g->iw, &work))
+        return 1;
     return work >= POOL_GRAIN_WORK ? 1 : POOL_GRAIN_WORK / work;
 }
 
