@@ -663,7 +663,7 @@ static int check_form(run *r, int order, const char *form) {
     for (int t = 0; t < r->n_wrt && !bad; t++) {
         fc_tensor *x = r->wrt[t];
         for (int64_t i = 0; i < fc_tensor_numel(x) && !bad; i++) {
-            double lp, lm, x0;
+            double lp = 0, lm = 0, x0;
             void *d = fc_tensor_data_mut(x);
             x0 = f32 ? ((float *)d)[i] : ((double *)d)[i];
             if (f32)
