@@ -17,6 +17,9 @@
  *  - a tensor of a second context, passed now and then as an operand, is
  *    refused and never linked: the second context sees no error and its
  *    leaf gets no gradient;
+ *  - fc_autograd_grad's gradients, with create_graph and without, at up to
+ *    third order, are the caller's (registers keep them across scope ends)
+ *    and have their inputs' shapes; a plain walk's never require grad;
  *  - after the program, every register released and the contexts freed,
  *    nothing leaks.
  * Registers follow the ownership rules a careful user keeps: a tensor made
@@ -239,6 +242,92 @@ static void misc(machine *m, reader *r, unsigned op) {
     }
 }
 
+/* ---- fc_autograd_grad, create_graph included ------------------------------------------
+ * Its gradients belong to the caller, not to the scope they were made in,
+ * so a register holding one is owned (depth 0) whatever scope is open;
+ * a scope's end that released them would show as a use after free, one
+ * that should have and did not as a leak. Properties: a plain walk's
+ * gradients never require grad; each has its input's shape. */
+static void check_grad(const fc_tensor *g, const fc_tensor *input, bool create_graph) {
+    if (!g) return; /* allow_unused: an unreached input */
+    check_tensor(g);
+    if (!create_graph && fc_tensor_requires_grad(g)) abort();
+    if (fc_tensor_rank(g) != fc_tensor_rank(input) ||
+        memcmp(fc_tensor_shape(g), fc_tensor_shape(input),
+               sizeof(int64_t) * (size_t)fc_tensor_rank(g)))
+        abort();
+}
+
+/* (Checked first: storing may release the register that held the input.) */
+static void store_grad(machine *m, unsigned k, fc_tensor *g) {
+    k %= SLOTS;
+    if (!g) return;
+    if (m->reg[k]) fc_release(m->reg[k]);
+    m->reg[k] = g;
+    m->depth[k] = 0;
+}
+
+/* One call: 1-2 outputs (grad_outputs NULL, or registers), 1-2 inputs,
+ * random options. */
+static void grad_call(machine *m, reader *r) {
+    unsigned bits = next(r);
+    int n_out = 1 + (int)(bits & 1), n_in = 1 + (int)((bits >> 1) & 1);
+    fc_autograd_grad_opts o = {
+        .retain_graph = bits & 4, .allow_unused = bits & 8, .create_graph = !(bits & 16)};
+    fc_tensor *outs[2], *gouts[2], *ins[2], *g[2] = {0};
+    for (int i = 0; i < n_out; i++) {
+        outs[i] = operand(m, r);
+        gouts[i] = (next(r) & 1) ? operand(m, r) : NULL;
+    }
+    for (int j = 0; j < n_in; j++)
+        ins[j] = operand(m, r);
+    fc_status st =
+        fc_autograd_grad(m->ctx, outs, (bits & 32) ? gouts : NULL, n_out, ins, n_in, &o, g);
+    if (st != FC_OK) {
+        expect_error(m);
+        if (g[0] || g[1]) abort(); /* every slot NULL on error */
+        return;
+    }
+    for (int j = 0; j < n_in; j++)
+        check_grad(g[j], ins[j], o.create_graph);
+    for (int j = 0; j < n_in; j++)
+        store_grad(m, next(r), g[j]);
+}
+
+/* Differentiating again: g1 = d sum(y)/dx with create_graph, then up to two
+ * more orders, each of sum(g) or sum(g * g) with create_graph or not (the
+ * last plain one ends the chain); the last gradient goes to a register. */
+static void grad_chain(machine *m, reader *r) {
+    fc_tensor *y = operand(m, r), *x = operand(m, r), *g = NULL;
+    int orders = 1 + (int)(next(r) % 3);
+    bool cg = true;
+    fc_scope_begin(m->ctx); /* the sums are its; the gradients are not */
+    fc_tensor *l = fc_sum(m->ctx, y, NULL, 0, false);
+    for (int k = 0; k < orders && cg; k++) {
+        unsigned b = next(r);
+        fc_tensor *h = NULL;
+        fc_autograd_grad_opts o = {.allow_unused = b & 1, .create_graph = k == 0 || (b & 2)};
+        fc_status st = l ? fc_autograd_grad(m->ctx, &l, NULL, 1, &x, 1, &o, &h)
+                         : fc_ctx_status(m->ctx);
+        if (st != FC_OK) {
+            expect_error(m);
+            break;
+        }
+        if (h && !o.create_graph && fc_tensor_requires_grad(h)) abort();
+        if (g) fc_release(g);
+        g = h;
+        cg = o.create_graph;
+        /* a constant gradient (sum(x)'s ones) ends the chain: it has no
+         * gradient to ask for */
+        if (!g || !fc_tensor_requires_grad(g)) break;
+        l = fc_sum(m->ctx, (b & 4) ? fc_mul(m->ctx, g, g) : g, NULL, 0, false);
+    }
+    fc_scope_end(m->ctx);
+    if (fc_ctx_status(m->ctx) != FC_OK) expect_error(m); /* a sum's error */
+    check_grad(g, x, true);
+    store_grad(m, next(r), g);
+}
+
 static void inplace(machine *m, reader *r, unsigned op) {
     /* the destination is a register: a foreign one would record in the other context */
     fc_tensor *x = m->reg[next(r) % SLOTS], *y = operand(m, r);
@@ -326,7 +415,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 3: reduce(&m, &r, op); break;
         case 4: layout(&m, &r, op); break;
         case 5: rows(&m, &r, op); break;
-        case 6: (op & 16) ? inplace(&m, &r, op) : misc(&m, &r, op); break;
+        case 6:
+            if (op & 16)
+                inplace(&m, &r, op);
+            else if (op & 8) /* 200..207, once misc's second half */
+                (op & 4) ? grad_chain(&m, &r) : grad_call(&m, &r);
+            else
+                misc(&m, &r, op);
+            break;
         default: control(&m, &r, op); break;
         }
         /* every error is checked and cleared where it happens */

@@ -123,9 +123,22 @@ FC_API fc_status fc_backward_with(fc_ctx *ctx, fc_tensor *out, fc_tensor *grad_o
  *     holds a zero takes n^2 memory per output for its n-element sets).
  *     Through fc_grad_checkpoint the function is recomputed on the inputs
  *     and its recomputed graph kept as part of the new one (so the memory
- *     saving is the first-order pass's only). A rule that
- *     returns a constant where the gradient depends on the graph (an op
- *     added without a recorded form) fails it the same way, naming the op.
+ *     saving is the first-order pass's only). A gradient that depends
+ *     on no value of the graph is the constant it is, with zero higher
+ *     derivatives, and no error: sum(relu(x))'s (g times a constant
+ *     mask; likewise abs, leaky_relu, clamp, a hinge loss), a bias's under
+ *     a constant upstream gradient, a matmul's, linear's, conv's or
+ *     attention's at the order where it no longer depends on the inputs.
+ *     Where the rule that made it read values of the graph (relu's saved
+ *     output, linear's x and weight) it is kept in the new graph: it
+ *     requires grad, and differentiating it again gives zeros there
+ *     (PyTorch's threshold_backward of a saved result does the same). One
+ *     made from constants alone (sum(x)'s ones) requires no grad, as in
+ *     PyTorch, so it cannot be an output of another fc_autograd_grad
+ *     (FC_ERR_NO_GRAD, as for any constant). A rule that returns a
+ *     constant where the gradient does depend on the graph (an op added
+ *     without a recorded form) fails the walk with FC_ERR_UNSUPPORTED
+ *     naming the op.
  *     Without create_graph the walk is the plain one of fc_backward: fused
  *     kernels, nothing recorded. */
 typedef struct fc_autograd_grad_opts {
@@ -142,7 +155,12 @@ typedef struct fc_autograd_grad_opts {
  * gradient flowing into it, as with a hook). grads[j] gets a new reference
  * to input j's gradient (the input's shape, contiguous, f64 for f64 and
  * f32 otherwise), or NULL for an unreached input with allow_unused; an
- * input listed twice gets the same tensor twice (two references). Rules
+ * input listed twice gets the same tensor twice (two references). The
+ * caller owns these references, not the current scope: unlike an op's
+ * result, fc_scope_end does not release them (a gradient is usually kept
+ * past the step's scope, for an optimizer or an accumulator, and with
+ * create_graph it holds the new graph alive), so release each with
+ * fc_release, inside the scope or after it. Rules
  * that lead to no input are not run. Leaf hooks run only on the inputs
  * that are leaves (the walk computes no other leaf's gradient), after
  * which the returned gradient is the hooks' result; non-leaf hooks on the
@@ -351,8 +369,13 @@ FC_API fc_status fc_grad_hook_remove(fc_tensor *t, int64_t id);
  * gradcheck checks the gradient of sum(fn(inputs) * w) for a fixed random w
  * of the output's shape (a random projection of the Jacobian), for every
  * element of every input that requires grad (f64 inputs may be marked by
- * gradcheck itself: set check_all_f64). Inputs must be contiguous leaves
- * (fn may build strided or broadcast views of them). fn must create its
+ * gradcheck itself: set check_all_f64). Inputs that require grad must be
+ * contiguous, writable f64 leaves (fn may build strided or broadcast views
+ * of them); inputs that do not are constants of any dtype. f64 because in
+ * f32 a central difference at eps 1e-6 is rounding noise (one unit in the
+ * last place of the output over 2 eps), so a correct gradient would be
+ * reported wrong: PyTorch's gradcheck warns about such inputs, these
+ * checks refuse them (FC_ERR_DTYPE naming the input). fn must create its
  * result without side effects; it is called 2 * numel + 1 times. */
 typedef fc_tensor *(*fc_gradcheck_fn)(fc_ctx *ctx, fc_tensor *const *inputs, int n, void *user);
 
@@ -360,6 +383,9 @@ typedef struct fc_gradcheck_opts {
     double eps, atol, rtol; /* 0 selects the defaults above */
     bool check_all_f64;     /* treat every f64 input as requiring grad */
     uint64_t seed;          /* for the projection w */
+    /* fc_gradgradcheck only: its grad_output w is a constant instead of a
+     * leaf that requires grad (see fc_gradgradcheck); fc_gradcheck ignores it */
+    bool constant_grad_output;
 } fc_gradcheck_opts;
 
 typedef struct fc_gradcheck_report {
@@ -374,15 +400,24 @@ typedef struct fc_gradcheck_report {
 /* FC_OK when every element is within atol + rtol * |numeric|. A mismatch
  * is FC_ERR_STATE and a non-finite gradient FC_ERR_NON_FINITE, each with a
  * message naming the worst element (input, index, analytic, numeric); a
- * failing fn or backward passes its own error through. The report (NULL
- * allowed) is filled either way. */
+ * failing fn or backward passes its own error through. Argument errors:
+ * FC_ERR_NULL_ARG for a NULL ctx (not recorded), fn, inputs or entry of
+ * inputs; FC_ERR_INVALID_ARG for n < 1 or an input that requires grad but
+ * is not a contiguous, writable leaf; FC_ERR_DTYPE for one that is not
+ * f64 (see above); and fc_requires_grad's errors from check_all_f64.
+ * Errors are recorded in ctx. The report (NULL allowed) is filled on every
+ * path, errors included: before anything is compared (any argument error,
+ * a first call of fn that fails) it reads passed false, checked 0,
+ * worst_input and worst_index -1, analytic and numeric 0 and worst_excess
+ * -INFINITY; after a failure partway, what was compared so far. */
 FC_API fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
                               fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
                               fc_gradcheck_report *report);
 
 /* Second derivatives, like PyTorch's gradgradcheck (same defaults; f64
  * inputs, which check_all_f64 marks as above). With a random grad_output w
- * of fn's output shape (a leaf fc_gradgradcheck makes, requiring grad) it
+ * of fn's output shape (a leaf fc_gradgradcheck makes, requiring grad; a
+ * constant with constant_grad_output, below) it
  * takes the first-order gradients G_j of sum(fn(inputs) * w) with
  * create_graph, and checks the gradient of L2 = sum_j sum(G_j * u_j) (u_j
  * fixed and random) with respect to every input that requires grad and to
@@ -390,12 +425,25 @@ FC_API fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
  * central differences of L2 (each a plain first-order backward). So it
  * checks both the recorded backward's dependence on the inputs (a random
  * projection of the Hessian) and on w (of the Jacobian). Inputs as for
- * fc_gradcheck (contiguous leaves, 1 to 8 of them); fn is called
+ * fc_gradcheck (contiguous f64 leaves, 1 to 8 of them); fn is called
  * 2 * (numel of the inputs checked + numel of the output) + 2 times, each
- * followed by a backward. Errors as fc_gradcheck's (FC_ERR_STATE for a mismatch,
- * FC_ERR_NON_FINITE, fn's or the walks' own, FC_ERR_UNSUPPORTED for an op
- * whose backward cannot be recorded), plus FC_ERR_INVALID_ARG when no
- * input requires grad. In the report, worst_input is n for w. */
+ * followed by a backward.
+ *
+ * constant_grad_output: w is the same random tensor but a constant (it
+ * requires no grad), as the upstream gradient of a loss sum(fn(inputs) * w)
+ * with fixed w is (sum(fn(x)) is w = 1). A leaf w makes every first-order
+ * gradient depend on the graph; a constant one leaves constant the
+ * gradients that do not depend on the inputs (relu's g * mask, a bias's
+ * row sum, a matmul's gradient through a constant operand), which the
+ * create_graph walk must then return as constants with zero higher
+ * derivatives rather than refuse. Only the inputs are checked (not w), and
+ * fn is called 2 * (numel of the inputs checked) + 2 times.
+ *
+ * Errors as fc_gradcheck's (FC_ERR_STATE for a mismatch, FC_ERR_NON_FINITE,
+ * FC_ERR_DTYPE, fn's or the walks' own, FC_ERR_UNSUPPORTED for an op whose
+ * backward cannot be recorded), plus FC_ERR_INVALID_ARG for n > 8 or when
+ * no input requires grad; the report is filled on every path as
+ * fc_gradcheck's. In the report, worst_input is n for w. */
 FC_API fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
                                   fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
                                   fc_gradcheck_report *report);

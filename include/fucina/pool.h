@@ -10,8 +10,12 @@
  * depend on the thread count. A NULL x propagates NULL (FC_ERR_NULL_ARG
  * recorded unless an earlier error is). Each op records an autograd node
  * when x requires grad; its gradient is in the gradient dtype (f32, or f64
- * for f64 graphs). The backward rules are not themselves differentiable
- * (no double backward through pooling). Borrows x; returns a new
+ * for f64 graphs). The backward rules are differentiable to any order
+ * (fc_autograd_grad with create_graph): average pooling's rule is its
+ * adjoint, recorded as an op whose own rule is the pooling again; max
+ * pooling's is a recorded scatter of the gradient onto the argmax (a
+ * constant), whose rule is a gather; both checked by fc_gradgradcheck
+ * and to third order (tests/ag). Borrows x; returns a new
  * reference, or NULL with the error (naming the op, the shape and the
  * offending values) recorded in ctx. */
 #ifndef FUCINA_POOL_H

@@ -76,17 +76,37 @@ static fc_status check_gin(fc_ctx *ctx, const fc_node *n, int k, const fc_tensor
                     n->in[k].leaf ? " (a leaf)" : "", (long long)bad, bad == 1 ? "" : "s");
 }
 
-/* A create_graph walk's check of a rule's gradient g for input k: a rule
- * still on a fused kernel returns a constant although the gradient depends
- * on the graph (its gout does, or it read linked saved values). A zero of
- * one value (the "[1] zero" a rule may return) is a constant anyway. */
-static fc_status check_recorded(fc_ctx *ctx, const fc_node *n, bool depends, const fc_tensor *g) {
-    if ((g->flags & FC__T_REQUIRES_GRAD) || !depends) return FC_OK;
-    if (fc__single_value(&g->raw) && fc__raw_numel(&g->raw) > 0) {
-        double v = fc__load_f64(g->raw.dtype, fc__raw_base(&g->raw));
+/* A create_graph walk's handling of a rule's constant gradient *g (one
+ * that requires no grad). A constant is the right answer where the
+ * gradient depends on no value of the graph (relu's g * mask under a
+ * constant upstream gradient, a bias's row sum of a constant, a product's
+ * gradient through a constant factor: their higher derivatives are zero),
+ * and wrong where a rule computed it with a fused kernel from values that
+ * carry the graph. What tells the two apart:
+ *   - the upstream gradient carries the graph (gout_graph): a gradient is
+ *     linear in it, so a constant that is not zero ignored it; refused
+ *     whatever the rule, bar the "[1] zero" a rule may return;
+ *   - the rule read saved values with their graph identity (read_graph)
+ *     and never asked fc__ag_create_graph (formed false): it has no
+ *     recorded form, so its constant came from a kernel; refused.
+ * A rule that took its recorded form (formed) knows which gradient reads
+ * which value, so its constants stand: the engine cannot see that relu's
+ * rule read y only to build a constant mask. When such a rule read the
+ * graph, its constant joins the new graph (fc__ag_graph_constant: an
+ * edge to the node, zero derivative), as PyTorch's threshold_backward of
+ * a saved result requires grad, so asking for its higher derivatives
+ * gives zeros; one made from constants alone (sum's ones) stays one. */
+static fc_status graph_gin(fc_ctx *ctx, fc_node *n, bool gout_graph, bool read_graph, bool formed,
+                           fc_tensor **g) {
+    if ((*g)->flags & FC__T_REQUIRES_GRAD) return FC_OK;
+    if (fc__single_value(&(*g)->raw) && fc__raw_numel(&(*g)->raw) > 0) {
+        double v = fc__load_f64((*g)->raw.dtype, fc__raw_base(&(*g)->raw));
         if (v == 0) return FC_OK;
     }
-    return fc__ag_unsupported(ctx, n->op);
+    if (gout_graph || (read_graph && !formed)) return fc__ag_unsupported(ctx, n->op);
+    if (!read_graph) return FC_OK;
+    *g = fc__ag_graph_constant(ctx, n, *g);
+    return *g ? FC_OK : fc__failed(ctx);
 }
 
 /* Runs node n's rule and adds its input gradients into the input nodes'
@@ -113,9 +133,11 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
     bool check = ctx->check_finite;
     ctx->check_finite = false;
     int64_t linked = graph ? fc__ag_linked_count(ctx) : 0;
-    bool depends = graph && (gout->flags & FC__T_REQUIRES_GRAD);
+    int64_t forms = graph ? fc__ag_form_count(ctx) : 0;
+    bool gout_graph = graph && (gout->flags & FC__T_REQUIRES_GRAD);
     st = n->backward(ctx, n, gout, gin);
-    depends |= graph && fc__ag_linked_count(ctx) != linked;
+    bool read_graph = graph && fc__ag_linked_count(ctx) != linked;
+    bool formed = graph && fc__ag_form_count(ctx) != forms;
     ctx->check_finite = check;
     n->regions = NULL;
     if (st == FC_OK) st = fc_ctx_status(ctx);
@@ -140,7 +162,8 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
                                     : !(in->node->run || in->node->want)))
             continue;
         if (check && (st = check_gin(ctx, n, k, gin[k])) != FC_OK) break;
-        if (graph && (st = check_recorded(ctx, n, depends, gin[k])) != FC_OK) break;
+        if (graph && (st = graph_gin(ctx, n, gout_graph, read_graph, formed, &gin[k])) != FC_OK)
+            break;
         fc_dtype gdt = fc__grad_dtype(in->dtype);
         fc_tensor **target = in->node ? &in->node->gacc : &in->leaf->gstage;
         if (reg[k].on) {

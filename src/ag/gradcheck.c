@@ -30,6 +30,30 @@ static fc_status project(fc_ctx *ctx, fc_tensor *y, const double *w, double *out
     return FC_OK;
 }
 
+/* The report before anything was compared: what every early return leaves
+ * (the header promises a filled report on every path). */
+static const fc_gradcheck_report NOTHING_CHECKED = {
+    .passed = false, .worst_input = -1, .worst_index = -1, .worst_excess = -INFINITY};
+
+/* An input the check differentiates (it requires grad): a contiguous,
+ * writable f64 leaf. f64 because central differences with eps 1e-6 in
+ * f32 are rounding noise (a unit in the last place of L, about 1e-7 |L|,
+ * divided by 2 eps, is 0.06 |L|), so a correct rule would be reported
+ * wrong; PyTorch's gradcheck warns on such inputs, this one refuses them. */
+static fc_status check_input(fc_ctx *ctx, const char *fn, const fc_tensor *x, int k) {
+    char d[160];
+    if (!fc__raw_is_contiguous(&x->raw) || x->node || fc__buffer_is_read_only(x->raw.buf))
+        return fc__fail(ctx, FC_ERR_INVALID_ARG, "%s: input %d must be a contiguous, writable leaf",
+                        fn, k);
+    if (x->raw.dtype != FC_F64)
+        return fc__fail(ctx, FC_ERR_DTYPE,
+                        "%s: input %d (%s) requires grad but is not f64: central differences "
+                        "need f64 (in %s they are rounding noise); pass f64 inputs (fc_to) or "
+                        "mark it as not requiring grad",
+                        fn, k, fc__desc(x, d, (int)sizeof d), fc_dtype_name(x->raw.dtype));
+    return FC_OK;
+}
+
 static fc_status eval(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
                       int n, const double *w, int64_t wn, double *out) {
     fc_scope_begin(ctx);
@@ -46,9 +70,8 @@ static fc_status eval(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *co
     return st;
 }
 
-fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
-                       int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
-    if (!ctx) return FC_ERR_NULL_ARG;
+static fc_status gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
+                           int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
     if (!fn || !inputs || n < 1)
         return fc__fail(ctx, fn && inputs ? FC_ERR_INVALID_ARG : FC_ERR_NULL_ARG,
                         "fc_gradcheck: need fn and at least one input");
@@ -57,8 +80,7 @@ fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *c
     if (o.eps <= 0) o.eps = 1e-6;
     if (o.atol <= 0) o.atol = 1e-5;
     if (o.rtol <= 0) o.rtol = 1e-3;
-    fc_gradcheck_report rep = {.passed = false, .worst_input = -1, .worst_index = -1,
-                               .worst_excess = -INFINITY};
+    fc_gradcheck_report rep = NOTHING_CHECKED;
     for (int k = 0; k < n; k++) {
         fc_tensor *x = inputs[k];
         if (!x) return fc__fail(ctx, FC_ERR_NULL_ARG, "fc_gradcheck: input %d is NULL", k);
@@ -66,10 +88,9 @@ fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *c
             fc_status st = fc_requires_grad(x, true);
             if (st != FC_OK) return st;
         }
-        if ((x->flags & FC__T_REQUIRES_GRAD) &&
-            (!fc__raw_is_contiguous(&x->raw) || x->node || fc__buffer_is_read_only(x->raw.buf)))
-            return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                            "fc_gradcheck: input %d must be a contiguous, writable leaf", k);
+        fc_status st = (x->flags & FC__T_REQUIRES_GRAD) ? check_input(ctx, "fc_gradcheck", x, k)
+                                                        : FC_OK;
+        if (st != FC_OK) return st;
     }
     fc_status st = FC_OK;
     fc_scope_begin(ctx);
@@ -147,6 +168,13 @@ done:
     return st;
 }
 
+fc_status fc_gradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
+                       int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
+    if (report) *report = NOTHING_CHECKED; /* what an early return leaves */
+    if (!ctx) return FC_ERR_NULL_ARG;
+    return gradcheck(ctx, fn, user, inputs, n, opts, report);
+}
+
 /* ---- gradgradcheck ---------------------------------------------------------------------
  * Second derivatives the same way, one level up (PyTorch's gradgradcheck):
  * with a random grad_output w (a leaf that requires grad) the first-order
@@ -156,7 +184,11 @@ done:
  * respect to every x_j and to w, against central differences of L2, each
  * evaluation of which is a plain first-order walk. So the check covers the
  * dependence of the recorded backward on the inputs (the Hessian projected
- * on u) and on w (the Jacobian applied to u). */
+ * on u) and on w (the Jacobian applied to u). With constant_grad_output w
+ * requires no grad: the upstream gradient of every rule is then a constant
+ * wherever it does not depend on the inputs, the path a leaf w never takes
+ * (sum(relu(x)), whose first-order gradient is a constant of the new
+ * graph), and only the inputs are checked. */
 
 typedef struct gg_state {
     fc_gradcheck_fn fn;
@@ -165,7 +197,8 @@ typedef struct gg_state {
     int n;
     fc_tensor *x[FC__GG_MAX_IN]; /* the inputs that require grad */
     int m;
-    fc_tensor *w;             /* the grad_output leaf */
+    fc_tensor *w;             /* the grad_output: a leaf, or a constant (constant_grad_output) */
+    int n_wrt;                /* what the second-order gradient is taken for: x, and w if a leaf */
     double *u[FC__GG_MAX_IN]; /* projections of each G_j (numel of x_j each) */
 } gg_state;
 
@@ -270,25 +303,25 @@ static fc_status gg_analytic(fc_ctx *ctx, gg_state *s, fc_tensor **hx, fc_tensor
     fc_tensor *wrt[FC__GG_MAX_IN + 1], *h[FC__GG_MAX_IN + 1] = {0};
     for (int j = 0; j < s->m; j++)
         wrt[j] = s->x[j];
-    wrt[s->m] = s->w;
-    st = fc_autograd_grad(ctx, outs, us, no, wrt, s->m + 1,
+    wrt[s->m] = s->w; /* listed only when it is a leaf (n_wrt) */
+    st = fc_autograd_grad(ctx, outs, us, no, wrt, s->n_wrt,
                           &(fc_autograd_grad_opts){.allow_unused = true}, h);
-    for (int j = 0; j <= s->m; j++)
+    for (int j = 0; j < s->n_wrt; j++)
         if (h[j] && !fc__scope_register(ctx, h[j])) {
-            for (int q = j; q <= s->m; q++)
+            for (int q = j; q < s->n_wrt; q++)
                 fc_release(h[q]);
             return fc__fail(ctx, FC_ERR_OOM, "fc_gradgradcheck: out of memory");
         }
     if (st != FC_OK) return st;
     for (int j = 0; j < s->m; j++)
         hx[j] = h[j];
-    *hw = h[s->m];
+    *hw = s->n_wrt > s->m ? h[s->m] : NULL;
     return FC_OK;
 }
 
-fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
-                           int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
-    if (!ctx) return FC_ERR_NULL_ARG;
+static fc_status gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user,
+                               fc_tensor *const *inputs, int n, const fc_gradcheck_opts *opts,
+                               fc_gradcheck_report *report) {
     if (!fn || !inputs || n < 1 || n > FC__GG_MAX_IN)
         return fc__fail(ctx, fn && inputs ? FC_ERR_INVALID_ARG : FC_ERR_NULL_ARG,
                         "fc_gradgradcheck: need fn and 1 to %d inputs (got %d)", FC__GG_MAX_IN, n);
@@ -297,8 +330,7 @@ fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tenso
     if (o.eps <= 0) o.eps = 1e-6;
     if (o.atol <= 0) o.atol = 1e-5;
     if (o.rtol <= 0) o.rtol = 1e-3;
-    fc_gradcheck_report rep = {
-        .passed = false, .worst_input = -1, .worst_index = -1, .worst_excess = -INFINITY};
+    fc_gradcheck_report rep = NOTHING_CHECKED;
     gg_state s = {.fn = fn, .user = user, .inputs = inputs, .n = n};
     for (int k = 0; k < n; k++) {
         fc_tensor *x = inputs[k];
@@ -308,9 +340,8 @@ fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tenso
             if (st != FC_OK) return st;
         }
         if (!(x->flags & FC__T_REQUIRES_GRAD)) continue;
-        if (!fc__raw_is_contiguous(&x->raw) || x->node || fc__buffer_is_read_only(x->raw.buf))
-            return fc__fail(ctx, FC_ERR_INVALID_ARG,
-                            "fc_gradgradcheck: input %d must be a contiguous, writable leaf", k);
+        fc_status st = check_input(ctx, "fc_gradgradcheck", x, k);
+        if (st != FC_OK) return st;
         s.x[s.m++] = x;
     }
     if (s.m == 0)
@@ -338,10 +369,11 @@ fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tenso
         goto done;
     }
     gg_fill(s.w, o.seed ^ 0x6772616467726164ULL, NULL);
-    if ((st = fc_requires_grad(s.w, true)) != FC_OK) goto done;
+    s.n_wrt = o.constant_grad_output ? s.m : s.m + 1;
+    if (!o.constant_grad_output && (st = fc_requires_grad(s.w, true)) != FC_OK) goto done;
     fc_tensor *hx[FC__GG_MAX_IN] = {0}, *hw = NULL;
     if ((st = gg_analytic(ctx, &s, hx, &hw)) != FC_OK) goto done;
-    for (int j = 0; j <= s.m && st == FC_OK; j++) {
+    for (int j = 0; j < s.n_wrt && st == FC_OK; j++) {
         fc_tensor *t = j < s.m ? s.x[j] : s.w, *h = j < s.m ? hx[j] : hw;
         int64_t tn = fc__raw_numel(&t->raw);
         for (int64_t i = 0; i < tn && st == FC_OK; i++) {
@@ -369,4 +401,11 @@ done:
     fc_scope_end(ctx);
     if (report) *report = rep;
     return st;
+}
+
+fc_status fc_gradgradcheck(fc_ctx *ctx, fc_gradcheck_fn fn, void *user, fc_tensor *const *inputs,
+                           int n, const fc_gradcheck_opts *opts, fc_gradcheck_report *report) {
+    if (report) *report = NOTHING_CHECKED; /* what an early return leaves */
+    if (!ctx) return FC_ERR_NULL_ARG;
+    return gradgradcheck(ctx, fn, user, inputs, n, opts, report);
 }

@@ -162,3 +162,37 @@ fc_status fc__ag_graph_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g,
     if (!e) return fc__failed(ctx);
     return fc__ag_graph_add_into(ctx, target, e, gdt, shape, rank);
 }
+
+/* ---- a rule's constant gradient, kept in the graph -------------------------------------- */
+
+/* Its derivative is zero: a [1] zero, which the engine broadcasts. */
+static fc_status constant_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
+    (void)node;
+    gin[0] = fc__tensor_new(ctx, "backward (constant)", gout->raw.dtype, (const int64_t[]){1}, 1);
+    if (!gin[0]) return fc__failed(ctx);
+    fc__store_f64(gout->raw.dtype, fc__raw_base(&gin[0]->raw), 0.0);
+    return FC_OK;
+}
+
+fc_tensor *fc__ag_graph_constant(fc_ctx *ctx, fc_node *src, fc_tensor *g) {
+    fc_raw v;
+    if (fc__raw_view(&g->raw, &v) != FC_OK) {
+        fc__fail(ctx, FC_ERR_OOM, "backward (constant): out of memory");
+        return NULL;
+    }
+    fc_tensor *out = fc__tensor_wrap(ctx, "backward (constant)", &v);
+    fc_node *nd = out ? fc__ag_record(ctx, "backward (constant)", constant_backward, out, 0, NULL)
+                      : NULL;
+    if (!nd) return NULL;
+    /* the one input is src's output, by identity: no handle of it exists
+     * (its values are not needed, only the edge) */
+    fc__ag_input *in = &nd->in[0];
+    nd->n_in = 1;
+    in->node = src;
+    src->refs++;
+    in->needs = true;
+    in->dtype = src->out_dtype;
+    in->rank = src->out_rank;
+    memcpy(in->shape, src->out_shape, sizeof in->shape);
+    return out;
+}

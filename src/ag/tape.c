@@ -25,7 +25,13 @@ typedef struct fc__tape {
     int64_t spare_cap;
     fc_tensor **extra; /* leaves staged by nested walks (retained), for the outermost */
     int64_t n_extra, extra_cap;
-    int64_t linked; /* saved values linked into a create_graph walk's graph */
+    /* create_graph walks' evidence for backward.c's check of what a rule
+     * returns (sampled around each rule): saved values read with their
+     * graph identity (linked handles and raw reads of values that carry
+     * one), and the times a rule asked fc__ag_create_graph and was told
+     * yes (it took its recorded form) */
+    int64_t linked;
+    int64_t forms;
 } fc__tape;
 
 static void node_release(fc_ctx *ctx, fc_node *n);
@@ -219,13 +225,28 @@ fc_status fc__ag_save(fc_ctx *ctx, fc_node *node, const char *role, const fc_ten
     return FC_OK;
 }
 
-const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k) {
+/* True while a create_graph walk runs with grad mode on (what
+ * fc__ag_create_graph answers, without counting as a rule's question). */
+static bool graph_walk(const fc_ctx *ctx) {
+    return ctx->tape && ctx->tape->walk && ctx->tape->walk->create_graph && ctx->no_grad_depth == 0;
+}
+
+static const fc_raw *saved_at(fc_ctx *ctx, fc_node *node, int k) {
     if (k < 0 || k >= node->n_saved || !node->saved[k].raw.buf) {
         fc__fail(ctx, FC_ERR_STATE, "backward of %s: saved value %d is not available", node->op,
                  k);
         return NULL;
     }
     return &node->saved[k].raw;
+}
+
+/* A raw read of a value that carries the graph's identity is a read of the
+ * graph, as a linked handle is: a rule that computes from it with a kernel
+ * and returns a constant has no recorded form. */
+const fc_raw *fc__ag_saved_raw(fc_ctx *ctx, fc_node *node, int k) {
+    const fc_raw *r = saved_at(ctx, node, k);
+    if (r && node->saved[k].link != FC__SAVED_NONE && graph_walk(ctx)) ctx->tape->linked++;
+    return r;
 }
 
 /* A leaf's saved value, in a create_graph walk: the handle is a view of
@@ -261,26 +282,34 @@ static fc_tensor *link_saved(fc_ctx *ctx, fc_node *node, const fc__saved *s, fc_
 
 fc_tensor *fc__ag_saved_tensor(fc_ctx *ctx, fc_node *node, int k) {
     fc_raw v;
-    const fc_raw *s = fc__ag_saved_raw(ctx, node, k);
+    const fc_raw *s = saved_at(ctx, node, k);
     if (!s || fc__raw_view(s, &v) != FC_OK) return NULL;
     fc_tensor *t = fc__tensor_wrap(ctx, node->op, &v);
-    if (t && node->saved[k].link != FC__SAVED_NONE && fc__ag_create_graph(ctx))
+    if (t && node->saved[k].link != FC__SAVED_NONE && graph_walk(ctx))
         t = link_saved(ctx, node, &node->saved[k], t);
     return t;
 }
 
 fc_tensor *fc__ag_saved_const(fc_ctx *ctx, fc_node *node, int k) {
     fc_raw v;
-    const fc_raw *s = fc__ag_saved_raw(ctx, node, k);
+    const fc_raw *s = saved_at(ctx, node, k);
     if (!s || fc__raw_view(s, &v) != FC_OK) return NULL;
     return fc__tensor_wrap(ctx, node->op, &v);
 }
 
+/* ctx is const for the callers' sake; the tape it points to is not. */
 bool fc__ag_create_graph(const fc_ctx *ctx) {
-    return ctx->tape && ctx->tape->walk && ctx->tape->walk->create_graph && ctx->no_grad_depth == 0;
+    if (!graph_walk(ctx)) return false;
+    ctx->tape->forms++;
+    return true;
+}
+
+void fc__ag_recorded_rule(const fc_ctx *ctx) {
+    if (graph_walk(ctx)) ctx->tape->forms++;
 }
 
 int64_t fc__ag_linked_count(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->linked : 0; }
+int64_t fc__ag_form_count(const fc_ctx *ctx) { return ctx->tape ? ctx->tape->forms : 0; }
 
 fc_status fc__ag_unsupported(fc_ctx *ctx, const char *op) {
     return fc__fail(ctx, FC_ERR_UNSUPPORTED,

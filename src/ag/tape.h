@@ -40,9 +40,17 @@
  *     pair of its own: an op whose rule is its adjoint op and back (the
  *     bilinear convolution products of ops/conv.c, pooling's adjoint pair in
  *     ops/pool.c), or returns fc__ag_unsupported(ctx, op).
- * The engine checks the result: a gin[k] that is a constant although gout
- * requires grad or the rule read a linked saved value fails the walk with
- * FC_ERR_UNSUPPORTED naming the op (a zero of one value is allowed).
+ * A gradient that does not depend on the graph (relu's g * mask for a
+ * constant g, a bias's row sum of a constant) is returned as the constant
+ * it is: its higher derivatives are zero, and asking for them is no error.
+ * The engine checks constants (backward.c, check_recorded): a nonzero
+ * constant gin[k] although gout requires grad fails the walk with
+ * FC_ERR_UNSUPPORTED naming the op (a gradient is linear in gout; a zero
+ * of one value is allowed), and so does a constant from a rule that read
+ * saved values with their graph identity (fc__ag_saved_tensor's linked
+ * handles, fc__ag_saved_raw of a value that carries one) without asking
+ * fc__ag_create_graph (or declaring fc__ag_recorded_rule): a rule that
+ * asked took its recorded form, and its constants stand.
  *
  * Nodes are refcounted: by the output handle that points at them and by
  * consumer nodes. Node memory is recycled per context. */
@@ -203,8 +211,15 @@ fc_status fc__ag_walk(fc_ctx *ctx, const fc__walk *w, int n, fc_tensor *const *o
 /* True while a create_graph walk runs a rule: the rule must then build
  * every gradient from recorded ops (its composite path) instead of fused
  * kernels, reading saved values through fc__ag_saved_tensor (which links
- * them into the graph). See "create_graph" in ag/graph_grad.c. */
+ * them into the graph). See "create_graph" in ag/graph_grad.c. A true
+ * answer is counted (fc__ag_form_count): asking is how a rule tells the
+ * engine it has a recorded form, so the constants it returns are meant. */
 bool fc__ag_create_graph(const fc_ctx *ctx);
+/* The same declaration from a rule that has only a recorded form (every
+ * gradient it returns is built from recorded ops, in any walk, so it has
+ * no fused path to branch from: the convolution products of ops/conv.c):
+ * in a create_graph walk its constants stand. A no-op elsewhere. */
+void fc__ag_recorded_rule(const fc_ctx *ctx);
 /* Fails the running rule of op: it has no recorded (create_graph) form.
  * Records FC_ERR_UNSUPPORTED naming op and returns it. */
 fc_status fc__ag_unsupported(fc_ctx *ctx, const char *op);
@@ -326,11 +341,22 @@ fc_status fc__ag_graph_add_into(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, f
                                 const int64_t *shape, int rank);
 fc_status fc__ag_graph_add_region(fc_ctx *ctx, fc_tensor **target, fc_tensor *g, fc_dtype gdt,
                                   const int64_t *shape, int rank, const fc__ag_region *reg);
+/* A rule's constant gradient g (it depends on no value of the graph) as
+ * a tensor of the new graph: a new scope-owned handle over g's storage,
+ * the output of a recorded node whose one input is src's output (src the
+ * node whose rule made g) and whose rule gives zero. So it requires grad
+ * as the rule's result would if it were made of recorded ops over src's
+ * linked values (PyTorch's backward ops take their saved tensors as
+ * inputs), and differentiating it again reaches what src depends on and
+ * gives zeros there instead of FC_ERR_NO_GRAD. NULL after an error. */
+fc_tensor *fc__ag_graph_constant(fc_ctx *ctx, fc_node *src, fc_tensor *g);
 /* accumulate.c's dst += src over their broadcast (f32 or f64, same dtype). */
 void fc__ag_acc_raw(fc_ctx *ctx, const fc_raw *dst, const fc_raw *src);
-/* How many saved values fc__ag_saved_tensor has linked into a graph so far
- * (a create_graph walk's check that a rule which read its saved values
- * returned recorded gradients). */
+/* How many saved values a create_graph walk's rules have read with their
+ * graph identity so far (linked by fc__ag_saved_tensor, or read raw by
+ * fc__ag_saved_raw): the engine's evidence that a rule read the graph. */
 int64_t fc__ag_linked_count(const fc_ctx *ctx);
+/* How many times fc__ag_create_graph has answered true so far. */
+int64_t fc__ag_form_count(const fc_ctx *ctx);
 
 #endif /* FUCINA_AG_TAPE_H */

@@ -373,6 +373,9 @@ static fc_tensor *cprod(fc_ctx *ctx, const fc__conv_geom *g, cp_kind k, fc_tenso
 
 static fc_status cprod_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tensor **gin) {
     const cp_state *s = node->ext;
+    /* recorded in every walk: a gradient through a constant operand under a
+     * constant gout is a constant the engine keeps (third order of a conv) */
+    fc__ag_recorded_rule(ctx);
     fc_tensor *a = fc__ag_saved_tensor(ctx, node, 0), *b = fc__ag_saved_tensor(ctx, node, 1);
     if (!a || !b) return fc__failed(ctx);
     const fc__conv_geom *g = &s->g;

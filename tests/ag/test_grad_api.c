@@ -264,8 +264,52 @@ static void test_grad_api_bad_args(void **state) {
     free_ctx(other);
 }
 
+/* The gradients are the caller's, not the scope's: they outlive the
+ * fc_scope_end of the scope they were made in (an op's result does not),
+ * and the caller's fc_release is what frees them, with create_graph the
+ * new graph with them. */
+static void test_grad_api_gradients_outlive_the_scope(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx();
+    double xv[3] = {0.5, -1, 2}, out[3];
+    fc_tensor *x = fc_param_from_data(ctx, FC_F64, (const int64_t[]){3}, 1, xv);
+    fc_ctx_stats s0, s1, s2;
+    fc_ctx_get_stats(ctx, &s0);
+    fc_tensor *g[2] = {0};
+    for (int cg = 0; cg < 2; cg++) {
+        fc_scope_begin(ctx);
+        fc_tensor *y = fc_square(ctx, x);
+        fc_tensor *l = fc_sum(ctx, y, NULL, 0, false);
+        assert_int_equal(fc_autograd_grad(ctx, &l, NULL, 1, &x, 1,
+                                          &(fc_autograd_grad_opts){.create_graph = cg == 1}, &g[cg]),
+                         FC_OK);
+        fc_scope_end(ctx); /* releases y and l, not g */
+        assert_int_equal(fc_tensor_copy_to(g[cg], out, sizeof out), FC_OK);
+        for (int i = 0; i < 3; i++) assert_true(out[i] == 2 * xv[i]);
+    }
+    fc_ctx_get_stats(ctx, &s1);
+    assert_int_equal(s1.tensors_live, s0.tensors_live + 2);
+    assert_false(fc_tensor_requires_grad(g[0]));
+    assert_true(fc_tensor_requires_grad(g[1])); /* it still reaches x through its graph */
+    fc_tensor *h = NULL;
+    fc_tensor *l2 = fc_sum(ctx, g[1], NULL, 0, false);
+    assert_int_equal(fc_autograd_grad(ctx, &l2, NULL, 1, &x, 1, NULL, &h), FC_OK);
+    assert_int_equal(fc_tensor_copy_to(h, out, sizeof out), FC_OK);
+    for (int i = 0; i < 3; i++) assert_true(out[i] == 2);
+    fc_release(l2);
+    fc_release(h);
+    fc_release(g[0]);
+    fc_release(g[1]);
+    fc_ctx_get_stats(ctx, &s2);
+    assert_int_equal(s2.tensors_live, s0.tensors_live);
+    assert_int_equal(fc_ctx_status(ctx), FC_OK); /* no double release anywhere */
+    fc_release(x);
+    free_ctx(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grad_api_gradients_outlive_the_scope),
         cmocka_unit_test(test_grad_api_leaves_f64_vs_finite_differences),
         cmocka_unit_test(test_grad_api_intermediate_and_outputs),
         cmocka_unit_test(test_grad_api_unused_and_retain),

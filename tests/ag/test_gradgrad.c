@@ -1,9 +1,10 @@
 /* test_gradgrad.c - second derivatives: fc_gradgradcheck on every
  * differentiable op, contiguous and strided (the op reads a transposed or
  * stepped view of its leaf), the way fc_gradcheck's tables do it per
- * family. Inputs avoid kinks and ties (|x| >= 0.2 where an op bends at 0,
- * distinct values for max / min pooling), where finite differences of a
- * piecewise function are meaningless. */
+ * family, and again with a constant grad_output (constant_grad_output).
+ * Inputs avoid kinks and ties (|x| >= 0.2 where an op bends at 0, distinct
+ * values for max / min pooling), where finite differences of a piecewise
+ * function are meaningless. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -429,7 +430,8 @@ static void fill_case(double *v, int64_t n, uint64_t seed, const gcase *c) {
     }
 }
 
-static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, fc_gradcheck_report *rep) {
+static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, bool constant,
+                          fc_gradcheck_report *rep) {
     fc_tensor *in[3] = {0};
     double v[256];
     for (int k = 0; k < c->n; k++) {
@@ -452,7 +454,7 @@ static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, fc_gradchec
         if (!(c->nograd & (1u << k))) assert_int_equal(fc_requires_grad(in[k], true), FC_OK);
     }
     gctx g = {c, strided};
-    fc_gradcheck_opts o = {.seed = 23};
+    fc_gradcheck_opts o = {.seed = 23, .constant_grad_output = constant};
     fc_scope_begin(ctx);
     fc_status st = fc_gradgradcheck(ctx, case_fn, &g, in, c->n, &o, rep);
     fc_scope_end(ctx);
@@ -464,13 +466,15 @@ static fc_status run_case(fc_ctx *ctx, const gcase *c, bool strided, fc_gradchec
 static void test_gradgrad_every_op(void **state) {
     fc_ctx *ctx = *state;
     int failed = 0;
+    /* s: contiguous, strided, and contiguous under a constant grad_output */
+    static const char *const how[3] = {"contiguous", "strided", "constant grad_output"};
     for (int i = 0; i < N_CASES; i++)
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
             fc_gradcheck_report rep;
-            fc_status st = run_case(ctx, &cases[i], s == 1, &rep);
+            fc_status st = run_case(ctx, &cases[i], s == 1, s == 2, &rep);
             if (st != FC_OK) {
-                fprintf(stderr, "gradgradcheck %s (%s): %s: %s\n", cases[i].name,
-                        s ? "strided" : "contiguous", fc_status_name(st), fc_ctx_error(ctx));
+                fprintf(stderr, "gradgradcheck %s (%s): %s: %s\n", cases[i].name, how[s],
+                        fc_status_name(st), fc_ctx_error(ctx));
                 failed++;
             } else {
                 assert_true(rep.passed);

@@ -5,7 +5,8 @@
  * mean logistic loss, whose Hessian is X^T diag(s (1 - s)) X / n); a third
  * derivative; prod's Hessian at zeros; that fc_gradgradcheck notices a
  * second derivative the graph lost; a rule left on a fused kernel is
- * refused; second derivatives through fc_grad_checkpoint; that a hook's recorded replacement stays
+ * refused, but a gradient that depends on no value of the graph is kept
+ * as a constant of it (its Hessian zero); second derivatives through fc_grad_checkpoint; that a hook's recorded replacement stays
  * differentiable; that repeated double backwards leak no graph; and that
  * the plain walk stays plain (no recorded gradients, the same bits as
  * fc_backward). All in f64, tolerances stated per check. */
@@ -498,6 +499,83 @@ static void test_hessian_unrecorded_rule(void **state) {
     fc_release(x);
 }
 
+/* The same refusal for a rule that reads its saved value raw (the fused
+ * kernel's usual way in) under a constant upstream gradient: before, such a
+ * rule's constant passed silently with zero higher derivatives. */
+static fc_status raw_square_backward(fc_ctx *ctx, fc_node *node, fc_tensor *gout,
+                                     fc_tensor **gin) {
+    const fc_raw *x = fc__ag_saved_raw(ctx, node, 0);
+    if (!x) return fc__failed(ctx);
+    fc_tensor *g = fc__tensor_new(ctx, "raw_square", FC_F64, x->shape, x->rank);
+    if (!g) return fc__failed(ctx);
+    const double *xp = (const double *)fc__raw_base(x);
+    const double *gp = (const double *)fc__raw_base(&gout->raw);
+    double *out = (double *)fc__raw_base(&g->raw);
+    for (int64_t i = 0; i < fc__raw_numel(x); i++)
+        out[i] = 2 * xp[i] * gp[fc__raw_numel(&gout->raw) > 1 ? i : 0];
+    gin[0] = g;
+    return FC_OK;
+}
+
+static void test_hessian_raw_read_rule_refused(void **state) {
+    fc_ctx *ctx = *state;
+    double v[3] = {0.5, -1, 2};
+    fc_tensor *x = leaf(ctx, (int64_t[]){3}, 1, v, true), *g = NULL;
+    fc_scope_begin(ctx);
+    fc_no_grad_begin(ctx);
+    fc_tensor *y = fc_square(ctx, x);
+    fc_no_grad_end(ctx);
+    fc_node *nd = fc__ag_record(ctx, "raw_square", raw_square_backward, y, 1, &x);
+    assert_non_null(nd);
+    assert_int_equal(fc__ag_save(ctx, nd, "input", x), FC_OK);
+    fc_tensor *l = fc_sum(ctx, y, NULL, 0, false);
+    expect_err(ctx,
+               fc_autograd_grad(ctx, &l, NULL, 1, &x, 1,
+                                &(fc_autograd_grad_opts){.create_graph = true}, &g),
+               FC_ERR_UNSUPPORTED, "backward of raw_square has no recorded form");
+    assert_null(g);
+    fc_scope_end(ctx);
+    fc_release(x);
+}
+
+/* A gradient that depends on no value of the graph: sum(relu(x))'s is g
+ * times a constant mask. create_graph returns it (before: FC_ERR_UNSUPPORTED),
+ * kept in the new graph because relu's rule read its saved output, so the
+ * Hessian is asked for without error and is zero; sum(x)'s ones, made of
+ * constants alone, require no grad, as in PyTorch. */
+static void test_hessian_constant_gradients(void **state) {
+    fc_ctx *ctx = *state;
+    double v[4] = {0.5, -1, 2, -0.25}, out[4];
+    fc_tensor *x = leaf(ctx, (int64_t[]){4}, 1, v, true), *g = NULL, *h = NULL;
+    fc_autograd_grad_opts cg = {.create_graph = true};
+    fc_scope_begin(ctx);
+    fc_tensor *l = fc_sum(ctx, fc_relu(ctx, x), NULL, 0, false);
+    assert_int_equal(fc_autograd_grad(ctx, &l, NULL, 1, &x, 1, &cg, &g), FC_OK);
+    read(g, out, 4);
+    for (int i = 0; i < 4; i++) assert_true(out[i] == (v[i] > 0 ? 1.0 : 0.0));
+    assert_true(fc_tensor_requires_grad(g));
+    fc_tensor *l2 = fc_sum(ctx, fc_mul(ctx, g, x), NULL, 0, false); /* x . relu'(x) */
+    assert_int_equal(fc_autograd_grad(ctx, &l2, NULL, 1, &x, 1, &cg, &h), FC_OK);
+    read(h, out, 4); /* relu'(x) + x . relu''(x) = relu'(x) */
+    for (int i = 0; i < 4; i++) assert_true(out[i] == (v[i] > 0 ? 1.0 : 0.0));
+    fc_release(h);
+    fc_tensor *l3 = fc_sum(ctx, g, NULL, 0, false);
+    assert_int_equal(fc_autograd_grad(ctx, &l3, NULL, 1, &x, 1, &cg, &h), FC_OK);
+    read(h, out, 4);
+    for (int i = 0; i < 4; i++) assert_true(out[i] == 0);
+    fc_release(h);
+    fc_release(g);
+    fc_tensor *s = fc_sum(ctx, x, NULL, 0, false);
+    assert_int_equal(fc_autograd_grad(ctx, &s, NULL, 1, &x, 1, &cg, &g), FC_OK);
+    assert_false(fc_tensor_requires_grad(g));
+    fc_tensor *s2 = fc_sum(ctx, g, NULL, 0, false);
+    expect_err(ctx, fc_autograd_grad(ctx, &s2, NULL, 1, &x, 1, &cg, &h), FC_ERR_NO_GRAD,
+               "output 0");
+    fc_release(g);
+    fc_scope_end(ctx);
+    fc_release(x);
+}
+
 static void test_hessian_errors(void **state) {
     fc_ctx *ctx = *state;
     double v[4] = {0.5, 0.0, 2.0, -1.0};
@@ -578,6 +656,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hessian_hook_replacement_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_unrecorded_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_raw_read_rule_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hessian_constant_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_through_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hessian_plain_walk_unchanged, setup, teardown),
     };
