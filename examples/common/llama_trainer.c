@@ -182,7 +182,7 @@ static fc_status load_checkpoint(ex_trainer *t) {
     uint64_t got[V_OWN + EX_TRAINER_MAX_MATCH], want[V_OWN + EX_TRAINER_MAX_MATCH];
     int n = meta(t, keybuf, keys, want);
     for (int i = 0; i < n && st == FC_OK; i++) {
-        const char *s = fc_safetensors_meta_get(f, keys[i]);
+        const char *s = fc_safetensors_meta_find(f, keys[i]);
         char *end = NULL;
         got[i] = s ? strtoull(s, &end, 10) : 0;
         if (!s || !*s || *end) {
