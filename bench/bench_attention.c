@@ -93,7 +93,7 @@ static fc_status memory_of(bool fused, int threads, long long *above, float **ou
     fc_tensor *y = st == FC_OK ? forward(&a) : NULL;
     fc_no_grad_end(a.ctx);
     *out = malloc(sizeof **out * AB * AH * AT * AD);
-    if (y && *out) st = fc_tensor_copy_to(y, *out, sizeof **out * AB * AH * AT * AD);
+    if (y && *out) st = fc_tensor_copy_out(*out, sizeof **out * AB * AH * AT * AD, y);
     if (st != FC_OK) fprintf(stderr, "fucina-bench attention: %s\n", fc_ctx_error(a.ctx));
     fc_release(y);
     destroy(&a);

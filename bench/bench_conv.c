@@ -34,7 +34,7 @@ static fc_status conv3x3_make(conv3x3 *b, int threads) {
     b->x = fc_param_randn(ctx, FC_F32, (const int64_t[]){N, C, HW, HW}, 4, 1.0);
     b->w = fc_param_randn(ctx, FC_F32, (const int64_t[]){C, C, K, K}, 4, 0.05);
     b->g = fc_randn(ctx, FC_F32, (const int64_t[]){N, C, HW, HW}, 4);
-    b->opts = fc_conv2d_defaults();
+    b->opts = fc_conv2d_opts_default();
     b->opts.padding[0] = b->opts.padding[1] = 1;
     return fc_ctx_status(ctx);
 }
@@ -100,7 +100,7 @@ static fc_status cnn_make(cnn_step *b, int threads) {
 }
 
 static fc_tensor *cnn_block(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
-    fc_conv2d_opts co = fc_conv2d_defaults();
+    fc_conv2d_opts co = fc_conv2d_opts_default();
     co.padding[0] = co.padding[1] = 2;
     return fc_max_pool2d(ctx, fc_relu(ctx, fc_conv2d(ctx, x, w, bias, &co)),
                          &(fc_pool2d_opts){.kernel = {2, 2}});

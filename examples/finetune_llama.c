@@ -417,7 +417,7 @@ static bool save_adapter(run *r) {
         fprintf(stderr, "finetune_llama: reading %s back: %s\n", r->adapter_path, msg);
         return false;
     }
-    const char *json = fc_safetensors_meta_get(f, "adapter_config");
+    const char *json = fc_safetensors_meta_find(f, "adapter_config");
     FILE *out = json ? fopen(r->config_path, "wb") : NULL;
     bool ok = out && fputs(json, out) >= 0 && fputc('\n', out) != EOF;
     if (out && fclose(out) != 0) ok = false;
@@ -427,7 +427,7 @@ static bool save_adapter(run *r) {
                      : "the adapter file has no adapter_config metadata");
     else
         printf("wrote %s (%lld tensors, PEFT names) and %s\n", r->adapter_path,
-               (long long)fc_safetensors_count(f), r->config_path);
+               (long long)fc_safetensors_tensor_count(f), r->config_path);
     fc_safetensors_close(f);
     return ok;
 }

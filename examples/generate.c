@@ -63,7 +63,7 @@ static int write_logits(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t n,
     fc_tensor *y = fc_llama_forward(ctx, m, t);
     size_t bytes = y ? fc_tensor_nbytes(y) : 0;
     float *buf = y ? malloc(bytes) : NULL;
-    int rc = !buf || fc_tensor_copy_to(y, buf, bytes) != FC_OK;
+    int rc = !buf || fc_tensor_copy_out(buf, bytes, y) != FC_OK;
     FILE *f = rc ? NULL : fopen(path, "wb");
     if (!rc && (!f || fwrite(buf, 1, bytes, f) != bytes)) {
         fc_ctx_fail(ctx, FC_ERR_IO, "generate: cannot write %s", path);

@@ -52,7 +52,7 @@ static fc_tensor *loss_at(fc_ctx *ctx, const problem *p, fc_tensor *w) {
 
 static double scalar_of(fc_tensor *t) {
     double v = NAN;
-    if (t) fc_tensor_copy_to(t, &v, sizeof v);
+    if (t) fc_tensor_copy_out(&v, sizeof v, t);
     return v;
 }
 
@@ -73,7 +73,7 @@ static fc_status hvp(fc_ctx *ctx, fc_tensor *g, fc_tensor *w, const double *v, d
     fc_tensor *vt = fc_tensor_from_data(ctx, FC_F64, &d, 1, v), *h = NULL;
     fc_autograd_grad_opts keep = {.retain_graph = true};
     fc_status st = vt ? fc_autograd_grad(ctx, &g, &vt, 1, &w, 1, &keep, &h) : fc_ctx_status(ctx);
-    if (st == FC_OK) st = fc_tensor_copy_to(h, hv, sizeof *hv * (size_t)d);
+    if (st == FC_OK) st = fc_tensor_copy_out(hv, sizeof *hv * (size_t)d, h);
     fc_release(h);
     fc_scope_end(ctx);
     return st;
@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
         fc_tensor *l = loss_at(ctx, &p, w), *g = NULL;
         st = fc_autograd_grad(ctx, &l, NULL, 1, &w, 1,
                               &(fc_autograd_grad_opts){.create_graph = true}, &g);
-        if (st == FC_OK) st = fc_tensor_copy_to(g, gv, sizeof *gv * (size_t)D);
+        if (st == FC_OK) st = fc_tensor_copy_out(gv, sizeof *gv * (size_t)D, g);
         double f0 = scalar_of(l);
         gnorm = sqrt(dot(gv, gv, D));
         int it = 0;

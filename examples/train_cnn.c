@@ -64,7 +64,7 @@ typedef struct cnn {
 /* conv -> (batch norm) -> ReLU -> max-pool 2 */
 static fc_tensor *conv_block(fc_ctx *ctx, const cnn *m, fc_tensor *x, int w, int bn, int stats,
                              bool training) {
-    fc_conv2d_opts co = fc_conv2d_defaults();
+    fc_conv2d_opts co = fc_conv2d_opts_default();
     co.padding[0] = co.padding[1] = 2;
     fc_tensor *h = fc_conv2d(ctx, x, m->p[w], m->p[w + 1], &co);
     if (m->batch_norm)
@@ -161,7 +161,7 @@ static eval_result evaluate_test(fc_ctx *ctx, const cnn *m, const fm_split *test
         fc_tensor *pred = fc_argmax(ctx, logits, 1, false);
         double l = NAN;
         if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
-            fc_tensor_copy_to(pred, y + EB, sizeof(int64_t) * (size_t)rows) == FC_OK) {
+            fc_tensor_copy_out(y + EB, sizeof(int64_t) * (size_t)rows, pred) == FC_OK) {
             loss += l * (double)rows;
             for (int64_t i = 0; i < rows; i++)
                 correct += y[EB + i] == y[i];
@@ -386,7 +386,7 @@ static bool load_checkpoint(run *r, char (*extra)[160]) {
     meta_values(r, want);
     bool ok = true;
     for (int i = 0; i < NVALUES && ok; i++) {
-        const char *s = fc_safetensors_meta_get(f, META_KEYS[i]);
+        const char *s = fc_safetensors_meta_find(f, META_KEYS[i]);
         char *end = NULL;
         got[i] = s ? strtoull(s, &end, 10) : 0;
         if (!s || !*s || *end) {
@@ -401,7 +401,7 @@ static bool load_checkpoint(run *r, char (*extra)[160]) {
         }
     }
     for (int i = 0; i < NEXTRA; i++) {
-        const char *s = fc_safetensors_meta_get(f, EXTRA_KEYS[i]);
+        const char *s = fc_safetensors_meta_find(f, EXTRA_KEYS[i]);
         snprintf(extra[i], 160, "%s", s ? s : "");
     }
     fc_safetensors_close(f);

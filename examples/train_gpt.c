@@ -338,7 +338,7 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const ex_text *d, 
         fc_tensor *in =
             fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){1, t}, 2, ctxt + len - t);
         fc_tensor *last = fc_narrow(ctx, gpt_forward(ctx, m, in), 1, t - 1, 1); /* (1,1,V) */
-        if (last) fc_tensor_copy_to(last, logits, sizeof(float) * (size_t)V);
+        if (last) fc_tensor_copy_out(logits, sizeof(float) * (size_t)V, last);
         fc_scope_end(ctx);
         /* softmax(logits / temperature), then one draw from it */
         int64_t pick = 0;
@@ -518,7 +518,7 @@ static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, c
     uint64_t got[NVALUES], want[NVALUES];
     meta_values(want, 0, 0, d, &m->cfg);
     for (int i = 0; i < NVALUES && st == FC_OK; i++) {
-        const char *s = fc_safetensors_meta_get(f, META_KEYS[i]);
+        const char *s = fc_safetensors_meta_find(f, META_KEYS[i]);
         char *end = NULL;
         got[i] = s ? strtoull(s, &end, 10) : 0;
         if (!s || !*s || *end) {
@@ -532,7 +532,7 @@ static fc_status load_checkpoint(const char *path, fc_ctx *ctx, fc_optim *opt, c
         }
     }
     for (int i = 0; i < NEXTRA; i++) {
-        const char *s = fc_safetensors_meta_get(f, EXTRA_KEYS[i]);
+        const char *s = fc_safetensors_meta_find(f, EXTRA_KEYS[i]);
         snprintf(x->text[i], sizeof x->text[i], "%s", s ? s : "");
     }
     fc_safetensors_close(f);

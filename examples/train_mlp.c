@@ -103,7 +103,7 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_spli
         fc_tensor *pred = fc_argmax(ctx, logits, 1, false);
         double l = NAN;
         if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
-            fc_tensor_copy_to(pred, y + EB, sizeof(int64_t) * (size_t)rows) == FC_OK) {
+            fc_tensor_copy_out(y + EB, sizeof(int64_t) * (size_t)rows, pred) == FC_OK) {
             loss += l * (double)rows;
             for (int64_t i = 0; i < rows; i++)
                 correct += y[EB + i] == y[i];

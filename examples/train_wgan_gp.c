@@ -118,7 +118,7 @@ typedef struct run {
 
 static double value_of(fc_tensor *t) {
     float v = NAN;
-    if (t) fc_tensor_copy_to(t, &v, sizeof v);
+    if (t) fc_tensor_copy_out(&v, sizeof v, t);
     return v;
 }
 
@@ -191,7 +191,7 @@ static fc_status evaluate(run *r, int64_t n, quality *q, const char *csv) {
     fc_tensor *fake = mlp_forward(ctx, &r->g, fc_randn(ctx, FC_F32, (int64_t[]){n, 2}, 2));
     fc_no_grad_end(ctx);
     fc_status st =
-        fake ? fc_tensor_copy_to(fake, pts, sizeof *pts * (size_t)(2 * n)) : fc_ctx_status(ctx);
+        fake ? fc_tensor_copy_out(pts, sizeof *pts * (size_t)(2 * n), fake) : fc_ctx_status(ctx);
     fc_scope_end(ctx);
     int64_t count[N_MODES] = {0}, good = 0;
     double dsum = 0;

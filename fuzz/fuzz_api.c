@@ -12,7 +12,7 @@
  *  - a call that returns NULL or an error status has recorded an error in
  *    the context, and the message names something (is not empty);
  *  - a call that returns a tensor returns one whose shape is valid (rank
- *    1..FC_MAX_DIMS, every dim >= 1) and whose first and last elements can
+ *    1..FC_MAX_RANK, every dim >= 1) and whose first and last elements can
  *    be read;
  *  - a tensor of a second context, passed now and then as an operand, is
  *    refused and never linked: the second context sees no error and its
@@ -94,16 +94,16 @@ static void expect_error(machine *m) {
 
 static void check_tensor(const fc_tensor *t) {
     int rank = fc_tensor_rank(t);
-    if (rank < 1 || rank > FC_MAX_DIMS) abort();
+    if (rank < 1 || rank > FC_MAX_RANK) abort();
     const int64_t *shape = fc_tensor_shape(t);
-    int64_t first[FC_MAX_DIMS] = {0}, last[FC_MAX_DIMS];
+    int64_t first[FC_MAX_RANK] = {0}, last[FC_MAX_RANK];
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 1) abort();
         last[i] = shape[i] - 1;
     }
     if (fc_dtype_is_block(fc_tensor_dtype(t))) return;
     double v;
-    if (fc_tensor_get(t, first, &v) != FC_OK || fc_tensor_get(t, last, &v) != FC_OK) abort();
+    if (fc_tensor_element(t, first, &v) != FC_OK || fc_tensor_element(t, last, &v) != FC_OK) abort();
 }
 
 /* Stores a call's result in register k (releasing what was there), or
@@ -129,7 +129,7 @@ static void status(machine *m, fc_status st) {
 }
 
 static void make(machine *m, reader *r, unsigned op) {
-    int64_t shape[FC_MAX_DIMS];
+    int64_t shape[FC_MAX_RANK];
     fc_dtype dt = pick_dtype(r);
     int rank = pick_shape(r, shape);
     unsigned k = next(r);
@@ -175,7 +175,7 @@ static void reduce(machine *m, reader *r, unsigned op) {
 
 static void layout(machine *m, reader *r, unsigned op) {
     fc_tensor *x = operand(m, r);
-    int64_t shape[FC_MAX_DIMS];
+    int64_t shape[FC_MAX_RANK];
     fc_tensor *y;
     switch (op % 8) {
     case 0: {
@@ -186,8 +186,8 @@ static void layout(machine *m, reader *r, unsigned op) {
     }
     case 1: y = fc_transpose(m->ctx, x, pick_axis(r), pick_axis(r)); break;
     case 2: {
-        int perm[FC_MAX_DIMS];
-        for (int i = 0; i < FC_MAX_DIMS; i++)
+        int perm[FC_MAX_RANK];
+        for (int i = 0; i < FC_MAX_RANK; i++)
             perm[i] = (int)(next(r) % 4);
         y = fc_permute(m->ctx, x, perm);
         break;
@@ -403,7 +403,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     m.foreign = fc_param_randn(m.other, FC_F32, (const int64_t[]){2, 3}, 2, 1.0);
-    fc_ctx_seed(m.ctx, 1234);
+    fc_ctx_set_seed(m.ctx, 1234);
     fc_ctx_set_threads(m.ctx, 1);
     reader r = {data, size, 0};
     for (int steps = 0; !done(&r) && steps < 256; steps++) {

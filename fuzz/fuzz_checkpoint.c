@@ -61,7 +61,7 @@ static void take(fc_ctx *ctx, ckm *m, snap *s) {
         }
     }
     s->steps = fc_optim_step_count(m->opt);
-    fc_ctx_rng_get(ctx, &s->seed, &s->offset);
+    fc_ctx_get_rng(ctx, &s->seed, &s->offset);
 }
 
 static void load_into(fc_ctx *ctx, ckm *m) {

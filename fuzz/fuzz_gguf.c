@@ -57,10 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fc_gguf_open_memory(size ? copy : NULL, size, NULL, &f) == FC_OK) {
         for (int64_t i = 0; i < fc_gguf_kv_count(f); i++) {
             const char *key = fc_gguf_kv_key(f, i);
-            if (!key || fc_gguf_get(f, key) != fc_gguf_kv_value(f, i)) abort();
+            if (!key || fc_gguf_kv_find(f, key) != fc_gguf_kv_value(f, i)) abort();
             walk(fc_gguf_kv_value(f, i), 0);
         }
-        for (int64_t i = 0; i < fc_gguf_count(f); i++) {
+        for (int64_t i = 0; i < fc_gguf_tensor_count(f); i++) {
             fc_io_tensor t;
             if (fc_gguf_tensor_info(f, i, &t) != FC_OK || t.nbytes == 0) abort();
             const uint8_t *p = t.data;

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fc_st_file *f = NULL;
     volatile uint8_t sink = 0;
     if (fc_safetensors_open_memory(size ? copy : NULL, size, NULL, &f) == FC_OK) {
-        for (int64_t i = 0; i < fc_safetensors_count(f); i++) {
+        for (int64_t i = 0; i < fc_safetensors_tensor_count(f); i++) {
             fc_io_tensor t;
             if (fc_safetensors_tensor_info(f, i, &t) != FC_OK) abort();
             if (t.nbytes) {
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const char *k, *v;
             if (fc_safetensors_meta_at(f, i, &k, &v) != FC_OK) abort();
             sink ^= (uint8_t)strlen(k) ^ (uint8_t)strlen(v);
-            if (fc_safetensors_meta_get(f, k) != v) abort();
+            if (fc_safetensors_meta_find(f, k) != v) abort();
         }
         fc_safetensors_close(f);
     }

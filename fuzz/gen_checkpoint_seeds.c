@@ -49,7 +49,7 @@ static int to_v1(const char *dir, const char *from, const char *leaf) {
     snprintf(dst, sizeof dst, "%s/%s", dir, leaf);
     fc_st_file *f = NULL;
     if (fc_safetensors_open(src, NULL, &f) != FC_OK) return 1;
-    int64_t nt = fc_safetensors_count(f), nm = fc_safetensors_meta_count(f), km = 0;
+    int64_t nt = fc_safetensors_tensor_count(f), nm = fc_safetensors_meta_count(f), km = 0;
     fc_io_tensor *t = calloc((size_t)nt + 1, sizeof *t);
     const char **k = calloc((size_t)nm + 1, sizeof *k), **v = calloc((size_t)nm + 1, sizeof *v);
     int rc = !t || !k || !v;

@@ -24,6 +24,7 @@
 #include "fucina/alloc.h"
 #include "fucina/attention.h"
 #include "fucina/autograd.h"
+#include "fucina/backend.h"
 #include "fucina/checkpoint.h"
 #include "fucina/conv.h"
 #include "fucina/cpu.h"

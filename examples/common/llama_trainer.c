@@ -197,7 +197,7 @@ static fc_status load_checkpoint(ex_trainer *t, char (*extra)[160]) {
     uint64_t got[V_OWN + EX_TRAINER_MAX_MATCH], want[V_OWN + EX_TRAINER_MAX_MATCH];
     int n = meta(t, keybuf, keys, want);
     for (int i = 0; i < n && st == FC_OK; i++) {
-        const char *s = fc_safetensors_meta_get(f, keys[i]);
+        const char *s = fc_safetensors_meta_find(f, keys[i]);
         char *end = NULL;
         got[i] = s ? strtoull(s, &end, 10) : 0;
         if (!s || !*s || *end) {
@@ -213,7 +213,7 @@ static fc_status load_checkpoint(ex_trainer *t, char (*extra)[160]) {
     for (int i = 0; i < NEXTRA; i++) {
         char key[64];
         snprintf(key, sizeof key, "%s.%s", t->o.prog, EXTRA[i]);
-        const char *s = fc_safetensors_meta_get(f, key);
+        const char *s = fc_safetensors_meta_find(f, key);
         snprintf(extra[i], 160, "%s", s ? s : "");
     }
     fc_safetensors_close(f);

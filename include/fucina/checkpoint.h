@@ -15,7 +15,7 @@
  *     "fucina.", "optim." or "rng.").
  * Loading the same names into a fresh process restores parameters,
  * optimizer and RNG bit for bit, so training resumes exactly. Caller
- * metadata can be read back with fc_safetensors_open/fc_safetensors_meta_get.
+ * metadata can be read back with fc_safetensors_open/fc_safetensors_meta_find.
  *
  * A checkpoint restores exactly the optimizer state it describes, or is
  * refused. A state the file says did not exist yet (e.g. every moment of a

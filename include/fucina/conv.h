@@ -77,7 +77,7 @@ extern "C" {
 #endif
 
 /* Options of fc_conv2d; index 0 is the height axis, 1 the width axis.
- * Fill them from fc_conv2d_defaults() (stride 1, padding 0, dilation 1,
+ * Fill them from fc_conv2d_opts_default() (stride 1, padding 0, dilation 1,
  * groups 1, padding_same false) and change what differs: a zero stride,
  * dilation or groups is FC_ERR_INVALID_ARG, not a default. NULL opts means
  * the defaults. With padding_same, padding is ignored. */
@@ -89,7 +89,7 @@ typedef struct fc_conv2d_opts {
     bool padding_same;
 } fc_conv2d_opts;
 
-static inline fc_conv2d_opts fc_conv2d_defaults(void) {
+static inline fc_conv2d_opts fc_conv2d_opts_default(void) {
     fc_conv2d_opts o = {{1, 1}, {0, 0}, {1, 1}, 1, false};
     return o;
 }
@@ -100,7 +100,7 @@ typedef struct fc_conv1d_opts {
     bool padding_same;
 } fc_conv1d_opts;
 
-static inline fc_conv1d_opts fc_conv1d_defaults(void) {
+static inline fc_conv1d_opts fc_conv1d_opts_default(void) {
     fc_conv1d_opts o = {1, 0, 1, 1, false};
     return o;
 }
@@ -118,7 +118,7 @@ typedef struct fc_conv_transpose2d_opts {
     int64_t groups;
 } fc_conv_transpose2d_opts;
 
-static inline fc_conv_transpose2d_opts fc_conv_transpose2d_defaults(void) {
+static inline fc_conv_transpose2d_opts fc_conv_transpose2d_opts_default(void) {
     fc_conv_transpose2d_opts o = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
     return o;
 }

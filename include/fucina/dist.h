@@ -284,7 +284,7 @@ FC_API int fc_ddp_owner(const fc_ddp *w, int i);
 /* Number of buckets, and the parameter indices (in opt's order) of bucket
  * b: *first gets a borrowed array of *count indices. FC_ERR_NULL_ARG,
  * FC_ERR_INDEX for b out of range. */
-FC_API int fc_ddp_num_buckets(const fc_ddp *w);
+FC_API int fc_ddp_bucket_count(const fc_ddp *w);
 FC_API fc_status fc_ddp_bucket(const fc_ddp *w, int b, const int **first, int *count,
                                int64_t *bytes);
 

@@ -81,7 +81,7 @@ typedef enum fc_dtype {
         FC_DTYPE_COUNT
 } fc_dtype;
 
-typedef enum fc_dtype_kind { FC_KIND_SCALAR, FC_KIND_BLOCK } fc_dtype_kind;
+typedef enum fc_dtype_kind { FC_KIND_SCALAR, FC_KIND_BLOCK, FC_KIND_COUNT } fc_dtype_kind;
 
 /* ---- registry ---------------------------------------------------------- */
 
@@ -107,13 +107,11 @@ FC_API int64_t fc_dtype_block_elems(fc_dtype dtype);
 FC_API bool fc_dtype_is_f8(fc_dtype dtype);              /* f8_e4m3, f8_e5m2 */
 FC_API bool fc_dtype_is_signed_int(fc_dtype dtype);      /* i8 i16 i32 i64 */
 FC_API bool fc_dtype_is_unsigned_int(fc_dtype dtype);    /* u8 u16 */
-FC_API bool fc_dtype_is_float(fc_dtype dtype);           /* == supports_forward_float_math */
-FC_API bool fc_dtype_supports_forward_float_math(fc_dtype dtype); /* f16 bf16 f32 f64 */
+FC_API bool fc_dtype_is_float(fc_dtype dtype);           /* f16 bf16 f32 f64: float math runs */
 FC_API bool fc_dtype_supports_grad(fc_dtype dtype);      /* f16 bf16 f32 f64 (grads f32; f64's f64) */
 FC_API bool fc_dtype_supports_int_math(fc_dtype dtype);  /* u8 u16 i8 i16 i32 i64 */
 FC_API bool fc_dtype_supports_to_float(fc_dtype dtype);  /* floats, f8, every block dtype */
 FC_API bool fc_dtype_supports_quantized_matmul_rhs(fc_dtype dtype); /* blocks but q8_1, q8_k */
-FC_API bool fc_dtype_supports_quantized_get_rows(fc_dtype dtype);   /* every block dtype */
 /* Block dtypes and the f8 storage floats map to f32; other scalars (and an
  * invalid dtype) to themselves. */
 FC_API fc_dtype fc_dtype_logical(fc_dtype dtype);
@@ -124,7 +122,8 @@ typedef enum fc_accum {
     FC_ACCUM_F32,  /* f16, bf16, f32, f8 storage floats */
     FC_ACCUM_F64,  /* f64 */
     FC_ACCUM_U64,  /* bool, u8, u16 */
-    FC_ACCUM_I64   /* i8, i16, i32, i64 */
+    FC_ACCUM_I64,  /* i8, i16, i32, i64 */
+    FC_ACCUM_COUNT
 } fc_accum;
 FC_API fc_accum fc_dtype_accumulator(fc_dtype dtype);
 

@@ -149,7 +149,7 @@ FC_API fc_status fc_safetensors_open_memory(const void *data, size_t size, const
  * it are alive. NULL is a harmless no-op. */
 FC_API void fc_safetensors_close(fc_st_file *f);
 /* Number of tensors (0 for NULL). */
-FC_API int64_t fc_safetensors_count(const fc_st_file *f);
+FC_API int64_t fc_safetensors_tensor_count(const fc_st_file *f);
 /* Descriptor of tensor i (0 <= i < count), in the header's order.
  * FC_ERR_NULL_ARG, FC_ERR_INDEX. */
 FC_API fc_status fc_safetensors_tensor_info(const fc_st_file *f, int64_t i, fc_io_tensor *out);
@@ -161,7 +161,7 @@ FC_API int64_t fc_safetensors_find(const fc_st_file *f, const char *name);
 FC_API int64_t fc_safetensors_meta_count(const fc_st_file *f);
 FC_API fc_status fc_safetensors_meta_at(const fc_st_file *f, int64_t i, const char **key,
                                         const char **value);
-FC_API const char *fc_safetensors_meta_get(const fc_st_file *f, const char *key);
+FC_API const char *fc_safetensors_meta_find(const fc_st_file *f, const char *key);
 
 /* Writes n tensors and n_meta metadata pairs (both may be 0; the key and
  * value arrays may then be NULL) to path atomically. The header lists the
@@ -241,16 +241,16 @@ FC_API uint32_t fc_gguf_version(const fc_gguf_file *f);
 FC_API uint64_t fc_gguf_alignment(const fc_gguf_file *f);
 
 /* Tensors, in the file's order; see the safetensors twins. */
-FC_API int64_t fc_gguf_count(const fc_gguf_file *f);
+FC_API int64_t fc_gguf_tensor_count(const fc_gguf_file *f);
 FC_API fc_status fc_gguf_tensor_info(const fc_gguf_file *f, int64_t i, fc_io_tensor *out);
 FC_API int64_t fc_gguf_find(const fc_gguf_file *f, const char *name);
 
 /* Key/values, in the file's order. Keys are NUL-terminated; NULL when out of
- * range. fc_gguf_get returns NULL when key is absent. */
+ * range. fc_gguf_kv_find returns NULL when key is absent. */
 FC_API int64_t fc_gguf_kv_count(const fc_gguf_file *f);
 FC_API const char *fc_gguf_kv_key(const fc_gguf_file *f, int64_t i);
 FC_API const fc_gguf_value *fc_gguf_kv_value(const fc_gguf_file *f, int64_t i);
-FC_API const fc_gguf_value *fc_gguf_get(const fc_gguf_file *f, const char *key);
+FC_API const fc_gguf_value *fc_gguf_kv_find(const fc_gguf_file *f, const char *key);
 
 /* The value's type; FC_GGUF_TYPE_COUNT for NULL. */
 FC_API fc_gguf_type fc_gguf_value_type(const fc_gguf_value *v);

@@ -268,7 +268,12 @@ FC_API fc_tensor *fc_batch_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc
 FC_API fc_tensor *fc_group_norm(fc_ctx *ctx, fc_tensor *x, int64_t num_groups, fc_tensor *weight,
                                 fc_tensor *bias, double eps);
 
-typedef enum fc_reduction { FC_REDUCE_MEAN, FC_REDUCE_SUM, FC_REDUCE_NONE } fc_reduction;
+typedef enum fc_reduction {
+    FC_REDUCE_MEAN,
+    FC_REDUCE_SUM,
+    FC_REDUCE_NONE,
+    FC_REDUCE_COUNT
+} fc_reduction;
 typedef struct fc_ce_opts {
     fc_reduction reduction; /* default (0) mean over non-ignored targets */
     int64_t ignore_index;   /* targets equal to it contribute nothing; set use_ignore */
@@ -293,7 +298,7 @@ FC_API fc_tensor *fc_cross_entropy(fc_ctx *ctx, fc_tensor *logits, fc_tensor *ta
 FC_API fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduction reduction);
 
 /* ---- layout (views share storage; no copy unless stated) -------------------------------- *
- * Every tensor has 1 to FC_MAX_DIMS axes (there are no rank-0 tensors) and
+ * Every tensor has 1 to FC_MAX_RANK axes (there are no rank-0 tensors) and
  * every dim is >= 1. Axes may be negative (counting from the end); an axis
  * out of range is FC_ERR_AXIS. A block-quantized tensor only gets the
  * identity view: any view that changes its shape or start is
@@ -302,7 +307,7 @@ FC_API fc_tensor *fc_mse_loss(fc_ctx *ctx, fc_tensor *a, fc_tensor *b, fc_reduct
  * the gradient is routed back to x's elements. */
 /* A view when x is contiguous, else a contiguous copy. One dim may be -1
  * (inferred). FC_ERR_NULL_ARG for a NULL shape, FC_ERR_RANK for rank outside
- * 1..FC_MAX_DIMS, FC_ERR_INVALID_SHAPE for another dim < 1 or an element
+ * 1..FC_MAX_RANK, FC_ERR_INVALID_SHAPE for another dim < 1 or an element
  * count that differs from x's. */
 FC_API fc_tensor *fc_reshape(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int rank);
 /* Always a view: as fc_reshape, plus FC_ERR_UNSUPPORTED_VIEW when x is not
@@ -326,7 +331,7 @@ FC_API fc_tensor *fc_slice(fc_ctx *ctx, fc_tensor *x, int axis, int64_t start, i
                            int64_t step);
 /* Broadcast view to shape, aligned right: new leading axes and size-1 axes
  * that grow get stride 0; -1 keeps an existing dim. FC_ERR_NULL_ARG for a
- * NULL shape; FC_ERR_RANK for rank outside 1..FC_MAX_DIMS or below x's;
+ * NULL shape; FC_ERR_RANK for rank outside 1..FC_MAX_RANK or below x's;
  * FC_ERR_INVALID_SHAPE for a dim < 1 (or -1 on a new axis);
  * FC_ERR_SHAPE_MISMATCH when an axis of size > 1 would change;
  * FC_ERR_OVERFLOW when the element count does not fit. */
@@ -336,7 +341,7 @@ FC_API fc_tensor *fc_expand(fc_ctx *ctx, fc_tensor *x, const int64_t *shape, int
  * at least one). */
 FC_API fc_tensor *fc_squeeze(fc_ctx *ctx, fc_tensor *x, int axis);
 /* View with a new size-1 axis at position axis, in [-(rank + 1), rank].
- * FC_ERR_RANK when x already has FC_MAX_DIMS axes. */
+ * FC_ERR_RANK when x already has FC_MAX_RANK axes. */
 FC_API fc_tensor *fc_unsqueeze(fc_ctx *ctx, fc_tensor *x, int axis);
 /* Joins n >= 1 tensors along an existing axis (of xs[0]'s rank) into a new
  * contiguous tensor (a copy; block dtypes too). Borrows every xs[i].
@@ -348,7 +353,7 @@ FC_API fc_tensor *fc_concat(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis);
 /* Joins n >= 1 tensors of one dtype and one shape along a new axis of size
  * n at position axis, in [-(rank + 1), rank] (a copy). Errors as
  * fc_concat, with any dim that differs FC_ERR_SHAPE_MISMATCH; also
- * FC_ERR_RANK when the inputs already have FC_MAX_DIMS axes, and
+ * FC_ERR_RANK when the inputs already have FC_MAX_RANK axes, and
  * FC_ERR_UNSUPPORTED_VIEW for a new last axis on block-quantized inputs. */
 FC_API fc_tensor *fc_stack(fc_ctx *ctx, fc_tensor *const *xs, int n, int axis);
 /* Views: out[i] gets sizes[i] elements of axis (sizes >= 1, summing to the
@@ -375,7 +380,7 @@ FC_API fc_tensor *fc_pad(fc_ctx *ctx, fc_tensor *x, const int64_t *pads, double 
  * src for scatter_add), never to an index. */
 /* Rows of x along axis picked by an index of any rank: the result replaces
  * that axis by the index's shape (FC_ERR_RANK when that passes
- * FC_MAX_DIMS). Block-quantized x is dequantized row by row to f32 (it must
+ * FC_MAX_RANK). Block-quantized x is dequantized row by row to f32 (it must
  * be contiguous: FC_ERR_UNSUPPORTED_VIEW). */
 FC_API fc_tensor *fc_index_select(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor *index);
 /* table [V, D], ids any shape -> [..., D] (index_select on axis 0);
@@ -394,7 +399,7 @@ FC_API fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor 
 /* index's shape plus a last axis of num_classes (>= 1, FC_ERR_INVALID_ARG;
  * values in [0, num_classes), FC_ERR_INDEX), ones and zeros in dtype (any
  * scalar dtype, FC_ERR_DTYPE otherwise); FC_ERR_RANK when index already has
- * FC_MAX_DIMS axes. Not differentiable. */
+ * FC_MAX_RANK axes. Not differentiable. */
 FC_API fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype);
 /* Upper/lower triangle of the last two axes (diagonal offset k; any k),
  * zeros elsewhere. x needs at least two axes (FC_ERR_RANK) and a scalar

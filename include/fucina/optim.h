@@ -82,15 +82,15 @@ FC_API void fc_optim_zero_grad(fc_optim *opt);
 /* Learning rate of every group (for schedules), or of one group: finite and
  * >= 0, else FC_ERR_INVALID_ARG; FC_ERR_INDEX for a group out of range;
  * FC_ERR_NULL_ARG for a NULL opt. Errors but the NULL opt are recorded in
- * the context. fc_optim_get_lr gives 0 for a NULL opt or a bad group. */
+ * the context. fc_optim_lr gives 0 for a NULL opt or a bad group. */
 FC_API fc_status fc_optim_set_lr(fc_optim *opt, double lr);
 FC_API fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr);
-FC_API double fc_optim_get_lr(const fc_optim *opt, int group);
+FC_API double fc_optim_lr(const fc_optim *opt, int group);
 
 /* ---- state, for checkpoints ---------------------------------------------------- */
 /* Counts; 0 for NULL. */
-FC_API int fc_optim_num_params(const fc_optim *opt);
-FC_API int fc_optim_num_groups(const fc_optim *opt);
+FC_API int fc_optim_param_count(const fc_optim *opt);
+FC_API int fc_optim_group_count(const fc_optim *opt);
 /* The i-th parameter (borrowed), or NULL for a NULL opt or i out of range. */
 FC_API fc_tensor *fc_optim_param(const fc_optim *opt, int i);
 /* Group options (copy): FC_OK, FC_ERR_NULL_ARG for a NULL opt (not
@@ -130,7 +130,7 @@ FC_API fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n,
                                    double *total_norm);
 
 /* ---- learning-rate schedules --------------------------------------------------------- */
-typedef enum fc_lr_kind { FC_LR_CONSTANT, FC_LR_STEP, FC_LR_COSINE } fc_lr_kind;
+typedef enum fc_lr_kind { FC_LR_CONSTANT, FC_LR_STEP, FC_LR_COSINE, FC_LR_KIND_COUNT } fc_lr_kind;
 typedef struct fc_lr_schedule {
     fc_lr_kind kind;
     double base_lr;

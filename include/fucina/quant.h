@@ -136,10 +136,10 @@ typedef enum fc_blockq_kind {
 FC_API float fc_nf4_level(int index);
 
 /* Number of blocks for n values: ceil(n / block_size); 0 when block_size is 0. */
-FC_API size_t fc_blockq_num_blocks(size_t n, size_t block_size);
+FC_API size_t fc_blockq_block_count(size_t n, size_t block_size);
 
 /* Quantizes x[0..n) (borrowed) blockwise: codes gets n codes, scales gets
- * fc_blockq_num_blocks(n, block_size) absmax scales (layout in the file
+ * fc_blockq_block_count(n, block_size) absmax scales (layout in the file
  * comment). Returns FC_OK; FC_ERR_NULL_ARG for a NULL pointer;
  * FC_ERR_INVALID_ARG for an unknown kind; FC_ERR_INVALID_SHAPE when n or
  * block_size is 0; FC_ERR_NON_FINITE when x holds a NaN or infinity (nothing
@@ -171,7 +171,7 @@ FC_API fc_status fc_unpack_int4(const uint8_t *packed, size_t n, int8_t *codes);
 
 /* Double quantization of n_scales block scales (borrowed; finite, >= 0) in
  * outer blocks of outer_block scales: q gets n_scales codes, absmax and mean
- * get fc_blockq_num_blocks(n_scales, outer_block) floats each (layout in the
+ * get fc_blockq_block_count(n_scales, outer_block) floats each (layout in the
  * file comment). Returns FC_OK; FC_ERR_NULL_ARG; FC_ERR_INVALID_SHAPE when
  * n_scales or outer_block is 0; FC_ERR_INVALID_ARG for a negative scale;
  * FC_ERR_NON_FINITE for a NaN or infinite scale (nothing written on error). */

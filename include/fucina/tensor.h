@@ -13,7 +13,7 @@
  * (unless it says it retains it). "Steals": the callee takes over the
  * caller's reference. "NULL allowed": the argument may be NULL.
  *
- * Shapes. Every tensor has 1 to FC_MAX_DIMS axes, each of size >= 1: there
+ * Shapes. Every tensor has 1 to FC_MAX_RANK axes, each of size >= 1: there
  * are no rank-0 and no empty tensors. A scalar is a one-element tensor such
  * as shape [1] (fc_scalar, fc_tensor_item); reductions over every axis give
  * shape [1] (without keepdim).
@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "fucina/alloc.h"
+#include "fucina/backend.h"
 #include "fucina/dtype.h"
 #include "fucina/export.h"
 #include "fucina/status.h"
@@ -79,17 +80,8 @@ extern "C" {
 typedef struct fc_ctx fc_ctx;
 typedef struct fc_tensor fc_tensor;
 
-/* The most axes a tensor has (ranks are 1..FC_MAX_DIMS). */
-#define FC_MAX_DIMS 8
-
-/* Matmul providers (see fucina/matmul.h). */
-typedef enum fc_backend {
-    FC_BACKEND_AUTO,   /* FUCINA_BACKEND from the environment, else by dtype and size */
-    FC_BACKEND_REF,    /* portable C, every float dtype */
-    FC_BACKEND_BLAS,   /* OpenBLAS, f32 and f64 */
-    FC_BACKEND_ONEDNN, /* oneDNN, f32, bf16, f16 */
-    FC_BACKEND_COUNT
-} fc_backend;
+/* The most axes a tensor has (ranks are 1..FC_MAX_RANK). */
+#define FC_MAX_RANK 8
 
 /* Context options; zero-initialise and set what you need:
  *   fc_ctx_opts o = {.threads = 2, .seed = 42}; */
@@ -153,7 +145,7 @@ FC_API fc_status fc_ctx_set_threads(fc_ctx *ctx, int threads);
 /* Turns check_finite mode on or off (see fc_ctx_opts). NULL: no-op. */
 FC_API void fc_ctx_set_check_finite(fc_ctx *ctx, bool on);
 /* Restarts the context RNG: stream seed, offset 0. NULL: no-op. */
-FC_API void fc_ctx_seed(fc_ctx *ctx, uint64_t seed);
+FC_API void fc_ctx_set_seed(fc_ctx *ctx, uint64_t seed);
 /* Fills *out with ctx's memory statistics; a NULL ctx or out is a no-op. */
 FC_API void fc_ctx_get_stats(const fc_ctx *ctx, fc_ctx_stats *out);
 /* Returns every parked pool buffer to the allocator. NULL: no-op. */
@@ -163,8 +155,8 @@ FC_API void fc_ctx_pool_trim(fc_ctx *ctx);
  * fc_rand and fc_randn advance offset by the numel they draw, and fc_dropout
  * (training, p > 0) advances it too. rng_get: seed and offset NULL allowed
  * (not written). A NULL ctx is a no-op for both. */
-FC_API void fc_ctx_rng_get(const fc_ctx *ctx, uint64_t *seed, uint64_t *offset);
-FC_API void fc_ctx_rng_set(fc_ctx *ctx, uint64_t seed, uint64_t offset);
+FC_API void fc_ctx_get_rng(const fc_ctx *ctx, uint64_t *seed, uint64_t *offset);
+FC_API void fc_ctx_set_rng(fc_ctx *ctx, uint64_t seed, uint64_t offset);
 
 /* ---- scopes -------------------------------------------------------------- */
 
@@ -215,7 +207,7 @@ FC_API fc_ctx *fc_tensor_ctx(const fc_tensor *t);
 /* ---- creation (each returns a new reference, or NULL + ctx error) --------
  * A new contiguous tensor of shape[0..rank). Errors: FC_ERR_DTYPE for an
  * invalid dtype; FC_ERR_NULL_ARG for a NULL shape; FC_ERR_RANK for rank
- * outside 1..FC_MAX_DIMS; FC_ERR_INVALID_SHAPE for a dim < 1 or, for a block
+ * outside 1..FC_MAX_RANK; FC_ERR_INVALID_SHAPE for a dim < 1 or, for a block
  * dtype, a last dim that is not a multiple of its block size;
  * FC_ERR_OVERFLOW when the element or byte count does not fit; FC_ERR_OOM. */
 
@@ -259,7 +251,7 @@ FC_API fc_tensor *fc_randn(fc_ctx *ctx, fc_dtype dtype, const int64_t *shape, in
 
 /* The dtype; FC_DTYPE_COUNT (not a valid dtype) for NULL. */
 FC_API fc_dtype fc_tensor_dtype(const fc_tensor *t);
-/* 1..FC_MAX_DIMS; 0 only for NULL. */
+/* 1..FC_MAX_RANK; 0 only for NULL. */
 FC_API int fc_tensor_rank(const fc_tensor *t);
 /* Borrowed pointer to rank dims, valid while t lives. */
 FC_API const int64_t *fc_tensor_shape(const fc_tensor *t);
@@ -289,15 +281,16 @@ FC_API const void *fc_tensor_data(const fc_tensor *t);
  * as true in every op that reads values (sums and casts count it as 1,
  * comparisons, logic and where see true, safetensors saves write 1); ops
  * that move bytes (views, fc_clone, gathers) keep it, and fc_tensor_data /
- * fc_tensor_copy_to show it as written. NULL for NULL t; NULL +
+ * fc_tensor_copy_out show it as written. NULL for NULL t; NULL +
  * FC_ERR_READ_ONLY for read-only storage or FC_ERR_UNSUPPORTED_VIEW when t
  * is not contiguous, recorded in t's context. */
 FC_API void *fc_tensor_data_mut(fc_tensor *t);
-/* Copies the logical contents (any layout) into dst of exactly
- * fc_tensor_nbytes(t) bytes, row-major. Returns FC_OK; FC_ERR_NULL_ARG for a
+/* Copies t's logical contents (any layout) out into dst, which holds
+ * exactly nbytes = fc_tensor_nbytes(t) bytes, row-major (destination first,
+ * as fc_copy_). Returns FC_OK; FC_ERR_NULL_ARG for a
  * NULL t or dst; FC_ERR_DATA_LENGTH when nbytes differs. Errors but the NULL
  * t are also recorded in t's context (so are those of the two below). */
-FC_API fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes);
+FC_API fc_status fc_tensor_copy_out(void *dst, size_t nbytes, const fc_tensor *t);
 /* The single element of a one-element tensor (any shape of all ones), as
  * double. Returns FC_OK; FC_ERR_NULL_ARG for a NULL t or out;
  * FC_ERR_INVALID_SHAPE when numel is not 1 (block dtypes never are). */
@@ -306,7 +299,7 @@ FC_API fc_status fc_tensor_item(const fc_tensor *t, double *out);
  * double with fc_cast_scalar's rules. Returns FC_OK; FC_ERR_NULL_ARG for a
  * NULL t, index or out; FC_ERR_DTYPE for a block dtype; FC_ERR_INDEX for an
  * index out of bounds. */
-FC_API fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out);
+FC_API fc_status fc_tensor_element(const fc_tensor *t, const int64_t *index, double *out);
 
 /* ---- conversion and materialisation ------------------------------------------- */
 

@@ -193,7 +193,7 @@ static const char *const OPL = "fc_lora_load";
 /* Names and dtypes into pl->idx, and the targets. */
 static fc_status scan_names(fc_ctx *ctx, const fc_llama *m, const fc_st_file *f, const char *path,
                             plan *pl) {
-    int64_t n = fc_safetensors_count(f);
+    int64_t n = fc_safetensors_tensor_count(f);
     for (int64_t i = 0; i < n; i++) {
         fc_io_tensor info;
         fc_status st = fc_safetensors_tensor_info(f, i, &info);
@@ -278,10 +278,10 @@ static fc_status check_shapes(fc_ctx *ctx, const fc_llama *m, const fc_st_file *
 /* The metadata's values, checked against the tensors; PEFT's defaults
  * where absent. */
 static fc_status read_meta(fc_ctx *ctx, const fc_st_file *f, const char *path, plan *pl) {
-    const char *r = fc_safetensors_meta_get(f, "r");
-    const char *a = fc_safetensors_meta_get(f, "lora_alpha");
-    const char *d = fc_safetensors_meta_get(f, "lora_dropout");
-    const char *t = fc_safetensors_meta_get(f, "target_modules");
+    const char *r = fc_safetensors_meta_find(f, "r");
+    const char *a = fc_safetensors_meta_find(f, "lora_alpha");
+    const char *d = fc_safetensors_meta_find(f, "lora_dropout");
+    const char *t = fc_safetensors_meta_find(f, "target_modules");
     int64_t rank;
     if (r && !parse_i64(r, &rank))
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: %s: metadata r '%.64s' is not an integer", OPL,

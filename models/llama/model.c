@@ -44,7 +44,7 @@ static bool is_int_type(fc_gguf_type t) {
  * required). */
 static fc_status key_int_min(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool required,
                              int64_t dflt, int64_t lo, int64_t *out) {
-    const fc_gguf_value *v = fc_gguf_get(f, key);
+    const fc_gguf_value *v = fc_gguf_kv_find(f, key);
     if (!v) {
         if (required) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key '%s' is missing", OP, key);
         *out = dflt;
@@ -80,7 +80,7 @@ static bool float_in_range(double v) { return isfinite(v) && v >= FLT_MIN && v <
 
 static fc_status key_float(fc_ctx *ctx, const fc_gguf_file *f, const char *key, double dflt,
                            double *out) {
-    const fc_gguf_value *v = fc_gguf_get(f, key);
+    const fc_gguf_value *v = fc_gguf_kv_find(f, key);
     if (!v) {
         *out = dflt;
         return FC_OK;
@@ -116,7 +116,7 @@ static bool string_is(const fc_gguf_value *v, const char *want) {
 /* The keys a Llama file must carry, into cfg (vocab and tied_output come
  * from the tensors). */
 static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *cfg) {
-    const fc_gguf_value *arch = fc_gguf_get(f, "general.architecture");
+    const fc_gguf_value *arch = fc_gguf_kv_find(f, "general.architecture");
     if (!arch)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is missing", OP);
     if (!string_is(arch, "llama")) {
@@ -156,7 +156,7 @@ static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *
                            "3.1's rope scaling) is not supported",
                            OP);
     cfg->rope_scale = 1.0;
-    const fc_gguf_value *stype = fc_gguf_get(f, "llama.rope.scaling.type");
+    const fc_gguf_value *stype = fc_gguf_kv_find(f, "llama.rope.scaling.type");
     if (stype && !string_is(stype, "none")) {
         if (!string_is(stype, "linear"))
             return fc_ctx_fail(ctx, FC_ERR_FORMAT,
@@ -406,7 +406,7 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     fc_llama_config cfg = {0};
     fc_status st;
     if ((st = read_keys(ctx, f, &cfg))) goto fail_file;
-    const fc_gguf_value *vs = fc_gguf_get(f, "llama.vocab_size");
+    const fc_gguf_value *vs = fc_gguf_kv_find(f, "llama.vocab_size");
     if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
     if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
     if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
@@ -414,7 +414,7 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
                                              "llama.attention.value_length"};
     for (int i = 0; i < 2; i++) {
         int64_t len;
-        if (!fc_gguf_get(f, head_keys[i])) continue;
+        if (!fc_gguf_kv_find(f, head_keys[i])) continue;
         if ((st = key_int(ctx, f, head_keys[i], true, 0, &len))) goto fail_file;
         if (len != cfg.dim / cfg.n_heads) {
             st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
@@ -427,22 +427,22 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     /* Before sizing anything by the key: a block count above the tensor
      * count cannot be right (each block has 9), and would otherwise be a
      * huge allocation before the first missing tensor is named. */
-    if (cfg.n_layers > fc_gguf_count(f)) {
+    if (cfg.n_layers > fc_gguf_tensor_count(f)) {
         int64_t need = INT64_MAX;
         bool fits = llama_mad(9, cfg.n_layers, 2, &need);
         st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
                          "%s: llama.block_count = %lld needs %s%lld tensors, the file has %lld", OP,
                          (long long)cfg.n_layers, fits ? "" : "more than ", (long long)need,
-                         (long long)fc_gguf_count(f));
+                         (long long)fc_gguf_tensor_count(f));
         goto fail_file;
     }
-    fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_count(f));
+    fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_tensor_count(f));
     if (!m) {
         st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", OP);
         goto fail_file;
     }
     m->file = f;
-    for (int64_t i = 0; i < fc_gguf_count(f); i++) {
+    for (int64_t i = 0; i < fc_gguf_tensor_count(f); i++) {
         fc_io_tensor info;
         if ((st = fc_gguf_tensor_info(f, i, &info))) break;
         bool param = o.trainable && info.dtype == FC_F32;

@@ -253,7 +253,7 @@ static fc_status tok_index(fc_ctx *ctx, fc_tokenizer *t, const char *fn) {
 
 static fc_status get_string(fc_ctx *ctx, const fc_gguf_file *f, const char *key, const char **s,
                             size_t *n) {
-    const fc_gguf_value *v = fc_gguf_get(f, key);
+    const fc_gguf_value *v = fc_gguf_kv_find(f, key);
     if (!v) return FC_ERR_INDEX;
     if (fc_gguf_value_string(v, s, n) != FC_OK)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, FN ": %s is not a string (GGUF type %d)", key,
@@ -262,7 +262,7 @@ static fc_status get_string(fc_ctx *ctx, const fc_gguf_file *f, const char *key,
 }
 
 static fc_status get_bool(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool *out) {
-    const fc_gguf_value *v = fc_gguf_get(f, key);
+    const fc_gguf_value *v = fc_gguf_kv_find(f, key);
     if (!v) return FC_OK;
     if (fc_gguf_value_bool(v, out) != FC_OK)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, FN ": %s is not a bool (GGUF type %d)", key,
@@ -272,7 +272,7 @@ static fc_status get_bool(fc_ctx *ctx, const fc_gguf_file *f, const char *key, b
 
 static fc_status get_id(fc_ctx *ctx, const fc_gguf_file *f, const char *key, int32_t n,
                         int32_t *out) {
-    const fc_gguf_value *v = fc_gguf_get(f, key);
+    const fc_gguf_value *v = fc_gguf_kv_find(f, key);
     if (!v) return FC_OK;
     int64_t id;
     if (fc_gguf_value_int(v, &id) != FC_OK)
@@ -288,7 +288,7 @@ static fc_status get_id(fc_ctx *ctx, const fc_gguf_file *f, const char *key, int
 /* A string array's count, checked against want (-1: any). */
 static fc_status get_array(fc_ctx *ctx, const fc_gguf_file *f, const char *key, bool strings,
                            int64_t want, const fc_gguf_value **v, uint64_t *count) {
-    *v = fc_gguf_get(f, key);
+    *v = fc_gguf_kv_find(f, key);
     if (!*v) return FC_ERR_INDEX;
     fc_gguf_type et;
     if (fc_gguf_array_info(*v, &et, count) != FC_OK)

@@ -561,13 +561,13 @@ fc_status fc_optim_set_group_lr(fc_optim *opt, int group, double lr) {
     return FC_OK;
 }
 
-double fc_optim_get_lr(const fc_optim *opt, int group) {
+double fc_optim_lr(const fc_optim *opt, int group) {
     if (!opt || group < 0 || group >= opt->ngroups) return 0;
     return opt->groups[group].lr;
 }
 
-int fc_optim_num_params(const fc_optim *opt) { return opt ? opt->n : 0; }
-int fc_optim_num_groups(const fc_optim *opt) { return opt ? opt->ngroups : 0; }
+int fc_optim_param_count(const fc_optim *opt) { return opt ? opt->n : 0; }
+int fc_optim_group_count(const fc_optim *opt) { return opt ? opt->ngroups : 0; }
 fc_tensor *fc_optim_param(const fc_optim *opt, int i) {
     return opt && i >= 0 && i < opt->n ? opt->p[i].param : NULL;
 }

@@ -97,10 +97,9 @@ bool fc_dtype_is_signed_int(fc_dtype dtype) {
     return dtype == FC_I8 || dtype == FC_I16 || dtype == FC_I32 || dtype == FC_I64;
 }
 bool fc_dtype_is_unsigned_int(fc_dtype dtype) { return dtype == FC_U8 || dtype == FC_U16; }
-bool fc_dtype_supports_forward_float_math(fc_dtype dtype) {
+bool fc_dtype_is_float(fc_dtype dtype) {
     return dtype == FC_F16 || dtype == FC_BF16 || dtype == FC_F32 || dtype == FC_F64;
 }
-bool fc_dtype_is_float(fc_dtype dtype) { return fc_dtype_supports_forward_float_math(dtype); }
 bool fc_dtype_supports_grad(fc_dtype dtype) {
     return dtype == FC_F16 || dtype == FC_BF16 || dtype == FC_F32 || dtype == FC_F64;
 }
@@ -108,13 +107,12 @@ bool fc_dtype_supports_int_math(fc_dtype dtype) {
     return fc_dtype_is_signed_int(dtype) || fc_dtype_is_unsigned_int(dtype);
 }
 bool fc_dtype_supports_to_float(fc_dtype dtype) {
-    return fc_dtype_supports_forward_float_math(dtype) || fc_dtype_is_f8(dtype) ||
+    return fc_dtype_is_float(dtype) || fc_dtype_is_f8(dtype) ||
            fc_dtype_is_block(dtype);
 }
 bool fc_dtype_supports_quantized_matmul_rhs(fc_dtype dtype) {
     return fc_dtype_is_block(dtype) && dtype != FC_Q8_1 && dtype != FC_Q8_K;
 }
-bool fc_dtype_supports_quantized_get_rows(fc_dtype dtype) { return fc_dtype_is_block(dtype); }
 
 fc_dtype fc_dtype_logical(fc_dtype dtype) {
     if (fc_dtype_is_block(dtype) || fc_dtype_is_f8(dtype)) return FC_F32;
@@ -154,7 +152,7 @@ fc_status fc_dtype_policy(fc_float_op op, fc_dtype input, fc_dtype *compute, fc_
         return FC_ERR_DTYPE; /* storage-only floats: cast first */
     } else if (input == FC_F64) {
         c = o = FC_F64;
-    } else if (fc_dtype_supports_forward_float_math(input)) {
+    } else if (fc_dtype_is_float(input)) {
         switch (op) {
         case FC_FLOAT_OP_POINTWISE:
             c = input == FC_BF16 ? FC_F32 : input; /* f16 computes in f16, bf16 via f32 */

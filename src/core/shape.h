@@ -12,6 +12,9 @@
 
 #include "fucina/dtype.h"
 
+/* The public FC_MAX_RANK (fucina/tensor.h, which core cannot see) has the
+ * same value: an identical redefinition is allowed, a different one fails
+ * to compile wherever both are seen. */
 #define FC_MAX_RANK 8
 /* Largest element count any shape may have: the byte size must fit in a
  * ptrdiff_t for the widest scalar (8 bytes), so pointer arithmetic over any

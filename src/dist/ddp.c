@@ -441,7 +441,7 @@ fc_ddp *fc_ddp_new(fc_dist *d, fc_optim *opt, const fc_ddp_opts *opts) {
         return NULL;
     }
     fc_ddp_opts o = opts ? *opts : (fc_ddp_opts){0};
-    int n = fc_optim_num_params(opt);
+    int n = fc_optim_param_count(opt);
     fc_ctx *ctx = d->ctx;
     for (int i = 0; i < n; i++)
         if (fc_optim_param(opt, i)->ctx != ctx) {
@@ -592,7 +592,7 @@ int fc_ddp_owner(const fc_ddp *w, int i) {
     return w->slots[i].owner;
 }
 
-int fc_ddp_num_buckets(const fc_ddp *w) { return w ? w->nb : 0; }
+int fc_ddp_bucket_count(const fc_ddp *w) { return w ? w->nb : 0; }
 
 fc_status fc_ddp_bucket(const fc_ddp *w, int b, const int **first, int *count, int64_t *bytes) {
     if (!w || !first || !count) return FC_ERR_NULL_ARG;

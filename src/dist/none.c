@@ -59,7 +59,7 @@ fc_status fc_ddp_set_sync(fc_ddp *w, bool on) { return (void)w, (void)on, FC_ERR
 fc_status fc_ddp_sync(fc_ddp *w) { return (void)w, FC_ERR_NULL_ARG; }
 fc_status fc_ddp_step(fc_ddp *w) { return (void)w, FC_ERR_NULL_ARG; }
 int fc_ddp_owner(const fc_ddp *w, int i) { return (void)w, (void)i, -1; }
-int fc_ddp_num_buckets(const fc_ddp *w) { return (void)w, 0; }
+int fc_ddp_bucket_count(const fc_ddp *w) { return (void)w, 0; }
 fc_status fc_ddp_bucket(const fc_ddp *w, int b, const int **first, int *count, int64_t *bytes) {
     (void)w, (void)b, (void)first, (void)count, (void)bytes;
     return FC_ERR_NULL_ARG;

@@ -152,19 +152,19 @@ void fc_ctx_set_check_finite(fc_ctx *ctx, bool on) {
     if (ctx) ctx->check_finite = on;
 }
 
-void fc_ctx_seed(fc_ctx *ctx, uint64_t seed) {
+void fc_ctx_set_seed(fc_ctx *ctx, uint64_t seed) {
     if (!ctx) return;
     ctx->rng_seed = seed;
     ctx->rng_offset = 0;
 }
 
-void fc_ctx_rng_get(const fc_ctx *ctx, uint64_t *seed, uint64_t *offset) {
+void fc_ctx_get_rng(const fc_ctx *ctx, uint64_t *seed, uint64_t *offset) {
     if (!ctx) return;
     if (seed) *seed = ctx->rng_seed;
     if (offset) *offset = ctx->rng_offset;
 }
 
-void fc_ctx_rng_set(fc_ctx *ctx, uint64_t seed, uint64_t offset) {
+void fc_ctx_set_rng(fc_ctx *ctx, uint64_t seed, uint64_t offset) {
     if (!ctx) return;
     ctx->rng_seed = seed;
     ctx->rng_offset = offset;

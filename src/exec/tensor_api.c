@@ -206,31 +206,31 @@ void *fc_tensor_data_mut(fc_tensor *t) {
     return p;
 }
 
-fc_status fc_tensor_copy_to(const fc_tensor *t, void *dst, size_t nbytes) {
+fc_status fc_tensor_copy_out(void *dst, size_t nbytes, const fc_tensor *t) {
     if (!t) return FC_ERR_NULL_ARG;
-    if (!dst) return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_copy_to: dst is NULL");
+    if (!dst) return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_copy_out: dst is NULL");
     fc_status st = fc__raw_copy_to(&t->raw, dst, nbytes);
     if (st != FC_OK) {
         char d[160];
-        fc__fail(t->ctx, st, "fc_tensor_copy_to: %s needs %zu bytes, got %zu",
+        fc__fail(t->ctx, st, "fc_tensor_copy_out: %s needs %zu bytes, got %zu",
                  fc__desc(t, d, (int)sizeof d), fc_tensor_nbytes(t), nbytes);
     }
     return st;
 }
 
-fc_status fc_tensor_get(const fc_tensor *t, const int64_t *index, double *out) {
+fc_status fc_tensor_element(const fc_tensor *t, const int64_t *index, double *out) {
     if (!t) return FC_ERR_NULL_ARG;
     if (!index || !out)
-        return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_get: %s is NULL",
+        return fc__fail(t->ctx, FC_ERR_NULL_ARG, "fc_tensor_element: %s is NULL",
                         index ? "out" : "index");
     if (fc_dtype_is_block(t->raw.dtype))
-        return fc__fail(t->ctx, FC_ERR_DTYPE, "fc_tensor_get: %s is block-quantized",
+        return fc__fail(t->ctx, FC_ERR_DTYPE, "fc_tensor_element: %s is block-quantized",
                         fc_dtype_name(t->raw.dtype));
     int64_t off = t->raw.offset;
     for (int i = 0; i < t->raw.rank; i++) {
         if (index[i] < 0 || index[i] >= t->raw.shape[i])
             return fc__fail(t->ctx, FC_ERR_INDEX,
-                            "fc_tensor_get: index %lld out of bounds for axis %d of size %lld",
+                            "fc_tensor_element: index %lld out of bounds for axis %d of size %lld",
                             (long long)index[i], i, (long long)t->raw.shape[i]);
         off += index[i] * t->raw.strides[i];
     }
@@ -248,5 +248,5 @@ fc_status fc_tensor_item(const fc_tensor *t, double *out) {
                         fc__desc(t, d, (int)sizeof d), (long long)fc__raw_numel(&t->raw));
     }
     int64_t zero[FC_MAX_RANK] = {0};
-    return fc_tensor_get(t, zero, out);
+    return fc_tensor_element(t, zero, out);
 }

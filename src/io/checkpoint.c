@@ -134,8 +134,8 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
             return fc__fail(ctx, FC_ERR_DTYPE, "%s: param '%s' is %s (block-quantized)", fn,
                             names[i], fc_dtype_name(params[i]->raw.dtype));
     }
-    int nopt = opt ? fc_optim_num_params(opt) : 0;
-    int ngroups = opt ? fc_optim_num_groups(opt) : 0;
+    int nopt = opt ? fc_optim_param_count(opt) : 0;
+    int ngroups = opt ? fc_optim_group_count(opt) : 0;
     const char *sn[3];
     int nstates = opt ? opt_kind_states(opt, sn) : 0;
     int64_t max_t = n + (int64_t)nopt * nstates;
@@ -158,7 +158,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
         ts[nt++] = params[i];
     }
     uint64_t seed, offset;
-    fc_ctx_rng_get(ctx, &seed, &offset);
+    fc_ctx_get_rng(ctx, &seed, &offset);
     put_kv(&s, &nkv, "fucina.checkpoint", "2");
     put_kv(&s, &nkv, "rng.seed", "%" PRIu64, seed);
     put_kv(&s, &nkv, "rng.offset", "%" PRIu64, offset);
@@ -275,7 +275,7 @@ static fc_status meta_bad(fc_ctx *ctx, const char *path, const char *key, const 
 /* A finite number (hyper-parameters). */
 static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, double *out,
                           const char *path) {
-    const char *v = fc_safetensors_meta_get(f, key);
+    const char *v = fc_safetensors_meta_find(f, key);
     char *end = NULL;
     double d = v ? strtod(v, &end) : 0;
     if (!v || end == v || *end || !isfinite(d))
@@ -288,7 +288,7 @@ static fc_status meta_num(fc_ctx *ctx, const fc_st_file *f, const char *key, dou
  * and in range before the conversion. */
 static fc_status meta_int(fc_ctx *ctx, const fc_st_file *f, const char *key, int lo, int hi,
                           int *out, const char *path) {
-    const char *v = fc_safetensors_meta_get(f, key);
+    const char *v = fc_safetensors_meta_find(f, key);
     char *end = NULL;
     double d = v ? strtod(v, &end) : 0;
     if (!v || end == v || *end || !(d >= lo && d <= hi) || d != floor(d)) {
@@ -305,7 +305,7 @@ static fc_status meta_int(fc_ctx *ctx, const fc_st_file *f, const char *key, int
  * saver printed reads back exactly and nothing else is accepted. */
 static fc_status meta_u64(fc_ctx *ctx, const fc_st_file *f, const char *key, uint64_t max,
                           uint64_t *out, const char *path) {
-    const char *v = fc_safetensors_meta_get(f, key);
+    const char *v = fc_safetensors_meta_find(f, key);
     uint64_t x = 0;
     bool ok = v && *v;
     for (const char *c = v; ok && *c; c++) {
@@ -407,12 +407,12 @@ static fc_status check_optim(fc_ctx *ctx, const fc_st_file *f, const fc_optim *o
     if ((st = meta_int(ctx, f, "optim.groups", 0, INT32_MAX, &ng, path)) != FC_OK) return st;
     fc_optim_opts g0;
     fc_optim_group_opts(opt, 0, &g0);
-    if (kind != (int)g0.kind || np != fc_optim_num_params(opt) || ng != fc_optim_num_groups(opt))
+    if (kind != (int)g0.kind || np != fc_optim_param_count(opt) || ng != fc_optim_group_count(opt))
         return fc__fail(ctx, FC_ERR_FORMAT,
                         "%s: %s holds optimizer kind %d with %d params in %d groups; this "
                         "optimizer is kind %d with %d params in %d groups",
-                        fn, path, kind, np, ng, (int)g0.kind, fc_optim_num_params(opt),
-                        fc_optim_num_groups(opt));
+                        fn, path, kind, np, ng, (int)g0.kind, fc_optim_param_count(opt),
+                        fc_optim_group_count(opt));
     *steps = (int64_t)st_u;
     for (int g = 0; g < ng; g++) {
         double v[9];
@@ -546,7 +546,7 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     fc_st_file *f = NULL;
     st = fc_safetensors_open(path, &o, &f);
     if (st != FC_OK) return fc__fail(ctx, st, "%s: %s", fn, msg);
-    int ng = opt ? fc_optim_num_groups(opt) : 0, np = opt ? fc_optim_num_params(opt) : 0;
+    int ng = opt ? fc_optim_group_count(opt) : 0, np = opt ? fc_optim_param_count(opt) : 0;
     const char *sn[3];
     int nstates = opt ? opt_kind_states(opt, sn) : 0;
     size_t nslots = (size_t)np * (size_t)nstates;
@@ -569,7 +569,7 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
     char name[NAME_CAP];
 
     /* 1. check */
-    if (!fc_safetensors_meta_get(f, "fucina.checkpoint"))
+    if (!fc_safetensors_meta_find(f, "fucina.checkpoint"))
         st = fc__fail(ctx, FC_ERR_FORMAT, "%s: %s is not a fucina checkpoint", fn, path);
     else
         st = meta_int(ctx, f, "fucina.checkpoint", 1, 2, &version, path);
@@ -630,7 +630,7 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
                 if (!(have[i] >> k & 1u)) zero_state(fc_optim_state(opt, i, sn[k], false));
         /* the count last: for SGD it also decides which buffers count as set */
         if (opt) fc_optim_set_step_count(opt, steps);
-        fc_ctx_rng_set(ctx, seed, offset);
+        fc_ctx_set_rng(ctx, seed, offset);
     }
     fc__ctx_free(ctx, work, bytes ? bytes : 1);
     fc_safetensors_close(f);

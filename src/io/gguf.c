@@ -350,7 +350,7 @@ static fc_status index_names(fc_gguf_file *f, const fc_io_opts *o) {
                                    f->t_sorted[i].name);
     }
     f->alignment = FC_GGUF_DEFAULT_ALIGN;
-    const fc_gguf_value *al = fc_gguf_get(f, "general.alignment");
+    const fc_gguf_value *al = fc_gguf_kv_find(f, "general.alignment");
     if (al) {
         if (al->type != FC_GGUF_U32)
             return fc__io_fail(o, FC_ERR_FORMAT, "%s: general.alignment has type %u, not u32", FN,

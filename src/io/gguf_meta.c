@@ -74,7 +74,7 @@ size_t fc__gguf_scalar_size(uint32_t type) {
 
 uint32_t fc_gguf_version(const fc_gguf_file *f) { return f ? f->version : 0; }
 uint64_t fc_gguf_alignment(const fc_gguf_file *f) { return f ? f->alignment : 0; }
-int64_t fc_gguf_count(const fc_gguf_file *f) { return f ? (int64_t)f->n_t : 0; }
+int64_t fc_gguf_tensor_count(const fc_gguf_file *f) { return f ? (int64_t)f->n_t : 0; }
 int64_t fc_gguf_kv_count(const fc_gguf_file *f) { return f ? (int64_t)f->n_kv : 0; }
 fc_io_map *fc__gguf_map(const fc_gguf_file *f) { return f ? f->map : NULL; }
 
@@ -115,7 +115,7 @@ const fc_gguf_value *fc_gguf_kv_value(const fc_gguf_file *f, int64_t i) {
     return &f->nodes[i];
 }
 
-const fc_gguf_value *fc_gguf_get(const fc_gguf_file *f, const char *key) {
+const fc_gguf_value *fc_gguf_kv_find(const fc_gguf_file *f, const char *key) {
     if (!f) return NULL;
     int64_t i = lookup(f->kv_sorted, f->n_kv, key);
     return i < 0 ? NULL : &f->nodes[i];

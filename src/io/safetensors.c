@@ -453,7 +453,7 @@ fc_status fc_safetensors_open_memory(const void *data, size_t size, const fc_io_
     return open_map(m, opts, out);
 }
 
-int64_t fc_safetensors_count(const fc_st_file *f) { return f ? (int64_t)f->n : 0; }
+int64_t fc_safetensors_tensor_count(const fc_st_file *f) { return f ? (int64_t)f->n : 0; }
 
 fc_status fc_safetensors_tensor_info(const fc_st_file *f, int64_t i, fc_io_tensor *out) {
     if (!f || !out) return FC_ERR_NULL_ARG;
@@ -489,7 +489,7 @@ fc_status fc_safetensors_meta_at(const fc_st_file *f, int64_t i, const char **ke
     return FC_OK;
 }
 
-const char *fc_safetensors_meta_get(const fc_st_file *f, const char *key) {
+const char *fc_safetensors_meta_find(const fc_st_file *f, const char *key) {
     if (!f || !key || f->n_meta == 0) return NULL;
     const char *const *kp = &key;
     const char *const **hit =

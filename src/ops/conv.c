@@ -486,7 +486,7 @@ fc_tensor *fc_conv2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "conv2d", x);
     FC__CHECK_INPUT(ctx, "conv2d", weight);
-    fc_conv2d_opts o = opts ? *opts : fc_conv2d_defaults();
+    fc_conv2d_opts o = opts ? *opts : fc_conv2d_opts_default();
     conv_args a = {
         .stride = {o.stride[0], o.stride[1]},
         .pad = {o.padding[0], o.padding[1]},
@@ -502,7 +502,7 @@ fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "conv1d", x);
     FC__CHECK_INPUT(ctx, "conv1d", weight);
-    fc_conv1d_opts o = opts ? *opts : fc_conv1d_defaults();
+    fc_conv1d_opts o = opts ? *opts : fc_conv1d_opts_default();
     conv_args a = {
         .stride = {1, o.stride},
         .pad = {0, o.padding},
@@ -525,7 +525,7 @@ fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, op, x);
     FC__CHECK_INPUT(ctx, op, weight);
-    fc_conv_transpose2d_opts o = opts ? *opts : fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts o = opts ? *opts : fc_conv_transpose2d_opts_default();
     conv_args a = {
         .stride = {o.stride[0], o.stride[1]},
         .pad = {o.padding[0], o.padding[1]},

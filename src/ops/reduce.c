@@ -169,7 +169,7 @@ static fc_status graph_rule(fc_ctx *ctx, fc_node *node, fc_tensor *gout, fc_tens
         fc_tensor *c = fc__ag_saved_const(ctx, node, RED_SAVED_INPUT);
         fc_tensor *z = c ? fc_any(ctx, fc_eq_scalar(ctx, c, 0.0), NULL, 0, false) : NULL;
         bool b = false;
-        if (z && fc_tensor_copy_to(z, &b, sizeof b) == FC_OK && b)
+        if (z && fc_tensor_copy_out(&b, sizeof b, z) == FC_OK && b)
             return prod_exclusive(ctx, node, x, g, axes, na, gin);
         gin[0] = fc_div(ctx, fc_mul(ctx, g, fc_prod(ctx, x, axes, na, true)), x);
         return fc_ctx_status(ctx);

@@ -62,7 +62,7 @@ static void test_backward_failed_midway_no_effect(void **state) {
     fc_scope_begin(ctx);
     assert_int_equal(fc_backward(ctx, fc_sum(ctx, fc_mul(ctx, p, p), NULL, 0, false)), FC_OK);
     float gp[3];
-    assert_int_equal(fc_tensor_copy_to(fc_grad(p), gp, sizeof gp), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(gp, sizeof gp, fc_grad(p)), FC_OK);
     fc_tensor *e = fc_exp(ctx, r);
     fc_tensor *se = fc_sum(ctx, e, NULL, 0, false);
     fc_tensor *sm = fc_sum(ctx, fc_mul(ctx, p, q), NULL, 0, false);
@@ -73,7 +73,7 @@ static void test_backward_failed_midway_no_effect(void **state) {
         assert_int_equal(fc_backward(ctx, loss), FC_ERR_SAVED_MODIFIED);
         expect_msg(ctx, FC_ERR_SAVED_MODIFIED, "backward of exp", NULL);
         float now[3];
-        assert_int_equal(fc_tensor_copy_to(fc_grad(p), now, sizeof now), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(now, sizeof now, fc_grad(p)), FC_OK);
         assert_memory_equal(now, gp, sizeof gp);
         assert_null(fc_grad(q));
         assert_null(fc_grad(r));
@@ -81,7 +81,7 @@ static void test_backward_failed_midway_no_effect(void **state) {
     /* the part of the graph that is intact still walks */
     assert_int_equal(fc_backward(ctx, sm), FC_OK);
     float gq[3];
-    assert_int_equal(fc_tensor_copy_to(fc_grad(q), gq, sizeof gq), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(gq, sizeof gq, fc_grad(q)), FC_OK);
     assert_memory_equal(gq, vp, sizeof gq);
     fc_scope_end(ctx);
     fc_release(p), fc_release(q), fc_release(r);
@@ -111,7 +111,7 @@ static void test_backward_check_finite_rule(void **state) {
     fc_ctx_set_check_finite(ctx, false);
     assert_int_equal(fc_backward(ctx, loss), FC_OK);
     double g1;
-    assert_int_equal(fc_tensor_get(fc_grad(p), (const int64_t[]){1}, &g1), FC_OK);
+    assert_int_equal(fc_tensor_element(fc_grad(p), (const int64_t[]){1}, &g1), FC_OK);
     assert_true(isinf(g1));
     fc_scope_end(ctx);
     fc_release(p);

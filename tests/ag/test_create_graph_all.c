@@ -176,7 +176,7 @@ static fc_tensor *op_scatter_add(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_scatter_add(ctx, x[0], 1, i, x[1]);
 }
 static fc_tensor *op_dropout(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_ctx_seed(ctx, 11); /* the same mask on every call */
+    fc_ctx_set_seed(ctx, 11); /* the same mask on every call */
     return fc_dropout(ctx, x[0], 0.3, true);
 }
 static fc_tensor *op_batch_norm_eval(fc_ctx *ctx, fc_tensor *const *x) {
@@ -185,19 +185,19 @@ static fc_tensor *op_batch_norm_eval(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_batch_norm(ctx, x[0], x[1], x[2], rm, rv, false, 0.1, 1e-5);
 }
 static fc_tensor *op_conv2d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[0] = o.padding[1] = 1;
     o.stride[1] = 2;
     return fc_conv2d(ctx, x[0], x[1], x[2], &o);
 }
 static fc_tensor *op_conv1d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv1d_opts o = fc_conv1d_defaults();
+    fc_conv1d_opts o = fc_conv1d_opts_default();
     o.dilation = 2;
     o.groups = 2;
     return fc_conv1d(ctx, x[0], x[1], x[2], &o);
 }
 static fc_tensor *op_conv_transpose2d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
     o.stride[0] = 2;
     return fc_conv_transpose2d(ctx, x[0], x[1], x[2], &o);
 }
@@ -603,7 +603,7 @@ static fc_status eval(run *r, int order, double *value, double (*grad)[MAXN]) {
     int no = l ? 1 : 0;
     if (!l) st = fc_ctx_status(ctx);
     double v = 0;
-    if (l) assert_int_equal(fc_tensor_copy_to(fc_to(ctx, l, FC_F64), &v, sizeof v), FC_OK);
+    if (l) assert_int_equal(fc_tensor_copy_out(&v, sizeof v, fc_to(ctx, l, FC_F64)), FC_OK);
     for (int lv = 1; lv < order && st == FC_OK && no > 0; lv++) {
         fc_autograd_grad_opts o = {.allow_unused = true, .create_graph = grad || lv < order - 1};
         st = fc_autograd_grad(ctx, outs, lv == 1 ? NULL : gouts, no, r->x, r->m, &o, keep[lv]);

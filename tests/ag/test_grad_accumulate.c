@@ -320,7 +320,7 @@ static float *bias_grad(int threads, const int64_t *xs, int xr, const int64_t *b
     assert_int_equal(fc_backward_with(ctx, y, g, false), FC_OK);
     int64_t n = fc_tensor_numel(b);
     float *out = malloc(sizeof *out * (size_t)n);
-    assert_int_equal(fc_tensor_copy_to(fc_grad(b), out, sizeof *out * (size_t)n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof *out * (size_t)n, fc_grad(b)), FC_OK);
     fc_zero_grad(&b, 1);
     fc_scope_end(ctx);
     free_ctx(ctx);

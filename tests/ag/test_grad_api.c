@@ -284,7 +284,7 @@ static void test_grad_api_gradients_outlive_the_scope(void **state) {
                                           &(fc_autograd_grad_opts){.create_graph = cg == 1}, &g[cg]),
                          FC_OK);
         fc_scope_end(ctx); /* releases y and l, not g */
-        assert_int_equal(fc_tensor_copy_to(g[cg], out, sizeof out), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(out, sizeof out, g[cg]), FC_OK);
         for (int i = 0; i < 3; i++) assert_true(out[i] == 2 * xv[i]);
     }
     fc_ctx_get_stats(ctx, &s1);
@@ -294,7 +294,7 @@ static void test_grad_api_gradients_outlive_the_scope(void **state) {
     fc_tensor *h = NULL;
     fc_tensor *l2 = fc_sum(ctx, g[1], NULL, 0, false);
     assert_int_equal(fc_autograd_grad(ctx, &l2, NULL, 1, &x, 1, NULL, &h), FC_OK);
-    assert_int_equal(fc_tensor_copy_to(h, out, sizeof out), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof out, h), FC_OK);
     for (int i = 0; i < 3; i++) assert_true(out[i] == 2);
     fc_release(l2);
     fc_release(h);

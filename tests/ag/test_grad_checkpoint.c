@@ -99,7 +99,7 @@ typedef struct model {
 } model;
 
 static void model_init(fc_ctx *ctx, model *m, bool nest) {
-    fc_ctx_seed(ctx, 5);
+    fc_ctx_set_seed(ctx, 5);
     m->x = fc_param_randn(ctx, FC_F32, (const int64_t[]){B, D}, 2, 1.0);
     for (int i = 0; i < 2; i++)
         block_init(ctx, &m->blk[i], nest);
@@ -155,14 +155,14 @@ static void train_once(int threads, bool ckpt, bool nest, run_result *r) {
     fc_ctx *ctx = new_ctx(threads);
     model m;
     model_init(ctx, &m, nest);
-    fc_ctx_seed(ctx, 77);
+    fc_ctx_set_seed(ctx, 77);
     fc_scope_begin(ctx);
     fc_tensor *l = model_loss(ctx, &m, ckpt);
     assert_non_null(l);
     r->loss = *(const float *)fc_tensor_data(l);
     assert_int_equal(fc_backward(ctx, l), FC_OK);
     fc_scope_end(ctx);
-    fc_ctx_rng_get(ctx, NULL, &r->rng_offset);
+    fc_ctx_get_rng(ctx, NULL, &r->rng_offset);
     keep_grads(&m, r);
     model_free(&m);
     free_ctx(ctx);
@@ -206,7 +206,7 @@ static void test_grad_checkpoint_memory_and_functional(void **state) {
     int64_t held[2];
     fc_tensor *g[2][3];
     for (int ck = 0; ck < 2; ck++) {
-        fc_ctx_seed(ctx, 3);
+        fc_ctx_set_seed(ctx, 3);
         fc_ctx_get_stats(ctx, &s0);
         fc_scope_begin(ctx);
         fc_tensor *l = model_loss(ctx, &m, ck);

@@ -331,8 +331,8 @@ static void low_precision_composite(const composite *c, fc_dtype dt, uint64_t se
         float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
         assert_non_null(a);
         assert_non_null(b);
-        assert_int_equal(fc_tensor_copy_to(g16, a, (size_t)n * sizeof *a), FC_OK);
-        assert_int_equal(fc_tensor_copy_to(g32, b, (size_t)n * sizeof *b), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(a, (size_t)n * sizeof *a, g16), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(b, (size_t)n * sizeof *b, g32), FC_OK);
         double scale = 0, worst = -1;
         int64_t wi = 0;
         for (int64_t i = 0; i < n; i++)

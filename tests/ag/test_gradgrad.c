@@ -167,7 +167,7 @@ static fc_tensor *op_scatter_add(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_scatter_add(ctx, x[0], 1, i, x[1]));
 }
 static fc_tensor *op_dropout(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_ctx_seed(ctx, 11); /* the same mask on every call */
+    fc_ctx_set_seed(ctx, 11); /* the same mask on every call */
     return fc_square(ctx, fc_dropout(ctx, x[0], 0.3, true));
 }
 static fc_tensor *op_batch_norm(fc_ctx *ctx, fc_tensor *const *x) {
@@ -177,19 +177,19 @@ static fc_tensor *op_group_norm(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_group_norm(ctx, x[0], 2, x[1], x[2], 1e-5);
 }
 static fc_tensor *op_conv2d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[0] = o.padding[1] = 1;
     o.stride[1] = 2;
     return fc_conv2d(ctx, fc_square(ctx, x[0]), x[1], x[2], &o);
 }
 static fc_tensor *op_conv1d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv1d_opts o = fc_conv1d_defaults();
+    fc_conv1d_opts o = fc_conv1d_opts_default();
     o.dilation = 2;
     o.groups = 2;
     return fc_square(ctx, fc_conv1d(ctx, x[0], x[1], NULL, &o));
 }
 static fc_tensor *op_conv_transpose2d(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
     o.stride[0] = 2;
     return fc_square(ctx, fc_conv_transpose2d(ctx, x[0], x[1], NULL, &o));
 }
@@ -261,7 +261,7 @@ static fc_tensor *op_batch_norm_eval(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_batch_norm(ctx, x[0], x[1], x[2], rm, rv, false, 0.1, 1e-5));
 }
 static fc_tensor *op_conv2d_groups(fc_ctx *ctx, fc_tensor *const *x) {
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.groups = 2;
     o.dilation[0] = 2;
     o.padding_same = true;

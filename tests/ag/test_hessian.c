@@ -55,7 +55,7 @@ static fc_tensor *leaf(fc_ctx *ctx, const int64_t *shape, int rank, const double
 static void read(fc_tensor *t, double *out, int64_t n) {
     assert_non_null(t);
     assert_int_equal(fc_tensor_numel(t), n);
-    assert_int_equal(fc_tensor_copy_to(t, out, sizeof *out * (size_t)n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof *out * (size_t)n, t), FC_OK);
 }
 
 /* ---- the two losses ------------------------------------------------------------------------ */

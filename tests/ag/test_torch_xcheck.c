@@ -282,13 +282,13 @@ static void read_back(const fc_tensor *t, double *out, int64_t n) {
     assert_non_null(t);
     assert_int_equal(fc_tensor_numel(t), n);
     if (fc_tensor_dtype(t) == FC_F64) {
-        assert_int_equal(fc_tensor_copy_to(t, out, (size_t)n * 8), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(out, (size_t)n * 8, t), FC_OK);
         return;
     }
     assert_int_equal(fc_tensor_dtype(t), FC_F32);
     float *f = malloc((size_t)n * sizeof *f);
     assert_non_null(f);
-    assert_int_equal(fc_tensor_copy_to(t, f, (size_t)n * sizeof *f), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(f, (size_t)n * sizeof *f, t), FC_OK);
     for (int64_t i = 0; i < n; i++)
         out[i] = f[i];
     free(f);

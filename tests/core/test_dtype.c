@@ -109,7 +109,6 @@ static void test_names_and_invalid_dtypes(void **state) {
         assert_false(fc_dtype_is_f8(t));
         assert_false(fc_dtype_is_float(t));
         assert_false(fc_dtype_supports_to_float(t));
-        assert_false(fc_dtype_supports_quantized_get_rows(t));
         assert_int_equal(fc_dtype_accumulator(t), FC_ACCUM_NONE);
         assert_int_equal(fc_dtype_policy(FC_FLOAT_OP_POINTWISE, t, NULL, NULL), FC_ERR_DTYPE);
     }
@@ -119,12 +118,12 @@ static void test_names_and_invalid_dtypes(void **state) {
 
 typedef struct pred_row {
     fc_dtype dtype;
-    bool f8, sint, uint, fmath, grad, imath, to_float, qrhs, qrows;
+    bool f8, sint, uint, is_float, grad, imath, to_float, qrhs, block;
     fc_dtype logical;
     fc_accum accum;
 } pred_row;
 
-/* f8 sint uint fmath grad imath to_float qrhs qrows logical accum */
+/* f8 sint uint is_float grad imath to_float qrhs block logical accum */
 #define B(t)                                                                                       \
     { t, 0, 0, 0, 0, 0, 0, 1, 1, 1, FC_F32, FC_ACCUM_NONE } /* a block dtype */
 static const pred_row preds[] = {
@@ -194,13 +193,12 @@ static void test_predicates(void **state) {
         bad += expect(nm, "is_f8", fc_dtype_is_f8(t), r->f8);
         bad += expect(nm, "is_signed_int", fc_dtype_is_signed_int(t), r->sint);
         bad += expect(nm, "is_unsigned_int", fc_dtype_is_unsigned_int(t), r->uint);
-        bad += expect(nm, "forward_float_math", fc_dtype_supports_forward_float_math(t), r->fmath);
-        bad += expect(nm, "is_float", fc_dtype_is_float(t), r->fmath);
+        bad += expect(nm, "is_float", fc_dtype_is_float(t), r->is_float);
         bad += expect(nm, "supports_grad", fc_dtype_supports_grad(t), r->grad);
         bad += expect(nm, "int_math", fc_dtype_supports_int_math(t), r->imath);
         bad += expect(nm, "to_float", fc_dtype_supports_to_float(t), r->to_float);
         bad += expect(nm, "qmatmul_rhs", fc_dtype_supports_quantized_matmul_rhs(t), r->qrhs);
-        bad += expect(nm, "qget_rows", fc_dtype_supports_quantized_get_rows(t), r->qrows);
+        bad += expect(nm, "is_block", fc_dtype_is_block(t), r->block);
         bad += expect(nm, "logical", fc_dtype_logical(t), r->logical);
         bad += expect(nm, "accumulator", fc_dtype_accumulator(t), r->accum);
     }

@@ -83,7 +83,7 @@ static void test_nf4_blockwise_seed_example(void **state) {
     (void)state;
     int8_t codes[8];
     float scales[2];
-    assert_int_equal(fc_blockq_num_blocks(8, 4), 2);
+    assert_int_equal(fc_blockq_block_count(8, 4), 2);
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_NF4, seed_x, 8, 4, codes, scales), FC_OK);
     assert_true(scales[0] == 1.0f);
     assert_true(scales[1] == 0.75f);
@@ -142,7 +142,7 @@ static void test_nf4_blockwise_bounds_partial_block(void **state) {
     /* the last block (40 values) is much smaller: it must keep its own scale */
     for (int i = 960; i < N; i++)
         x[i] *= 1e-3f;
-    const size_t nb = fc_blockq_num_blocks(N, BS);
+    const size_t nb = fc_blockq_block_count(N, BS);
     assert_int_equal(nb, 16);
     for (int kind = 0; kind < FC_BLOCKQ_COUNT; kind++) {
         assert_int_equal(fc_blockq_quantize((fc_blockq_kind)kind, x, N, BS, codes, scales), FC_OK);
@@ -234,7 +234,7 @@ static void test_nf4_double_quant_round_trip(void **state) {
     for (int i = 0; i < N; i++)
         x[i] = (float)(rng_normal() * (1.0 + (i / BS) % 7));
     assert_int_equal(fc_blockq_quantize(FC_BLOCKQ_NF4, x, N, BS, codes, scales), FC_OK);
-    assert_int_equal(fc_blockq_num_blocks(NB, OUTER), 2);
+    assert_int_equal(fc_blockq_block_count(NB, OUTER), 2);
     assert_int_equal(fc_double_quant_scales(scales, NB, OUTER, q, absmax, mean), FC_OK);
     for (int o = 0; o < 2; o++) {
         const int lo = o * OUTER, hi = lo + OUTER < NB ? lo + OUTER : NB;
@@ -361,7 +361,7 @@ static void test_nf4_errors(void **state) {
         assert_true(y[i] == 0.0f);
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT8, c, s, 0, 4, y), FC_ERR_INVALID_SHAPE);
     assert_int_equal(fc_blockq_dequantize(FC_BLOCKQ_INT8, NULL, s, 8, 4, y), FC_ERR_NULL_ARG);
-    assert_int_equal(fc_blockq_num_blocks(8, 0), 0);
+    assert_int_equal(fc_blockq_block_count(8, 0), 0);
 
     const int8_t bad[3] = {0, -9, 1};
     memset(p, 0xCC, sizeof p);

@@ -141,7 +141,7 @@ static int check(const char *dir, int steps) {
         return fprintf(stderr, "check: %s does not load: %s\n", path, fc_ctx_error(got.ctx)), 1;
     fc_st_file *f = NULL;
     const char *meta = fc_safetensors_open(path, NULL, &f) == FC_OK
-                           ? fc_safetensors_meta_get(f, "fault.steps")
+                           ? fc_safetensors_meta_find(f, "fault.steps")
                            : NULL;
     int says = meta ? atoi(meta) : -1;
     fc_safetensors_close(f);
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     char path[4096];
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     fc_ddp *ddp = fc_ddp_new(d, m.opt, &(fc_ddp_opts){.bucket_bytes = 64 << 10});
-    fc_status st = ddp && fc_ddp_num_buckets(ddp) == 2 ? FC_OK : FC_ERR_STATE;
+    fc_status st = ddp && fc_ddp_bucket_count(ddp) == 2 ? FC_OK : FC_ERR_STATE;
     for (int i = 0; i < 2 && st == FC_OK; i++)
         st = fc_grad_hook_add(m.p[i], failing_hook, NULL, NULL);
     bool me = rank == (strncmp(mode, "ckpt", 4) == 0 ? 0 : 1); /* the rank that misbehaves */

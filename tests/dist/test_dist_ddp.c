@@ -128,7 +128,7 @@ static void test_ddp_buckets_small_and_large(void **state) {
     /* rank 0's values everywhere */
     for (int i = 0; i < m.n; i++)
         assert_true(((const float *)fc_tensor_data(m.p[i]))[0] == 1.0f);
-    int nb = fc_ddp_num_buckets(w), next = m.n - 1, large = -1;
+    int nb = fc_ddp_bucket_count(w), next = m.n - 1, large = -1;
     assert_true(nb > 5);
     for (int b = 0; b < nb; b++) {
         const int *idx;
@@ -183,7 +183,7 @@ static void test_ddp_unreached_and_f64(void **state) {
     fc_ddp *w = fc_ddp_new(g_d, o, NULL);
     assert_non_null(w);
     /* 25 MiB holds them all, but f32 and f64 do not mix: f32 {4}, f64 {3}, f32 {2,1,0} */
-    assert_int_equal(fc_ddp_num_buckets(w), 3);
+    assert_int_equal(fc_ddp_bucket_count(w), 3);
     bool use[5] = {true, g_rank == 0, false, true, true};
     fc_scope_begin(g_ctx);
     assert_int_equal(fc_backward(g_ctx, linear_loss(&m, 0, use)), FC_OK);
@@ -322,7 +322,7 @@ static void test_ddp_bad_arguments(void **state) {
     assert_int_equal(fc_ddp_sync(NULL), FC_ERR_NULL_ARG);
     assert_int_equal(fc_ddp_set_sync(NULL, true), FC_ERR_NULL_ARG);
     assert_int_equal(fc_ddp_get_stats(NULL, &(fc_ddp_stats){0}), FC_ERR_NULL_ARG);
-    assert_int_equal(fc_ddp_num_buckets(NULL), 0);
+    assert_int_equal(fc_ddp_bucket_count(NULL), 0);
     fc_ddp_free(NULL);
     /* an optimizer of another context */
     fc_ctx *other = fc_ctx_new(&(fc_ctx_opts){.threads = 1});

@@ -38,7 +38,7 @@ static void test_dist_none_answers(void **state) {
     assert_int_equal(fc_dist_barrier(NULL), FC_ERR_NULL_ARG);
     assert_null(fc_ddp_new(NULL, NULL, NULL));
     assert_int_equal(fc_ddp_sync(NULL), FC_ERR_NULL_ARG);
-    assert_int_equal(fc_ddp_num_buckets(NULL), 0);
+    assert_int_equal(fc_ddp_bucket_count(NULL), 0);
     fc_ddp_free(NULL);
     fc_dist_free(NULL);
     fc_dist_abort(NULL, 1);        /* returns */

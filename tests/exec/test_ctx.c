@@ -108,9 +108,9 @@ static void test_ctx_scopes(void **state) {
     fc_scope_end(ctx);
     assert_int_equal(fct_live(ctx), base + 2);
     double v;
-    fc_tensor_get(kept, (const int64_t[]){3}, &v);
+    fc_tensor_element(kept, (const int64_t[]){3}, &v);
     assert_true(v == 2);
-    fc_tensor_get(c, (const int64_t[]){0}, &v);
+    fc_tensor_element(c, (const int64_t[]){0}, &v);
     assert_true(v == -1);
     fc_release(kept);
     fc_release(c);
@@ -225,16 +225,16 @@ static void test_ctx_rng(void **state) {
     fc_tensor *a2 = fc_rand(c1, FC_F32, &n, 1);
     assert_true(memcmp(r1, fc_tensor_data(a2), sizeof r1) != 0);
     uint64_t seed, off;
-    fc_ctx_rng_get(c1, &seed, &off);
+    fc_ctx_get_rng(c1, &seed, &off);
     assert_true(seed == 42 && off == 3 * (uint64_t)N);
-    fc_ctx_seed(c1, 42);
+    fc_ctx_set_seed(c1, 42);
     fc_tensor *a3 = fc_rand(c1, FC_F32, &n, 1);
     assert_memory_equal(r1, fc_tensor_data(a3), sizeof r1);
-    fc_ctx_rng_set(c2, 42, (uint64_t)N); /* skip the first draw: same as c1's randn */
+    fc_ctx_set_rng(c2, 42, (uint64_t)N); /* skip the first draw: same as c1's randn */
     fc_tensor *g3 = fc_randn(c2, FC_F64, &n, 1);
     assert_memory_equal(n1, fc_tensor_data(g3), sizeof n1);
     /* a different seed gives different values */
-    fc_ctx_seed(c2, 43);
+    fc_ctx_set_seed(c2, 43);
     fc_tensor *b2 = fc_rand(c2, FC_F32, &n, 1);
     memcpy(r2, fc_tensor_data(b2), sizeof r2);
     assert_true(memcmp(r1, r2, sizeof r1) != 0);
@@ -312,10 +312,10 @@ static void test_ctx_data_access(void **state) {
     assert_int_equal(fc_tensor_generation(t), fc_tensor_generation(rw));
     /* copy_to reads any layout */
     float out[6];
-    assert_int_equal(fc_tensor_copy_to(t, out, sizeof out), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof out, t), FC_OK);
     const float want[6] = {9, 4, 2, 5, 3, 6};
     assert_memory_equal(out, want, sizeof out);
-    assert_int_equal(fc_tensor_copy_to(t, out, 5), FC_ERR_DATA_LENGTH);
+    assert_int_equal(fc_tensor_copy_out(out, 5, t), FC_ERR_DATA_LENGTH);
     fc_ctx_clear_error(ctx);
     /* fc_copy_ writes any layout, is a mutation, and refuses read-only storage */
     float dst[6] = {0};
@@ -430,7 +430,7 @@ static void test_ctx_to_all_pairs(void **state) {
         for (int i = 0; i < 12; i++) {
             int64_t idx[2] = {i / 4, i % 4};
             double v;
-            fc_tensor_get(src, idx, &v); /* the element as stored */
+            fc_tensor_element(src, idx, &v); /* the element as stored */
             fc_cast_scalar(FC_F64, &v, from, sb[i]);
         }
         for (int to = 0; to <= FC_F8_E5M2; to++) {
@@ -476,7 +476,7 @@ static void test_ctx_clone_contiguous_item(void **state) {
         assert_memory_equal(got, vals, sizeof vals);
         /* the clone owns its storage: writing it leaves the view alone */
         ((double *)fc_tensor_data_mut(c))[0] = 77;
-        fc_tensor_get(v, (const int64_t[]){0, 0}, &got[0]);
+        fc_tensor_element(v, (const int64_t[]){0, 0}, &got[0]);
         assert_true(got[0] == vals[0]);
         fc_tensor *k = fc_contiguous(ctx, v);
         if (l == FCT_CONTIG) {
@@ -490,9 +490,9 @@ static void test_ctx_clone_contiguous_item(void **state) {
             assert_memory_equal(got, vals, sizeof vals);
         }
         double x;
-        assert_int_equal(fc_tensor_get(v, (const int64_t[]){2, 1}, &x), FC_OK);
+        assert_int_equal(fc_tensor_element(v, (const int64_t[]){2, 1}, &x), FC_OK);
         assert_true(x == vals[9]);
-        assert_int_equal(fc_tensor_get(v, (const int64_t[]){3, 0}, &x), FC_ERR_INDEX);
+        assert_int_equal(fc_tensor_element(v, (const int64_t[]){3, 0}, &x), FC_ERR_INDEX);
         assert_non_null(strstr(fc_ctx_error(ctx), "index 3 out of bounds for axis 0 of size 3"));
         fc_ctx_clear_error(ctx);
         assert_int_equal(fc_tensor_item(v, &x), FC_ERR_INVALID_SHAPE);
@@ -506,7 +506,7 @@ static void test_ctx_clone_contiguous_item(void **state) {
     assert_int_equal(fc_tensor_item(one, &x), FC_OK);
     assert_true(x == fct_round(FC_I16, vals[5]));
     fc_tensor *q = fc_empty(ctx, FC_Q8_0, (const int64_t[]){32}, 1);
-    assert_int_equal(fc_tensor_get(q, (const int64_t[]){0}, &x), FC_ERR_DTYPE);
+    assert_int_equal(fc_tensor_element(q, (const int64_t[]){0}, &x), FC_ERR_DTYPE);
     fc_ctx_clear_error(ctx);
     assert_int_equal(fc_tensor_item(NULL, &x), FC_ERR_NULL_ARG);
     assert_null(fc_clone(ctx, NULL));
@@ -519,7 +519,7 @@ static void test_ctx_clone_contiguous_item(void **state) {
 static void expect_values(fc_tensor *t, const float *want, int n) {
     float got[8];
     assert_non_null(t);
-    assert_int_equal(fc_tensor_copy_to(t, got, sizeof(float) * (size_t)n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(got, sizeof(float) * (size_t)n, t), FC_OK);
     assert_memory_equal(got, want, sizeof(float) * (size_t)n);
 }
 

@@ -148,7 +148,7 @@ static void test_checkpoint_exact_resume(void **state) {
     /* caller metadata is in the file */
     fc_st_file *f = NULL;
     assert_int_equal(fc_safetensors_open(path, NULL, &f), FC_OK);
-    assert_string_equal(fc_safetensors_meta_get(f, "epoch"), "3");
+    assert_string_equal(fc_safetensors_meta_find(f, "epoch"), "3");
     fc_safetensors_close(f);
     model_free(&a);
     unlink(path);
@@ -242,7 +242,7 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
                     const char *key, const char *value) {
     fc_st_file *f = NULL;
     assert_int_equal(fc_safetensors_open(src, NULL, &f), FC_OK);
-    int64_t nt = fc_safetensors_count(f), nm = fc_safetensors_meta_count(f);
+    int64_t nt = fc_safetensors_tensor_count(f), nm = fc_safetensors_meta_count(f);
     fc_io_tensor *t = calloc((size_t)nt + 1, sizeof *t);
     const char **mk = calloc((size_t)nm + 1, sizeof *mk), **mv = calloc((size_t)nm + 1, sizeof *mv);
     assert_true(t && mk && mv);
@@ -297,7 +297,7 @@ static snapshot snap(const model *m) {
     s.gen[0] = fc_tensor_generation(m->p[0]);
     s.gen[1] = fc_tensor_generation(m->p[1]);
     s.steps = fc_optim_step_count(m->opt);
-    fc_ctx_rng_get(m->ctx, &s.seed, &s.offset);
+    fc_ctx_get_rng(m->ctx, &s.seed, &s.offset);
     return s;
 }
 static void assert_unchanged(const model *m, const snapshot *s) {
@@ -516,7 +516,7 @@ static void test_checkpoint_metadata_numbers(void **state) {
     rewrite(bad, p2, NULL, NULL, "rng.offset", "18446744073709551615");
     assert_int_equal(fc_checkpoint_load(b.ctx, p2, names, b.p, 2, b.opt), FC_OK);
     uint64_t seed = 0, offset = 0;
-    fc_ctx_rng_get(b.ctx, &seed, &offset);
+    fc_ctx_get_rng(b.ctx, &seed, &offset);
     assert_true(seed == UINT64_MAX && offset == UINT64_MAX);
     model_free(&a);
     model_free(&b);

@@ -103,36 +103,36 @@ static void check_v3_metadata(const fc_gguf_file *f) {
     uint64_t u;
     double d;
     bool b;
-    assert_int_equal(fc_gguf_value_uint(fc_gguf_get(f, "t.u8"), &u), FC_OK);
+    assert_int_equal(fc_gguf_value_uint(fc_gguf_kv_find(f, "t.u8"), &u), FC_OK);
     assert_int_equal(u, 200);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.i8"), &i), FC_OK);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.i8"), &i), FC_OK);
     assert_int_equal(i, -100);
-    assert_int_equal(fc_gguf_value_uint(fc_gguf_get(f, "t.i8"), &u), FC_ERR_OVERFLOW);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.u16"), &i), FC_OK);
+    assert_int_equal(fc_gguf_value_uint(fc_gguf_kv_find(f, "t.i8"), &u), FC_ERR_OVERFLOW);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.u16"), &i), FC_OK);
     assert_int_equal(i, 60000);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.i16"), &i), FC_OK);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.i16"), &i), FC_OK);
     assert_int_equal(i, -30000);
-    assert_int_equal(fc_gguf_value_uint(fc_gguf_get(f, "t.u32"), &u), FC_OK);
+    assert_int_equal(fc_gguf_value_uint(fc_gguf_kv_find(f, "t.u32"), &u), FC_OK);
     assert_int_equal(u, 4000000000u);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.i32"), &i), FC_OK);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.i32"), &i), FC_OK);
     assert_int_equal(i, -2000000000);
-    assert_int_equal(fc_gguf_value_float(fc_gguf_get(f, "t.f32"), &d), FC_OK);
+    assert_int_equal(fc_gguf_value_float(fc_gguf_kv_find(f, "t.f32"), &d), FC_OK);
     assert_true(d == 0.15625);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.f32"), &i), FC_ERR_DTYPE);
-    assert_int_equal(fc_gguf_value_bool(fc_gguf_get(f, "t.bool"), &b), FC_OK);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.f32"), &i), FC_ERR_DTYPE);
+    assert_int_equal(fc_gguf_value_bool(fc_gguf_kv_find(f, "t.bool"), &b), FC_OK);
     assert_true(b);
-    assert_int_equal(fc_gguf_value_uint(fc_gguf_get(f, "t.u64"), &u), FC_OK);
+    assert_int_equal(fc_gguf_value_uint(fc_gguf_kv_find(f, "t.u64"), &u), FC_OK);
     assert_true(u == ((uint64_t)1 << 63) + 7);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.u64"), &i), FC_ERR_OVERFLOW);
-    assert_int_equal(fc_gguf_value_int(fc_gguf_get(f, "t.i64"), &i), FC_OK);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.u64"), &i), FC_ERR_OVERFLOW);
+    assert_int_equal(fc_gguf_value_int(fc_gguf_kv_find(f, "t.i64"), &i), FC_OK);
     assert_true(i == -((int64_t)1 << 62));
-    assert_int_equal(fc_gguf_value_float(fc_gguf_get(f, "t.f64"), &d), FC_OK);
+    assert_int_equal(fc_gguf_value_float(fc_gguf_kv_find(f, "t.f64"), &d), FC_OK);
     assert_true(d == 0.1);
-    assert_int_equal(fc_gguf_value_string(fc_gguf_get(f, "t.str.empty"), &s, &len), FC_OK);
+    assert_int_equal(fc_gguf_value_string(fc_gguf_kv_find(f, "t.str.empty"), &s, &len), FC_OK);
     assert_int_equal(len, 0);
-    assert_int_equal(fc_gguf_value_string(fc_gguf_get(f, "t.u8"), &s, &len), FC_ERR_DTYPE);
+    assert_int_equal(fc_gguf_value_string(fc_gguf_kv_find(f, "t.u8"), &s, &len), FC_ERR_DTYPE);
     /* arrays */
-    const fc_gguf_value *a = fc_gguf_get(f, "t.arr.i32");
+    const fc_gguf_value *a = fc_gguf_kv_find(f, "t.arr.i32");
     fc_gguf_type et;
     uint64_t n;
     assert_int_equal(fc_gguf_array_info(a, &et, &n), FC_OK);
@@ -149,7 +149,7 @@ static void check_v3_metadata(const fc_gguf_file *f) {
     size_t es;
     assert_int_equal(fc_gguf_array_data(a, &raw, &es), FC_OK);
     assert_int_equal(es, 4);
-    a = fc_gguf_get(f, "t.arr.str");
+    a = fc_gguf_kv_find(f, "t.arr.str");
     assert_int_equal(fc_gguf_array_info(a, &et, &n), FC_OK);
     assert_int_equal(et, FC_GGUF_STRING);
     assert_int_equal(n, 3);
@@ -161,7 +161,7 @@ static void check_v3_metadata(const fc_gguf_file *f) {
     }
     assert_null(fc_gguf_array_item(a, 3));
     assert_int_equal(fc_gguf_array_int(a, 0, &i), FC_ERR_DTYPE);
-    a = fc_gguf_get(f, "t.arr.nested");
+    a = fc_gguf_kv_find(f, "t.arr.nested");
     assert_int_equal(fc_gguf_array_info(a, &et, &n), FC_OK);
     assert_int_equal(et, FC_GGUF_ARRAY);
     assert_int_equal(n, 3);
@@ -177,24 +177,24 @@ static void check_v3_metadata(const fc_gguf_file *f) {
     assert_true(len == 1 && s[0] == 'x');
     assert_int_equal(fc_gguf_array_info(a2, &et, &n), FC_OK);
     assert_true(et == FC_GGUF_F32 && n == 0);
-    a = fc_gguf_get(f, "t.arr.bool");
+    a = fc_gguf_kv_find(f, "t.arr.bool");
     static const int64_t want_b[3] = {1, 0, 1};
     for (uint64_t k = 0; k < 3; k++) {
         assert_int_equal(fc_gguf_array_int(a, k, &i), FC_OK);
         assert_int_equal(i, want_b[k]);
     }
-    a = fc_gguf_get(f, "t.arr.f64");
+    a = fc_gguf_kv_find(f, "t.arr.f64");
     assert_int_equal(fc_gguf_array_float(a, 1, &d), FC_OK);
     assert_true(d == -0.25);
-    assert_int_equal(fc_gguf_array_info(fc_gguf_get(f, "t.arr.empty"), &et, &n), FC_OK);
+    assert_int_equal(fc_gguf_array_info(fc_gguf_kv_find(f, "t.arr.empty"), &et, &n), FC_OK);
     assert_true(et == FC_GGUF_U32 && n == 0);
-    assert_null(fc_gguf_get(f, "absent"));
+    assert_null(fc_gguf_kv_find(f, "absent"));
     assert_int_equal(fc_gguf_value_type(NULL), FC_GGUF_TYPE_COUNT);
-    assert_int_equal(fc_gguf_array_info(fc_gguf_get(f, "t.u8"), &et, &n), FC_ERR_DTYPE);
+    assert_int_equal(fc_gguf_array_info(fc_gguf_kv_find(f, "t.u8"), &et, &n), FC_ERR_DTYPE);
 }
 
 static void check_v3_tensors(const fc_gguf_file *f) {
-    assert_int_equal(fc_gguf_count(f), 7);
+    assert_int_equal(fc_gguf_tensor_count(f), 7);
     float f32[6];
     for (int k = 0; k < 6; k++)
         f32[k] = (float)k * 0.5f - 1.25f;
@@ -248,7 +248,7 @@ static void test_gguf_reads_reference_v2(void **state) {
     assert_int_equal(fc_gguf_version(f), 2);
     assert_int_equal(fc_gguf_alignment(f), 32);
     uint64_t u;
-    assert_int_equal(fc_gguf_value_uint(fc_gguf_get(f, "t.u32"), &u), FC_OK);
+    assert_int_equal(fc_gguf_value_uint(fc_gguf_kv_find(f, "t.u32"), &u), FC_OK);
     assert_int_equal(u, 7);
     size_t n;
     uint8_t *q = golden("q8_0", &n);
@@ -273,7 +273,7 @@ static void test_gguf_every_truncation_fails(void **state) {
     fc_gguf_file *f = NULL;
     assert_int_equal(fc_gguf_open_memory(blob, size, &o, &f), FC_OK);
     fc_io_tensor last;
-    assert_int_equal(fc_gguf_tensor_info(f, fc_gguf_count(f) - 1, &last), FC_OK);
+    assert_int_equal(fc_gguf_tensor_info(f, fc_gguf_tensor_count(f) - 1, &last), FC_OK);
     size_t min_ok = (size_t)(last.offset + last.nbytes);
     fc_gguf_close(f);
     for (size_t cut = 0; cut <= size; cut += (cut < 1200 || cut + 80 > min_ok ? 1 : 61)) {

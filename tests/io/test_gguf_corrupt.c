@@ -341,10 +341,10 @@ static void test_gguf_null_and_range_arguments(void **state) {
     gb_head(&g, 3, 0, 0);
     fc_gguf_file *empty;
     assert_int_equal(fc_gguf_open_memory(g.b, g.n, NULL, &empty), FC_OK);
-    assert_int_equal(fc_gguf_count(empty), 0);
+    assert_int_equal(fc_gguf_tensor_count(empty), 0);
     assert_int_equal(fc_gguf_kv_count(empty), 0);
     assert_int_equal(fc_gguf_alignment(empty), 32);
-    assert_null(fc_gguf_get(empty, "general.alignment"));
+    assert_null(fc_gguf_kv_find(empty, "general.alignment"));
     fc_gguf_close(empty);
     fc_gguf_file *f = NULL;
     assert_int_equal(fc_gguf_open(NULL, NULL, &f), FC_ERR_NULL_ARG);
@@ -353,10 +353,10 @@ static void test_gguf_null_and_range_arguments(void **state) {
     fc_io_opts o = {.errbuf = err, .errcap = sizeof err};
     assert_int_equal(fc_gguf_open("/nonexistent.gguf", &o, &f), FC_ERR_IO);
     assert_non_null(strstr(err, "No such file"));
-    assert_int_equal(fc_gguf_count(NULL), 0);
+    assert_int_equal(fc_gguf_tensor_count(NULL), 0);
     assert_int_equal(fc_gguf_kv_count(NULL), 0);
     assert_int_equal(fc_gguf_version(NULL), 0);
-    assert_null(fc_gguf_get(NULL, "x"));
+    assert_null(fc_gguf_kv_find(NULL, "x"));
     assert_int_equal(fc_gguf_find(NULL, "x"), -1);
     fc_gguf_close(NULL);
     assert_int_equal(fc_gguf_open(REF_V2, NULL, &f), FC_OK);

@@ -93,7 +93,7 @@ static const char *META_V[2] = {"pt", "fucina \xe2\x9c\x93 \"quoted\""};
 
 /* Checks an open file against EXP and the metadata. */
 static void check_contents(const fc_st_file *f, size_t file_size) {
-    assert_int_equal(fc_safetensors_count(f), N_EXP);
+    assert_int_equal(fc_safetensors_tensor_count(f), N_EXP);
     for (int i = 0; i < N_EXP; i++) {
         const exp_tensor *e = &EXP[i];
         int64_t ix = fc_safetensors_find(f, e->name);
@@ -112,8 +112,8 @@ static void check_contents(const fc_st_file *f, size_t file_size) {
     assert_int_equal(fc_safetensors_find(f, "missing"), -1);
     assert_int_equal(fc_safetensors_meta_count(f), 2);
     for (int i = 0; i < 2; i++)
-        assert_string_equal(fc_safetensors_meta_get(f, META_K[i]), META_V[i]);
-    assert_null(fc_safetensors_meta_get(f, "absent"));
+        assert_string_equal(fc_safetensors_meta_find(f, META_K[i]), META_V[i]);
+    assert_null(fc_safetensors_meta_find(f, "absent"));
     const char *k, *v;
     assert_int_equal(fc_safetensors_meta_at(f, 0, &k, &v), FC_OK);
     assert_int_equal(fc_safetensors_meta_at(f, 2, &k, &v), FC_ERR_INDEX);
@@ -577,7 +577,7 @@ static void test_safetensors_accepts_spec_corners(void **state) {
     fc_status st = fc_safetensors_open_memory(b, size, &o, &f);
     if (st != FC_OK) fprintf(stderr, "%s\n", err);
     assert_int_equal(st, FC_OK);
-    assert_int_equal(fc_safetensors_count(f), 3);
+    assert_int_equal(fc_safetensors_tensor_count(f), 3);
     int64_t ix = fc_safetensors_find(f, "\xc3\xa9\xf0\x9f\x98\x80/\"q\"");
     assert_int_equal(ix, 1);
     fc_io_tensor t;
@@ -594,7 +594,7 @@ static void test_safetensors_accepts_spec_corners(void **state) {
     /* The empty file: "{}" and no data. */
     b = make_st("{}      ", 8, NULL, 0, &size);
     assert_int_equal(fc_safetensors_open_memory(b, size, &o, &f), FC_OK);
-    assert_int_equal(fc_safetensors_count(f), 0);
+    assert_int_equal(fc_safetensors_tensor_count(f), 0);
     assert_int_equal(fc_safetensors_find(f, "x"), -1);
     fc_safetensors_close(f);
     free(b);
@@ -613,9 +613,9 @@ static void test_safetensors_open_reports_io_errors(void **state) {
     assert_int_equal(fc_safetensors_open("/", &o, &f), FC_ERR_IO);
     assert_int_equal(fc_safetensors_open(NULL, &o, &f), FC_ERR_NULL_ARG);
     assert_int_equal(fc_safetensors_open_memory(NULL, 4, NULL, &f), FC_ERR_NULL_ARG);
-    assert_int_equal(fc_safetensors_count(NULL), 0);
+    assert_int_equal(fc_safetensors_tensor_count(NULL), 0);
     assert_int_equal(fc_safetensors_find(NULL, "a"), -1);
-    assert_null(fc_safetensors_meta_get(NULL, "a"));
+    assert_null(fc_safetensors_meta_find(NULL, "a"));
     fc_safetensors_close(NULL);
 }
 

@@ -61,7 +61,7 @@ static void test_tensor_io_safetensors_zero_copy_outlives_file(void **state) {
     for (int64_t i = 0; i < 2; i++)
         for (int64_t j = 0; j < 3; j++) {
             double v;
-            assert_int_equal(fc_tensor_get(t, (int64_t[]){i, j}, &v), FC_OK);
+            assert_int_equal(fc_tensor_element(t, (int64_t[]){i, j}, &v), FC_OK);
             assert_true(v == (double)(i * 3 + j) * 0.5 - 1.25);
         }
     assert_null(fc_tensor_data_mut(t));
@@ -71,7 +71,7 @@ static void test_tensor_io_safetensors_zero_copy_outlives_file(void **state) {
     double v;
     assert_int_equal(fc_tensor_item(s, &v), FC_OK);
     assert_true(v == 3.5);
-    assert_int_equal(fc_tensor_get(h, (int64_t[]){5}, &v), FC_OK);
+    assert_int_equal(fc_tensor_element(h, (int64_t[]){5}, &v), FC_OK);
     assert_true(v == 1.25);
     fc_release(t);
     fc_release(s);
@@ -203,7 +203,7 @@ static void test_tensor_io_save_any_layout(void **state) {
         assert_memory_equal(fc_tensor_data(back[k]), tr ? want_t : v, sizeof v);
         fc_release(back[k]);
     }
-    assert_string_equal(fc_safetensors_meta_get(sf, "who"), "fucina");
+    assert_string_equal(fc_safetensors_meta_find(sf, "who"), "fucina");
     fc_safetensors_close(sf);
     fc_gguf_close(gf);
     /* Errors are returned and recorded: a block dtype has no safetensors

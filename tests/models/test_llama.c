@@ -74,7 +74,7 @@ static double diff_ref(fc_tensor *logits, const char *ref_name, double *ref_max,
     assert_non_null(ref);
     assert_int_equal(n, fc_tensor_numel(logits) * sizeof(float));
     float *got = malloc(n);
-    assert_int_equal(fc_tensor_copy_to(logits, got, n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(got, n, logits), FC_OK);
     double worst = 0, big = 0, se = 0, sr = 0;
     for (size_t i = 0; i < n / sizeof(float); i++) {
         double d = (double)got[i] - ref[i];
@@ -103,7 +103,7 @@ static int positions_over(fc_tensor *logits, const char *ref_name, double tol) {
     float *ref = fc_test_read_file(DATA, rel, &n);
     assert_non_null(ref);
     float *got = malloc(n);
-    assert_int_equal(fc_tensor_copy_to(logits, got, n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(got, n, logits), FC_OK);
     size_t v = (size_t)fc_tensor_dim(logits, 2);
     int over = 0;
     for (size_t p = 0; p < n / sizeof(float) / v; p++) {
@@ -256,7 +256,7 @@ static void test_llama_cache_matches_full_forward(void **s) {
     fc_tensor *full = fc_llama_forward(ctx, m, ids);
     assert_non_null(full);
     float *f = malloc(sizeof(float) * 2 * T_PROMPT * (size_t)V);
-    assert_int_equal(fc_tensor_copy_to(full, f, sizeof(float) * 2 * T_PROMPT * (size_t)V), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(f, sizeof(float) * 2 * T_PROMPT * (size_t)V, full), FC_OK);
     fc_llama_cache *c = NULL;
     assert_int_equal(fc_llama_cache_new(ctx, m, 2, T_PROMPT, &c), FC_OK);
     const int64_t chunks[3][2] = {{0, 5}, {5, 1}, {6, 6}};
@@ -267,7 +267,7 @@ static void test_llama_cache_matches_full_forward(void **s) {
         assert_non_null(y);
         int64_t T = chunks[k][1];
         float *g = malloc(sizeof(float) * 2 * (size_t)(T * V));
-        assert_int_equal(fc_tensor_copy_to(y, g, sizeof(float) * 2 * (size_t)(T * V)), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(g, sizeof(float) * 2 * (size_t)(T * V), y), FC_OK);
         for (int64_t b = 0; b < 2; b++)
             for (int64_t t = 0; t < T; t++)
                 for (int64_t v = 0; v < V; v++)
@@ -434,7 +434,7 @@ static void test_llama_save_round_trip(void **s) {
         assert_string_equal(fc_gguf_kv_key(a, i), fc_gguf_kv_key(b, i));
     const char *name;
     size_t len;
-    assert_int_equal(fc_gguf_value_string(fc_gguf_get(b, "general.name"), &name, &len), FC_OK);
+    assert_int_equal(fc_gguf_value_string(fc_gguf_kv_find(b, "general.name"), &name, &len), FC_OK);
     assert_int_equal(len, strlen("fucina-fixture"));
     fc_tensor *y0 = forward_prompts(ctx, m), *y1 = forward_prompts(ctx, r);
     assert_true(max_diff_ref(y1, "tiny_f32") == max_diff_ref(y0, "tiny_f32"));
@@ -582,8 +582,8 @@ static void test_llama_new_save_load(void **s) {
     assert_non_null(y0);
     assert_non_null(y1);
     float a[5 * 40], b[5 * 40];
-    assert_int_equal(fc_tensor_copy_to(y0, a, sizeof a), FC_OK);
-    assert_int_equal(fc_tensor_copy_to(y1, b, sizeof b), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(a, sizeof a, y0), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(b, sizeof b, y1), FC_OK);
     assert_memory_equal(a, b, sizeof a);
     unlink(path);
     fc_llama_free(r);

@@ -116,7 +116,7 @@ static void forward_is_finite(fc_ctx *ctx, fc_llama *m) {
     if (!y) fail_msg("forward: %s", fc_ctx_error(ctx));
     float got[80];
     assert_int_equal(fc_tensor_numel(y), 80);
-    assert_int_equal(fc_tensor_copy_to(y, got, sizeof got), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(got, sizeof got, y), FC_OK);
     for (int i = 0; i < 80; i++)
         if (!isfinite(got[i])) fail_msg("logit %d is %g", i, (double)got[i]);
     fc_release(y);
@@ -383,9 +383,9 @@ static void test_llama_hostile_save_wide_sizes(void **st) {
     fc_llama_free(m);
     assert_int_equal(fc_llama_load(ctx, path, NULL, &m), FC_OK);
     assert_int_equal(fc_llama_get_config(m)->context, (int64_t)1 << 40);
-    const fc_gguf_value *v = fc_gguf_get(fc_llama_gguf(m), "llama.context_length");
+    const fc_gguf_value *v = fc_gguf_kv_find(fc_llama_gguf(m), "llama.context_length");
     assert_int_equal(fc_gguf_value_type(v), FC_GGUF_U64);
-    v = fc_gguf_get(fc_llama_gguf(m), "llama.block_count");
+    v = fc_gguf_kv_find(fc_llama_gguf(m), "llama.block_count");
     assert_int_equal(fc_gguf_value_type(v), FC_GGUF_U32); /* what llama.cpp reads */
     fc_llama_free(m);
     unlink(path);
@@ -435,7 +435,7 @@ static float *logits_of(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t T)
     if (!y) fail_msg("forward: %s", fc_ctx_error(ctx));
     size_t n = sizeof(float) * (size_t)fc_tensor_numel(y);
     float *out = malloc(n);
-    assert_int_equal(fc_tensor_copy_to(y, out, n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, n, y), FC_OK);
     fc_release(y);
     fc_release(x);
     return out;
@@ -479,12 +479,12 @@ static void test_llama_hostile_model_outlives_scope(void **st) {
      * the same RNG state */
     fc_llama_config c = small_cfg();
     c.tied_output = false;
-    fc_ctx_rng_set(ctx, 7, 0);
+    fc_ctx_set_rng(ctx, 7, 0);
     assert_int_equal(fc_llama_new(ctx, &c, &ref), FC_OK);
     int32_t ids[3] = {1, 9, 4};
     want = logits_of(ctx, ref, ids, 3);
     fc_llama_free(ref);
-    fc_ctx_rng_set(ctx, 7, 0);
+    fc_ctx_set_rng(ctx, 7, 0);
     fc_llama *m = NULL;
     fc_scope_begin(ctx);
     assert_int_equal(fc_llama_new(ctx, &c, &m), FC_OK);
@@ -525,7 +525,7 @@ static void test_llama_hostile_cache_outlives_scope(void **st) {
         fc_tensor *y = fc_llama_forward_cached(ctx, m, cache, x);
         if (!y) fail_msg("step %lld: %s", (long long)t, fc_ctx_error(ctx));
         float got[96];
-        assert_int_equal(fc_tensor_copy_to(y, got, sizeof got), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(got, sizeof got, y), FC_OK);
         for (int i = 0; i < 96; i++)
             assert_float_equal(got[i], want[t * 96 + i], 1e-4);
         fc_release(y);

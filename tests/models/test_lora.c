@@ -61,7 +61,7 @@ static float *logits_of(fc_ctx *ctx, fc_llama *m, fc_tensor *x, size_t *n) {
     assert_non_null(y);
     size_t bytes = fc_tensor_nbytes(y);
     float *v = malloc(bytes);
-    assert_int_equal(fc_tensor_copy_to(y, v, bytes), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(v, bytes, y), FC_OK);
     fc_release(y);
     *n = bytes / sizeof *v;
     return v;
@@ -173,7 +173,7 @@ static double lm_loss(fc_ctx *ctx, fc_llama *m, fc_tensor *x, fc_tensor *y, int6
 
 static void train_on(const char *name, int64_t vocab) {
     fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
-    fc_ctx_seed(ctx, 7);
+    fc_ctx_set_seed(ctx, 7);
     fc_llama *m = load(ctx, name);
     /* the base's bytes before */
     int64_t nt = fc_llama_tensor_count(m);
@@ -306,7 +306,7 @@ static void test_lora_term_gradcheck_f64(void **s) {
 static void test_lora_model_gradient_fd(void **s) {
     (void)s;
     fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
-    fc_ctx_seed(ctx, 11);
+    fc_ctx_set_seed(ctx, 11);
     fc_llama *m = load(ctx, "tiny_f32");
     fc_lora_config c = {.rank = 2, .alpha = 4, .dropout = 0, .targets = FC_LORA_ALL};
     fc_lora *l = NULL;
@@ -503,17 +503,17 @@ static void test_lora_file_layout(void **s) {
     assert_int_equal(fc_lora_save(ctx, l, path), FC_OK);
     fc_st_file *f = NULL;
     assert_int_equal(fc_safetensors_open(path, NULL, &f), FC_OK);
-    assert_int_equal(fc_safetensors_count(f), 12);
-    assert_string_equal(fc_safetensors_meta_get(f, "format"), "pt");
-    assert_string_equal(fc_safetensors_meta_get(f, "peft_type"), "LORA");
-    assert_string_equal(fc_safetensors_meta_get(f, "task_type"), "CAUSAL_LM");
-    assert_string_equal(fc_safetensors_meta_get(f, "r"), "3");
-    assert_string_equal(fc_safetensors_meta_get(f, "lora_alpha"), "6");
-    assert_string_equal(fc_safetensors_meta_get(f, "lora_dropout"), "0.1");
-    assert_string_equal(fc_safetensors_meta_get(f, "target_modules"),
+    assert_int_equal(fc_safetensors_tensor_count(f), 12);
+    assert_string_equal(fc_safetensors_meta_find(f, "format"), "pt");
+    assert_string_equal(fc_safetensors_meta_find(f, "peft_type"), "LORA");
+    assert_string_equal(fc_safetensors_meta_find(f, "task_type"), "CAUSAL_LM");
+    assert_string_equal(fc_safetensors_meta_find(f, "r"), "3");
+    assert_string_equal(fc_safetensors_meta_find(f, "lora_alpha"), "6");
+    assert_string_equal(fc_safetensors_meta_find(f, "lora_dropout"), "0.1");
+    assert_string_equal(fc_safetensors_meta_find(f, "target_modules"),
                         "[\"q_proj\",\"k_proj\",\"v_proj\"]");
-    assert_string_equal(fc_safetensors_meta_get(f, "bias"), "none");
-    const char *cfg = fc_safetensors_meta_get(f, "adapter_config");
+    assert_string_equal(fc_safetensors_meta_find(f, "bias"), "none");
+    const char *cfg = fc_safetensors_meta_find(f, "adapter_config");
     assert_non_null(cfg);
     const char *want[] = {
         "\"peft_type\": \"LORA\"",   "\"r\": 3",
@@ -645,7 +645,7 @@ static void test_lora_load_plain_peft(void **s) {
 #define QUANT_TOL 6e-2
 static void merge_on(const char *name, double tol) {
     fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
-    fc_ctx_seed(ctx, 3);
+    fc_ctx_set_seed(ctx, 3);
     fc_llama *m = load(ctx, name);
     fc_lora_config c = {.rank = 4, .alpha = 4, .dropout = 0, .targets = FC_LORA_ALL};
     fc_lora *l = NULL;

@@ -318,7 +318,7 @@ static void test_batch_norm_thread_independent(void **state) {
             for (int q = 0; q < 4; q++) {
                 size_t nb = sizeof(float) * (size_t)fc_tensor_numel(outs[q]);
                 bits[t][k][q] = malloc(nb);
-                assert_int_equal(fc_tensor_copy_to(outs[q], bits[t][k][q], nb), FC_OK);
+                assert_int_equal(fc_tensor_copy_out(bits[t][k][q], nb, outs[q]), FC_OK);
             }
         }
         fc_scope_end(ctx);

@@ -100,7 +100,7 @@ static void test_conv_matches_torch(void **state) {
     fc_tensor *x = det(ctx, (const int64_t[]){1, 2, 3, 4}, 4, 0.37, 0.1, 1.0);
     fc_tensor *w = det(ctx, (const int64_t[]){2, 1, 2, 3}, 4, 0.53, 0.7, 0.5);
     fc_tensor *b = det(ctx, (const int64_t[]){2}, 1, 1.1, 0.3, 0.2);
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding_same = true, o.dilation[1] = 2, o.groups = 2;
     fc_tensor *y = fc_conv2d(ctx, x, w, b, &o);
     assert_non_null(y);
@@ -111,7 +111,7 @@ static void test_conv_matches_torch(void **state) {
     x = det(ctx, (const int64_t[]){1, 2, 2, 2}, 4, 0.37, 0.1, 1.0);
     w = det(ctx, (const int64_t[]){2, 2, 2, 2}, 4, 0.53, 0.7, 0.5);
     b = det(ctx, (const int64_t[]){4}, 1, 1.1, 0.3, 0.2);
-    fc_conv_transpose2d_opts t = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts t = fc_conv_transpose2d_opts_default();
     t.stride[0] = t.stride[1] = 2, t.padding[0] = 1, t.output_padding[0] = 1;
     t.output_padding[1] = 1, t.groups = 2;
     y = fc_conv_transpose2d(ctx, x, w, b, &t);
@@ -532,11 +532,11 @@ static run_bits run_threads(int threads, fc_backend be, bool transpose, int64_t 
         0.3);
     fc_tensor *y;
     if (transpose) {
-        fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+        fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
         o.stride[0] = 2, o.padding[1] = 1, o.groups = 2, o.output_padding[0] = 1;
         y = fc_conv_transpose2d(ctx, x, w, NULL, &o);
     } else {
-        fc_conv2d_opts o = fc_conv2d_defaults();
+        fc_conv2d_opts o = fc_conv2d_opts_default();
         o.stride[1] = 2, o.padding[0] = o.padding[1] = 1, o.groups = 2;
         y = fc_conv2d(ctx, x, w, NULL, &o);
     }
@@ -599,9 +599,9 @@ static void test_conv_steady_state_allocates_nothing(void **state) {
                        fc_param_randn(ctx, FC_F32, (const int64_t[]){16}, 1, 0.1),
                        fc_param_randn(ctx, FC_F32, (const int64_t[]){16, 4, 2, 2}, 4, 0.1),
                        fc_param_randn(ctx, FC_F32, (const int64_t[]){8}, 1, 0.1)};
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[0] = o.padding[1] = 1;
-    fc_conv_transpose2d_opts t = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts t = fc_conv_transpose2d_opts_default();
     t.stride[0] = t.stride[1] = 2, t.groups = 2;
     uint64_t after_warmup = 0;
     for (int it = 0; it < 8; it++) {
@@ -652,7 +652,7 @@ static void test_conv_errors(void **state) {
     fc_tensor *x = zeros(ctx, FC_F32, (const int64_t[]){2, 4, 6, 6}, 4);
     fc_tensor *w = zeros(ctx, FC_F32, (const int64_t[]){6, 2, 3, 3}, 4);
     fc_tensor *b = zeros(ctx, FC_F32, (const int64_t[]){6}, 1);
-    fc_conv2d_opts g2 = fc_conv2d_defaults();
+    fc_conv2d_opts g2 = fc_conv2d_opts_default();
     g2.groups = 2;
     assert_non_null(fc_conv2d(ctx, x, w, b, &g2)); /* the valid call the errors vary */
 
@@ -697,7 +697,7 @@ static void test_conv_errors(void **state) {
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     o = g2, o.padding_same = true, o.stride[0] = 2;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
-    fc_conv1d_opts o1 = fc_conv1d_defaults();
+    fc_conv1d_opts o1 = fc_conv1d_opts_default();
     o1.stride = 0;
     expect_error(ctx,
                  fc_conv1d(ctx, w3, zeros(ctx, FC_F32, (const int64_t[]){4, 2, 2}, 3), NULL, &o1),
@@ -720,7 +720,7 @@ static void test_conv_errors(void **state) {
 
     /* conv_transpose2d: weight [Cin, Cout/groups, kH, kW] */
     fc_tensor *wt = zeros(ctx, FC_F32, (const int64_t[]){4, 3, 3, 3}, 4);
-    fc_conv_transpose2d_opts t = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts t = fc_conv_transpose2d_opts_default();
     t.groups = 2, t.stride[0] = 2, t.output_padding[0] = 1;
     fc_tensor *yt = fc_conv_transpose2d(ctx, x, wt, b, &t);
     assert_non_null(yt);

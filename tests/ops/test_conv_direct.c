@@ -243,18 +243,18 @@ static result run(const cfg *c, fc_backend be, int64_t *direct) {
     assert_non_null(x);
     fc_tensor *y = NULL;
     if (c->k == K_CONV2D) {
-        fc_conv2d_opts o = fc_conv2d_defaults();
+        fc_conv2d_opts o = fc_conv2d_opts_default();
         for (int i = 0; i < 2; i++)
             o.stride[i] = c->stride[i], o.padding[i] = c->pad[i], o.dilation[i] = c->dil[i];
         o.groups = c->groups, o.padding_same = c->same;
         y = fc_conv2d(ctx, x, w, b, &o);
     } else if (c->k == K_CONV1D) {
-        fc_conv1d_opts o = fc_conv1d_defaults();
+        fc_conv1d_opts o = fc_conv1d_opts_default();
         o.stride = c->stride[1], o.padding = c->pad[1], o.dilation = c->dil[1];
         o.groups = c->groups;
         y = fc_conv1d(ctx, x, w, b, &o);
     } else {
-        fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+        fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
         for (int i = 0; i < 2; i++)
             o.stride[i] = c->stride[i], o.padding[i] = c->pad[i],
             o.output_padding[i] = c->out_pad[i];
@@ -327,7 +327,7 @@ static void test_conv_direct_same_bits_across_threads(void **state) {
         fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = threads, .seed = 3});
         fc_tensor *x = leaf(ctx, (const int64_t[]){19, 8, 12, 12}, 4, 5);
         fc_tensor *w = leaf(ctx, (const int64_t[]){16, 8, 3, 3}, 4, 6);
-        fc_conv2d_opts o = fc_conv2d_defaults();
+        fc_conv2d_opts o = fc_conv2d_opts_default();
         o.padding[0] = o.padding[1] = 1;
         fc_tensor *y = fc_conv2d(ctx, x, w, NULL, &o);
         assert_non_null(y);
@@ -366,7 +366,7 @@ static void test_conv_direct_sees_updated_weights(void **state) {
         fc_tensor *w = leaf(ctx, (const int64_t[]){16, 8, 3, 3}, 4, 8);
         assert_int_equal(fc_requires_grad(x, false), FC_OK);
         assert_int_equal(fc_requires_grad(w, false), FC_OK);
-        fc_conv2d_opts o = fc_conv2d_defaults();
+        fc_conv2d_opts o = fc_conv2d_opts_default();
         o.padding[0] = o.padding[1] = 1;
         for (int k = 0; k < 2; k++) {
             if (k == 1) assert_int_equal(fc_mul_scalar_(w, -1.5), FC_OK);

@@ -69,7 +69,7 @@ static const fc_dtype index_dtypes[] = {FC_I64, FC_I32, FC_I16, FC_I8, FC_U16, F
 /* An index tensor holding v; strided: every other element of a wider tensor. */
 static fc_tensor *make_index(fc_dtype dt, const int64_t *shape, int rank, const int64_t *v,
                              bool strided) {
-    int64_t n = lh_numel(shape, rank), bshape[FC_MAX_DIMS], st[FC_MAX_DIMS];
+    int64_t n = lh_numel(shape, rank), bshape[FC_MAX_RANK], st[FC_MAX_RANK];
     memcpy(bshape, shape, sizeof(int64_t) * (size_t)rank);
     if (strided) bshape[rank - 1] *= 2;
     double *bv = calloc((size_t)lh_numel(bshape, rank), sizeof(double));
@@ -93,7 +93,7 @@ static void check_select(const fc_tensor *x, int axis, const fc_tensor *index, c
                          const fc_tensor *out) {
     int xr = fc_tensor_rank(x), ir = fc_tensor_rank(index), r = xr - 1 + ir;
     const int64_t *xs = fc_tensor_shape(x);
-    int64_t os[FC_MAX_DIMS], oi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
+    int64_t os[FC_MAX_RANK], oi[FC_MAX_RANK], xi[FC_MAX_RANK];
     for (int i = 0; i < r; i++)
         os[i] = i < axis        ? xs[i]
                 : i < axis + ir ? fc_tensor_shape(index)[i - axis]
@@ -529,7 +529,7 @@ static fc_tensor *fn_scatter_add(fc_ctx *c, fc_tensor *const *in, int n, void *u
 
 static void test_grad_indexing(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     int axis0 = 0, axis1 = -1;
     assert_true(lh_gradcheck(g_ctx, fn_index_select, &axis0,
                              (fc_tensor *[]){lh_leaf(g_ctx, (const int64_t[]){4, 3}, 2)}, 1,
@@ -553,7 +553,7 @@ static void test_grad_indexing(void **state) {
  * any thread count. */
 static void test_grad_embedding_deterministic(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     int64_t ids_v[64];
     for (int i = 0; i < 64; i++)
         ids_v[i] = (i * 7) % 5;
@@ -591,7 +591,7 @@ static void test_grad_embedding_deterministic(void **state) {
 
 static void test_grad_saved_index_modified(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     fc_tensor *x = fc_param_randn(g_ctx, FC_F32, (const int64_t[]){4, 2}, 2, 1.0);
     fc_tensor *idx = index_of(g_ctx, FC_I64, (const int64_t[]){2}, 1, (const int64_t[]){3, 1});
     fc_tensor *y = fc_index_select(g_ctx, x, 0, idx);
@@ -612,7 +612,7 @@ static void test_grad_saved_index_modified(void **state) {
 
 static void test_grad_f16_leaf_gets_f32_gradient(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     const fc_dtype dts[2] = {FC_F16, FC_BF16};
     for (int d = 0; d < 2; d++) {
         fc_tensor *x = fc_param_zeros(g_ctx, dts[d], (const int64_t[]){3, 4}, 2);

@@ -67,7 +67,7 @@ static void expect_error(fc_status want, const char *needle) {
  * range along axis holds idx[axis]. */
 static void check_concat(fc_tensor *const *xs, int n, int axis, const fc_tensor *out) {
     int r = fc_tensor_rank(xs[0]);
-    int64_t os[FC_MAX_DIMS], oi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
+    int64_t os[FC_MAX_RANK], oi[FC_MAX_RANK], xi[FC_MAX_RANK];
     memcpy(os, fc_tensor_shape(xs[0]), sizeof(int64_t) * (size_t)r);
     os[axis] = 0;
     for (int k = 0; k < n; k++)
@@ -365,7 +365,7 @@ static fc_tensor *fn_pad(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
 
 static void test_grad_joins(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     const int64_t s[2] = {3, 3};
     assert_true(lh_gradcheck(g_ctx, fn_concat, NULL,
                              (fc_tensor *[]){lh_leaf(g_ctx, s, 2), lh_leaf(g_ctx, s, 2)}, 2,

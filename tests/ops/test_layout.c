@@ -161,7 +161,7 @@ static void test_layout_reshape_errors(void **state) {
 static void check_permuted(const fc_tensor *x, const fc_tensor *y, const int *p) {
     int r = fc_tensor_rank(x);
     const int64_t *xs = fc_tensor_shape(x);
-    int64_t ys[FC_MAX_DIMS], yi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
+    int64_t ys[FC_MAX_RANK], yi[FC_MAX_RANK], xi[FC_MAX_RANK];
     for (int i = 0; i < r; i++)
         ys[i] = xs[p[i]];
     expect_shape(y, ys, r);
@@ -218,7 +218,7 @@ static void test_layout_permute_transpose_values(void **state) {
 static void check_selected(const fc_tensor *x, const fc_tensor *y, int axis, const int64_t *sel,
                            int64_t n) {
     int r = fc_tensor_rank(x);
-    int64_t ys[FC_MAX_DIMS], yi[FC_MAX_DIMS], xi[FC_MAX_DIMS];
+    int64_t ys[FC_MAX_RANK], yi[FC_MAX_RANK], xi[FC_MAX_RANK];
     memcpy(ys, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
     ys[axis] = n;
     expect_shape(y, ys, r);
@@ -681,7 +681,7 @@ static fc_tensor *fn_chain(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
 
 static void test_grad_views(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     const int64_t s3[3] = {2, 3, 4};
     assert_true(lh_gradcheck(g_ctx, fn_reshape, NULL, (fc_tensor *[]){lh_leaf(g_ctx, s3, 3)}, 1,
                              "reshape (view)"));

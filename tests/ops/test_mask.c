@@ -69,7 +69,7 @@ static void expect_error(fc_status want, const char *needle) {
 static void check_triangle(const fc_tensor *x, const fc_tensor *y, int64_t k, bool upper) {
     int r = fc_tensor_rank(x);
     const int64_t *shape = fc_tensor_shape(x);
-    int64_t idx[FC_MAX_DIMS];
+    int64_t idx[FC_MAX_RANK];
     assert_int_equal(fc_tensor_rank(y), r);
     for (int64_t f = 0; f < fc_tensor_numel(x); f++) {
         lh_unravel(f, shape, r, idx);
@@ -143,11 +143,11 @@ static void test_mask_dropout_matches_documented_mask(void **state) {
             fc_tensor *x = lh_make(g_ctx, dts[d], shape, 3, l, 5);
             for (int pi = 0; pi < 3; pi++) {
                 uint64_t seed, offset, after;
-                fc_ctx_rng_get(g_ctx, &seed, &offset);
+                fc_ctx_get_rng(g_ctx, &seed, &offset);
                 fc_tensor *y = fc_dropout(g_ctx, x, ps[pi], true);
                 assert_non_null(y);
                 assert_int_equal(fc_tensor_dtype(y), dts[d]);
-                fc_ctx_rng_get(g_ctx, &seed, &after);
+                fc_ctx_get_rng(g_ctx, &seed, &after);
                 assert_int_equal(after - offset, (105 + 3) / 4); /* one counter per 4 elements */
                 double scale = 1.0 / (1.0 - ps[pi]);
                 for (int64_t f = 0; f < 105; f++) {
@@ -183,7 +183,7 @@ static void test_mask_dropout_reproducible_any_thread_count(void **state) {
     fc_tensor *first = NULL;
     for (int threads = 1; threads <= 4; threads++) {
         fc_ctx_set_threads(g_ctx, threads);
-        fc_ctx_rng_set(g_ctx, 1234, 99);
+        fc_ctx_set_rng(g_ctx, 1234, 99);
         fc_tensor *y = fc_dropout(g_ctx, x, 0.3, true);
         if (!first) {
             first = y;
@@ -229,9 +229,9 @@ static void test_mask_dropout_identity_and_errors(void **state) {
     (void)state;
     fc_tensor *x = lh_make(g_ctx, FC_F32, (const int64_t[]){4, 3}, 2, LH_TRANSPOSED, 1);
     uint64_t seed, before, after;
-    fc_ctx_rng_get(g_ctx, &seed, &before);
+    fc_ctx_get_rng(g_ctx, &seed, &before);
     fc_tensor *a = fc_dropout(g_ctx, x, 0.5, false), *b = fc_dropout(g_ctx, x, 0.0, true);
-    fc_ctx_rng_get(g_ctx, &seed, &after);
+    fc_ctx_get_rng(g_ctx, &seed, &after);
     assert_int_equal(before, after); /* the identity draws nothing */
     for (int i = 0; i < 2; i++) {
         fc_tensor *y = i ? b : a;
@@ -268,13 +268,13 @@ static fc_tensor *fn_triu(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
 }
 static fc_tensor *fn_dropout(fc_ctx *c, fc_tensor *const *in, int n, void *u) {
     (void)n;
-    fc_ctx_rng_set(c, 5, 0); /* the same mask at every evaluation */
+    fc_ctx_set_rng(c, 5, 0); /* the same mask at every evaluation */
     return fc_dropout(c, fc_transpose(c, in[0], 0, 1), 0.4, u == NULL);
 }
 
 static void test_grad_masks(void **state) {
     (void)state;
-    fc_ctx_rng_set(g_ctx, LH_GRAD_SEED, 0);
+    fc_ctx_set_rng(g_ctx, LH_GRAD_SEED, 0);
     const int64_t ks[3] = {-1, 0, 2};
     for (int i = 0; i < 3; i++)
         assert_true(lh_gradcheck(g_ctx, fn_triu, (void *)&ks[i],

@@ -107,7 +107,7 @@ static double *dense(const fc_tensor *t) {
     void *raw = malloc(nb);
     double *d = malloc(sizeof(double) * (size_t)n);
     assert_true(raw && d);
-    assert_int_equal(fc_tensor_copy_to(t, raw, nb), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(raw, nb, t), FC_OK);
     for (int64_t i = 0; i < n; i++)
         d[i] = fct_load(fc_tensor_dtype(t), raw, i);
     free(raw);
@@ -506,7 +506,7 @@ static void test_matmul_backend_selection(void **state) {
     fc_tensor *c = fc_matmul(ctx, a, a);
     assert_non_null(c);
     double v;
-    assert_int_equal(fc_tensor_get(c, (int64_t[]){3, 5}, &v), FC_OK);
+    assert_int_equal(fc_tensor_element(c, (int64_t[]){3, 5}, &v), FC_OK);
     assert_true(v == 64.0);
     unsetenv("FUCINA_BACKEND");
     fc__backend_env_refresh();

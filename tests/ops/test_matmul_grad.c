@@ -149,11 +149,11 @@ static void check_low_precision(fc_dtype dt) {
         for (int64_t p = 0; p < k; p++) { /* dA[i][p] = sum_j G[i][j] B[p][j] */
             double s = 0, u = 0;
             for (int64_t j = 0; j < n; j++) {
-                fc_tensor_get(g, SH(i, j), &gv);
-                fc_tensor_get(b, SH(p, j), &bv);
+                fc_tensor_element(g, SH(i, j), &gv);
+                fc_tensor_element(b, SH(p, j), &bv);
                 s += gv * bv, u += fabs(gv * bv);
             }
-            fc_tensor_get(ga, SH(i, p), &got);
+            fc_tensor_element(ga, SH(i, p), &got);
             assert_true(fabs(got - s) <= fct_gemm_tol(FC_F32, n, s, u));
         }
     }
@@ -161,11 +161,11 @@ static void check_low_precision(fc_dtype dt) {
         for (int64_t j = 0; j < n; j++) { /* dB[p][j] = sum_i A[i][p] G[i][j] */
             double s = 0, u = 0;
             for (int64_t i = 0; i < m; i++) {
-                fc_tensor_get(a, SH(i, p), &av);
-                fc_tensor_get(g, SH(i, j), &gv);
+                fc_tensor_element(a, SH(i, p), &av);
+                fc_tensor_element(g, SH(i, j), &gv);
                 s += av * gv, u += fabs(av * gv);
             }
-            fc_tensor_get(gb, SH(p, j), &got);
+            fc_tensor_element(gb, SH(p, j), &got);
             assert_true(fabs(got - s) <= fct_gemm_tol(FC_F32, m, s, u));
         }
     }

@@ -231,7 +231,7 @@ static void test_norm_thread_independent(void **state) {
         for (int k = 0; k < 3; k++) {
             size_t nb = sizeof(uint32_t) * (size_t)fc_tensor_numel(outs[k]);
             bits[t][k] = malloc(nb);
-            assert_int_equal(fc_tensor_copy_to(outs[k], bits[t][k], nb), FC_OK);
+            assert_int_equal(fc_tensor_copy_out(bits[t][k], nb, outs[k]), FC_OK);
         }
         free(xv);
         free(gv);

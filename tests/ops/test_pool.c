@@ -453,7 +453,7 @@ static void test_pool_thread_independent(void **state) {
                 sizes[2 * k + q] = fc_tensor_numel(outs[q]);
                 size_t nb = sizeof(float) * (size_t)sizes[2 * k + q];
                 bits[t][2 * k + q] = malloc(nb);
-                assert_int_equal(fc_tensor_copy_to(outs[q], bits[t][2 * k + q], nb), FC_OK);
+                assert_int_equal(fc_tensor_copy_out(bits[t][2 * k + q], nb, outs[q]), FC_OK);
             }
         }
         fc_scope_end(ctx);

@@ -356,7 +356,7 @@ static void test_reduce_integers(void **state) {
     x = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){3}, 1, big);
     fc_tensor *s = fc_sum(ctx, x, NULL, 0, false);
     int64_t got;
-    assert_int_equal(fc_tensor_copy_to(s, &got, sizeof got), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(&got, sizeof got, s), FC_OK);
     assert_true(got == INT64_MIN + 1); /* wrapped two's complement */
     fc_release(s);
     fc_release(x);
@@ -365,7 +365,7 @@ static void test_reduce_integers(void **state) {
     x = fc_tensor_from_data(ctx, FC_BOOL, (const int64_t[]){5}, 1, bits);
     s = fc_sum(ctx, x, NULL, 0, false);
     assert_int_equal(fc_tensor_dtype(s), FC_I64);
-    assert_int_equal(fc_tensor_copy_to(s, &got, sizeof got), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(&got, sizeof got, s), FC_OK);
     assert_int_equal(got, 3);
     fc_release(s);
     double bv[5] = {1, 0, 1, 1, 0};
@@ -432,7 +432,7 @@ static void big_case(const int64_t *shape, int rank, const int *axes, int naxes,
         assert_non_null(y);
         nout = fc_tensor_numel(y);
         bits[t] = malloc(sizeof(uint32_t) * (size_t)nout);
-        assert_int_equal(fc_tensor_copy_to(y, bits[t], sizeof(uint32_t) * (size_t)nout), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(bits[t], sizeof(uint32_t) * (size_t)nout, y), FC_OK);
         if (t == 0) {
             fc_release(y);
             y = NULL;

@@ -116,7 +116,7 @@ static void test_reduce_cumsum(void **state) {
     x = fc_tensor_from_data(ctx, FC_I64, (const int64_t[]){2}, 1, big);
     y = fc_cumsum(ctx, x, 0);
     int64_t out[2];
-    assert_int_equal(fc_tensor_copy_to(y, out, sizeof out), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof out, y), FC_OK);
     assert_true(out[0] == INT64_MAX && out[1] == INT64_MIN + 1);
     fc_release(y);
     fc_release(x);

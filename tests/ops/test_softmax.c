@@ -282,7 +282,7 @@ static void test_softmax_thread_independent(void **state) {
         fc_tensor *s = fc_softmax(ctx, x, 1);
         size_t nb = sizeof(uint32_t) * (size_t)fc_tensor_numel(s);
         bits[t] = malloc(nb);
-        assert_int_equal(fc_tensor_copy_to(s, bits[t], nb), FC_OK);
+        assert_int_equal(fc_tensor_copy_out(bits[t], nb, s), FC_OK);
         free(xv);
         fc_release(s);
         fc_release(x);

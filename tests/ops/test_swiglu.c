@@ -78,7 +78,7 @@ static void test_swiglu_matches_silu_mul(void **state) {
     const int64_t sh[2] = {16, 70};
     double *r[2][3];
     for (int pass = 0; pass < 2; pass++) {
-        fc_ctx_seed(ctx, 4);
+        fc_ctx_set_seed(ctx, 4);
         fc_tensor *a = fc_param_randn(ctx, FC_F32, sh, 2, 2);
         fc_tensor *b = fc_param_randn(ctx, FC_F32, sh, 2, 1);
         fc_scope_begin(ctx);
@@ -139,7 +139,7 @@ static void test_swiglu_fused_backward_same_bits(void **state) {
         for (int strided = 0; strided < 2; strided++) {
             float *got[3][2] = {{NULL}}; /* [needs: both, a only, b only][da, db] */
             for (int mode = 0; mode < 3; mode++) {
-                fc_ctx_seed(ctx, 9);
+                fc_ctx_set_seed(ctx, 9);
                 fc_tensor *a = fc_param_randn(ctx, dts[d], sh, 2, 2);
                 fc_tensor *b = fc_param_randn(ctx, dts[d], sh, 2, 1);
                 assert_int_equal(fc_requires_grad(a, mode != 2), FC_OK);

@@ -131,16 +131,16 @@ static const bad_case creation_cases[] = {
 static double dbuf[8];
 static fc_tensor *data_strided(fx *f) { return (fc_tensor *)(void *)fc_tensor_data(f->nc_32); }
 static fc_tensor *data_mut_ro(fx *f) { return fc_tensor_data_mut(f->ro_23); }
-static fc_status copy_to_len(fx *f) { return fc_tensor_copy_to(f->f_23, dbuf, 5); }
-static fc_status copy_to_null(fx *f) { return fc_tensor_copy_to(f->f_23, NULL, 24); }
+static fc_status copy_to_len(fx *f) { return fc_tensor_copy_out(dbuf, 5, f->f_23); }
+static fc_status copy_to_null(fx *f) { return fc_tensor_copy_out(NULL, 24, f->f_23); }
 static fc_status item_many(fx *f) { return fc_tensor_item(f->f_23, dbuf); }
 static fc_status item_null(fx *f) { return fc_tensor_item(f->f_1, NULL); }
-static fc_status get_range(fx *f) { return fc_tensor_get(f->f_23, (const int64_t[]){2, 0}, dbuf); }
+static fc_status get_range(fx *f) { return fc_tensor_element(f->f_23, (const int64_t[]){2, 0}, dbuf); }
 static fc_status get_negative(fx *f) {
-    return fc_tensor_get(f->f_23, (const int64_t[]){0, -1}, dbuf);
+    return fc_tensor_element(f->f_23, (const int64_t[]){0, -1}, dbuf);
 }
-static fc_status get_index_null(fx *f) { return fc_tensor_get(f->f_23, NULL, dbuf); }
-static fc_status get_block(fx *f) { return fc_tensor_get(f->q_232, (const int64_t[]){0, 0}, dbuf); }
+static fc_status get_index_null(fx *f) { return fc_tensor_element(f->f_23, NULL, dbuf); }
+static fc_status get_block(fx *f) { return fc_tensor_element(f->q_232, (const int64_t[]){0, 0}, dbuf); }
 static fc_tensor *to_dtype(fx *f) { return fc_to(f->ctx, f->f_23, (fc_dtype)77); }
 static fc_tensor *to_block_from_f64(fx *f) { return fc_to(f->ctx, f->d_23, FC_Q8_0); }
 static fc_tensor *to_block_to_f16(fx *f) { return fc_to(f->ctx, f->q_232, FC_F16); }
@@ -170,14 +170,14 @@ static fc_status fill__block(fx *f) { return fc_fill_(f->q_232, 1); }
 static const bad_case access_cases[] = {
     BAD_T(data_strided, FC_ERR_UNSUPPORTED_VIEW, "fc_tensor_data"),
     BAD_T(data_mut_ro, FC_ERR_READ_ONLY, "fc_tensor_data_mut"),
-    BAD_S(copy_to_len, FC_ERR_DATA_LENGTH, "fc_tensor_copy_to"),
-    BAD_S(copy_to_null, FC_ERR_NULL_ARG, "fc_tensor_copy_to"),
+    BAD_S(copy_to_len, FC_ERR_DATA_LENGTH, "fc_tensor_copy_out"),
+    BAD_S(copy_to_null, FC_ERR_NULL_ARG, "fc_tensor_copy_out"),
     BAD_S(item_many, FC_ERR_INVALID_SHAPE, "fc_tensor_item"),
     BAD_S(item_null, FC_ERR_NULL_ARG, "fc_tensor_item"),
-    BAD_S(get_range, FC_ERR_INDEX, "fc_tensor_get"),
-    BAD_S(get_negative, FC_ERR_INDEX, "fc_tensor_get"),
-    BAD_S(get_index_null, FC_ERR_NULL_ARG, "fc_tensor_get"),
-    BAD_S(get_block, FC_ERR_DTYPE, "fc_tensor_get"),
+    BAD_S(get_range, FC_ERR_INDEX, "fc_tensor_element"),
+    BAD_S(get_negative, FC_ERR_INDEX, "fc_tensor_element"),
+    BAD_S(get_index_null, FC_ERR_NULL_ARG, "fc_tensor_element"),
+    BAD_S(get_block, FC_ERR_DTYPE, "fc_tensor_element"),
     BAD_T(to_dtype, FC_ERR_DTYPE, "fc_to"),
     BAD_T(to_block_from_f64, FC_ERR_DTYPE, "fc_to"),
     BAD_T(to_block_to_f16, FC_ERR_DTYPE, "fc_to"),

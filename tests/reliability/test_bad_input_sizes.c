@@ -65,7 +65,7 @@ static const sz_slot conv2d_slots[] = {
 };
 
 static fc_tensor *conv2d_call(fx *f, int slot, int64_t v) {
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     int64_t *arg[] = {&o.stride[0],   &o.stride[1],   &o.padding[0], &o.padding[1],
                       &o.dilation[0], &o.dilation[1], &o.groups,     &o.dilation[1]};
     *arg[slot] = v;
@@ -82,7 +82,7 @@ static const sz_slot conv1d_slots[] = {
 };
 
 static fc_tensor *conv1d_call(fx *f, int slot, int64_t v) {
-    fc_conv1d_opts o = fc_conv1d_defaults();
+    fc_conv1d_opts o = fc_conv1d_opts_default();
     int64_t *arg[] = {&o.stride, &o.padding, &o.dilation, &o.groups};
     *arg[slot] = v;
     return fc_conv1d(f->ctx, g_in.x3, g_in.w3, NULL, &o);
@@ -115,7 +115,7 @@ static const sz_slot convt_slots[] = {
 };
 
 static fc_tensor *convt_call(fx *f, int slot, int64_t v) {
-    fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
     int64_t *arg[] = {&o.stride[0],         &o.stride[1],         &o.padding[0],
                       &o.padding[1],        &o.dilation[0],       &o.dilation[1],
                       &o.output_padding[0], &o.output_padding[1], &o.groups};
@@ -236,7 +236,7 @@ static void test_bad_input_sizes_cross(void **state) {
 /* The exact overflow messages name the op, the axis and the values. */
 static void test_bad_input_sizes_messages(void **state) {
     fx *f = *state;
-    fc_conv_transpose2d_opts o = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts o = fc_conv_transpose2d_opts_default();
     o.padding[1] = INT64_MAX;
     assert_null(fc_conv_transpose2d(f->ctx, g_in.x4, g_in.w4, NULL, &o));
     assert_int_equal(fc_ctx_status(f->ctx), FC_ERR_OVERFLOW);
@@ -244,7 +244,7 @@ static void test_bad_input_sizes_messages(void **state) {
     assert_non_null(strstr(m, "conv_transpose2d: twice the padding along the width axis"));
     assert_non_null(strstr(m, "padding 9223372036854775807"));
     fc_ctx_clear_error(f->ctx);
-    o = fc_conv_transpose2d_defaults();
+    o = fc_conv_transpose2d_opts_default();
     o.dilation[0] = INT64_MAX;
     assert_null(fc_conv_transpose2d(f->ctx, g_in.x4, g_in.w4, NULL, &o));
     assert_int_equal(fc_ctx_status(f->ctx), FC_ERR_OVERFLOW);
@@ -253,7 +253,7 @@ static void test_bad_input_sizes_messages(void **state) {
     assert_non_null(strstr(m, "height axis"));
     assert_non_null(strstr(m, "dilation 9223372036854775807"));
     fc_ctx_clear_error(f->ctx);
-    fc_conv1d_opts o1 = fc_conv1d_defaults();
+    fc_conv1d_opts o1 = fc_conv1d_opts_default();
     o1.padding = (int64_t)1 << 62;
     assert_null(fc_conv1d(f->ctx, g_in.x3, g_in.w3, NULL, &o1));
     assert_int_equal(fc_ctx_status(f->ctx), FC_ERR_OVERFLOW);
@@ -269,7 +269,7 @@ static void test_bad_input_sizes_valid_extremes(void **state) {
     fc_ctx *c = f->ctx;
     /* width: padding 2^61 and stride 2^62 over 3 columns: output columns
      * start at -2^61 and 2^61, both windows read only padding */
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[1] = (int64_t)1 << 61;
     o.stride[1] = (int64_t)1 << 62;
     fc_tensor *y = fc_conv2d(c, g_in.x4, g_in.w4, NULL, &o);
@@ -282,7 +282,7 @@ static void test_bad_input_sizes_valid_extremes(void **state) {
     fc_release(y);
     /* padding_same with dilation 2^62: 2^61 zeros before; column j's two
      * taps are j - 2^61 and j + 2^61, both outside the image: zeros */
-    o = fc_conv2d_defaults();
+    o = fc_conv2d_opts_default();
     o.padding_same = true;
     o.dilation[1] = (int64_t)1 << 62;
     y = fc_conv2d(c, g_in.x4, g_in.w4, NULL, &o);

@@ -70,10 +70,10 @@ static void test_contexts_ops_refuse_foreign_inputs(void **state) {
     expect_context_error("split");
     /* in place: the destination's context refuses the other operand */
     float before[6], after[6];
-    assert_int_equal(fc_tensor_copy_to(a, before, sizeof before), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(before, sizeof before, a), FC_OK);
     assert_int_equal(fc_add_(a, b), FC_ERR_CONTEXT);
     expect_context_error("add_");
-    assert_int_equal(fc_tensor_copy_to(a, after, sizeof after), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(after, sizeof after, a), FC_OK);
     assert_memory_equal(before, after, sizeof before);
     fc_release(a);
     fc_release(b);
@@ -125,13 +125,13 @@ static void test_contexts_copy_moves_values(void **state) {
     fc_tensor *a = fc_zeros(A, FC_F32, shape, 2), *b = fc_randn(B, FC_F32, shape, 2);
     assert_int_equal(fc_copy_(a, b), FC_OK);
     float va[6], vb[6];
-    assert_int_equal(fc_tensor_copy_to(a, va, sizeof va), FC_OK);
-    assert_int_equal(fc_tensor_copy_to(b, vb, sizeof vb), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(va, sizeof va, a), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(vb, sizeof vb, b), FC_OK);
     assert_memory_equal(va, vb, sizeof va);
     fc_release(b);  /* a keeps its own storage */
     fc_ctx_free(B); /* and outlives B */
     B = fc_ctx_new(NULL);
-    assert_int_equal(fc_tensor_copy_to(a, va, sizeof va), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(va, sizeof va, a), FC_OK);
     assert_memory_equal(va, vb, sizeof va);
     fc_release(a);
 }

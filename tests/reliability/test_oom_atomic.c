@@ -59,16 +59,16 @@ static const char *state_name(int k) {
 
 static void optim_take(fc_optim *opt, fc_tensor *const *ps, optim_snap *s) {
     memset(s, 0, sizeof *s);
-    assert_int_equal(fc_tensor_copy_to(ps[0], s->p0, sizeof s->p0), FC_OK);
-    assert_int_equal(fc_tensor_copy_to(ps[1], s->p1, sizeof s->p1), FC_OK);
-    assert_int_equal(fc_tensor_copy_to(ps[2], s->p2, sizeof s->p2), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(s->p0, sizeof s->p0, ps[0]), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(s->p1, sizeof s->p1, ps[1]), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(s->p2, sizeof s->p2, ps[2]), FC_OK);
     for (int i = 0; i < NPAR; i++)
         for (int k = 0; k < 3; k++) {
             const char *name = state_name(k);
             fc_tensor *t = name ? fc_optim_state(opt, i, name, false) : NULL;
             s->has[i][k] = t != NULL;
             if (t)
-                assert_int_equal(fc_tensor_copy_to(t, s->st[i][k], fc_tensor_nbytes(t)), FC_OK);
+                assert_int_equal(fc_tensor_copy_out(s->st[i][k], fc_tensor_nbytes(t), t), FC_OK);
         }
     s->steps = fc_optim_step_count(opt);
 }
@@ -204,7 +204,7 @@ static void grads_take(fc_tensor *const *leaves, grad_snap *s) {
         s->has[i] = g != NULL;
         if (g)
             assert_int_equal(
-                fc_tensor_copy_to(g, s->g[i], sizeof(float) * (size_t)fc_tensor_numel(g)), FC_OK);
+                fc_tensor_copy_out(s->g[i], sizeof(float) * (size_t)fc_tensor_numel(g), g), FC_OK);
     }
 }
 

@@ -37,9 +37,9 @@ static fc_status conv_chain(fc_ctx *ctx, fc_dtype dt) {
     fc_tensor *b = fc_param_randn(ctx, dt, (const int64_t[]){6}, 1, 0.2);
     fc_tensor *wt = fc_param_randn(ctx, dt, (const int64_t[]){6, 2, 2, 2}, 4, 0.2);
     fc_tensor *bt = fc_param_randn(ctx, dt, (const int64_t[]){4}, 1, 0.2);
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.stride[1] = 2, o.padding[0] = o.padding[1] = 1, o.groups = 2;
-    fc_conv_transpose2d_opts t = fc_conv_transpose2d_defaults();
+    fc_conv_transpose2d_opts t = fc_conv_transpose2d_opts_default();
     t.stride[0] = t.stride[1] = 2, t.groups = 2, t.output_padding[1] = 1;
     fc_tensor *y = fc_conv_transpose2d(ctx, fc_relu(ctx, fc_conv2d(ctx, x, w, b, &o)), wt, bt, &t);
     fc_status st = backward_ones(ctx, y);
@@ -75,7 +75,7 @@ static fc_status sc_conv_chunks(fc_ctx *ctx) {
     fc_scope_begin(ctx);
     fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){5, 64, 26, 25}, 4, 1.0);
     fc_tensor *w = fc_param_randn(ctx, FC_F32, (const int64_t[]){2, 64, 3, 3}, 4, 0.1);
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[0] = o.padding[1] = 1;
     fc_status st = backward_ones(ctx, fc_conv2d(ctx, x, w, NULL, &o));
     fc_scope_end(ctx);
@@ -84,7 +84,7 @@ static fc_status sc_conv_chunks(fc_ctx *ctx) {
 
 static fc_tensor *gc_fn(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     (void)n, (void)user;
-    fc_conv2d_opts o = fc_conv2d_defaults();
+    fc_conv2d_opts o = fc_conv2d_opts_default();
     o.padding[1] = 1, o.stride[0] = 2;
     return fc_conv2d(ctx, in[0], in[1], in[2], &o);
 }

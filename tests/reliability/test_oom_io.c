@@ -73,7 +73,7 @@ static void path_of(char *buf, size_t cap, const char *name) {
 /* Loads every loadable tensor of f (zero-copy or copied) and reads it back. */
 static fc_status st_load_all(fc_ctx *ctx, const fc_st_file *f, unsigned flags) {
     fc_scope_begin(ctx);
-    for (int64_t i = 0; i < fc_safetensors_count(f); i++) {
+    for (int64_t i = 0; i < fc_safetensors_tensor_count(f); i++) {
         fc_io_tensor info;
         if (note(ctx, fc_safetensors_tensor_info(f, i, &info), "tensor_info") != FC_OK) break;
         bool empty = false;
@@ -153,7 +153,7 @@ static void gguf_walk(const fc_gguf_value *v, int depth) {
 
 static fc_status gguf_load_all(fc_ctx *ctx, const fc_gguf_file *f, unsigned flags) {
     fc_scope_begin(ctx);
-    for (int64_t i = 0; i < fc_gguf_count(f); i++) {
+    for (int64_t i = 0; i < fc_gguf_tensor_count(f); i++) {
         fc_io_tensor info;
         if (note(ctx, fc_gguf_tensor_info(f, i, &info), "gguf_tensor_info") != FC_OK) break;
         fc_tensor *t = fc_gguf_load(ctx, f, info.name, flags);

@@ -186,7 +186,7 @@ static void *read_thread(void *p) {
     }
     j->inplace = w ? fc_mul_scalar_(w, 2.0) : FC_ERR_NULL_ARG; /* refused: read-only */
     fc_ctx_clear_error(ctx);
-    j->st = acc ? fc_tensor_copy_to(acc, j->out, sizeof j->out) : fc_ctx_status(ctx);
+    j->st = acc ? fc_tensor_copy_out(j->out, sizeof j->out, acc) : fc_ctx_status(ctx);
     fc_release(acc);
     fc_release(w);
     fc_ctx_free(ctx);

@@ -37,7 +37,7 @@ static inline double *values(fc_tensor *t) {
     assert_non_null(c);
     int64_t n = fc_tensor_numel(c);
     double *v = malloc(sizeof *v * (size_t)n);
-    assert_int_equal(fc_tensor_copy_to(c, v, sizeof *v * (size_t)n), FC_OK);
+    assert_int_equal(fc_tensor_copy_out(v, sizeof *v * (size_t)n, c), FC_OK);
     fc_release(c);
     return v;
 }

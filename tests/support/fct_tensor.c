@@ -82,7 +82,7 @@ int64_t fct_read(const fc_tensor *t, double *out, int64_t cap) {
     const int64_t *shape = fc_tensor_shape(t);
     int64_t idx[FC_MAX_RANK] = {0};
     for (int64_t k = 0; k < n; k++) {
-        if (fc_tensor_get(t, idx, &out[k]) != FC_OK) return -1;
+        if (fc_tensor_element(t, idx, &out[k]) != FC_OK) return -1;
         for (int i = rank - 1; i >= 0; i--) {
             if (++idx[i] < shape[i]) break;
             idx[i] = 0;

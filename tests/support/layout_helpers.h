@@ -1,7 +1,7 @@
 /* layout_helpers.h - tensor helpers for the layout/join/index/mask tests.
  *
  * References in those tests read tensors element by element through
- * fc_tensor_get (the core's own strided access, tested in tests/core), so a
+ * fc_tensor_element (the core's own strided access, tested in tests/core), so a
  * layout op is always checked against plain index arithmetic over logical
  * values, never against another layout op. lh_make builds inputs in four
  * layouts with fc__tensor_view directly: contiguous, transposed (the last two
@@ -73,7 +73,7 @@ static inline fc_tensor *lh_from_f64(fc_ctx *ctx, fc_dtype dt, const int64_t *sh
 
 static inline double lh_get(const fc_tensor *t, const int64_t *idx) {
     double v = 0;
-    if (fc_tensor_get(t, idx, &v) != FC_OK) return -12345.0;
+    if (fc_tensor_element(t, idx, &v) != FC_OK) return -12345.0;
     return v;
 }
 
@@ -81,7 +81,7 @@ static inline double lh_get(const fc_tensor *t, const int64_t *idx) {
 static inline void lh_read(const fc_tensor *t, double *out) {
     int r = fc_tensor_rank(t);
     const int64_t *shape = fc_tensor_shape(t);
-    int64_t n = fc_tensor_numel(t), idx[FC_MAX_DIMS];
+    int64_t n = fc_tensor_numel(t), idx[FC_MAX_RANK];
     for (int64_t i = 0; i < n; i++) {
         lh_unravel(i, shape, r, idx);
         out[i] = lh_get(t, idx);
@@ -92,7 +92,7 @@ static inline void lh_read(const fc_tensor *t, double *out) {
  * LH_BROADCAST the values repeat along axis 0). Returns a new reference. */
 static inline fc_tensor *lh_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape, int rank,
                                  int layout, uint64_t salt) {
-    int64_t bshape[FC_MAX_DIMS], strides[FC_MAX_DIMS], idx[FC_MAX_DIMS], bidx[FC_MAX_DIMS];
+    int64_t bshape[FC_MAX_RANK], strides[FC_MAX_RANK], idx[FC_MAX_RANK], bidx[FC_MAX_RANK];
     memcpy(bshape, shape, sizeof(int64_t) * (size_t)rank);
     int64_t n = lh_numel(shape, rank);
     if (layout == LH_TRANSPOSED && rank >= 2) {
@@ -149,7 +149,7 @@ static inline fc_tensor *lh_make(fc_ctx *ctx, fc_dtype dt, const int64_t *shape,
 /* ---- gradient checks ------------------------------------------------------------------------ */
 
 /* The context seed the families' gradient checks were written against: a
- * gradient test calls fc_ctx_rng_set(ctx, LH_GRAD_SEED, 0) first, so its
+ * gradient test calls fc_ctx_set_rng(ctx, LH_GRAD_SEED, 0) first, so its
  * random leaves are the ones they were always checked on. */
 #define LH_GRAD_SEED 11
 

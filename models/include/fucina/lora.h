@@ -77,7 +77,8 @@ typedef enum fc_lora_target {
     FC_LORA_DOWN = 1u << 6, /* mlp.down_proj = blk.N.ffn_down */
     FC_LORA_ATTN = 0x0f,    /* q, k, v, o */
     FC_LORA_MLP = 0x70,     /* gate, up, down */
-    FC_LORA_ALL = 0x7f
+    FC_LORA_ALL = 0x7f,
+    FC_LORA_TARGET_COUNT = 7 /* single targets: the bits 0 .. 6 */
 } fc_lora_target;
 
 typedef struct fc_lora_config {

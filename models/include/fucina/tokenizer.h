@@ -70,6 +70,7 @@ typedef struct fc_tokenizer fc_tokenizer;
 typedef enum fc_tokenizer_kind {
     FC_TOKENIZER_SPM = 1, /* tokenizer.ggml.model "llama" */
     FC_TOKENIZER_BPE = 2, /* tokenizer.ggml.model "gpt2" */
+    FC_TOKENIZER_KIND_COUNT /* one past the last kind */
 } fc_tokenizer_kind;
 
 /* GGUF's token types (tokenizer.ggml.token_type). */
@@ -80,6 +81,7 @@ typedef enum fc_token_type {
     FC_TOKEN_USER_DEFINED = 4,
     FC_TOKEN_UNUSED = 5,
     FC_TOKEN_BYTE = 6,
+    FC_TOKEN_TYPE_COUNT /* one past the last type */
 } fc_token_type;
 
 enum {

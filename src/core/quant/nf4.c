@@ -117,7 +117,7 @@ const fc__quant_fns *fc__quant_family_nf4(fc_dtype dtype) {
 
 /* ---- blockwise int8 / int4 / NF4 --------------------------------------------- */
 
-size_t fc_blockq_num_blocks(size_t n, size_t block_size) {
+size_t fc_blockq_block_count(size_t n, size_t block_size) {
     if (block_size == 0) return 0;
     return n / block_size + (n % block_size != 0);
 }
@@ -173,7 +173,7 @@ fc_status fc_blockq_dequantize(fc_blockq_kind kind, const int8_t *codes, const f
             if (codes[i] < -8 || codes[i] > 7) return FC_ERR_INVALID_ARG;
         }
     }
-    const size_t nb = fc_blockq_num_blocks(n, block_size);
+    const size_t nb = fc_blockq_block_count(n, block_size);
     for (size_t b = 0; b < nb; b++) {
         if (!is_finite(scales[b]) || scales[b] < 0.0f) return FC_ERR_INVALID_ARG;
     }
@@ -245,7 +245,7 @@ fc_status fc_double_dequant_scales(const int8_t *q, const float *absmax, const f
                                    size_t n_scales, size_t outer_block, float *scales) {
     if (!q || !absmax || !mean || !scales) return FC_ERR_NULL_ARG;
     if (n_scales == 0 || outer_block == 0) return FC_ERR_INVALID_SHAPE;
-    const size_t no = fc_blockq_num_blocks(n_scales, outer_block);
+    const size_t no = fc_blockq_block_count(n_scales, outer_block);
     for (size_t o = 0; o < no; o++) {
         if (!is_finite(absmax[o]) || absmax[o] < 0.0f) return FC_ERR_INVALID_ARG;
         if (!is_finite(mean[o]) || mean[o] < 0.0f) return FC_ERR_INVALID_ARG;
