@@ -78,9 +78,10 @@ extern "C" {
 
 /* Options of fc_conv2d; index 0 is the height axis, 1 the width axis.
  * Fill them from fc_conv2d_opts_default() (stride 1, padding 0, dilation 1,
- * groups 1, padding_same false) and change what differs: a zero stride,
- * dilation or groups is FC_ERR_INVALID_ARG, not a default. NULL opts means
- * the defaults. With padding_same, padding is ignored. */
+ * groups 1, padding_same false) and change what differs, or
+ * zero-initialise: a zero stride, dilation or groups means 1 (the house
+ * convention: zero is the default), a negative one is FC_ERR_INVALID_ARG.
+ * NULL opts means the defaults. With padding_same, padding is ignored. */
 typedef struct fc_conv2d_opts {
     int64_t stride[2];
     int64_t padding[2]; /* zeros added on both sides */
@@ -109,7 +110,8 @@ static inline fc_conv1d_opts fc_conv1d_opts_default(void) {
  * both sides of the full transposed output; output_padding adds them on
  * one side (bottom / right) to choose among the output sizes that a
  * strided convolution maps to the same input size; it must be below the
- * stride or the dilation of its axis. */
+ * stride or the dilation of its axis. As for fc_conv2d, a zero stride,
+ * dilation or groups means 1. */
 typedef struct fc_conv_transpose2d_opts {
     int64_t stride[2];
     int64_t padding[2];

@@ -94,6 +94,10 @@ static bool check_tensors(fc_ctx *ctx, const char *op, int rank, const fc_tensor
     return true;
 }
 
+/* The option structs' convention: a zero stride, dilation or groups means
+ * the default, 1 (negative values stay errors, for check_args). */
+static int64_t or_one(int64_t v) { return v == 0 ? 1 : v; }
+
 /* The integer arguments of axes [first, 2). */
 static bool check_args(fc_ctx *ctx, const char *op, const conv_args *a, int first,
                        bool transposed) {
@@ -488,10 +492,10 @@ fc_tensor *fc_conv2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     FC__CHECK_INPUT(ctx, "conv2d", weight);
     fc_conv2d_opts o = opts ? *opts : fc_conv2d_opts_default();
     conv_args a = {
-        .stride = {o.stride[0], o.stride[1]},
+        .stride = {or_one(o.stride[0]), or_one(o.stride[1])},
         .pad = {o.padding[0], o.padding[1]},
-        .dil = {o.dilation[0], o.dilation[1]},
-        .groups = o.groups,
+        .dil = {or_one(o.dilation[0]), or_one(o.dilation[1])},
+        .groups = or_one(o.groups),
         .same = o.padding_same,
     };
     return conv_impl(ctx, "conv2d", 4, x, weight, bias, a);
@@ -504,10 +508,10 @@ fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     FC__CHECK_INPUT(ctx, "conv1d", weight);
     fc_conv1d_opts o = opts ? *opts : fc_conv1d_opts_default();
     conv_args a = {
-        .stride = {1, o.stride},
+        .stride = {1, or_one(o.stride)},
         .pad = {0, o.padding},
-        .dil = {1, o.dilation},
-        .groups = o.groups,
+        .dil = {1, or_one(o.dilation)},
+        .groups = or_one(o.groups),
         .same = o.padding_same,
     };
     return conv_impl(ctx, "conv1d", 3, x, weight, bias, a);
@@ -527,11 +531,11 @@ fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_
     FC__CHECK_INPUT(ctx, op, weight);
     fc_conv_transpose2d_opts o = opts ? *opts : fc_conv_transpose2d_opts_default();
     conv_args a = {
-        .stride = {o.stride[0], o.stride[1]},
+        .stride = {or_one(o.stride[0]), or_one(o.stride[1])},
         .pad = {o.padding[0], o.padding[1]},
         .outpad = {o.output_padding[0], o.output_padding[1]},
-        .dil = {o.dilation[0], o.dilation[1]},
-        .groups = o.groups,
+        .dil = {or_one(o.dilation[0]), or_one(o.dilation[1])},
+        .groups = or_one(o.groups),
     };
     int64_t cout, xd[4], wd[4], od[4];
     if (!check_tensors(ctx, op, 4, x, weight, bias) || !check_args(ctx, op, &a, 0, true) ||

@@ -685,20 +685,20 @@ static void test_conv_errors(void **state) {
                  FC_ERR_RANK, "conv2d");
     /* arguments */
     fc_conv2d_opts o = g2;
-    o.stride[0] = 0;
+    o.stride[0] = -1;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     o = g2, o.stride[1] = -2;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
-    o = g2, o.dilation[0] = 0;
+    o = g2, o.dilation[0] = -1;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     o = g2, o.padding[1] = -1;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
-    o = g2, o.groups = 0;
+    o = g2, o.groups = -1;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     o = g2, o.padding_same = true, o.stride[0] = 2;
     expect_error(ctx, fc_conv2d(ctx, x, w, b, &o), FC_ERR_INVALID_ARG, "conv2d");
     fc_conv1d_opts o1 = fc_conv1d_opts_default();
-    o1.stride = 0;
+    o1.stride = -1;
     expect_error(ctx,
                  fc_conv1d(ctx, w3, zeros(ctx, FC_F32, (const int64_t[]){4, 2, 2}, 3), NULL, &o1),
                  FC_ERR_INVALID_ARG, "conv1d");
@@ -732,7 +732,7 @@ static void test_conv_errors(void **state) {
     u = t, u.output_padding[1] = 1; /* stride 1, dilation 1 */
     expect_error(ctx, fc_conv_transpose2d(ctx, x, wt, b, &u), FC_ERR_INVALID_ARG,
                  "conv_transpose2d");
-    u = t, u.stride[1] = 0;
+    u = t, u.stride[1] = -1;
     expect_error(ctx, fc_conv_transpose2d(ctx, x, wt, b, &u), FC_ERR_INVALID_ARG,
                  "conv_transpose2d");
     u = t, u.groups = 3;
@@ -754,6 +754,44 @@ static void test_conv_errors(void **state) {
     free_ctx(ctx);
 }
 
+/* Zero-initialised options mean the defaults (stride, dilation and groups
+ * 1), the house convention: the same bits as fc_*_opts_default() for
+ * conv2d, conv1d and conv_transpose2d. */
+static bool same_values(fc_tensor *a, fc_tensor *b) {
+    size_t n = fc_tensor_nbytes(a);
+    if (!b || n != fc_tensor_nbytes(b)) return false;
+    float *va = malloc(n), *vb = malloc(n);
+    bool same = va && vb && fc_tensor_copy_out(va, n, a) == FC_OK &&
+                fc_tensor_copy_out(vb, n, b) == FC_OK && memcmp(va, vb, n) == 0;
+    free(va), free(vb);
+    return same;
+}
+
+static void test_conv_zero_opts_mean_default(void **state) {
+    (void)state;
+    fc_ctx *ctx = fc_ctx_new(&(fc_ctx_opts){.threads = 1, .seed = 7});
+    fc_scope_begin(ctx);
+    fc_tensor *x = fc_randn(ctx, FC_F32, (const int64_t[]){2, 3, 7, 6}, 4);
+    fc_tensor *w = fc_randn(ctx, FC_F32, (const int64_t[]){4, 3, 3, 2}, 4);
+    fc_tensor *wt = fc_randn(ctx, FC_F32, (const int64_t[]){3, 4, 3, 2}, 4);
+    fc_tensor *b = fc_randn(ctx, FC_F32, (const int64_t[]){4}, 1);
+    fc_tensor *x1 = fc_randn(ctx, FC_F32, (const int64_t[]){2, 3, 9}, 3);
+    fc_tensor *w1 = fc_randn(ctx, FC_F32, (const int64_t[]){4, 3, 3}, 3);
+    fc_conv2d_opts d2 = fc_conv2d_opts_default(), z2 = {.padding = {1, 0}};
+    d2.padding[0] = 1;
+    fc_tensor *y = fc_conv2d(ctx, x, w, b, &d2);
+    assert_non_null(y);
+    assert_true(same_values(y, fc_conv2d(ctx, x, w, b, &z2)));
+    fc_conv1d_opts d1 = fc_conv1d_opts_default(), z1 = {0};
+    assert_true(same_values(fc_conv1d(ctx, x1, w1, NULL, &d1), fc_conv1d(ctx, x1, w1, NULL, &z1)));
+    fc_conv_transpose2d_opts dt = fc_conv_transpose2d_opts_default(), zt = {0};
+    assert_true(same_values(fc_conv_transpose2d(ctx, x, wt, b, &dt),
+                            fc_conv_transpose2d(ctx, x, wt, b, &zt)));
+    assert_int_equal(fc_ctx_status(ctx), FC_OK);
+    fc_scope_end(ctx);
+    free_ctx(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_matches_torch),
@@ -764,6 +802,7 @@ int main(void) {
         cmocka_unit_test(test_conv_same_bits_at_any_thread_count),
         cmocka_unit_test(test_conv_steady_state_allocates_nothing),
         cmocka_unit_test(test_conv_errors),
+        cmocka_unit_test(test_conv_zero_opts_mean_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
