@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.c - the measuring protocol (see bench.h). It needs nothing of
  * fucina, so bench/ggml/qmatvec.c times ggml with this very code. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h - the measuring protocol shared by every fucina-bench workload.
  *
  * It is the protocol of ../shared/peers/_bench.py, so the two sides are

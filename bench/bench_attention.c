@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_attention.c - attention: causal self-attention forward + backward
  * at B=1, H=8, T=1024, d_head 64 (f32), the fused fc_attention (flash
  * attention: tiles, online softmax, logsumexp saved, scores recomputed in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_autograd.c - norm_softmax (peers/norm_softmax.py) and tiny_ops
  * (peers/tiny_ops.py): forward+backward through the tape. */
 #include <stdlib.h>

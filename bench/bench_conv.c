@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_conv.c - conv_train (peers/conv_train.py), its conv-layer part:
  * "conv3x3", a ResNet-style Conv2d(64, 64, 3, padding=1, bias=False) on x
  * [16, 64, 32, 32]; one iteration = forward + backward of sum(y * g) for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_env.c - the "env" object of every fucina-bench JSON line: which
  * machine, which SIMD level and backend a figure measured. Kept apart from
  * the protocol (bench.c), which bench/ggml/qmatvec.c reuses without fucina. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_gemm.c - the `gemm` workload of ../shared/BENCHMARKS.md: f32 C = A.B
  * for square n (default 256, 1024, 2048) through fc_matmul beside OpenBLAS's
  * cblas_sgemm called directly in the same process on the same buffers, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_gpt.c - gpt_train (peers/gpt_train.py): a decoder-only character
  * transformer, vocab 65, T=64, d_model 128, 4 pre-LayerNorm blocks of 4-head
  * causal self-attention (fused qkv Linear, explicit q @ k^T scaled by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_llama.c - llama_train (peers/llama_train.py) and llama_gen.
  *
  * llama_train: the peer's Llama-architecture decoder as fucina_models

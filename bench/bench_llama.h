@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_llama.h - the llama_train model (bench_llama.c), shared with the
  * workloads that train it another way (bench_qlora.c). */
 #ifndef FUCINA_BENCH_LLAMA_H

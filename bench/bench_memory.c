@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_memory.c - the memory-bound workloads: elementwise (peers/elementwise.py)
  * and reduce (peers/reduce.py), on n = 2^24. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_mlp.c - mlp_train (peers/mlp_train.py): Linear(784,512) -> ReLU ->
  * Linear(512,512) -> ReLU -> Linear(512,10), cross-entropy (mean), Adam
  * lr 1e-3, one fixed synthetic batch of 128. One step = zero_grad + forward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_qlora.c - qlora_step: one QLoRA training step over the llama_train
  * model (bench_llama.c) with its weights block-quantized, beside the f32
  * full fine-tune of the same model, in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_qmatvec.c - qmatvec (BENCHMARKS.md): y = fc_linear(x, W) with W of
  * 4096 x 4096 (out x in) in q4_0, q8_0, q4_k, q6_k, nf4 and f32, and x of 1
  * and 16 rows; GFLOP/s = 2 * 4096 * 4096 * rows / seconds per call. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_tokenizer.c - tokenizer_added: fc_tokenizer_encode of text full of
  * user-defined (added) tokens, at 8,000 and 32,000 pairs, to show that the
  * added-token matcher scales linearly with the text (issue 45: it was

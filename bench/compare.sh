@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs fucina-bench and the PyTorch peers (../shared/peers, both the default
 # and the tuned configuration of ../shared/BENCHMARKS.md) in one go and
 # prints a table of ratios against the faster PyTorch configuration.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Batch-1 greedy decoding, fucina beside llama.cpp on the same files in the
 # same run: the llama_train model (llama_convert --new with its config:
 # vocab 256, dim 256, 8/2 heads, 4 layers, ff 688, context 128) written as

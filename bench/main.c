@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina-bench: one subcommand per workload of ../shared/BENCHMARKS.md, each
  * printing one JSON line whose keys mirror the PyTorch peer in
  * ../shared/peers/, so bench/compare.sh can print ratios. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qmatvec against ggml in the same run (../shared/BENCHMARKS.md's target:
 # ">= ggml's best figure for the same type and N, on the same host in the
 # same run"). Runs `fucina-bench qmatvec` and bench/ggml/qmatvec.c (ggml's

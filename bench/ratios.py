@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Prints the ratio table of bench/compare.sh from the JSON lines it saved
 (`ratios.py OUT_DIR WORKLOAD ...`), or with --vs-ggml DIR the qmatvec table
 of bench/qmatvec_vs_ggml.sh (fucina beside ggml, same run).

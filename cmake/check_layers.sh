@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The symbol half of the layering check (the include half is the per-layer
 # include roots of CMakeLists.txt). An include root cannot stop a call
 # through a public header: fucina/tensor.h declares fc_to, which the ops

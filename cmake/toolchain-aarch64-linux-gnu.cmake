@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross build for aarch64 Linux on a Debian x86-64 host: Debian's
 # gcc-aarch64-linux-gnu, the target's libraries from dpkg multiarch
 # (libcmocka-dev:arm64 and friends, in /usr/lib/aarch64-linux-gnu) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks the examples' command lines as a new user meets them: --help on
 # stdout with exit 0 and the program's name once; a bad value exits 2 with
 # a message naming the option, the range it accepts and the value given;

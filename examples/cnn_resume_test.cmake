@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks that --resume continues a train_cnn run exactly (with batch norm,
 # whose running statistics travel in the checkpoint too): 24 steps in one go
 # must end with the same loss, to the last printed digit, as 13 steps

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # csv_check(<metrics.csv>): the checks every trainer's metrics.csv must pass
 # however often its run stopped and resumed: one row per step (the first
 # column), steps rising, and elapsed_s (the last column) never falling.

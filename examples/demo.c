@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina-demo: exercises the public API end to end and says what it did.
  * (The char-level GPT trainer replaces it as the main job.) */
 #include <fucina.h>

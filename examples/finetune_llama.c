@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* finetune_llama.c - QLoRA: a LoRA adapter (fucina/lora.h) trained on a
  * text file over a frozen GGUF Llama model whose weights stay as they are
  * stored, block-quantized ones included.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks of examples/finetune_llama (QLoRA over a frozen quantized base), run as
 #   cmake -DMODE=workflow|resume -DTRAINER=<train_llama> -DFINETUNE=<finetune_llama>
 #         [-DGENERATE=<generate>] -DDIR=<scratch dir> [-DEMULATOR="<command line>"]

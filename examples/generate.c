@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* generate - text generation from any GGUF Llama model with fucina_models.
  *
  *   generate MODEL.gguf --text "Once upon a time" [--n 32] [--temp 0.8]

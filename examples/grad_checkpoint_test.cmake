@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks that --checkpoint (gradient checkpointing of every block) trains
 # exactly as the plain run: 30 steps of a two-block model must end with the
 # same losses, to the last printed digit, at one thread and at two.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gradcheck.c - checking the gradient of your own composite function.
  *
  * Goals: show a research user the workflow for a new layer written from

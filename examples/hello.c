@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello.c: one gradient step on a tiny least-squares problem */
 #include <fucina.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hvp.c - a Newton-CG fit of L2-regularised logistic regression, with the
  * Hessian never formed: every Hessian-vector product is a double backward.
  *

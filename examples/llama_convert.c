@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_convert - rewrites a GGUF Llama model with its 2-D weights in
  * another dtype, keeping every metadata key (fucina/llama.h, fc_llama_save);
  * or writes a new random-initialised one (fc_llama_new).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # train_gpt as 2 ranks (mpirun): 30 steps in one go must end with the same
 # losses, to the last printed digit, as 15 steps (--stop-after) resumed by 2
 # ranks to step 30; 1 rank with twice the batch resumed from that 2-rank

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks that --resume continues a train_gpt run exactly: 30 steps in one go
 # must end with the same losses, to the last printed digit, as 15 steps
 # (--stop-after, same schedule) followed by a resumed run to step 30; the

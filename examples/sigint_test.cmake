@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks that a trainer stopped by Ctrl-C says so and exits 130 (128 +
 # SIGINT) after writing its checkpoint, so a script can tell it from a
 # finished run (exit 0). The trainer runs in the background with a long

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_cnn.c - a Fashion-MNIST convolutional network trained with fucina's
  * public API.
  *

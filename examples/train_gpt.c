@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* train_gpt.c - a character-level GPT trained with fucina's public API.
  *
  * Goals: one readable file that trains a real decoder-only transformer on
  * any text file, so a reader can see the whole model at once and check it
- * against the PyTorch peer (/work/shared/peers/gpt_train.py): token and
+ * against the PyTorch peer (gpt_train.py in the benchmark peers folder, ../shared/peers
+ * beside the project, see bench/compare.sh): token and
  * learned position embeddings, pre-LayerNorm blocks of causal multi-head
  * self-attention and a GELU MLP, a final LayerNorm, an untied linear head,
  * cross-entropy over every position, AdamW with warm-up and cosine decay,

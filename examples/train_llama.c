@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_llama.c - a Llama-architecture model trained from scratch with
  * fucina_models (fucina/llama.h), written out as a GGUF file that
  * examples/generate and llama.cpp load.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks of examples/train_llama, run as
 #   cmake -DMODE=resume|export -DTRAINER=<train_llama> [-DGENERATE=<generate>]
 #         -DDIR=<scratch dir> [-DEMULATOR="<command line>"] -P train_llama_test.cmake

@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* train_mlp.c - a Fashion-MNIST classifier trained with fucina's public API.
  *
  * Goals: the smallest real training program: read the IDX files of
  * Debian's dataset-fashion-mnist package (gzip, read with zlib), train the
- * MLP of the benchmark peer (/work/shared/peers/mlp_train.py: 784-512-512-10,
+ * MLP of the benchmark peer (mlp_train.py in ../shared/peers beside the project: 784-512-512-10,
  * ReLU, PyTorch's default initialisation) with Adam and a cosine-decayed
  * learning rate, and report the test accuracy. The forward pass is three
  * fc_linear calls (bias fused) and two ReLUs; the loss is the fused

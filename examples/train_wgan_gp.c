@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_wgan_gp.c - a Wasserstein GAN with gradient penalty (Gulrajani et
  * al. 2017) on the 2-D mixture of eight Gaussians: a trainer whose loss
  * needs the gradient of a gradient.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint_model.h - the model that fuzz_checkpoint.c loads into and
  * gen_checkpoint_seeds.c saves from: two parameters ("w" f32 [4, 6] and
  * "b" bf16 [6]) and an optimizer over them, so the seeds are checkpoints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_api.c - libFuzzer target that drives random sequences of public API
  * calls, misuse included, from the fuzz input.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_checkpoint.c - libFuzzer target for fc_checkpoint_load, the reader
  * of the files a trainer resumes from. Each input is written to a memfd and
  * loaded by path into four destinations built fresh per input in a new

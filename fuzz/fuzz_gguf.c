@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_gguf.c - libFuzzer target for the GGUF reader. Any input must either
  * be refused with a status or yield descriptors and metadata values whose
  * bytes all lie inside the input: the target walks every value (nested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_llama.c - libFuzzer target for the Llama model loader
  * (fucina/llama.h). Any input must either be refused with a status or
  * give a model that runs: the target opens the bytes as GGUF from memory,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_safetensors.c - libFuzzer target for the safetensors reader (and the
  * JSON reader under it). Any input must either be refused with a status or
  * yield descriptors whose bytes all lie inside the input: the target reads

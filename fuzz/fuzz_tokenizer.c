@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_tokenizer.c - libFuzzer target for the GGUF tokenizers.
  *
  * An input starting with "GGUF" is a whole file: it is opened from memory,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen_checkpoint_seeds.c - writes the seed corpus of fuzz_checkpoint
  * (fuzz/corpus/checkpoint/) with the library itself: small valid
  * checkpoints of the model in checkpoint_model.h. Built and run by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen_llama_seeds.c - writes the hostile seeds of fuzz_llama
  * (fuzz/corpus/llama/hostile_*.gguf) with the library's GGUF writer: a
  * small valid Llama (1 layer, dim 8, 2 heads, 1 kv head, ff 16, vocab 10,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (clang only) and runs each for a bounded time.
 #   fuzz/run.sh            # 60 seconds per target
 #   fuzz/run.sh 300        # 300 seconds per target

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The symbol half of models/'s layering: every fc__ symbol (the library's
 # internal names) an object of fucina_models uses must be defined by
 # fucina_models itself. A prototype copied out of src/ compiles against the

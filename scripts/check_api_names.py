@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks the public headers against the naming rules of docs/STYLE.md.
 
 Reads every FC_API declaration, enum and macro of include/ and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Line coverage of the library by layer: builds build-cov/ with gcc and
 # --coverage, runs the test suite there, then prints one line per layer
 # (src/core, src/exec, ..., models/llama, models/tokenizer) with the share

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Sums gcov's line counts of the library's sources by layer.
 
 Reads every object's coverage notes (.gcno, with its .gcda where it ran) under the build folder given (the library's layers and

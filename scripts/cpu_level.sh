@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Prints the widest SIMD level of this CPU as fucina names it (fucina/cpu.h):
 # avx512 (AVX-512 F/BW/VL/DQ with the avx2 set), avx2 (AVX2, FMA, F16C) or
 # portable. Read from /proc/cpuinfo's flags, which list only what the OS

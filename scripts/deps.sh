@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages fucina's build, tests, examples and benchmarks
 # need, when they are missing (gnuplot-nox draws the trainers' loss curves). Idempotent and non-interactive; needs root
 # (or sudo) only when something is actually missing.

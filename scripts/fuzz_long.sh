@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Long bounded fuzzing of the file readers (not part of CI; CI runs
 # fuzz/run.sh for 30 seconds a target). Runs fuzz/run.sh with a longer
 # budget, then reports per target the executions, the coverage reached and

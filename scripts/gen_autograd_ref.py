@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """gen_autograd_ref.py - PyTorch reference losses, gradients and AdamW
 trajectories for tests/ag/test_torch_xcheck.c.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Reference GGUF files for fucina's reader, written from the GGUF
 specification with struct only (no gguf package, no fucina code).
 

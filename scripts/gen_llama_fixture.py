@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Llama fixtures for fucina's model tests, with PyTorch's logits.
 
   gen_llama_fixture.py OUT_DIR LLAMA_CONVERT

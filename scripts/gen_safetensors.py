@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Reference safetensors files for fucina's reader, and a checker for files
 fucina writes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Tokenizer fixtures for tests/models/test_tokenizer.c, with the expected
 ids computed by independent implementations.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Compares llama.cpp's logits and greedy tokens (tests/llama_cpp/llama_logits)
 with PyTorch's (tests/data/llama) and fucina's (examples/generate --logits);
 run by scripts/llama_cpp_parity.sh, which states the tolerances.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Parity with llama.cpp: the tokenizer fixtures (tests/data/tokenizer)
 # tokenized by llama.cpp against the reference ids, and the Llama fixtures
 # (tests/data/llama) through llama.cpp: its logits for the fixture prompt

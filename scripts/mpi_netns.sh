@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs a command as 2 MPI ranks in two network namespaces joined by a veth
 # pair, so the ranks' traffic crosses a real TCP stack (docs/dist.md's
 # "veth" figures). Needs root and iproute2. Rank 0 runs in fcd0 (10.77.0.1),

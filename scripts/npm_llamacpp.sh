@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fetches the prebuilt llama.cpp / ggml that the npm registry ships, once:
 # the CPU libraries of @node-llama-cpp/linux-x64 and the headers of the
 # llama.cpp release they were built from (a git bundle inside

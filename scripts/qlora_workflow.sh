@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole QLoRA workflow, offline, on two texts every Debian machine has:
 #   1. train a small Llama from scratch on GPL-3 (examples/train_llama,
 #      byte-level tokenizer);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds fucina and runs the project's main job (see README): the char-level
 # GPT trainer on /usr/share/common-licenses/GPL-3 for its default budget
 # (3 minutes on 2 cores). Extra arguments go to train_gpt (--help lists them).

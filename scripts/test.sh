@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds fucina and runs the whole test suite.
 #   scripts/test.sh                      # build/ with gcc, warnings as errors
 #   FUCINA_SANITIZE=address scripts/test.sh   # build-asan/ with clang, ASan+UBSan

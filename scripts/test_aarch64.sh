@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Cross-builds fucina for aarch64 Linux and runs the whole test suite under
 # qemu-user (no arm64 machine needed).
 #   scripts/test_aarch64.sh      build-aarch64/, gcc-aarch64-linux-gnu, warnings as errors

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the built test suite again at every SIMD level below the widest this
 # CPU has, so one machine proves each level (scripts/test.sh has already run
 # it at the widest):

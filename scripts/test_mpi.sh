@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds fucina with MPI (FUCINA_WITH_MPI=ON, Open MPI from scripts/deps.sh
 # --mpi) into build-mpi/ and runs the data-parallel tests: tests/dist as 2
 # ranks under mpirun (collectives, the wrapper, 2 ranks x B against 1 rank

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ThreadSanitizer run of the threaded parts of fucina: the exec layer (the
 # thread team, the buffer pool, every kernel), the matmul providers, the ops
 # (tests/ops), autograd and the optimizers, and the concurrency contract of include/fucina/tensor.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dist_allreduce.c - times fucina's deterministic all-reduce
  * (fc_dist_all_reduce: MPI_Ialltoall, a rank-order sum, MPI_Iallgather)
  * and the data-parallel wrapper's reduction of one bucket (fc_ddp_sync

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qmatvec.c - ggml-qmatvec, the peer of `fucina-bench qmatvec`: ggml's CPU
  * mul_mat on the same workload, timed by the same protocol, printing the
  * same JSON shape, so bench/ratios.py can divide one by the other.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c - the example trainers' option parser (see args.h). Values are
  * parsed strictly: trailing garbage ("12x"), overflow, missing values and
  * values out of the option's range are errors that name the option, never

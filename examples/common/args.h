@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.h - a table-driven command-line parser for the example trainers.
  *
  * Each option is one row: its long name (without "--"), its kind, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dist.c - see dist.h. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dist.h - the trainers' data-parallel side, on fucina/dist.h: one place
  * for what train_mlp, train_gpt and train_cnn do the same way when started
  * by mpirun, so each trainer only asks "which rows are mine" and "what do

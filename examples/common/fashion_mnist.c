@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common/fashion_mnist.c - see fashion_mnist.h.
  *
  * IDX files: a big-endian header, then unsigned bytes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common/fashion_mnist.h - the Fashion-MNIST data set of Debian's
  * dataset-fashion-mnist package, for the trainers: IDX files (gzip, read
  * with zlib when it is built in; an unpacked copy also works), loaded into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_trainer.c - the loop of the Llama trainers (see llama_trainer.h);
  * it is train_gpt.c's loop over fucina_models. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_trainer.h - the training loop the Llama trainers share:
  * examples/train_llama (every weight of a model made from scratch) and
  * examples/finetune_llama (the LoRA adapter of a frozen GGUF model). Both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.c - progress bar, metrics CSV, gnuplot picture, clock, PRNG.
  *
  * The bar writes to stdout and flushes after each redraw; notes first wipe

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.h - the terminal and file side of the example trainers: a
  * progress bar, a metrics CSV, a loss-curve picture, a wall clock and a
  * small seeded PRNG. Nothing here touches fucina; the trainers stay about

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* resume.c - the schedule check, elapsed time and "already complete" of
  * the trainers' --resume (see resume.h). The schedule's text is printed
  * with 9 significant digits, enough to tell apart any two rates a user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* resume.h - what the trainers' --resume shares beyond their checkpoint
  * files: the schedule a resumed run must keep, the elapsed time it carries
  * on, and the answer to resuming a run that is already complete.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_common.c - checks of the trainers' shared helpers: the PRNG's range,
  * uniformity and determinism, and the option parser's strictness. Run by ctest as examples/common;
  * prints each failed check and exits 1 when any failed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* text_data.c - loading a text file and splitting it into training and
  * validation windows (see text_data.h). Training windows are sampled by a
  * flat index over all runs, so every window is equally likely whatever the

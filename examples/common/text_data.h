@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* text_data.h - a text file as character-level training data.
  *
  * Tokens are the file's distinct bytes, numbered in byte order (so the

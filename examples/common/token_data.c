@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* token_data.c - a text file encoded with a tokenizer, split into training
  * and validation windows (see token_data.h; the policy is text_data.c's). */
 #include "token_data.h"

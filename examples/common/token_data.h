@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* token_data.h - a text file as token-level training data, tokenized with
  * any fucina tokenizer (fucina/tokenizer.h): the train_llama counterpart of
  * text_data.h, with the same split. The text is cut into blocks of `seg`

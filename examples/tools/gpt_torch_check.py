@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: MIT
 """Cross-check train_gpt against PyTorch.
 
 Reads the checkpoint train_gpt wrote (a safetensors file made by
 fc_checkpoint_save, with the trainer's sizes in its metadata), rebuilds the same model in PyTorch with those
-weights (the layer definitions of /work/shared/peers/gpt_train.py), and
+weights (the layer definitions of gpt_train.py in the benchmark peers folder, ../shared/peers), and
 computes the validation loss over the same windows of the same text:
 the text is cut into blocks of 16T characters (fewer for short texts,
 never under 2(T+1)), every 10th block is held out, and each held-out

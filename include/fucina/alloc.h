@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/alloc.h - the allocator contract.
  *
  * Every byte the library allocates goes through one fc_allocator (the

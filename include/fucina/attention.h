@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/attention.h - the transformer block's ops: rotary position
  * embedding (fc_rope), SwiGLU (fc_swiglu) and a fused scaled dot-product
  * attention with grouped-query heads (fc_attention), each with forward and

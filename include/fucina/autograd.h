@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/autograd.h - reverse-mode automatic differentiation.
  *
  * A leaf of dtype f32, f16, bf16 or f64 may require a gradient. Its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/backend.h - the matmul providers a context can be asked to use.
  *
  * A provider is chosen per context (fc_ctx_opts.backend, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/checkpoint.h - resumable training checkpoints.
  *
  * A checkpoint is one safetensors file (written atomically: the previous

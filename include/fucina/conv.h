@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/conv.h - convolutions over NCHW tensors: fc_conv1d, fc_conv2d and
  * fc_conv_transpose2d, forward and backward, with PyTorch's shapes,
  * arguments and gradients (torch.nn.functional.conv1d / conv2d /

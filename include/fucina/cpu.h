@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/cpu.h - the CPU the library runs on, and the SIMD level it uses.
  *
  * Every SIMD kernel of the library (half-float conversions, row kernels,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/dist.h - data-parallel training across processes on MPI.
  *
  * An optional part of the library (CMake option FUCINA_WITH_MPI, found with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/dtype.h - the dtype registry, its predicates, the float
  * compute/output policy and the scalar conversions.
  *

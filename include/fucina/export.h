@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/export.h - symbol visibility. The library is built with hidden
  * visibility; only declarations marked FC_API are exported. */
 #ifndef FUCINA_EXPORT_H

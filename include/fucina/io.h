@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/io.h - model files: safetensors and GGUF, read and written.
  *
  * Reading. An open file is a handle over the whole file, mapped read-only

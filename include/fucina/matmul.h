@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/matmul.h - matrix products through the run-time chosen provider.
  *
  * Providers: ref (portable C; f16, bf16, f32, f64), blas (OpenBLAS; f32,

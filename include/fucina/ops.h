@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/ops.h - the forward op library.
  *
  * Every op borrows its inputs and returns a new reference, or NULL after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/optim.h - optimizers, gradient clipping, learning-rate schedules.
  *
  * An optimizer updates its parameters from their gradients (fc_grad) in one

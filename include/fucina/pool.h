@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/pool.h - 2-d pooling over the last two axes of NCHW tensors: max,
  * average and adaptive average, each differentiable.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/quant.h - block-quantized rows (ggml wire formats) and the blockwise
  * int8 / int4 / NF4 quantization (QLoRA style) with double quantization.
  *

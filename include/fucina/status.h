@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/status.h - the one status vocabulary of the library.
  *
  * Every fallible function that does not return a tensor returns an fc_status:

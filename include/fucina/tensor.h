@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/tensor.h - the execution context and the tensor handle.
  *
  * Error model. Functions that produce a tensor return a new reference, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/blocks.c - the model's rotary embedding, SwiGLU and grouped-query
  * attention (see blocks.h): each is one fused op of fucina/attention.h.
  * tests/models/llama_composite.c keeps the same blocks composed from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/blocks.h - the three blocks the model needs from the op library:
  * rotary embedding, SwiGLU and (grouped-query) attention, one seam in
  * front of the fused ops of fucina/attention.h (fc_rope in FC_ROPE_NORM

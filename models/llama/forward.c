@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/forward.c - the Llama forward pass, with and without a key/value
  * cache.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/generate.c - token sampling (greedy, temperature, top-k, top-p)
  * and generation through the key/value cache.
  *

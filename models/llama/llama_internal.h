@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/llama_internal.h - the model's layout, shared by the files of
  * models/llama (loader, forward, cache, generation, writer). Not installed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/lora.c - LoRA adapters on a Llama model: checking a config against
  * the model, making the adapter (PEFT's init), the forward term the model's
  * projections add, and the accessors. Files are in lora_io.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/lora_internal.h - the adapter's layout, shared by lora.c (making,
  * the forward term, accessors), lora_io.c (safetensors save / load, the
  * merged GGUF) and forward.c (the hook). Not installed.

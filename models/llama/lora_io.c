@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/lora_io.c - adapter files: PEFT-named safetensors written and read,
  * and the base model written back as GGUF with the adapter merged in.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/model.c - building a Llama model: from a GGUF file (keys, then
  * tensors, each checked against the other before anything is run) or from
  * a config with random weights; accessors and freeing.

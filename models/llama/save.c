@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama/save.c - writing a model back as GGUF.
  *
  * Metadata: every key/value of the source file is rebuilt as an fc_gguf_kv

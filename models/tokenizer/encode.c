@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* models/tokenizer/encode.c - text to ids and back.
  *
  * Both vocabularies merge a sequence of symbols (adjacent byte ranges of

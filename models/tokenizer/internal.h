@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* models/tokenizer/internal.h - what the tokenizer's files share: the
  * vocabulary with its lookup tables, the allocator wrappers, the growable
  * id list and the code point classes. */

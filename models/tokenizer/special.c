@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* models/tokenizer/special.c - finding the special tokens of a text.
  *
  * encode takes the user-defined tokens (and, when asked, the control and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* models/tokenizer/tokenizer.c - building a tokenizer: from a GGUF file's
  * tokenizer.ggml.* keys or as the byte-level vocabulary, the lookup tables
  * behind it, its accessors, and writing it back as GGUF key/values. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* models/tokenizer/unicode.c - UTF-8, the code point classes and the GPT-2
  * pre-tokenizer (the word split before byte-level BPE). */
 #include "tokenizer/internal.h"

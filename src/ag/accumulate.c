@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* accumulate.c - the gradient arithmetic of the backward engine: adding a
  * rule's gradient into an accumulator (a node's gacc or a leaf's grad),
  * summing broadcast axes away, and adding a gradient that covers only a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backward.c - the backward engine and the public autograd entry points.
  *
  * Backward collects the nodes reachable from the output, orders them by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.c - fc_grad_checkpoint: recompute instead of store.
  *
  * The forward runs the user's function with grad mode off, so none of its

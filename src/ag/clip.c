@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clip.c - gradient clipping and learning-rate schedules: the utilities
  * around an optimizer that need none of its state.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grad_api.c - fc_autograd_grad, the functional gradient (PyTorch's
  * torch.autograd.grad): gradients of outputs with respect to chosen
  * inputs, returned as new tensors, with no leaf's fc_grad touched.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gradcheck.c - analytic vs numeric gradients, in f64.
  *
  * Instead of the full Jacobian we check the gradient of L = sum(y * w) for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* graph_grad.c - the engine's gradient arithmetic in recorded form, for
  * create_graph walks (fc_autograd_grad with create_graph).
  *

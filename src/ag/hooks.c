@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hooks.c - gradient hooks: registration, removal, and running a tensor's
  * hooks on its final gradient (fucina/autograd.h states the contract).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* leaf.c - leaves, parameters, their gradients, and grad mode.
  *
  * A leaf is a tensor the user made (no tape node). Marking it as

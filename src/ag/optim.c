@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim.c - SGD, Adam, AdamW as fused one-pass updates; clipping; schedules.
  *
  * Each parameter is updated by one kernel that reads the gradient, the

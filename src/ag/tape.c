@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tape.c - recording nodes, saved values, and node lifetime.
  *
  * Nodes are reference counted: the output handle holds one reference and

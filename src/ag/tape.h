@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ag/tape.h - the recorded graph and how ops write into it.
  *
  * An op that wants a gradient (fc__ag_wants) records one node for its one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend.h - the matmul providers behind one small table of function
  * pointers, and the GEMM description they all accept.
  *

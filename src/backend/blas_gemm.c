@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* blas_gemm.c - the OpenBLAS provider: cblas_sgemm / cblas_dgemm for f32 and
  * f64. Compiled only when CMake found OpenBLAS (FUCINA_HAVE_OPENBLAS).
  *

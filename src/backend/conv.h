@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend/conv.h - a provider library's own convolution primitives (oneDNN's
  * direct convolution kernels), on raw contiguous f32 NCHW data, for
  * exec/kernels/conv.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dispatch.c - the provider table, the choice of provider, the GEMM input
  * check and the per-context cache that holds provider state.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* onednn_conv.c - convolutions through oneDNN's direct convolution
  * primitives (backend/conv.h). Compiled only with oneDNN; written against
  * its 2.x C API (Debian's 2.6), whose operation descriptors 3.x removed:

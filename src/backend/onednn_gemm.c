@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* onednn_gemm.c - the oneDNN provider: the matmul primitive for f32, bf16
  * and f16, accumulating in f32 and returning the input dtype. Compiled only
  * when CMake found oneDNN (FUCINA_HAVE_ONEDNN). Written against the C API

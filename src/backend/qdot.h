@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qdot.h - the kernels behind fc__qgemm_run: packed activation layouts,
  * the dot-product kernel interface and the per-ISA kernel tables.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qdot_avx2.c - the quantized dot kernels for x86-64 with AVX2, FMA and
  * F16C, and their AVX-VNNI twins (layouts and contracts in qdot.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qdot_avx512.c - the quantized dot kernels for x86-64 with AVX-512 F, BW,
  * VL, DQ and VNNI (layouts and contracts in qdot.h).
  *

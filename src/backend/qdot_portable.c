@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qdot_portable.c - activation packing and the portable dot kernels of the
  * quantized matmul (layouts in qdot.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qmatmul.c - fc__qgemm_run: argument checks, ISA choice, activation
  * packing and the split of the work over threads (see qmatmul.h).
  *

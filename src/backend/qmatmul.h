@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qmatmul.h - the quantized matmul engine: f32 activations times the
  * transpose of block-quantized weights, decoding the weights inside the
  * kernel (a block at a time, in registers) and never materializing an f32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_gemm.c - the portable reference provider: every float dtype, any
  * leading dimension, transposes and broadcast batches, in plain C11.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_gemm_kernel.h - the body of the reference GEMM, written once and
  * instantiated by ref_gemm.c for each accumulator type (f32 and f64), the
  * way a C++ template would be. Not a header to include elsewhere.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* widen_gemm.c - f16 and bf16 products through an f32 provider.
  *
  * Where no provider has a native 16-bit kernel on the running CPU (oneDNN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffer.c - see buffer.h. */
 #include "core/buffer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffer.h - refcounted, generation-counted storage (seed 000 section 8.4).
  *
  * A buffer is a header plus a byte region, shared by pointer. Invariants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cast.c - the scalar cast rules of seed 000 section 8.2, as row "legs".
  *
  * Every cast between two non-block dtypes runs as load -> intermediate ->

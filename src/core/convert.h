@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/convert.h - internal row converters between the scalar dtypes.
  *
  * The exec layer calls these hot loops directly (no dtype switch per call);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_row.c - fc_convert_row, the portable half-precision row loops and
  * the run-time choice of their SIMD versions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_x86.c - f16/bf16 <-> f32 rows with F16C + AVX2 and with AVX-512.
  *
  * Each function carries its own target attribute, so the file builds with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.c - detection of the CPU's features, once, and the caps on the level.
  *
  * x86-64 features come from CPUID and XGETBV directly rather than from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/cpu.h - the one CPU-feature module of the library.
  *
  * Every SIMD family (half-float rows, the row kernels, the unary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dtype.c - the dtype traits table and the policy of seed 000 sections 8.1-8.3.
  *
  * One table, indexed by fc_dtype and generated from FC_DTYPE_LIST, holds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fp8.c - OCP 8-bit floats (OFP8, "OCP 8-bit Floating Point Specification"
  * v1.0) <-> f32, bit-exact and independent of the FPU rounding mode.
  *

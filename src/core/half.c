@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* half.c - IEEE binary16 and bfloat16 <-> f32, bit-exact with ggml's software
  * conversions (see tests/data/ggml/fp): round to nearest even on narrowing,
  * NaN sign kept, NaN payload never rounded into an infinity, signalling NaNs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw.c - the raw strided tensor: construction, views, odometer copies.
  *
  * The copy loops never divide per element: a view is first reduced to

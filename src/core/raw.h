@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw.h - the raw strided tensor (seed 000 section 8.5). Internal: the public
  * header never names fc_raw (tests/core/compile_fail_raw.c proves it).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shape.c - see shape.h. */
 #include "core/shape.h"
 

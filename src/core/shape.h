@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shape.h - checked shape arithmetic shared by every layer (seed 000 8.5.7).
  *
  * A shape is (int64_t dims[], int rank) with rank 1..FC_MAX_RANK and every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.c - fc_strerror and fc_status_name, generated from FC_STATUS_LIST
  * so the text, the name and the value can never disagree. */
 #include "fucina/status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm.c - the communicator object, MPI errors as fc_status, waits with a
  * deadline, the deterministic two-phase reduction (dist/dist.h), and the
  * list collectives of fucina/dist.h built on them.

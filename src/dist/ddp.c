@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ddp.c - the data-parallel wrapper (fucina/dist.h): gradient buckets
  * reduced while backward runs.
  *

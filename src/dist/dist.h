@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dist/dist.h - what the MPI half of src/dist shares: the communicator
  * object, MPI errors as fc_status, waits with a deadline, and the
  * deterministic reduction every all-reduce here is made of.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* none.c - fucina/dist.h in a build without MPI (FUCINA_WITH_MPI off):
  * every call that would communicate records and returns FC_ERR_BACKEND,
  * so programs link and run the same way and take their single-process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctx.c - the execution context: allocator accounting, sticky errors,
  * scopes, thread count, and teardown.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/ctx.h - the execution context: allocator, buffer pool, scopes, grad
  * mode depth, sticky error, RNG stream; and how every layer records an error.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iter.c - strided multi-operand iteration for elementwise kernels.
  *
  * Every operand is viewed over one common shape with byte strides (0 where

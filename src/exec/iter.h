@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/iter.h - strided iteration over broadcast operands (the odometer). */
 #ifndef FUCINA_EXEC_ITER_H
 #define FUCINA_EXEC_ITER_H

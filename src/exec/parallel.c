@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parallel.c - the thread team. OpenMP with the context's thread count;
  * kernels get a [begin, end) slice and never create threads. Reductions
  * use fixed-size chunks so their partial sums, combined in index order, are

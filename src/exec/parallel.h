@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/parallel.h - the thread team as kernels see it: static slices of a
  * range, and fixed chunks for reductions whose bits never depend on the
  * thread count. */

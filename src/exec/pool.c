@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - see pool.h.
  *
  * Size classes: 64 bytes, then four classes per power of two (each a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.h - the context's buffer pool: size-classed free lists of whole
  * buffers (header + data), so a steady-state training step reuses the
  * buffers of the previous one and calls the allocator zero times. */

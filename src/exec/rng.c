@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rng.c - the context's counter-based RNG (Philox 4x32-10, Salmon et al.,
  * SC'11). Element i of a random op draws from counter (offset + i), so the
  * values depend only on (seed, offset, i): never on the thread count or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor.c - tensor handles: creation, queries, data access, casts.
  *
  * A handle wraps one raw tensor (one buffer reference) plus the autograd

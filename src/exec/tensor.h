@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/tensor.h - the tensor handle: a raw strided view plus its context,
  * references, scope slot, autograd links and leaf gradient; the helpers that
  * create handles and the layout queries every kernel asks. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor_api.c - the public creation, query and data-access functions of
  * fucina/tensor.h, on top of the handle machinery in tensor.c. */
 #include <math.h>

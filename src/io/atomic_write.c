@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* atomic_write.c - the one way fucina writes a file.
  *
  * The bytes go to a fresh temporary file next to the target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.c - parameters + optimizer + RNG in one safetensors file.
  *
  * Everything that decides the next training step goes in: the parameter

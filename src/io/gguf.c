@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf.c - the GGUF reader (versions 2 and 3, little-endian).
  *
  * The checks follow the hardened ggml reader and add a few of our own; all

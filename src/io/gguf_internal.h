@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf_internal.h - the parsed form of a GGUF file, shared by the reader
  * (gguf.c), the metadata accessors (gguf_meta.c) and the writer's type
  * table.

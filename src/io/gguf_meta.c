@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf_meta.c - GGUF lookups: the ggml type table, tensor descriptors and
  * the typed metadata getters.
  *

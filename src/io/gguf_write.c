@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf_write.c - the GGUF writer (version 3).
  *
  * Layout written: "GGUF", u32 3, u64 tensor count, u64 key/value count, the

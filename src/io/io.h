@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.h - internals shared by the model-file readers and writers.
  *
  * Three pieces live here:

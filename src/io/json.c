@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.c - the JSON reader behind the safetensors header.
  *
  * Why not a library. Debian ships jansson, cJSON and yyjson, and any of them

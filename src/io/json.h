@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.h - a strict, pull-style JSON reader for the safetensors header.
  *
  * See json.c for why fucina has its own. The reader walks a byte range

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mapping.c - the refcounted bytes of an open model file, and the small
  * helpers every reader and writer shares (error text, growable arrays).
  *

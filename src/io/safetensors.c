@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors.c - the safetensors reader.
  *
  * Layout (the format's specification): u64 little-endian N; N bytes of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors_write.c - the safetensors writer.
  *
  * The header is produced in two passes over the same emitter: the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor_io.c - model files as fc_tensor handles.
  *
  * Loading. By default a loaded tensor aliases the file's bytes: its buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/attention.c - fc_attention: fused scaled dot-product attention with
  * grouped-query heads, an optional additive mask and causality, as one
  * differentiable op. The kernels (flash attention, forward and the two

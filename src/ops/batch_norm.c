@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/batch_norm.c - the channel norms as differentiable ops: batch_norm
  * (statistics per channel over the batch and spatial axes, or the running
  * statistics in eval mode) and group_norm (statistics per sample and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/binary.c - broadcasting binary arithmetic as differentiable ops:
  * fc_add, fc_sub, fc_mul, fc_div, fc_pow, fc_maximum, fc_minimum; their
  * scalar forms; the in-place fc_add_, fc_mul_scalar_, fc_fill_ and the

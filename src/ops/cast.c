@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/cast.c - copies and dtype conversions as differentiable ops: fc_clone,
  * fc_contiguous, fc_to, and the in-place fc_copy_. The work is in
  * exec/kernels/copy.c; this file validates, records, and holds the rule.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/compare.c - comparisons, logic and selection as ops: fc_eq .. fc_ge
  * (tensor and scalar forms), fc_logical_and/or/not, fc_where and
  * fc_masked_fill. The computation is in exec/kernels/compare.c; this file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/conv.c - fc_conv1d, fc_conv2d and fc_conv_transpose2d: argument and
  * shape checks, the autograd records, and each backward rule under its
  * forward. The products are in exec/kernels/conv.c, which sees every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/index.c - integer indexing ops: index_select, embedding, gather,
  * scatter_add, one_hot. This file validates the arguments, loads and
  * bounds-checks the index (fc__index_load/check) before any output is

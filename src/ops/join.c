@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/join.c - concat, stack, split, pad: argument checks, the autograd
  * nodes and their backward rules. The copies are in
  * exec/kernels/join.c; split's pieces are window views

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/layout.c - the view ops: reshape, view, permute, transpose, narrow,
  * slice, expand, squeeze, unsqueeze. This file validates the arguments,
  * builds the view through exec/kernels/layout.c and records one node per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/layout.h - what the other shape families of the ops layer take from
  * src/ops/layout.c: the recorded window view, whose node and rule live
  * there (split's pieces are windows, src/ops/join.c). */

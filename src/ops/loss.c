@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/loss.c - cross_entropy (fused log-softmax + NLL) and mse_loss as
  * differentiable ops. The forward and backward kernels are in
  * exec/kernels/loss.c; this file validates, records, and holds the rules.

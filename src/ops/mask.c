@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/mask.c - triu, tril and dropout: argument checks, the nodes and their
  * backward rules; the kernels are in exec/kernels/mask.c.
  *

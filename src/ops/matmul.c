@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/matmul.c - fc_matmul, fc_linear (dense and block-quantized weights)
  * and fc_ctx_set_backend: dtype and shape checks, the autograd records,
  * and each backward rule under its forward. The products are in

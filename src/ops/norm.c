@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/norm.c - layer_norm and rms_norm over the last axis as
  * differentiable ops. The forward and the fused backward kernels are in
  * exec/kernels/norm.c; this file validates, records, and holds the rule.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/norm_graph.h - the normalisations' rules in recorded form, for
  * create_graph walks (ops/norm.c and ops/batch_norm.c share them). Private
  * to src/ops. */

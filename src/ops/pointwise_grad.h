@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/pointwise_grad.h - what the recording code of the pointwise op files
  * (ops/binary.c, compare.c, unary.c) shares. Private to src/ops. */
 #ifndef FUCINA_OPS_POINTWISE_GRAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/pool.c - max_pool2d, avg_pool2d and adaptive_avg_pool2d as
  * differentiable ops (fucina/pool.h). The forward and backward loops are in
  * exec/kernels/pool.c; this file validates, derives the geometry, records

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/reduce.c - the public reductions of fucina/ops.h: axes and dtype
  * checks, the output dtype policy, the autograd records, and each
  * backward rule under its forward. The reducing is done by the engine in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/rope.c - fc_rope: rotary position embedding as a differentiable op.
  * The kernel is exec/kernels/rope.c; this file resolves the options,
  * validates, records, and holds the rule.

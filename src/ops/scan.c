@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/scan.c - fc_cumsum: dtype and axis checks, the autograd record and
  * the rule. The scan itself is exec/kernels/scan.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/softmax.c - softmax and log_softmax along any axis as differentiable
  * ops. The row kernels (forward and the fused backward) are in
  * exec/kernels/softmax.c; this file validates, records, and holds the rules.

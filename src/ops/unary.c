@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/unary.c - the unary family as differentiable ops: fc_neg .. fc_clamp,
  * and fc_swiglu, the gated silu (at the end of the file).
  * The computation is in exec/kernels/unary.c (layout, dispatch) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_backward_failure.c - what a failed backward leaves behind, and the
  * check_finite mode over gradients and optimizer updates.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_create_graph_all.c - every backward rule through create_graph, in
  * three forms, each checked against f64 central differences of the order
  * below it:

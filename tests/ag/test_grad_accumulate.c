@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grad_accumulate.c - the engine's gradient arithmetic (src/ag/accumulate.c).
  *
  * Region gradients: pieces of one tensor taken by narrow, strided slice and

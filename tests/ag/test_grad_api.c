@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grad_api.c - fc_autograd_grad (torch.autograd.grad): gradients with
  * respect to leaves and non-leaves as new tensors, fc_grad untouched;
  * f64 results against central differences; unused inputs, retain_graph,

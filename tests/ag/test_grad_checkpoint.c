@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grad_checkpoint.c - fc_grad_checkpoint (recompute instead of store):
  * gradients of a two-block residual MLP with layer norm and dropout are bit
  * for bit those of the plain graph (inputs, parameters, an intermediate used

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grad_composite.c - gradients through composite graphs.
  *
  * 1. fc_gradcheck in f64 (check_all_f64, PyTorch's default eps 1e-6,

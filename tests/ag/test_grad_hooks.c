@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grad_hooks.c - gradient hooks (fc_grad_hook_add): what a hook sees,
  * what a replacement changes, the order hooks run in (a leaf's as soon as
  * its gradient is complete), and every refusal: a wrong replacement or a

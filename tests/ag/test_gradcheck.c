@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gradcheck.c - the checkers themselves: fc_gradcheck and
  * fc_gradgradcheck fill their report on every path (argument errors
  * included), refuse non-f64 inputs that require grad with FC_ERR_DTYPE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gradgrad.c - second derivatives: fc_gradgradcheck on every
  * differentiable op, contiguous and strided (the op reads a transposed or
  * stepped view of its leaf), the way fc_gradcheck's tables do it per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hessian.c - higher-order gradients through fc_autograd_grad's
  * create_graph: Hessian-vector products and full small Hessians, checked
  * against central differences of the analytic gradient and against closed

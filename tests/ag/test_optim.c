@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optim.c - SGD/Adam/AdamW against double-precision transcriptions of
  * torch.optim's update rules, clipping, schedules, state access, and the
  * generation bump that makes a step visible to the saved-value check. */

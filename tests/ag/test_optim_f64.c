@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optim_f64.c - f64 parameters end to end: f64 leaves get f64
  * gradients through the public API, the optimizers update them in f64
  * (against double transcriptions of torch.optim's rules, to 1e-13), their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tape.c - the tape's own guarantees, whatever op recorded the node:
  * a graph freed by a backward without retain_graph refuses a second
  * backward, and a saved value modified after recording fails the backward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_torch_xcheck.c - fucina's autograd against PyTorch on whole models.
  *
  * scripts/gen_autograd_ref.py (torch 1.13) wrote, into tests/data/ag/, fixed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gemm.c - every matmul provider on raw pointers (src/backend/backend.h)
  * against a double-precision reference written in the test
  * (tests/support/gemm_ref.c), plus the dispatch rules and the input checks.

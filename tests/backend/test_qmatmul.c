@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_qmatmul.c - the quantized matmul engine (backend/qmatmul.h) against
  * dequantize-then-multiply in double precision, SIMD kernels against the
  * portable ones, and every error code.

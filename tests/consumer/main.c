@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the tree, built against the installed package. */
 #include <fucina.h>
 #include <stdio.h>

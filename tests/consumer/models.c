@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the tree using the installed fucina_models: the
  * byte-level tokenizer round-trips a text, and a tiny Llama runs. */
 #include <fucina.h>

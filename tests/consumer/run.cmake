@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installs the build tree into WORK/prefix, then configures and builds the
 # consumer (and consumer_models, on fucina::models) with
 # find_package(fucina CONFIG), runs them, and compiles them once more with

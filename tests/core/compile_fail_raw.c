@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiled by ctest with only include/ on the path. The raw tensor is
  * internal: naming it through the public header must fail to compile
  * (core/compile_fail_raw has WILL_FAIL). With -DFUCINA_COMPILE_OK the

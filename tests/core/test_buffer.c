@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_buffer.c - refcounted, generation-counted storage (src/core/buffer.c).
  *
  * Every test allocates through a counting allocator that checks each free

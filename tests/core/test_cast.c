@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cast.c - the scalar cast rules of seed 000 section 8.2 and
  * fc_convert_row.
  *

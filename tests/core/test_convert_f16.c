@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_convert_f16.c - f16 and bf16 <-> f32, scalar and row, against ggml's
  * golden bits (tests/data/ggml/fp, see its README), against a brute-force
  * nearest-even search written here, and every SIMD row path the machine can

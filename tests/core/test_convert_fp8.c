@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_convert_fp8.c - OCP FP8 E4M3FN and E5M2 <-> f32.
  *
  * The decode tables are recomputed here from the format definitions with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cpu.c - the one CPU-feature module: level names, the level against
  * the detected features, the test cap, the FUCINA_ISA cap (ctest also runs
  * this executable under FUCINA_ISA=portable and FUCINA_ISA=bogus), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dtype.c - the dtype registry, predicates, accumulators and the float
  * compute/output policy, each against an explicit table written here from
  * seed 000 sections 8.1-8.3 (not generated from FC_DTYPE_LIST). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_iquant_golden.c - the i-quant formats against ggml's own output.
  *
  * tests/data/ggml/<type>/ holds a 6 x 1024 input, the bytes ggml's quantizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_iquant_props.c - properties of the i-quant formats beyond the golden
  * vectors: argument checks, zero rows, finiteness and defined behaviour on
  * extreme inputs (run under UBSan in the sanitizer build), error bounds on

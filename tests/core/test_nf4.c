@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_nf4.c - NF4, blockwise int8/int4 quantization, 4-bit packing and
  * double quantization (seed 004), plus the FC_NF4 block dtype.
  *

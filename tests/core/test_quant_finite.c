@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_quant_finite.c - the promise of fucina/quant.h that finite input gives
  * finite codes: for every block dtype, rows of large finite magnitude
  * (near-constant rows far beyond the f16 range, rows at +-3e38, mixed signs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_quant_golden.c - byte-exact agreement with ggml on its golden vectors.
  *
  * tests/data/ggml/<type>/ holds ggml's own output for a 6 x 1024 input

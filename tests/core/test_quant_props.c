@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_quant_props.c - properties of the block formats beyond the golden
  * vectors: round-trip error bounds on random rows, zero rows, finite output
  * for extreme finite input, the error codes of every entry point, rows that

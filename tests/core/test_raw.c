@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_raw.c - the raw strided tensor (src/core/raw.c): construction,
  * ownership, views and their checks, data access and in-place helpers.
  *

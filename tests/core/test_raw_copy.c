@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_raw_copy.c - the raw tensor's copy paths (src/core/raw.c): copy_to,
  * copy_range, copy_into, clone and fill, on every kind of view.
  *

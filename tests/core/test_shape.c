@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_shape.c - checked shape arithmetic and NumPy broadcasting (src/core/shape.c).
  *
  * References used here are independent of the code under test: element

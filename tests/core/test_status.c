@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_status.c - the status vocabulary: distinct values, a text and a name
  * for every code, and the documented answers for codes not in the list. */
 #include <setjmp.h>

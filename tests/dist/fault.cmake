@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs fault_prog (see its comment) as 2 ranks in MODE and checks that the
 # job ends the way it must, in the time it must, and leaves a checkpoint
 # that loads (fault_prog check). The time is measured here, in ms, around

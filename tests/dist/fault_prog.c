@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_prog.c - the program tests/dist/fault.cmake runs as 2 ranks to see
  * what a fault at one point of a data-parallel step does to the job.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dist_collectives.c - fucina/dist.h's communicator and list
  * collectives, run as 2 ranks under mpirun (tests/CMakeLists.txt): rank and
  * size, broadcast from either root, the deterministic all-reduce (sum and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dist_ddp.c - the data-parallel wrapper (fc_ddp) as 2 ranks under
  * mpirun: the initial broadcast; bucketing (many small parameters and one
  * larger than a bucket, reverse registration order, f32 and f64 apart);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dist_equiv.c - 2 ranks with batch B reach the parameters 1 rank
  * reaches with batch 2B, within 1e-6 relative after 10 AdamW steps, on the
  * two trainers' models built small: train_mlp's 784-H-H-10 ReLU MLP and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dist_none.c - fucina/dist.h in a build without MPI: the program
  * links, fc_dist_available is false, fc_dist_init and fc_dist_init_comm
  * record FC_ERR_BACKEND naming the missing option, a NULL handle is rank 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ctx.c - the exec core (the files of src/exec/): the sticky first error and
  * NULL propagation, scopes and fc_keep, the buffer pool (a repeated step
  * calls the allocator zero times once warm), stats, the counter-based RNG

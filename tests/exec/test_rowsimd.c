@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rowsimd.c - the f32 row primitives of src/exec/kernels/rowsimd.c
  * and rowsimd512.c: the dispatched version under every instruction set the
  * CPU has (portable, AVX2, AVX-512, chosen with fc__isa_set_cap) against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_unary_simd.c - the vectorized f32 kernels of
  * src/exec/kernels/unary_simd.c, every instruction set this CPU runs
  * (portable always, AVX2 and AVX-512 where present):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_testutil.h - helpers for the io tests: a counting allocator that can
  * fail the Nth allocation (SQLite's out-of-memory sweep), scratch
  * directories, and whole-file reads. Header-only and static so each test

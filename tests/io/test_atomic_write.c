@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_atomic_write.c - no data lost on save.
  *
  * Each writer is run with a fault plan that makes write() fail after N

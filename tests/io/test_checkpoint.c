@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_checkpoint.c - exact resume, no data lost on a failed save, a
  * checkpoint restores exactly the optimizer state it describes or is
  * refused (one saved before the first step resets the moments; one with its

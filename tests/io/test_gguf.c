@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gguf.c - the GGUF reader and writer.
  *
  * References: tests/data/io/gguf_reference_v{2,3}.gguf, written by

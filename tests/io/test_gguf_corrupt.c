@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gguf_corrupt.c - GGUF files assembled byte by byte: every broken
  * one must fail with its own status code and message and leak nothing
  * (counting allocator); id 42 must resolve by the room a tensor has; the

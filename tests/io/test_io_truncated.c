@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_io_truncated.c - model files that shrink while open.
  *
  * A file is opened (mapped, the default), then another program truncates

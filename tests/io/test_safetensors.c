@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_safetensors.c - the safetensors reader and writer.
  *
  * The reference file tests/data/io/st_reference.safetensors was written by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tensor_io.c - model files as fc_tensor handles: zero-copy loads that
  * outlive their file handle, copy-in loads, and saves of any layout. The
  * reference files are the ones test_safetensors.c and test_gguf.c check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Planted internal call: an object of models/ that declares one of the
  * library's internal fc__ functions itself (which no include root can
  * stop). models/check_public.sh must refuse it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Planted internal include: compiled against the models' include root by
  * ctest (layering/models_internal_include_fails), it must fail, because
  * models/ sees only the public headers. If this compiles, the root no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Planted upward include: compiled against the exec layer's include root by
  * ctest (layering/upward_include_fails), it must fail, because exec may not
  * see the autograd tape. If this compiles, the include roots no longer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Planted upward include: compiled against the ops layer's include root by
  * ctest (layering/upward_include_dist_fails), it must fail, because ops
  * (and every layer below it) may not see src/dist, the optional MPI layer

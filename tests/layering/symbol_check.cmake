@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The symbol check's self-test: builds a two-layer toy (exec calls ops) and
 # expects cmake/check_layers.sh to reject it, then the same objects with the
 # call allowed and expects it to pass. Run by ctest (layering/upward_call_fails).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_logits - llama.cpp's logits and greedy tokens for a GGUF model,
  * the peer side of scripts/llama_cpp_parity.sh. Built there against the
  * llama.h of the llama.cpp release inside node-llama-cpp and linked with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_tokenize - llama.cpp's tokenizer on a GGUF vocabulary, the peer
  * side of the tokenizer half of scripts/llama_cpp_parity.sh (llama_logits.c
  * is the model half). Built there against the llama.h of the llama.cpp

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_composite.c - the Llama blocks of models/llama/blocks.h composed
  * from public elementwise ops, matmuls and softmax, as the model ran them
  * before the fused ops (fc_rope, fc_swiglu, fc_attention). Kept only as a

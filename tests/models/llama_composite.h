@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama_composite.h - the Llama blocks (models/llama/blocks.h) composed
  * from public ops, for tests that cross-check the fused ones. Same
  * contracts as fc__llama_rope, fc__llama_swiglu and fc__llama_attention:

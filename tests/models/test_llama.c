@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_llama.c - the Llama model against PyTorch (fixtures of
  * scripts/gen_llama_fixture.py in tests/data/llama): logits of the f32,
  * q8_0 and q4_k files, greedy generation, the KV cache against the full

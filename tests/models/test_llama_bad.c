@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_llama_bad.c - GGUF files whose metadata contradicts their tensors:
  * each gives its own status and a message naming the key or tensor, never
  * a crash or a leak. The files are written here with the library's GGUF

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_llama_blocks.c - the model's three blocks (models/llama/blocks.h:
  * rotary embedding, SwiGLU, grouped-query causal attention, now the fused
  * ops) against direct double-precision loops, their gradients against f64

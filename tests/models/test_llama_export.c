@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_llama_export.c - fc_llama_save_opts.kvs, the seam examples/
  * train_llama writes its tokenizer through: a model from fc_llama_new saved
  * with the byte-level tokenizer's keys must carry them (the "none"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_llama_hostile.c - hostile sizes, types and values given to the
  * Llama model (issue 45), and the lifetimes of what it owns:
  *   - GGUF keys whose values overflow the sizes computed from them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lora.c - LoRA adapters on the Llama fixtures (fucina/lora.h): a new
  * adapter leaves the logits unchanged, its gradients match finite
  * differences in f64, a few Adam steps over a quantized base lower the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lora_bad.c - bad input to the adapter API: configs out of range, a
  * second adapter, NULLs, a base without a targeted weight, and adapter
  * files whose names, shapes, dtypes, pairing or metadata do not fit the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lora_oom.c - the out-of-memory sweeps of the adapter API (see
  * oom_sweep.h for what is checked at every failing allocation): making an
  * adapter over a q8_0 base and one training step (forward with dropout,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tokenizer.c - the GGUF tokenizers against independent encoders.
  *
  * tests/data/tokenizer/ comes from scripts/gen_tokenizer_fixtures.py: a

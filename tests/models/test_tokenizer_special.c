@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tokenizer_special.c - the special-token matcher (models/tokenizer/
  * special.c) against the literal rule it replaced.
  *

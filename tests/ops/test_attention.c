@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_attention.c - fc_attention (fused flash attention) against the
  * composite the library already has (fc_matmul, the mask added, fc_softmax,
  * fc_matmul) in f64, forward and every gradient (q, k, v, mask), over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_batch_norm.c - batch_norm (training and eval) and group_norm:
  * forward against double-precision references written here, with and
  * without weight/bias, rank 2 to 5, means far from zero, strided input and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_batch_norm_grad.c - fc_gradcheck (f64 central differences) of
  * batch_norm in training mode (with and without weight/bias, with and
  * without running statistics, which training updates but the output does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_binary.c - binary arithmetic (src/ops/binary.c over
  * src/exec/kernels/binary.c): add, sub, mul, div, pow, maximum, minimum,
  * the scalar forms, the in-place forms and add_out; and the gradient split

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cast_grad.c - casts and copies (src/ops/cast.c) are differentiable: fc_to between
  * float dtypes, fc_clone and fc_contiguous pass the gradient through (cast
  * back to the input's gradient dtype); casts to integers cut the graph; and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_compare.c - comparisons, logic and selection (src/ops/compare.c
  * over src/exec/kernels/compare.c): eq/ne/lt/le/gt/ge over every allowed
  * dtype and layout (values drawn from a small set so ties, signed zeros,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_conv.c - conv1d, conv2d and conv_transpose2d: forward values
  * against PyTorch (numbers computed once with torch.nn.functional in f64,
  * embedded below) and against a direct nested-loop reference in f64 over

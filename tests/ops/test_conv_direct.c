@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_conv_direct.c - the two convolution paths against each other: the
  * provider's direct kernels (oneDNN, chosen by the automatic provider for
  * f32 batches of eight chunks or more) and im2col + GEMM through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_conv_grad.c - fc_gradcheck (f64 central differences) of conv1d,
  * conv2d and conv_transpose2d on random configurations: stride, padding,
  * padding_same with odd and even kernels, dilation, groups, depthwise,

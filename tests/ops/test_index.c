@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_index.c - index_select, embedding, gather, scatter_add, one_hot
  * (src/ops/index.c over src/exec/kernels/index.c), forward and backward.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_join.c - concat, stack, split and pad (src/ops/join.c over
  * src/exec/kernels/join.c), forward and backward.
  *

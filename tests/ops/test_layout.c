@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_layout.c - the view ops (src/ops/layout.c over
  * src/exec/kernels/layout.c): reshape, view, permute, transpose, narrow,
  * slice, expand, squeeze, unsqueeze, forward and backward.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_loss.c - cross_entropy and mse_loss, forward and backward, against
  * double-precision references written here: every reduction, ignore_index,
  * label smoothing, targets of every integer dtype, 1-D logits, 16-bit

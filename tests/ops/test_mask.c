@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_mask.c - triu, tril and dropout (src/ops/mask.c over
  * src/exec/kernels/mask.c), forward and backward.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_matmul.c - fc_matmul, fc_linear and fc_ctx_set_backend through the
  * public API, with every provider this build has, against a
  * double-precision reference written here.

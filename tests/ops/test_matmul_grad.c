@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_matmul_grad.c - gradients of fc_matmul and fc_linear (src/ops/matmul.c).
  *
  * f64: fc_gradcheck (central differences, PyTorch's default tolerances) on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_norm.c - layer_norm and rms_norm, forward and backward, against
  * double-precision references written here, with and without weight and
  * bias, rows past the one-pass threshold, means far from zero, a transposed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pointwise_grad.c - gradients of the pointwise op families
  * (the rules in src/ops/binary.c, unary.c and compare.c), which share one
  * gradcheck harness here, and the autograd engine checks that belong with

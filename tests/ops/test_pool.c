@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pool.c - max_pool2d, avg_pool2d and adaptive_avg_pool2d, forward and
  * backward, against naive double-precision references written here (every
  * window walked with bounds tests, PyTorch's formulas for the output size,

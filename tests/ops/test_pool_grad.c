@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pool_grad.c - fc_gradcheck (f64 central differences) of
  * max_pool2d, avg_pool2d and adaptive_avg_pool2d on random geometries
  * (kernel, stride, padding, dilation, ceil_mode, exclude_pad,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_qlinear.c - fc_linear with block-quantized weights: the in-kernel
  * decoding path against dequantize + dense linear, its errors, gradients to
  * x and bias through a frozen quantized W (dequantized a panel of rows at a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_reduce.c - the reductions of fucina/ops.h (src/ops/reduce.c)
  * against a double-precision reference written here (cumsum is in
  * test_scan.c, the reductions' gradients in test_reduce_grad.c; the error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_reduce_grad.c - fc_gradcheck (f64, central differences) of every
  * differentiable reduction of src/ops/reduce.c (sum, mean, prod, max, min,
  * var, std, logsumexp), each on contiguous inputs and on strided ones (a

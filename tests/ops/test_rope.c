@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rope.c - fc_rope against the closed form written naively here (both
  * pairings, partial rotary dims, position offsets, frequency base and
  * scale, leading batch axes, transposed input views) in f64 and f32, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_scan.c - fc_cumsum (src/ops/scan.c): values against a
  * double-precision reference written here, in every dtype the policy
  * allows, on a transposed view, with integer wrap; and its gradient by

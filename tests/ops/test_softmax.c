@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_softmax.c - softmax and log_softmax, forward and backward, against
  * double-precision references written here, on contiguous rows, non-last
  * axes, transposed views and every float dtype; thread-count independence;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_swiglu.c - fc_swiglu (silu(a) * b in one op) against the formula in
  * f64 over every float dtype and strided inputs, against fc_silu followed by
  * fc_mul (values and gradients), fc_gradcheck (f64), the fused two-gradient

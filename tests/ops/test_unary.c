@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_unary.c - the unary family (src/ops/unary.c over
  * src/exec/kernels/unary.c and unary_math.c): every op in every float
  * dtype and layout against a double reference written here, the special

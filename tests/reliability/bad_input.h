@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bad_input.h - the table runner shared by the bad-input tests.
  *
  * A case calls one public function with one bad input and names the exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rel_models.h - two small models built from the public API only, shared by
  * the reliability tests (OOM sweeps, threads, determinism): a two-layer MLP
  * classifier and a one-block GPT-like language model (token + position

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_alloc_hooks.c - no allocation bypasses the allocator hooks.
  *
  * The out-of-memory sweeps can only fail what goes through the context's

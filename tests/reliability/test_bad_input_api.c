@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_api.c - the public functions of fucina/tensor.h,
  * fucina/autograd.h and fucina/optim.h fed their bad inputs, table-driven
  * (see bad_input.h for what each case checks): creation, data access and

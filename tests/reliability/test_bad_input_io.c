@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_io.c - the model-file readers and writers, the tensor
  * loaders and savers, checkpoints and the byte-level quantizers fed their
  * bad inputs, table-driven (see bad_input.h for what each case checks).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_ops.c - every op of fucina/ops.h and fucina/matmul.h fed
  * its bad inputs, table-driven (see bad_input.h for what each case checks).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_sizes.c - hostile sizes for every integer argument of the
  * windowed op families (convolutions, pooling) and hostile shapes for
  * attention, table-driven like the other bad-input tests (bad_input.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bool_bytes.c - bool bytes other than 0 and 1, by every way they can
  * reach a tensor.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_contexts.c - tensors of two contexts never meet in one call.
  *
  * A tensor's storage, gradient and tape node belong to its context, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_determinism.c - same inputs, same thread count, same provider: the
  * same bits. Two models train for 50 steps, twice each in fresh contexts
  * with the same seed; every step's loss and every parameter's gradient must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_atomic.c - a failed call has no effect (SQLite's rule), checked by
  * out-of-memory sweeps (oom_sweep.h: every allocation fails in turn) over
  * the two calls that change state across many tensors:

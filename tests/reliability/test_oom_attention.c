@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_attention.c - out-of-memory sweep over the transformer block's
  * ops: fc_rope, fc_swiglu and the fused fc_attention (f32 with a mask and
  * GQA, bf16 causal), forward with autograd recording and a backward

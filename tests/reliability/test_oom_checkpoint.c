@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_checkpoint.c - out-of-memory sweeps (oom_sweep.h: every
  * allocation fails in turn) over fc_grad_checkpoint: the forward (the node,
  * its closure, the saved inputs) and the backward (the recompute, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_conv.c - out-of-memory sweep over the convolutions (see
  * oom_sweep.h for what is checked at every N): conv2d, conv1d and
  * conv_transpose2d forward and backward with bias, groups, strides and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_core.c - out-of-memory sweep over tensor creation, casts,
  * quantization through fc_to, views, scopes, backward on leaves and the
  * optimizers (see oom_sweep.h for what is checked at every N). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_create_graph.c - out-of-memory sweeps (oom_sweep.h: every
  * allocation fails in turn) over higher-order gradients: a Hessian-vector
  * product through fc_autograd_grad with create_graph (a graph whose rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_grad_api.c - out-of-memory sweeps (oom_sweep.h: every allocation
  * fails in turn) over the newer autograd entry points: fc_autograd_grad on
  * an f64 graph with leaf and non-leaf inputs, and fc_backward with gradient

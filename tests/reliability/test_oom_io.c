@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_io.c - out-of-memory sweep over the model-file readers and
  * writers and the checkpoints (see oom_sweep.h for what is checked at every
  * N). The byte-level calls take an fc_io_opts whose allocator is the

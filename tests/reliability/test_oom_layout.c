@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_layout.c - out-of-memory sweep over the layout, join, index and
  * mask ops, forward and backward (see oom_sweep.h for what is checked at
  * every N): views of a parameter, a reshape that copies, a split, a join of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_ops.c - out-of-memory sweep over every op family, forward and
  * backward, and over the composite paths a training step takes (see
  * oom_sweep.h for what is checked at every N):

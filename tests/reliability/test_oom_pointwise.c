@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_pointwise.c - out-of-memory sweep over the pointwise families:
  * binary, scalar and in-place arithmetic, the unary family, comparisons,
  * where and masked_fill, each forward with autograd recording and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_oom_pool.c - out-of-memory sweep over the pooling and channel-norm
  * ops, forward and backward (see oom_sweep.h for what is checked at every
  * N): max_pool2d (argmax kept), avg_pool2d, adaptive_avg_pool2d on strided

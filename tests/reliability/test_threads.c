@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_threads.c - the concurrency contract of include/fucina/tensor.h, one
  * test per claim. Every concurrent run is compared bit for bit with the
  * same work done first on one thread, so cross-talk between threads (a

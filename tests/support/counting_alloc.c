@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counting_alloc.c - see counting_alloc.h.
  *
  * Layout of one block: [padding][hdr][user bytes], where the user pointer is

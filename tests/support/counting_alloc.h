@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counting_alloc.h - an fc_allocator for tests that counts, checks and can fail.
  *
  * Every block carries a hidden header (base pointer, size, alignment, magic)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fc_test_data.c - golden-file reading for the tests (see fc_test_data.h).
  * Test code may use malloc directly: the library's allocator rule does not
  * apply to the harness. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fc_test_data.h - helpers shared by the test executables: reading a golden
  * file and a small deterministic PRNG for pseudo-random bit patterns. */
 #ifndef FC_TEST_DATA_H

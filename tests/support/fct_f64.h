@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fct_f64.h - helpers shared by the op tests that compare against a
  * double-precision reference: build a tensor of any dtype from doubles,
  * read any tensor back as doubles, fill with seeded uniform values, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fct_tensor.c - see fct_tensor.h. Test support code: plain and slow on
  * purpose (index arithmetic per element), so it is an independent check of
  * the library's iterators. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fct_tensor.h - tensor helpers for the op tests: build a tensor of any
  * scalar dtype from doubles in a chosen memory layout (so every kernel is
  * tested on contiguous, transposed and strided storage with the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_ref.c - see gemm_ref.h. Deliberately the plainest possible triple
  * loop in double: it shares no code with any provider. */
 #include "gemm_ref.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_ref.h - the double-precision reference the matmul tests compare
  * every provider against, and the error bound they use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layout_helpers.h - tensor helpers for the layout/join/index/mask tests.
  *
  * References in those tests read tensors element by element through

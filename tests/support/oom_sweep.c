@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* oom_sweep.c - the sweep harness (see oom_sweep.h). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* oom_sweep.h - SQLite-style out-of-memory sweep over the public API.
  *
  * A scenario is a function that uses a fresh context (built on a counting

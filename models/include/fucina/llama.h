@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/llama.h - Llama-architecture models from GGUF files (fucina_models).
  *
  * A model is built from a GGUF file whose general.architecture is "llama":

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/lora.h - LoRA adapters on a Llama model (fucina_models).
  *
  * An adapter adds a trained low-rank term to chosen projections of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/tokenizer.h - the tokenizers GGUF model files carry: text to
  * token ids and back.
  *

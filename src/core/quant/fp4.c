@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fp4.c - the 4-bit float (E2M1) block formats as ggml stores them:
  *   mxfp4 {e, qs[16]}   (17 B / 32 values): OCP MX, one E8M0 power-of-two
  *                        scale per 32 values

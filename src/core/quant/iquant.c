@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant.c - the i-quant family's registry entry: argument checks and the
  * table of row functions (see iquant.h for the contract).
  *

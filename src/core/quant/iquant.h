@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant.h - the i-quant family's entry in the block-quantization registry.
  *
  * fc__quant_family_iquant(dtype) hands out the row quantizer and dequantizer

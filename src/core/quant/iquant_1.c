@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_1.c - quantizers of the ternary grid types iq1_s and iq1_m.
  *
  * Each group of 8 elements is one point of a 2048-point lattice with

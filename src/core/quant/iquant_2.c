@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_2.c - quantizers of the 2-bit grid types iq2_xxs, iq2_xs and iq2_s.
  *
  * All three code a super-block of 256 as an f16 scale d, a 4-bit scale per

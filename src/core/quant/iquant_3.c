@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_3.c - quantizers of the 3-bit grid types iq3_xxs and iq3_s.
  *
  * Both code a super-block of 256 as an f16 scale d, a 4-bit scale per

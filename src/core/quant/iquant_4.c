@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_4.c - quantizers of the non-linear 4-bit types iq4_nl and iq4_xs.
  *
  * Both map each element to one of 16 fixed levels (fc__iq4nl_values, -127 to

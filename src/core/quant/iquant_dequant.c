@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_dequant.c - block -> float for every i-quant type.
  *
  * Each value is computed with ggml's float expression, operand for operand

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_grid_iq1s.c - the iq1_s / iq1_m lattice (ggml's iq1s_grid).
  *
  * Origin: ggml (github.com/ggml-org/ggml), src/ggml-common.h at commit

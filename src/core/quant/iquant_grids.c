@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_grids.c - numeric lookup tables of ggml's i-quant formats.
  *
  * Origin: ggml (github.com/ggml-org/ggml), src/ggml-common.h at commit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_impl.h - internals shared by the i-quant files (iquant_*.c).
  *
  * Block layouts are byte arrays, so every struct is packed by construction

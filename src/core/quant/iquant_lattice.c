@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_lattice.c - the quantizer's view of the i-quant grids, built lazily.
  *
  * ggml's quantizers for the grid types round each group of 4 or 8 magnitudes

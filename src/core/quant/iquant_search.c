@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iquant_search.c - the sub-block search shared by the iq2 and iq3 grid types.
  *
  * These formats store, per sub-block of 16 or 32 elements, one small scale,

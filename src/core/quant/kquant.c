@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kquant.c - ggml's k-quants: q2_K, q3_K, q4_K, q5_K, q6_K (super-blocks of
  * 256 values in 16 or 8 sub-blocks, sub-block scales quantized against one
  * or two f16 super-block scales) and q8_K (f32 scale, int8 codes and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kquant.h - the scale searches shared by the k-quants and by the weighted
  * (imatrix) paths of the legacy formats (kquant_search.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kquant_search.c - ggml's scale searches for the k-quants, kept in f32.
  *
  * Every expression keeps ggml's operand order (a*b*c is (a*b)*c, integer

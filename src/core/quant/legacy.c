@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* legacy.c - ggml's single-scale block formats: q4_0, q4_1, q5_0, q5_1,
  * q8_0, q8_1 (32 values), q1_0 (128), q2_0 (128, PrismML's layout) and
  * q2_0_g64 (64, ggml master's).

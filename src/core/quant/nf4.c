@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nf4.c - the NF4 codebook as a block dtype (FC_NF4) and the blockwise
  * int8 / int4 / NF4 quantization with double quantization of seed 004.
  *

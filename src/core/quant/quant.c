@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.c - the public entry points of fucina/quant.h for the ggml block
  * formats: argument checks, then one family row function per row.
  *

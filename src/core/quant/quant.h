@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.h - the internal registry of block-format families and the scalar
  * helpers they share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ternary.c - ggml's ternary formats for BitNet b1.58 / TriLM weights:
  * tq1_0 (1.6875 bits per weight) and tq2_0 (2.0625). Both store one f16
  * scale d = absmax per 256 values and a trit t in {0, 1, 2} per value

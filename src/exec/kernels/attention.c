@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.c - fused scaled dot-product attention (the flash-attention
  * method), forward and backward; the shapes are in attention.h, the tile
  * loops in attention_body.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/attention.h - the fused (flash) attention kernels
  * (attention.c, attention_body.h), forward and backward, for
  * fc_attention in src/ops/attention.c. Records nothing on the tape.

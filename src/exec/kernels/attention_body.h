@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention_body.h - the tile loops of the fused attention, written once
  * and instantiated by attention.c for each compute type and SIMD level, the
  * way a C++ template would be (like backend/ref_gemm_kernel.h). Not a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch_norm.c - batch_norm and group_norm, forward and backward, and
  * batch_norm's running-statistics update (the ops and their rule are in
  * src/ops/batch_norm.c).

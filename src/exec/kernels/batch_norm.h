@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/batch_norm.h - the channel norms, batch_norm and
  * group_norm, forward and backward (batch_norm.c), and batch_norm's
  * running-statistics update. They record nothing: the ops, their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* binary.c - the broadcasting binary arithmetic kernels (binary.h): add,
  * sub, mul, div, pow, maximum, minimum in every dtype they take, the
  * integer zero-divisor scan, and the elementwise kernels the backward rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/binary.h - the broadcasting binary arithmetic kernels
  * (binary.c) behind fc_add .. fc_minimum, their scalar and in-place forms
  * (src/ops/binary.c), and the elementwise kernels the backward rules of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* compare.c - the comparison, logic and selection kernels (compare.h):
  * eq/ne/lt/le/gt/ge against a tensor or an exact scalar, logical
  * and/or/not, where and masked_fill (with its attention-mask fast path).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/compare.h - the comparison, logic and selection kernels
  * (compare.c) behind fc_eq .. fc_ge, their scalar forms, fc_logical_*,
  * fc_where and fc_masked_fill (src/ops/compare.c validates and records).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/conv.c - convolution as im2col + GEMM (Darknet's recipe):
  *
  *     forward   y_b   = W . col(x_b)                  per group

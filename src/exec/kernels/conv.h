@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/conv.h - the computation behind fc_conv1d, fc_conv2d and
  * fc_conv_transpose2d (src/ops/conv.c): the three products of a
  * convolution and the bias gradient, on checked arguments, knowing no tape.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/conv_bias.c - the bias gradient of the convolutions: the
  * sum of the output gradient over the batch and the positions, per
  * channel, in f64 with a fixed order (the same bits at any thread count

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/conv_cols.c - the column matrix of the im2col + GEMM
  * convolution (conv.c) and the kernels that shape the team's buffers; see
  * conv_cols.h. Element sizes are f32 or f64, the two compute dtypes. */

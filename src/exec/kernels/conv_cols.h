@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/conv_cols.h - the column matrix of conv.c's im2col + GEMM
  * path and the team's buffer-shaping kernels: im2col and its adjoint
  * col2im, the per-channel bias fills and the [b][c] -> [c][b] regrouping of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* copy.c - whole-tensor copies and dtype conversions, recording nothing
  * (the differentiable ops over them are in src/ops/cast.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/copy.h - copies and dtype conversions of whole tensors, for
  * the ops layer (fc_clone, fc_contiguous, fc_to, fc_copy_ in src/ops/cast.c)
  * and for every kernel or engine that needs "this, contiguous" or "this, in

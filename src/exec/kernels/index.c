@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* index.c - integer indexing kernels: index_select (and embedding),
  * gather, scatter_add, one_hot, and the index-add kernel the index_select
  * backward uses (src/ops/index.c validates, records and holds the rules).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/index.h - integer indexing kernels behind index_select,
  * embedding, gather, scatter_add and one_hot (src/ops/index.c validates,
  * records and holds the rules), and the index-add kernel the

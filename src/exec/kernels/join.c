@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* join.c - the copies behind concat, stack and pad (src/ops/join.c
  * validates, records and holds the rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/join.h - the copies behind concat, stack and pad
  * (src/ops/join.c validates, records and holds the rules). Every dtype
  * moves as bytes; nothing here records on the tape. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layout.c - view construction behind the layout ops (src/ops/layout.c
  * validates, records and holds the rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/layout.h - view construction for the layout ops (reshape,
  * view, permute, transpose, narrow, slice, expand, squeeze, unsqueeze in
  * src/ops/layout.c) and the axis helper every shape op shares.

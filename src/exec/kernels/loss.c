@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loss.c - cross_entropy (fused log-softmax + NLL) and mse_loss, forward
  * and backward kernels (the ops and their rules are in src/ops/loss.c).
  *

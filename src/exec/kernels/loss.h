@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/loss.h - cross_entropy (fused log-softmax + NLL) and
  * mse_loss, the forward and backward kernels (loss.c). They record
  * nothing: the ops and their rules are in src/ops/loss.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mask.c - the kernels behind triu, tril and dropout: ops that keep some
  * elements and zero the rest (src/ops/mask.c validates, records and holds
  * the rules).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/mask.h - the kernels behind triu, tril and dropout
  * (src/ops/mask.c validates, records and holds the rules), and the mask
  * application dropout's backward uses. Nothing here records on the tape.

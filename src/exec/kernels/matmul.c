@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - the dense products behind fc_matmul and fc_linear (their
  * checks, records and rules are in src/ops/matmul.c): tensors in, fc__gemm
  * calls out (src/backend/backend.h). The caller never knows which provider

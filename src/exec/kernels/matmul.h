@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/matmul.h - the products behind fc_matmul and fc_linear:
  * dense ones through the matmul providers (matmul.c, backend/backend.h),
  * block-quantized weights through the quantized GEMM (qlinear.c,

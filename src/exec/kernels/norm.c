@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* norm.c - layer_norm and rms_norm over the last axis, forward and the
  * fused backward kernel (the ops and their rule are in src/ops/norm.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/norm.h - layer_norm and rms_norm over the last axis, the
  * forward and the fused backward kernels (norm.c). They record nothing:
  * the ops and their rule are in src/ops/norm.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pointwise.c - the machinery every elementwise op family shares: operand
  * validation with the house error messages, the flat-or-strided runner,
  * and the widening loaders used by the chunked (f16/bf16, odd dtype) loops.

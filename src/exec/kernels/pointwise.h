@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/pointwise.h - the shared pointwise engine (pointwise.c):
  * what the elementwise kernel files (binary.c, compare.c, unary.c,
  * unary_math.c) share with each other and with the ops over them in

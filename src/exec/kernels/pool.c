@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - 2-d max, average and adaptive average pooling, forward and
  * backward (the ops and their rules are in src/ops/pool.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/pool.h - 2-d pooling over the last two axes: max, average
  * and adaptive average, forward and backward (pool.c). They record
  * nothing: the ops, their validation and their rules are in src/ops/pool.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qlinear.c - the product behind fc_linear with block-quantized weights
  * [out, in] (the op's checks, record and rule are in src/ops/matmul.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - the reduction engine (see reduce.h for the design).
  *
  * State. Every op folds elements into one `rstate` per output: a running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/reduce.h - the reduction engine (reduce.c) behind fc_sum,
  * fc_mean, ... (their public ops and backward rules are in src/ops/
  * reduce.c), and the tape-free backward kernels those rules call

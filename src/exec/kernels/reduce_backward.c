@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce_backward.c - the computing half of the reductions' backward rules
  * (the rules themselves are in src/ops/reduce.c). Nothing here records.
  *

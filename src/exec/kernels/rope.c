@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rope.c - rotary position embedding (llama.cpp's ggml_rope_ext without
  * YaRN): the kernel behind fc_rope and its backward.
  *

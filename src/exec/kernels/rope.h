@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/rope.h - the rotary position embedding kernel (rope.c),
  * forward and its inverse (the backward), for src/ops/rope.c. Records
  * nothing on the tape. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rowsimd.c - the f32 row primitives of rowwise.h: portable C and AVX2+FMA,
  * and the dispatch that picks them or the AVX-512 set (rowsimd512.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rowsimd512.c - the f32 row primitives of rowwise.h in AVX-512F.
  *
  * Why a third set: on a row that the max (or dot) pass has just brought

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rowwise.c - the row driver of rowwise.h.
  *
  * Work split. The rows are cut into `groups` fixed ranges (shape-only) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/rowwise.h - what the reduction, softmax, norm, loss and scan
  * kernels share: the row driver, the f32 row primitives (sums with wide
  * partials, max/min, a vectorized exp; AVX2 or AVX-512 picked at run

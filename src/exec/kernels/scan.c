@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scan.c - cumsum's kernel: inclusive prefix sums along one axis (the
  * public op and its rule are in src/ops/scan.c).
  *

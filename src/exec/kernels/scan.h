@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/scan.h - prefix sums along one axis (scan.c), behind
  * fc_cumsum and its backward rule (src/ops/scan.c). Records nothing. */
 #ifndef FUCINA_EXEC_KERNELS_SCAN_H

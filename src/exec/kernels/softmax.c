@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softmax.c - softmax and log_softmax along any axis, forward and the
  * fused backward kernels (the ops and their rules are in src/ops/softmax.c).
  *

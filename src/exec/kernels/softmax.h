@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/softmax.h - softmax and log_softmax along one axis, the
  * forward and the fused backward row kernels (softmax.c). They record
  * nothing: the ops and their rules are in src/ops/softmax.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* swiglu.c - SwiGLU forward and derivatives over the pointwise engine
  * (pointwise.h): one pass over a and b instead of silu's output written
  * and read back by a separate multiply. Formulas in swiglu.h. Runs come

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/swiglu.h - SwiGLU, silu(a) * b, and its two derivatives
  * (swiglu.c), for fc_swiglu in src/ops/unary.c. Records nothing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unary.c - the unary family's layout and dispatch (unary.h): integer
  * loops, and the f32/f64 drivers that hand contiguous runs straight to the
  * formulas of unary_math.c and gather f16, bf16 and strided runs through

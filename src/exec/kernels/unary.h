@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/unary.h - the unary family's kernels: unary.c lays out and
  * dispatches (integer loops, f16/bf16 and strided chunks), unary_math.c
  * holds the formulas, forward and derivative side by side, and

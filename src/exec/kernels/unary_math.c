@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unary_math.c - the formulas of the unary family, forward and derivative
  * side by side, in f32 (the compute dtype of f16, bf16 and f32) and f64.
  * unary.c lays out and dispatches (src/ops/unary.c validates); this file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unary_simd.c - vectorized f32 exp, tanh, sigmoid, silu, gelu (tanh form)
  * and softplus, with the gradients of silu, gelu (tanh form) and softplus,
  * in portable C, AVX2 + FMA and AVX-512F, picked at run time.

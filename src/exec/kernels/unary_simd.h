@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/unary_simd.h - the vectorized f32 transcendental kernels of
  * the unary family (unary_simd.c): exp, tanh, sigmoid, silu, gelu (tanh
  * form) and softplus forward, and the gradients of silu, gelu (tanh form)

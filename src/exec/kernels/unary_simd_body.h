@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/unary_simd_body.h - the math of unary_simd.c, written once
  * against a small vector interface and included by unary_simd.c once per
  * instruction set (no include guard on purpose). The includer defines:
