@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina.h - the one public header of fucina, a tensor and autograd library
  * in C11. Include only this; it pulls in the area headers under fucina/.
  *
@@ -38,5 +39,6 @@
 #include "fucina/quant.h"
 #include "fucina/status.h"
 #include "fucina/tensor.h"
+#include "fucina/version.h"
 
 #endif /* FUCINA_H */
