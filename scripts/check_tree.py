@@ -1,8 +1,5 @@
 #!/usr/bin/env python3
-<<<<<<< Updated upstream
-=======
 # SPDX-License-Identifier: MIT
->>>>>>> Stashed changes
 """Tree hygiene checks over the files git tracks (a CI stage):
   - every source file (C, Python, shell, CMake) names its licence with an
     SPDX-License-Identifier line near its top (LICENSE: MIT);
