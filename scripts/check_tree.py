@@ -3,6 +3,8 @@
 """Tree hygiene checks over the files git tracks (a CI stage):
   - every source file (C, Python, shell, CMake) names its licence with an
     SPDX-License-Identifier line near its top (LICENSE: MIT);
+  - every commit subject since SUBJECTS_SINCE is at most 72 characters
+    (the detail goes in the body); skipped in a clone without that commit;
   - no file holds an absolute path of a development machine (one under
     the work, root or home folders at the file system's root): the project
     must build and read the same from any checkout.
@@ -18,6 +20,9 @@ SOURCE = re.compile(r"(\.(c|h|py|sh|cmake)|/CMakeLists\.txt|^CMakeLists\.txt|^\.
 DATA = ("tests/data/",)
 MACHINE_PATH = re.compile(r"(?<![\w.])/(work|root|home)/[\w.-]")
 SPDX = "SPDX-License-Identifier: MIT"
+# The rule holds from this commit on; older history is left as it is.
+SUBJECTS_SINCE = "007c39f"
+SUBJECT_MAX = 72
 
 
 def tracked():
@@ -51,6 +56,16 @@ def main():
         at = 1 if lines and lines[0].startswith("#!") else 0
         lines.insert(at, spdx_line(path) + "\n")
         open(path, "w", encoding="utf-8").write("".join(lines))
+    have = subprocess.run(["git", "cat-file", "-e", SUBJECTS_SINCE + "^{commit}"],
+                          capture_output=True).returncode == 0
+    if have:
+        log = subprocess.run(["git", "log", "--format=%h %s", SUBJECTS_SINCE + "..HEAD"],
+                             capture_output=True, check=True, text=True).stdout
+        for entry in log.splitlines():
+            sha, _, subject = entry.partition(" ")
+            if len(subject) > SUBJECT_MAX:
+                bad.append("commit %s: subject of %d characters (at most %d): %s"
+                           % (sha, len(subject), SUBJECT_MAX, subject))
     for b in bad:
         print(b)
     print("check_tree: %d problems" % len(bad))
