@@ -40,13 +40,6 @@ TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
 }
 
-/* 16 f32 from the f16 words at word offsets idx[0..15] of the 64 bytes at p
- * (each block scale spread over the lanes of its block). */
-TGT_INLINE __m512 f16_spread(const uint8_t *p, __m512i idx) {
-    const __m512i h = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(p));
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-}
-
 /* ---- q4_0: groups of 8 blocks (two records) ----------------------------------------- */
 
 /* Weight rows w[0..nw) against activation rows 0..nx: out[q][r], in the
