@@ -21,9 +21,19 @@
  *               adding t_b to lane b % 8 (one group of 8 blocks at a time,
  *               a partial last group adding +0 to the lanes past the
  *               end); the result sum8(lanes).
- *   q4_k        per super-block, in order: acc += (d * d_x) * (float)isum -
- *               (dmin * d_x) * (float)msum, isum and msum exact integers.
- *   q6_k        per super-block, in order: acc += (d * d_x) * (float)isum.
+ *   q4_k        8 lanes: lane L's exact integer per super-block is the sum
+ *               over its 8 sub-blocks of scale * (the products of values
+ *               4L .. 4L + 3 of the sub-block), and acc[L] += (float)int *
+ *               (d * d_x); 4 lanes of mins: lane i's integer m[2i] *
+ *               sums[2i] + m[2i + 1] * sums[2i + 1], accm[i] += (float)int
+ *               * (dmin * d_x); the result sum8(acc) - sum4(accm), sum4(a)
+ *               = (a0 + a2) + (a1 + a3). (AVX2's registers as they come;
+ *               AVX-512 folds lanes L and L + 8.)
+ *   q6_k        8 lanes: lane L's integer per super-block is the sum over
+ *               the 8 chunks c of 32 values of sc[2c + L / 4] * (the
+ *               products of values 32c + 4L .. 32c + 4L + 3), minus 32 *
+ *               (sc[2L] sums[2L] + sc[2L + 1] sums[2L + 1]); acc[L] +=
+ *               (float)int * (d * d_x); the result sum8(acc).
  *   nf4         two 8-lane sums: lane l of a0 adds lut[low nibble] * x of
  *               code byte 8q + l of every block (q = 0..3), a1 the high
  *               nibble's; the result sum8(a0 + a1).

@@ -314,9 +314,12 @@ static const int q4k_off[8] = {0, 64, 32, 96, 128, 192, 160, 224};
 TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    float acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = 0.0f;
+    __m256 acc[FC__QDOT_MAX_ROWS];
+    __m128 accm[FC__QDOT_MAX_ROWS];
+    for (int r = 0; r < nx; r++) {
+        acc[r] = _mm256_setzero_ps();
+        accm[r] = _mm_setzero_ps();
+    }
     for (int64_t sb = 0; sb < k / 256; sb++) {
         const uint8_t *blk = w + 144 * sb, *qs = blk + 16;
         const float d = f16_at(blk), dmin = f16_at(blk + 2);
@@ -351,26 +354,25 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
             }
         }
         for (int r = 0; r < nx; r++) {
-            /* the portable kernel's f32 steps on the same exact integers */
+            /* the canonical lanes (qdot.h), multiplied and added without FMA */
             const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
-            const int32_t isum = fc__x86_isum8(ip[r]);
-            const int32_t msum =
-                fc__x86_isum4(_mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums)));
-            acc[r] += d * x->d * (float)isum - dmin * x->d * (float)msum;
+            acc[r] = _mm256_add_ps(
+                acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d)));
+            const __m128i pm = _mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums));
+            accm[r] =
+                _mm_add_ps(accm[r], _mm_mul_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = acc[r];
+        out[r] = fc__x86_sum8(acc[r]) - fc__x86_sum4(accm[r]);
 }
-
-/* ---- q6_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out, const int vnni) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    float acc[FC__QDOT_MAX_ROWS];
+    __m256 acc[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++)
-        acc[r] = 0.0f;
+        acc[r] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < k / 256; sb++) {
         const uint8_t *blk = w + 210 * sb;
         const int8_t *sc = (const int8_t *)(blk + 192);
@@ -420,11 +422,12 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         }
         for (int r = 0; r < nx; r++) {
             const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
-            acc[r] += d * x->d * (float)fc__x86_isum8(ip[r]);
+            acc[r] = _mm256_add_ps(
+                acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = acc[r];
+        out[r] = fc__x86_sum8(acc[r]);
 }
 
 /* ---- nf4: f32 levels looked up in registers ----------------------------------------- */

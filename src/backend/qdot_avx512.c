@@ -207,9 +207,12 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     /* the 64 codes of one register meet sub-blocks (0, 2), (1, 3), (4, 6), (5, 7) */
     const __m512i i02 = pair_idx(0, 2), i13 = pair_idx(1, 3);
     const __m512i i46 = pair_idx(4, 6), i57 = pair_idx(5, 7);
-    float acc[FC__QDOT_MAX_ROWS];
-    for (int r = 0; r < nx; r++)
-        acc[r] = 0.0f;
+    __m256 acc[FC__QDOT_MAX_ROWS];
+    __m128 accm[FC__QDOT_MAX_ROWS];
+    for (int r = 0; r < nx; r++) {
+        acc[r] = _mm256_setzero_ps();
+        accm[r] = _mm_setzero_ps();
+    }
     for (int64_t sb = 0; sb < k / 256; sb++) {
         const uint8_t *blk = w + 144 * sb, *qs = blk + 16;
         const float d = f16_at(blk), dmin = f16_at(blk + 2);
@@ -237,15 +240,18 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
                                     s46);
             p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(hi1, _mm512_load_si512(x->qs + 192)),
                                     s57);
-            /* the portable kernel's f32 steps on the same exact integers */
-            const int32_t isum = _mm512_reduce_add_epi32(p);
-            const int32_t msum =
-                fc__x86_isum4(_mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums)));
-            acc[r] += d * x->d * (float)isum - dmin * x->d * (float)msum;
+            /* lanes L and L + 8 fold exactly into the canonical lane L (qdot.h) */
+            const __m256i ip =
+                _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
+            acc[r] = _mm256_add_ps(acc[r],
+                                   _mm256_mul_ps(_mm256_cvtepi32_ps(ip), _mm256_set1_ps(d * x->d)));
+            const __m128i pm = _mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums));
+            accm[r] =
+                _mm_add_ps(accm[r], _mm_mul_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = acc[r];
+        out[r] = fc__x86_sum8(acc[r]) - fc__x86_sum4(accm[r]);
 }
 
 /* ---- q6_k --------------------------------------------------------------------------- */
@@ -270,9 +276,9 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     __m512i qidx[4];
     for (int t = 0; t < 4; t++)
         qidx[t] = quad_idx((short)(4 * t));
-    float acc[FC__QDOT_MAX_ROWS];
+    __m256 acc[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++)
-        acc[r] = 0.0f;
+        acc[r] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < k / 256; sb++) {
         const uint8_t *blk = w + 210 * sb;
         const float d = f16_at(blk + 208);
@@ -300,11 +306,14 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
             for (int t = 0; t < 4; t++)
                 p = _mm512_dpwssd_epi32(
                     p, _mm512_maddubs_epi16(q[t], _mm512_load_si512(x->qs + 64 * t)), sv[t]);
-            acc[r] += d * x->d * (float)_mm512_reduce_add_epi32(p);
+            const __m256i ip =
+                _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
+            acc[r] = _mm256_add_ps(acc[r],
+                                   _mm256_mul_ps(_mm256_cvtepi32_ps(ip), _mm256_set1_ps(d * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = acc[r];
+        out[r] = fc__x86_sum8(acc[r]);
 }
 
 /* ---- instantiation for 1..4 or 1..8 rows ------------------------------------------- */

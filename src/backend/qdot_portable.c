@@ -289,31 +289,40 @@ static void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8]) {
     }
 }
 
+/* The canonical q4_k order (qdot.h): lane L (0..7) of a super-block's
+ * integer sum takes values 4L .. 4L + 3 of every sub-block of 32, each
+ * sub-block's products times its scale; lane i (0..3) of the mins' sum
+ * takes sub-blocks 2i and 2i + 1. */
 static void dot_q4_k(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
     for (int r = 0; r < nx; r++) {
         const fc__xq_k *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
+        float acc[8] = {0}, accm[4] = {0};
         for (int64_t sb = 0; sb < k / 256; sb++) {
             const uint8_t *blk = wb + 144 * sb, *qs = blk + 16;
             const fc__xq_k *x = &rec[sb];
             uint8_t sc[8], m[8];
             k4_scales(blk + 4, sc, m);
-            int32_t isum = 0, msum = 0;
+            int32_t ip[8] = {0};
             for (int s = 0; s < 8; s++) {
                 const uint8_t *q = qs + 32 * (s / 2);
                 const int shift = 4 * (s % 2);
                 const int8_t *xs = x->qs + 128 * (s / 4) + 32 * q4k_slot[s % 4];
-                int32_t part = 0;
-                for (int l = 0; l < 32; l++)
-                    part += ((q[l] >> shift) & 0x0F) * xs[l];
-                isum += sc[s] * part;
-                msum += m[s] * x->sums[s];
+                for (int L = 0; L < 8; L++) {
+                    int32_t part = 0;
+                    for (int u = 0; u < 4; u++)
+                        part += ((q[4 * L + u] >> shift) & 0x0F) * xs[4 * L + u];
+                    ip[L] += sc[s] * part;
+                }
             }
-            acc += fc__q_get_f16(blk) * x->d * (float)isum -
-                   fc__q_get_f16(blk + 2) * x->d * (float)msum;
+            const float dd = fc__q_get_f16(blk) * x->d, dm = fc__q_get_f16(blk + 2) * x->d;
+            for (int L = 0; L < 8; L++)
+                acc[L] += (float)ip[L] * dd;
+            for (int i = 0; i < 4; i++)
+                accm[i] +=
+                    (float)(m[2 * i] * x->sums[2 * i] + m[2 * i + 1] * x->sums[2 * i + 1]) * dm;
         }
-        out[r] = acc;
+        out[r] = sum8(acc) - ((accm[0] + accm[2]) + (accm[1] + accm[3]));
     }
 }
 
@@ -330,27 +339,37 @@ static void q6k_codes(const uint8_t *blk, uint8_t q[256]) {
     }
 }
 
+/* The canonical q6_k order (qdot.h): lane L (0..7) of a super-block's
+ * integer sum takes values 4L .. 4L + 3 of every chunk of 32 (sub-block
+ * 2c + L / 4 of 16, times its scale), and -32 times the scaled code sums
+ * of sub-blocks 2L and 2L + 1. */
 static void dot_q6_k(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
     for (int r = 0; r < nx; r++) {
         const fc__xq_k *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
+        float acc[8] = {0};
         for (int64_t sb = 0; sb < k / 256; sb++) {
             const uint8_t *blk = wb + 210 * sb;
             const int8_t *sc = (const int8_t *)(blk + 192);
             const fc__xq_k *x = &rec[sb];
             uint8_t q[256];
             q6k_codes(blk, q);
-            int32_t isum = 0;
-            for (int s = 0; s < 16; s++) {
-                int32_t part = 0;
-                for (int l = 0; l < 16; l++)
-                    part += q[16 * s + l] * x->qs[16 * s + l];
-                isum += sc[s] * (part - 32 * x->sums[s]);
+            int32_t ip[8];
+            for (int L = 0; L < 8; L++)
+                ip[L] = -32 * (sc[2 * L] * x->sums[2 * L] + sc[2 * L + 1] * x->sums[2 * L + 1]);
+            for (int c = 0; c < 8; c++) {
+                for (int L = 0; L < 8; L++) {
+                    int32_t part = 0;
+                    for (int u = 0; u < 4; u++)
+                        part += q[32 * c + 4 * L + u] * x->qs[32 * c + 4 * L + u];
+                    ip[L] += sc[2 * c + L / 4] * part;
+                }
             }
-            acc += fc__q_get_f16(blk + 208) * x->d * (float)isum;
+            const float dd = fc__q_get_f16(blk + 208) * x->d;
+            for (int L = 0; L < 8; L++)
+                acc[L] += (float)ip[L] * dd;
         }
-        out[r] = acc;
+        out[r] = sum8(acc);
     }
 }
 

@@ -11,8 +11,9 @@
  * activations turns an ulp at a rounding half-step into a whole code step
  * (amax / 127: 0.04 on a row with an outlier of 5), which a trained
  * model's logits show as a 1e-3 to 1e-2 jump. Integer sums are exact in any
- * order, so the kernels reduce them to one integer per block first and do
- * only the f32 steps of the portable kernels, in their order. */
+ * order, so the kernels reduce them exactly to the canonical lanes first
+ * (one per block for q4_0 and q8_0; AVX-512's 16 k-quant lanes folded to
+ * 8) and do only the portable kernels' f32 steps, in their order. */
 #ifndef FUCINA_BACKEND_QDOT_X86_H
 #define FUCINA_BACKEND_QDOT_X86_H
 
@@ -23,12 +24,6 @@
 
 #define FC__X86_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
-FC__X86_INLINE float fc__x86_f16(const uint8_t *p) {
-    unsigned short h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
 /* The canonical 8-lane sum (qdot.h): (a0 + a4 + a2 + a6) + (a1 + a5 + a3 + a7)
  * grouped as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)). */
 FC__X86_INLINE float fc__x86_sum8(__m256 v) {
@@ -38,19 +33,11 @@ FC__X86_INLINE float fc__x86_sum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* The exact sum of 8 i32 lanes. */
-FC__X86_INLINE int32_t fc__x86_isum8(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
-/* The exact sum of 4 i32 lanes. */
-FC__X86_INLINE int32_t fc__x86_isum4(__m128i s) {
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
+/* The canonical 4-lane sum (qdot.h): (a0 + a2) + (a1 + a3). */
+FC__X86_INLINE float fc__x86_sum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
 }
 
 /* Four registers p[j] of two blocks each (block 2j in lanes 0-3, block
@@ -63,18 +50,22 @@ FC__X86_INLINE __m256i fc__x86_blocks8_of_pairs(__m256i p0, __m256i p1, __m256i 
 }
 
 /* Four registers of one block each (8 lanes, as the q8_0 kernels make them)
- * -> their 4 block sums in order. */
+ * -> their 4 block sums in order; likewise four rows' super-block sums. */
 FC__X86_INLINE __m128i fc__x86_blocks4_of_singles(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-/* The f16 scales of 8 blocks of `bytes` bytes from p, as f32 in block order. */
+/* The f16 scales of 8 blocks of `bytes` bytes from p, as f32 in block order
+ * (inserted word by word: 8 narrow stores and a wide load would stall on
+ * store forwarding). */
 FC__X86_INLINE __m256 fc__x86_f16_scales8(const uint8_t *p, int bytes) {
     uint16_t h[8];
     for (int i = 0; i < 8; i++)
         memcpy(&h[i], p + bytes * i, 2);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    const __m128i v = _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3],
+                                     (short)h[4], (short)h[5], (short)h[6], (short)h[7]);
+    return _mm256_cvtph_ps(v);
 }
 
 /* The 8-block group of the canonical order: acc + (dw * dx) * (float)s per
