@@ -43,7 +43,9 @@
 # tokenizer's keys: llama.cpp's tokenizer must give fucina's ids for a
 # sample text on that file, and llama.cpp must load both files, agree with
 # fucina's logits for those ids within 1e-4 and give the same 8 greedy
-# tokens. Then that q4_k export fine-tuned with QLoRA for a few steps
+# tokens; the q4_k file is checked so at every SIMD level of the CPU
+# (FUCINA_ISA=avx2, portable below the widest; trained_q4_k_<level>), as
+# each level must give the same bits. Then that q4_k export fine-tuned with QLoRA for a few steps
 # (examples/finetune_llama on Apache-2.0) and merged back to q4_k: the
 # same checks on the merged file. Prints one line per model and a closing
 # "N passed, N failed".
@@ -66,6 +68,7 @@ skip() {
 [ "$(uname -m)" = x86_64 ] || skip "the npm package holds x86-64 libraries only"
 [ -x "$GEN" ] || skip "no $GEN (cmake --build build --target generate)"
 rc=0
+per_level=() # the trained q4_k export at the lower SIMD levels (below)
 bash scripts/npm_llamacpp.sh "$DIR" "$VER" || rc=$?
 [ "$rc" = 0 ] || skip "the prebuilt llama.cpp is not available here"
 DIR="$(cd "$DIR" && pwd)"
@@ -192,6 +195,22 @@ if [ -x "$TRAIN" ]; then
     model="$OUT/trained/model-$dt.gguf"
     if [ -n "$fc_ids" ] && [ -f "$model" ]; then made_by_fucina "trained_$dt" "$model" "$fc_ids"; fi
   done
+  # The q4_k export again at every lower SIMD level of this CPU
+  # (FUCINA_ISA): llama.cpp must agree with each as with the widest.
+  case "$(bash scripts/cpu_level.sh)" in
+    avx512) lower=(avx2 portable) ;;
+    avx2) lower=(portable) ;;
+    *) lower=() ;;
+  esac
+  if [ -f "$OUT/trained_q4_k.llama_cpp.txt" ]; then
+    for lv in "${lower[@]}"; do
+      cp "$OUT/trained_q4_k.llama_cpp.txt" "$OUT/trained_q4_k_$lv.llama_cpp.txt"
+      FUCINA_ISA="$lv" "$GEN" "$OUT/trained/model-q4_k.gguf" --prompt "$fc_ids" --n "${GREEDY_N:-8}" \
+        --threads 1 --logits "$OUT/trained_q4_k_$lv.fucina.bin" > "$OUT/trained_q4_k_$lv.fucina.txt" \
+        2> /dev/null
+      per_level+=("trained_q4_k_$lv")
+    done
+  fi
   # QLoRA on that q4_k export (examples/finetune_llama, a few steps on
   # Apache-2.0), merged and re-quantized to q4_k: llama.cpp must load the
   # merged file and agree with fucina as above.
@@ -211,4 +230,9 @@ if [ -x "$TRAIN" ]; then
 else
   echo "llama_cpp_parity.sh: no $TRAIN: the train_llama export is not checked" >&2
 fi
-"$PY" scripts/llama_cpp_compare.py "$OUT" && [ "$tok_fail" = 0 ]
+cmp_fail=0
+"$PY" scripts/llama_cpp_compare.py "$OUT" || cmp_fail=1
+if [ ${#per_level[@]} -gt 0 ]; then
+  "$PY" scripts/llama_cpp_compare.py "$OUT" "${per_level[@]}" || cmp_fail=1
+fi
+[ "$cmp_fail" = 0 ] && [ "$tok_fail" = 0 ]

@@ -8,9 +8,41 @@
  * SIMD kernel feed a weight block straight into integer dot instructions.
  * Then a kernel dots one weight row against 1..FC__QDOT_MAX_ROWS packed
  * activation rows, decoding each weight block once in registers and using it
- * for all of them. Every ISA reads the same packed bytes, so the portable
- * kernels and the SIMD kernels sum the same integers; they differ only in
- * the order of their f32 additions.
+ * for all of them. Every ISA reads the same packed bytes and every kernel
+ * gives the portable kernel's bits, at any number of rows per call (the
+ * canonical order below), so a product is the same bits at every ISA
+ * level. (It must be: the next layer quantizes these outputs, and one ulp
+ * at a rounding half-step moves a code by one, which on a row with an
+ * outlier is a jump of amax / 127 in that activation.)
+ *
+ * Canonical order (what the portable kernels do and the SIMD ones
+ * reproduce). No FMA anywhere: each product and each sum rounds once.
+ *   q4_0, q8_0  s_b = the exact integer dot of block b (with q4_0's -8
+ *               offset); t_b = (d_w * d_x) * (float)s_b; 8 lanes, block b
+ *               adding t_b to lane b % 8 (one group of 8 blocks at a time,
+ *               a partial last group adding +0 to the lanes past the
+ *               end); the result sum8(lanes).
+ *   q4_k        8 lanes: lane L's exact integer per super-block is the sum
+ *               over its 8 sub-blocks of scale * (the products of values
+ *               4L .. 4L + 3 of the sub-block), and acc[L] += (float)int *
+ *               (d * d_x); 4 lanes of mins: lane i's integer m[2i] *
+ *               sums[2i] + m[2i + 1] * sums[2i + 1], accm[i] += (float)int
+ *               * (dmin * d_x); the result sum8(acc) - sum4(accm), sum4(a)
+ *               = (a0 + a2) + (a1 + a3). (AVX2's registers as they come;
+ *               AVX-512 folds lanes L and L + 8.)
+ *   q6_k        8 lanes: lane L's integer per super-block is the sum over
+ *               the 8 chunks c of 32 values of sc[2c + L / 4] * (the
+ *               products of values 32c + 4L .. 32c + 4L + 3), minus 32 *
+ *               (sc[2L] sums[2L] + sc[2L + 1] sums[2L + 1]); acc[L] +=
+ *               (float)int * (d * d_x); the result sum8(acc).
+ *   nf4         two 8-lane sums: lane l of a0 adds lut[low nibble] * x of
+ *               code byte 8q + l of every block (q = 0..3), a1 the high
+ *               nibble's; the result sum8(a0 + a1).
+ *   f32 dot     16 values a step, value 16i + l to lane l of a0, 16i + 8 + l
+ *               to lane l of a1; t = sum8(a0 + a1), then the n % 16 tail
+ *               values added to t in order.
+ *   sum8(a) = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), the
+ *   order of an AVX2 horizontal sum.
  *
  * Activation quantization per weight dtype (ggml's vec_dot_type where it has
  * one; d is kept in f32 where ggml rounds q8_0's to f16):
@@ -168,6 +200,9 @@ extern const fc__qdot_kernels fc__qdot_avx512;
 /* The AVX2 activation block quantizers, which both SIMD tables use. */
 float fc__q8_32_avx2(const float *x, int8_t *q);
 float fc__q8_256_avx2(const float *x, int8_t *q);
+/* The AVX2 nf4 and f32 kernels, which the AVX-512 table uses as they are. */
+void fc__qdot_nf4_avx2(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out);
+void fc__dot_f32_avx2(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out);
 #endif
 
 /* ---- single-block helpers the SIMD kernels use for their tails ---------------- */

@@ -15,11 +15,12 @@
  * place of maddubs + madd + add, summing the same integers, so both tables
  * give the same bits.
  *
- * At one activation row the product is bound by loads and latency, not by
- * arithmetic: q4_0 and q8_0 split their steps over two accumulators per
- * weight row, and the f16 block scales are spread with one cvtph2ps per
- * two blocks (pshufb for q4_0, the k-quants' sub-block scales likewise)
- * rather than a scalar conversion and a broadcast per block. */
+ * Every kernel gives the portable kernel's bits (the canonical order of
+ * qdot.h): integer sums are reduced exactly to one per block (q4_0, q8_0:
+ * 8 blocks to the 8 lanes of one register) or per super-block (q4_k, q6_k:
+ * to a scalar), and only then meet the f32 scales, multiplied and added
+ * without FMA in the portable order. nf4 and the f32 dot keep the lanes
+ * the portable kernels emulate. */
 #include "backend/qdot.h"
 
 #ifdef FC__QDOT_X86
@@ -29,6 +30,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/qdot_x86.h"
+
 #define TGT __attribute__((target("avx2,fma,f16c")))
 #define TGT_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
@@ -36,13 +39,6 @@ TGT_INLINE float f16_at(const uint8_t *p) {
     unsigned short h;
     memcpy(&h, p, 2);
     return _cvtsh_ss(h);
-}
-
-TGT_INLINE float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
@@ -153,158 +149,147 @@ TGT float fc__q8_256_avx2(const float *x, int8_t *q) {
     return 1.0f / iscale;
 }
 
-/* ---- f16 block scales ---------------------------------------------------------------- */
+/* ---- q4_0: groups of 8 blocks, two a step ------------------------------------------- */
 
-/* The scales of two 18-byte q4_0 blocks at p and p + 18 spread over the
- * lanes of their products: [d0 x4, d1 x4]. One 32-byte load holds both
- * (bytes 0-1 and 18-19); pshufb copies each to the low quadword of its
- * 128-bit lane and vpermq joins the two quadwords, so a single cvtph2ps
- * converts them. */
-TGT_INLINE __m256 q4_0_scales2(const uint8_t *p) {
-    const __m256i sh = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, -1, -1, -1, -1, -1, -1, -1, -1, 2,
-                                        3, 2, 3, 2, 3, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256i h = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), sh);
-    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)));
-}
-
-/* The scales of two blocks at a and b, each broadcast: one cvtph2ps for both. */
-TGT_INLINE void f16_bcast2(const uint8_t *a, const uint8_t *b, __m256 *da, __m256 *db) {
-    uint16_t ha, hb;
-    memcpy(&ha, a, 2);
-    memcpy(&hb, b, 2);
-    const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(ha), hb, 1));
-    *da = _mm256_broadcastss_ps(f);
-    *db = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_set1_epi32(1));
-}
-
-/* ---- q4_0: two blocks per step ------------------------------------------------------ */
-
-/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r]. With one
- * activation row the even and odd steps go to two accumulators per weight
- * row, so the FMA latency chain does not bound the loop (decided by nx
- * alone: a weight row's bits must not depend on nw). */
+/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r], in the
+ * canonical order (qdot.h): the integer sums of 8 blocks reduced to one
+ * lane each, then (dw * dx) * s added per lane. */
 TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
                           size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
                           const int vnni) {
-    const int64_t nb = k / 32;
+    const int64_t nb = k / 32, ng = nb / 8;
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    const int split = nx == 1;
-    __m256 acc[2][FC__QDOT_MAX_ROWS], acc2[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[2][FC__QDOT_MAX_ROWS];
     for (int q = 0; q < nw; q++)
         for (int r = 0; r < nx; r++)
             acc[q][r] = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        __m256i lo[2], hi[2];
-        __m256 dw[2];
-        for (int q = 0; q < nw; q++) {
-            const uint8_t *b0 = w[q] + 18 * b;
-            const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b0 + 20)),
-                                               _mm_loadu_si128((const __m128i *)(b0 + 2)));
-            lo[q] = _mm256_and_si256(v, m4);
-            hi[q] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            dw[q] = q4_0_scales2(b0);
-        }
-        const int h = (int)(b % 4) / 2;
-        for (int r = 0; r < nx; r++) {
-            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
-            const __m256i xa = _mm256_load_si256((const __m256i *)(rec->qs + 32 * h));
-            const __m256i xb = _mm256_load_si256((const __m256i *)(rec->qs + 64 + 32 * h));
-            const __m256i c = _mm256_load_si256((const __m256i *)(rec->c + 8 * h));
-            const __m256 dx = _mm256_load_ps(rec->d + 8 * h);
+    for (int64_t g = 0; g < ng; g++) {
+        __m256i p[2][FC__QDOT_MAX_ROWS][4];
+        for (int j = 0; j < 4; j++) {
+            const int64_t b = 8 * g + 2 * j;
+            __m256i lo[2], hi[2];
             for (int q = 0; q < nw; q++) {
-                __m256i p;
-                if (vnni) {
-                    p = vnni_dpbusd(vnni_dpbusd(c, lo[q], xa), hi[q], xb);
-                } else {
-                    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[q], xa),
-                                                         _mm256_maddubs_epi16(hi[q], xb));
-                    p = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), c);
-                }
-                const __m256 s = _mm256_mul_ps(dw[q], dx);
-                if (split && (b & 2)) {
-                    acc2[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc2[q]);
-                } else {
-                    acc[q][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[q][r]);
-                }
+                const uint8_t *b0 = w[q] + 18 * b;
+                const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b0 + 20)),
+                                                   _mm_loadu_si128((const __m128i *)(b0 + 2)));
+                lo[q] = _mm256_and_si256(v, m4);
+                hi[q] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
             }
-        }
-    }
-    if (split)
-        for (int q = 0; q < nw; q++)
-            acc[q][0] = _mm256_add_ps(acc[q][0], acc2[q]);
-    for (int q = 0; q < nw; q++) {
-        for (int r = 0; r < nx; r++) {
-            float t = hsum(acc[q][r]);
-            if (b < nb) {
+            const int h = j % 2;
+            for (int r = 0; r < nx; r++) {
                 const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
-                const int i = (int)(b % 4);
-                const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, rec, i);
-                t += f16_at(w[q] + 18 * b) * rec->d[4 * i] * (float)s;
-            }
-            out[q][r] = t;
-        }
-    }
-}
-
-/* ---- q8_0: one 2-block record per step ---------------------------------------------- */
-
-TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
-                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
-                          const int vnni) {
-    const int64_t nb = k / 32, nrec = nb / 2;
-    const __m256i ones = _mm256_set1_epi16(1);
-    const int split = nx == 1;
-    __m256 acc[2][FC__QDOT_MAX_ROWS], acc2[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int q = 0; q < nw; q++)
-        for (int r = 0; r < nx; r++)
-            acc[q][r] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < nrec; g++) {
-        __m256i v[2][2], av[2][2];
-        __m256 dw[2][2];
-        for (int q = 0; q < nw; q++) {
-            const uint8_t *b0 = w[q] + 68 * g;
-            for (int i = 0; i < 2; i++) {
-                v[q][i] = _mm256_loadu_si256((const __m256i *)(b0 + 34 * i + 2));
-                av[q][i] = _mm256_abs_epi8(v[q][i]);
-            }
-            f16_bcast2(b0, b0 + 34, &dw[q][0], &dw[q][1]);
-        }
-        for (int r = 0; r < nx; r++) {
-            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + g;
-            for (int i = 0; i < 2; i++) {
-                const __m256i x = _mm256_load_si256((const __m256i *)(rec->qs + 32 * i));
-                const __m256 dx = _mm256_load_ps(rec->d + 8 * i);
+                const __m256i xa = _mm256_load_si256((const __m256i *)(rec->qs + 32 * h));
+                const __m256i xb = _mm256_load_si256((const __m256i *)(rec->qs + 64 + 32 * h));
+                const __m256i c = _mm256_load_si256((const __m256i *)(rec->c + 8 * h));
                 for (int q = 0; q < nw; q++) {
-                    /* |w| * (x with w's sign): u8 x s8 as maddubs needs it */
-                    const __m256i sx = _mm256_sign_epi8(x, v[q][i]);
-                    const __m256i pi =
-                        vnni ? vnni_dpbusd(_mm256_setzero_si256(), av[q][i], sx)
-                             : _mm256_madd_epi16(_mm256_maddubs_epi16(av[q][i], sx), ones);
-                    const __m256 pf = _mm256_cvtepi32_ps(pi);
-                    const __m256 s = _mm256_mul_ps(dw[q][i], dx);
-                    if (split && i) {
-                        acc2[q] = _mm256_fmadd_ps(pf, s, acc2[q]);
+                    if (vnni) {
+                        p[q][r][j] = vnni_dpbusd(vnni_dpbusd(c, lo[q], xa), hi[q], xb);
                     } else {
-                        acc[q][r] = _mm256_fmadd_ps(pf, s, acc[q][r]);
+                        const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[q], xa),
+                                                             _mm256_maddubs_epi16(hi[q], xb));
+                        p[q][r][j] = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), c);
                     }
                 }
             }
         }
-    }
-    if (split)
+        __m256 dw[2];
         for (int q = 0; q < nw; q++)
-            acc[q][0] = _mm256_add_ps(acc[q][0], acc2[q]);
+            dw[q] = fc__x86_f16_scales8(w[q] + 18 * 8 * g, 18);
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + 2 * g;
+            const __m256 dx = _mm256_setr_ps(rec[0].d[0], rec[0].d[4], rec[0].d[8], rec[0].d[12],
+                                             rec[1].d[0], rec[1].d[4], rec[1].d[8], rec[1].d[12]);
+            for (int q = 0; q < nw; q++) {
+                const __m256i s =
+                    fc__x86_blocks8_of_pairs(p[q][r][0], p[q][r][1], p[q][r][2], p[q][r][3]);
+                acc[q][r] = fc__x86_group_add(acc[q][r], dw[q], dx, s);
+            }
+        }
+    }
     for (int q = 0; q < nw; q++) {
         for (int r = 0; r < nx; r++) {
-            float t = hsum(acc[q][r]);
-            if (nb % 2) {
-                const int64_t b = nb - 1;
-                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
-                const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, rec, 0);
-                t += f16_at(w[q] + 34 * b) * rec->d[0] * (float)s;
+            if (8 * ng < nb) { /* the last, partial group: +0 in the lanes past the end */
+                float t[8] = {0};
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r);
+                for (int64_t b = 8 * ng; b < nb; b++) {
+                    const fc__xq_q4_0 *x = rec + b / 4;
+                    const int i = (int)(b % 4);
+                    const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, x, i);
+                    t[b - 8 * ng] = f16_at(w[q] + 18 * b) * x->d[4 * i] * (float)s;
+                }
+                acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_loadu_ps(t));
             }
-            out[q][r] = t;
+            out[q][r] = fc__x86_sum8(acc[q][r]);
+        }
+    }
+}
+
+/* ---- q8_0: groups of 8 blocks, one a step ------------------------------------------- */
+
+TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
+                          size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS],
+                          const int vnni) {
+    const int64_t nb = k / 32, ng = nb / 8;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[2][FC__QDOT_MAX_ROWS];
+    for (int q = 0; q < nw; q++)
+        for (int r = 0; r < nx; r++)
+            acc[q][r] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        __m128i s4[2][FC__QDOT_MAX_ROWS][2];
+        for (int half = 0; half < 2; half++) {
+            __m256i p[2][FC__QDOT_MAX_ROWS][4];
+            for (int j = 0; j < 4; j++) {
+                const int64_t b = 8 * g + 4 * half + j;
+                __m256i v[2], av[2];
+                for (int q = 0; q < nw; q++) {
+                    v[q] = _mm256_loadu_si256((const __m256i *)(w[q] + 34 * b + 2));
+                    av[q] = _mm256_abs_epi8(v[q]);
+                }
+                for (int r = 0; r < nx; r++) {
+                    const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
+                    const __m256i x = _mm256_load_si256((const __m256i *)(rec->qs + 32 * (b % 2)));
+                    for (int q = 0; q < nw; q++) {
+                        /* |w| * (x with w's sign): u8 x s8 as maddubs needs it */
+                        const __m256i sx = _mm256_sign_epi8(x, v[q]);
+                        p[q][r][j] = vnni
+                                         ? vnni_dpbusd(_mm256_setzero_si256(), av[q], sx)
+                                         : _mm256_madd_epi16(_mm256_maddubs_epi16(av[q], sx), ones);
+                    }
+                }
+            }
+            for (int q = 0; q < nw; q++)
+                for (int r = 0; r < nx; r++)
+                    s4[q][r][half] =
+                        fc__x86_blocks4_of_singles(p[q][r][0], p[q][r][1], p[q][r][2], p[q][r][3]);
+        }
+        __m256 dw[2];
+        for (int q = 0; q < nw; q++)
+            dw[q] = fc__x86_f16_scales8(w[q] + 34 * 8 * g, 34);
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + 4 * g;
+            const __m256 dx = _mm256_setr_ps(rec[0].d[0], rec[0].d[8], rec[1].d[0], rec[1].d[8],
+                                             rec[2].d[0], rec[2].d[8], rec[3].d[0], rec[3].d[8]);
+            for (int q = 0; q < nw; q++) {
+                const __m256i s = _mm256_set_m128i(s4[q][r][1], s4[q][r][0]);
+                acc[q][r] = fc__x86_group_add(acc[q][r], dw[q], dx, s);
+            }
+        }
+    }
+    for (int q = 0; q < nw; q++) {
+        for (int r = 0; r < nx; r++) {
+            if (8 * ng < nb) {
+                float t[8] = {0};
+                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r);
+                for (int64_t b = 8 * ng; b < nb; b++) {
+                    const fc__xq_q8_0 *x = rec + b / 2;
+                    const int i = (int)(b % 2);
+                    const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, x, i);
+                    t[b - 8 * ng] = f16_at(w[q] + 34 * b) * x->d[8 * i] * (float)s;
+                }
+                acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_loadu_ps(t));
+            }
+            out[q][r] = fc__x86_sum8(acc[q][r]);
         }
     }
 }
@@ -370,20 +355,18 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
             }
         }
         for (int r = 0; r < nx; r++) {
+            /* the canonical lanes (qdot.h), multiplied and added without FMA */
             const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d), acc[r]);
+            acc[r] = _mm256_add_ps(
+                acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d)));
             const __m128i pm = _mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums));
-            accm[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d), accm[r]);
+            accm[r] =
+                _mm_add_ps(accm[r], _mm_mul_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d)));
         }
     }
-    for (int r = 0; r < nx; r++) {
-        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[r] = hsum(acc[r]) - _mm_cvtss_f32(m);
-    }
+    for (int r = 0; r < nx; r++)
+        out[r] = fc__x86_sum8(acc[r]) - fc__x86_sum4(accm[r]);
 }
-
-/* ---- q6_k --------------------------------------------------------------------------- */
 
 TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t stride, const int nx,
                           float *out, const int vnni) {
@@ -440,11 +423,12 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
         }
         for (int r = 0; r < nx; r++) {
             const fc__xq_k *x = (const fc__xq_k *)row_at(xq, stride, r) + sb;
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d), acc[r]);
+            acc[r] = _mm256_add_ps(
+                acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(ip[r]), _mm256_set1_ps(d * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = hsum(acc[r]);
+        out[r] = fc__x86_sum8(acc[r]);
 }
 
 /* ---- nf4: f32 levels looked up in registers ----------------------------------------- */
@@ -477,13 +461,13 @@ TGT_INLINE void nf4_rows(int64_t k, const uint8_t *w, const void *xq, size_t str
             const int off = 64 * (int)b + 32 * (q / 2) + 8 * (q % 2);
             for (int r = 0; r < nx; r++) {
                 const float *x = (const float *)row_at(xq, stride, r) + off;
-                acc[r][0] = _mm256_fmadd_ps(ve, _mm256_loadu_ps(x), acc[r][0]);
-                acc[r][1] = _mm256_fmadd_ps(vo, _mm256_loadu_ps(x + 16), acc[r][1]);
+                acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(ve, _mm256_loadu_ps(x)));
+                acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(vo, _mm256_loadu_ps(x + 16)));
             }
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+        out[r] = fc__x86_sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
 /* ---- generic path: f32 dot ---------------------------------------------------------- */
@@ -498,12 +482,12 @@ TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx,
         const __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
         for (int r = 0; r < nx; r++) {
             const float *xr = x + r * ldx + i;
-            acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), acc[r][1]);
+            acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(w0, _mm256_loadu_ps(xr)));
+            acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(w1, _mm256_loadu_ps(xr + 8)));
         }
     }
     for (int r = 0; r < nx; r++) {
-        float t = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+        float t = fc__x86_sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
         for (int64_t j = i; j < n; j++)
             t += w[j] * x[r * ldx + j];
         out[r] = t;
@@ -623,6 +607,18 @@ static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int 
         f32_rows(n, w, x, ldx, 4, out);
         break;
     }
+}
+
+/* The nf4 and f32 kernels of the AVX-512 table too: their f32 lanes are the
+ * canonical ones, which wider registers would only split differently. */
+TGT void fc__qdot_nf4_avx2(int64_t k, const void *w, const void *xq, size_t stride, int nx,
+                           float *out) {
+    nf4(k, w, xq, stride, nx, out);
+}
+
+TGT void fc__dot_f32_avx2(int64_t n, const float *w, const float *x, int64_t ldx, int nx,
+                          float *out) {
+    f32(n, w, x, ldx, nx, out);
 }
 
 const fc__qdot_kernels fc__qdot_avx2 = {

@@ -2,21 +2,28 @@
 /* qdot_avx512.c - the quantized dot kernels for x86-64 with AVX-512 F, BW,
  * VL, DQ and VNNI (layouts and contracts in qdot.h).
  *
- * Same structure as qdot_avx2.c with 64-byte registers: q4_0 decodes a
- * whole 4-block record per step and q8_0 a 2-block record, and VNNI's
- * vpdpbusd (u8 x s8, four products summed into i32 in one instruction) or
- * vpdpwssd (i16 x i16 -> i32, for the per-sub-block scales of the
- * k-quants) replaces the maddubs/madd pairs. The signed q8_0 weights go in
- * as |w| with the activation's sign flipped under a mask, which vpdpbusd's
- * unsigned operand needs. Tails shorter than a record use the scalar block
- * helpers of qdot_portable.c. nf4 looks up all 16 scaled levels with one
- * vpermps per 16 values. */
+ * Same structure as qdot_avx2.c with 64-byte registers for the integer
+ * work: q4_0 decodes a whole 4-block record per step and q8_0 a 2-block
+ * record, and VNNI's vpdpbusd (u8 x s8, four products summed into i32 in
+ * one instruction) or vpdpwssd (i16 x i16 -> i32, for the per-sub-block
+ * scales of the k-quants) replaces the maddubs/madd pairs. The signed q8_0
+ * weights go in as |w| with the activation's sign flipped under a mask,
+ * which vpdpbusd's unsigned operand needs. The f32 steps are the portable
+ * kernels' (qdot.h's canonical order), so they work on the 8 lanes of a
+ * ymm register or on scalars, never on 16 lanes: the integer sums of 8
+ * blocks (two q4_0 records, four q8_0 ones) are reduced exactly to 8 lanes
+ * with the helpers of qdot_x86.h, and a k-quant super-block's to one
+ * integer. nf4 and the f32 dot have no integer part to widen, so this
+ * table uses the AVX2 kernels for them. Tails shorter than a group of 8
+ * blocks use the scalar block helpers of qdot_portable.c. */
 #include "backend/qdot.h"
 
 #ifdef FC__QDOT_X86
 
 #include <immintrin.h>
 #include <string.h>
+
+#include "backend/qdot_x86.h"
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define TGT_INLINE                                                                                 \
@@ -34,116 +41,144 @@ TGT_INLINE const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
 }
 
-/* 16 f32 from the f16 words at word offsets idx[0..15] of the 64 bytes at p
- * (each block scale spread over the lanes of its block). */
-TGT_INLINE __m512 f16_spread(const uint8_t *p, __m512i idx) {
-    const __m512i h = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(p));
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-}
+/* ---- q4_0: groups of 8 blocks (two records) ----------------------------------------- */
 
-/* ---- q4_0: one 4-block record per step ---------------------------------------------- */
-
-/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r]. */
+/* Weight rows w[0..nw) against activation rows 0..nx: out[q][r], in the
+ * canonical order (qdot.h, qdot_x86.h). A record's 16 lanes hold 4 per
+ * block, so its halves are the AVX2 kernel's two-block registers. */
 TGT_INLINE void q4_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
                           size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
-    const int64_t nb = k / 32, nrec = nb / 4;
+    const int64_t nb = k / 32, ng = nb / 8;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    /* block scales sit at bytes 0, 18, 36, 54 of a record: words 0, 9, 18, 27 */
-    const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27,
-                                          27, 27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
-    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    __m256 acc[2][FC__QDOT_MAX_ROWS];
     for (int q = 0; q < nw; q++)
         for (int r = 0; r < nx; r++)
-            acc[q][r] = _mm512_setzero_ps();
-    for (int64_t g = 0; g < nrec; g++) {
-        __m512i lo[2], hi[2];
-        __m512 dw[2];
-        for (int q = 0; q < nw; q++) {
-            const uint8_t *b0 = w[q] + 72 * g;
-            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2)));
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 20)), 1);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 38)), 2);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 56)), 3);
-            lo[q] = _mm512_and_si512(v, m4);
-            hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            dw[q] = f16_spread(b0, didx);
-        }
-        for (int r = 0; r < nx; r++) {
-            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + g;
-            const __m512i c = _mm512_load_si512(rec->c);
-            const __m512i xa = _mm512_load_si512(rec->qs), xb = _mm512_load_si512(rec->qs + 64);
-            const __m512 dx = _mm512_load_ps(rec->d);
+            acc[q][r] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        __m512i p[2][FC__QDOT_MAX_ROWS][2];
+        for (int e = 0; e < 2; e++) {
+            __m512i lo[2], hi[2];
             for (int q = 0; q < nw; q++) {
-                __m512i p = _mm512_dpbusd_epi32(c, lo[q], xa);
-                p = _mm512_dpbusd_epi32(p, hi[q], xb);
-                const __m512 s = _mm512_mul_ps(dw[q], dx);
-                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[q][r]);
+                const uint8_t *b0 = w[q] + 72 * (2 * g + e);
+                __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 20)), 1);
+                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 38)), 2);
+                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b0 + 56)), 3);
+                lo[q] = _mm512_and_si512(v, m4);
+                hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            }
+            for (int r = 0; r < nx; r++) {
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + 2 * g + e;
+                const __m512i c = _mm512_load_si512(rec->c);
+                const __m512i xa = _mm512_load_si512(rec->qs), xb = _mm512_load_si512(rec->qs + 64);
+                for (int q = 0; q < nw; q++)
+                    p[q][r][e] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo[q], xa), hi[q], xb);
+            }
+        }
+        __m256 dw[2];
+        for (int q = 0; q < nw; q++)
+            dw[q] = fc__x86_f16_scales8(w[q] + 144 * g, 18);
+        for (int r = 0; r < nx; r++) {
+            const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + 2 * g;
+            const __m256 dx = _mm256_setr_ps(rec[0].d[0], rec[0].d[4], rec[0].d[8], rec[0].d[12],
+                                             rec[1].d[0], rec[1].d[4], rec[1].d[8], rec[1].d[12]);
+            for (int q = 0; q < nw; q++) {
+                const __m256i s = fc__x86_blocks8_of_pairs(
+                    _mm512_castsi512_si256(p[q][r][0]), _mm512_extracti64x4_epi64(p[q][r][0], 1),
+                    _mm512_castsi512_si256(p[q][r][1]), _mm512_extracti64x4_epi64(p[q][r][1], 1));
+                acc[q][r] = fc__x86_group_add(acc[q][r], dw[q], dx, s);
             }
         }
     }
     for (int q = 0; q < nw; q++) {
         for (int r = 0; r < nx; r++) {
-            float t = _mm512_reduce_add_ps(acc[q][r]);
-            for (int64_t b = 4 * nrec; b < nb; b++) {
-                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r) + b / 4;
-                const int i = (int)(b % 4);
-                const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, rec, i);
-                t += f16_at(w[q] + 18 * b) * rec->d[4 * i] * (float)s;
+            if (8 * ng < nb) { /* the last, partial group: +0 in the lanes past the end */
+                float t[8] = {0};
+                const fc__xq_q4_0 *rec = (const fc__xq_q4_0 *)row_at(xq, stride, r);
+                for (int64_t b = 8 * ng; b < nb; b++) {
+                    const fc__xq_q4_0 *x = rec + b / 4;
+                    const int i = (int)(b % 4);
+                    const int32_t s = fc__qdot_q4_0_block_int(w[q] + 18 * b, x, i);
+                    t[b - 8 * ng] = f16_at(w[q] + 18 * b) * x->d[4 * i] * (float)s;
+                }
+                acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_loadu_ps(t));
             }
-            out[q][r] = t;
+            out[q][r] = fc__x86_sum8(acc[q][r]);
         }
     }
 }
 
-/* ---- q8_0: one 2-block record per step ---------------------------------------------- */
+/* ---- q8_0: groups of 8 blocks (four records) ---------------------------------------- */
 
 TGT_INLINE void q8_0_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
                           size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
-    const int64_t nb = k / 32, nrec = nb / 2;
-    /* block scales at bytes 0 and 34: words 0 and 17 */
-    const __m512i didx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 17, 17,
-                                          17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
+    const int64_t nb = k / 32, ng = nb / 8;
     const __m512i zero = _mm512_setzero_si512();
-    __m512 acc[2][FC__QDOT_MAX_ROWS];
+    __m256 acc[2][FC__QDOT_MAX_ROWS];
     for (int q = 0; q < nw; q++)
         for (int r = 0; r < nx; r++)
-            acc[q][r] = _mm512_setzero_ps();
-    for (int64_t g = 0; g < nrec; g++) {
-        __m512i av[2];
-        __mmask64 neg[2];
-        __m512 dw[2];
-        for (int q = 0; q < nw; q++) {
-            const uint8_t *b0 = w[q] + 68 * g;
-            const __m512i v = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
-                _mm256_loadu_si256((const __m256i *)(b0 + 36)), 1);
-            av[q] = _mm512_abs_epi8(v);
-            neg[q] = _mm512_movepi8_mask(v);
-            dw[q] = f16_spread(b0, didx);
+            acc[q][r] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        __m128i s4[2][FC__QDOT_MAX_ROWS][2];
+        for (int half = 0; half < 2; half++) {
+            __m512i p[2][FC__QDOT_MAX_ROWS][2];
+            for (int e = 0; e < 2; e++) {
+                const int64_t rg = 4 * g + 2 * half + e; /* record index */
+                __m512i av[2];
+                __mmask64 neg[2];
+                for (int q = 0; q < nw; q++) {
+                    const uint8_t *b0 = w[q] + 68 * rg;
+                    const __m512i v = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                        _mm256_loadu_si256((const __m256i *)(b0 + 36)), 1);
+                    av[q] = _mm512_abs_epi8(v);
+                    neg[q] = _mm512_movepi8_mask(v);
+                }
+                for (int r = 0; r < nx; r++) {
+                    const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + rg;
+                    const __m512i x = _mm512_load_si512(rec->qs);
+                    for (int q = 0; q < nw; q++) {
+                        /* |w| * (x with w's sign): vpdpbusd wants the unsigned operand first */
+                        const __m512i sx = _mm512_mask_sub_epi8(x, neg[q], zero, x);
+                        p[q][r][e] = _mm512_dpbusd_epi32(zero, av[q], sx);
+                    }
+                }
+            }
+            for (int q = 0; q < nw; q++)
+                for (int r = 0; r < nx; r++)
+                    s4[q][r][half] =
+                        fc__x86_blocks4_of_singles(_mm512_castsi512_si256(p[q][r][0]),
+                                                   _mm512_extracti64x4_epi64(p[q][r][0], 1),
+                                                   _mm512_castsi512_si256(p[q][r][1]),
+                                                   _mm512_extracti64x4_epi64(p[q][r][1], 1));
         }
+        __m256 dw[2];
+        for (int q = 0; q < nw; q++)
+            dw[q] = fc__x86_f16_scales8(w[q] + 272 * g, 34);
         for (int r = 0; r < nx; r++) {
-            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + g;
-            const __m512i x = _mm512_load_si512(rec->qs);
-            const __m512 dx = _mm512_load_ps(rec->d);
+            const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + 4 * g;
+            const __m256 dx = _mm256_setr_ps(rec[0].d[0], rec[0].d[8], rec[1].d[0], rec[1].d[8],
+                                             rec[2].d[0], rec[2].d[8], rec[3].d[0], rec[3].d[8]);
             for (int q = 0; q < nw; q++) {
-                /* |w| * (x with w's sign): vpdpbusd wants the unsigned operand first */
-                const __m512i sx = _mm512_mask_sub_epi8(x, neg[q], zero, x);
-                const __m512i p = _mm512_dpbusd_epi32(zero, av[q], sx);
-                acc[q][r] =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[q], dx), acc[q][r]);
+                const __m256i s = _mm256_set_m128i(s4[q][r][1], s4[q][r][0]);
+                acc[q][r] = fc__x86_group_add(acc[q][r], dw[q], dx, s);
             }
         }
     }
     for (int q = 0; q < nw; q++) {
         for (int r = 0; r < nx; r++) {
-            float t = _mm512_reduce_add_ps(acc[q][r]);
-            if (nb % 2) {
-                const int64_t b = nb - 1;
-                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r) + b / 2;
-                const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, rec, 0);
-                t += f16_at(w[q] + 34 * b) * rec->d[0] * (float)s;
+            if (8 * ng < nb) {
+                float t[8] = {0};
+                const fc__xq_q8_0 *rec = (const fc__xq_q8_0 *)row_at(xq, stride, r);
+                for (int64_t b = 8 * ng; b < nb; b++) {
+                    const fc__xq_q8_0 *x = rec + b / 2;
+                    const int i = (int)(b % 2);
+                    const int32_t s = fc__qdot_q8_0_block_int(w[q] + 34 * b, x, i);
+                    t[b - 8 * ng] = f16_at(w[q] + 34 * b) * x->d[8 * i] * (float)s;
+                }
+                acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_loadu_ps(t));
             }
-            out[q][r] = t;
+            out[q][r] = fc__x86_sum8(acc[q][r]);
         }
     }
 }
@@ -173,10 +208,10 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     /* the 64 codes of one register meet sub-blocks (0, 2), (1, 3), (4, 6), (5, 7) */
     const __m512i i02 = pair_idx(0, 2), i13 = pair_idx(1, 3);
     const __m512i i46 = pair_idx(4, 6), i57 = pair_idx(5, 7);
-    __m512 acc[FC__QDOT_MAX_ROWS];
+    __m256 acc[FC__QDOT_MAX_ROWS];
     __m128 accm[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = _mm256_setzero_ps();
         accm[r] = _mm_setzero_ps();
     }
     for (int64_t sb = 0; sb < k / 256; sb++) {
@@ -206,16 +241,18 @@ TGT_INLINE void q4_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
                                     s46);
             p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(hi1, _mm512_load_si512(x->qs + 192)),
                                     s57);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(d * x->d), acc[r]);
+            /* lanes L and L + 8 fold exactly into the canonical lane L (qdot.h) */
+            const __m256i ip =
+                _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
+            acc[r] = _mm256_add_ps(acc[r],
+                                   _mm256_mul_ps(_mm256_cvtepi32_ps(ip), _mm256_set1_ps(d * x->d)));
             const __m128i pm = _mm_madd_epi16(mv, _mm_load_si128((const __m128i *)x->sums));
-            accm[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d), accm[r]);
+            accm[r] =
+                _mm_add_ps(accm[r], _mm_mul_ps(_mm_cvtepi32_ps(pm), _mm_set1_ps(dmin * x->d)));
         }
     }
-    for (int r = 0; r < nx; r++) {
-        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(m);
-    }
+    for (int r = 0; r < nx; r++)
+        out[r] = fc__x86_sum8(acc[r]) - fc__x86_sum4(accm[r]);
 }
 
 /* ---- q6_k --------------------------------------------------------------------------- */
@@ -240,9 +277,9 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
     __m512i qidx[4];
     for (int t = 0; t < 4; t++)
         qidx[t] = quad_idx((short)(4 * t));
-    __m512 acc[FC__QDOT_MAX_ROWS];
+    __m256 acc[FC__QDOT_MAX_ROWS];
     for (int r = 0; r < nx; r++)
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < k / 256; sb++) {
         const uint8_t *blk = w + 210 * sb;
         const float d = f16_at(blk + 208);
@@ -270,85 +307,14 @@ TGT_INLINE void q6_k_rows(int64_t k, const uint8_t *w, const void *xq, size_t st
             for (int t = 0; t < 4; t++)
                 p = _mm512_dpwssd_epi32(
                     p, _mm512_maddubs_epi16(q[t], _mm512_load_si512(x->qs + 64 * t)), sv[t]);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(d * x->d), acc[r]);
+            const __m256i ip =
+                _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
+            acc[r] = _mm256_add_ps(acc[r],
+                                   _mm256_mul_ps(_mm256_cvtepi32_ps(ip), _mm256_set1_ps(d * x->d)));
         }
     }
     for (int r = 0; r < nx; r++)
-        out[r] = _mm512_reduce_add_ps(acc[r]);
-}
-
-/* ---- nf4 ---------------------------------------------------------------------------- */
-
-/* Accumulators per output: four for a single activation row (four
- * independent FMA chains), two otherwise. It depends on nx only, never on
- * nw, so one- and two-weight-row calls give the same bits. */
-TGT_INLINE void nf4_rows(int64_t k, const uint8_t *const *w, const int nw, const void *xq,
-                         size_t stride, const int nx, float (*out)[FC__QDOT_MAX_ROWS]) {
-    const int na = nx == 1 ? 4 : 2;
-    float base[16];
-    fc__qdot_nf4_lut(1.0f, base);
-    const __m512 levels = _mm512_loadu_ps(base);
-    __m512 acc[2][FC__QDOT_MAX_ROWS][4];
-    for (int q = 0; q < nw; q++)
-        for (int r = 0; r < nx; r++)
-            for (int a = 0; a < na; a++)
-                acc[q][r][a] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < k / 64; b++) {
-        __m512 lv[2][4];
-        for (int q = 0; q < nw; q++) {
-            const uint8_t *blk = w[q] + 34 * b;
-            const __m512 lut = _mm512_mul_ps(levels, _mm512_set1_ps(f16_at(blk)));
-            const __m512i i0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-            const __m512i i1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
-            /* vpermps reads the low 4 bits of each index: the low nibble as is */
-            lv[q][0] = _mm512_permutexvar_ps(i0, lut);
-            lv[q][1] = _mm512_permutexvar_ps(_mm512_srli_epi32(i0, 4), lut);
-            lv[q][2] = _mm512_permutexvar_ps(i1, lut);
-            lv[q][3] = _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), lut);
-        }
-        for (int r = 0; r < nx; r++) {
-            const float *x = (const float *)row_at(xq, stride, r) + 64 * b;
-            for (int t = 0; t < 4; t++) {
-                const __m512 xv = _mm512_load_ps(x + 16 * t);
-                for (int q = 0; q < nw; q++)
-                    acc[q][r][t % na] = _mm512_fmadd_ps(lv[q][t], xv, acc[q][r][t % na]);
-            }
-        }
-    }
-    for (int q = 0; q < nw; q++) {
-        for (int r = 0; r < nx; r++) {
-            __m512 s = _mm512_add_ps(acc[q][r][0], acc[q][r][1]);
-            if (na == 4) s = _mm512_add_ps(s, _mm512_add_ps(acc[q][r][2], acc[q][r][3]));
-            out[q][r] = _mm512_reduce_add_ps(s);
-        }
-    }
-}
-
-/* ---- generic path: f32 dot ---------------------------------------------------------- */
-
-TGT_INLINE void f32_rows(int64_t n, const float *w, const float *x, int64_t ldx, const int nx,
-                         float *out) {
-    __m512 acc[FC__QDOT_MAX_ROWS][2];
-    for (int r = 0; r < nx; r++)
-        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + i + 16);
-        for (int r = 0; r < nx; r++) {
-            const float *xr = x + r * ldx + i;
-            acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xr), acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xr + 16), acc[r][1]);
-        }
-    }
-    for (; i < n; i += 16) {
-        const int64_t left = n - i;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-        const __m512 w0 = _mm512_maskz_loadu_ps(m, w + i);
-        for (int r = 0; r < nx; r++)
-            acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + r * ldx + i), acc[r][0]);
-    }
-    for (int r = 0; r < nx; r++)
-        out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+        out[r] = fc__x86_sum8(acc[r]);
 }
 
 /* ---- instantiation for 1..4 or 1..8 rows ------------------------------------------- */
@@ -412,24 +378,6 @@ FC__QDOT_INSTANCES_NW(q4_0, ROW_CASES_8)
 FC__QDOT_INSTANCES_NW(q8_0, ROW_CASES_8)
 FC__QDOT_INSTANCES(q4_k)
 FC__QDOT_INSTANCES(q6_k)
-FC__QDOT_INSTANCES_NW(nf4, ROW_CASES_4)
-
-static TGT void f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
-    switch (nx) {
-    case 1:
-        f32_rows(n, w, x, ldx, 1, out);
-        break;
-    case 2:
-        f32_rows(n, w, x, ldx, 2, out);
-        break;
-    case 3:
-        f32_rows(n, w, x, ldx, 3, out);
-        break;
-    default:
-        f32_rows(n, w, x, ldx, 4, out);
-        break;
-    }
-}
 
 const fc__qdot_kernels fc__qdot_avx512 = {
     .name = "avx512",
@@ -437,14 +385,14 @@ const fc__qdot_kernels fc__qdot_avx512 = {
             [FC__QK_Q8_0] = q8_0,
             [FC__QK_Q4_K] = q4_k,
             [FC__QK_Q6_K] = q6_k,
-            [FC__QK_NF4] = nf4},
-    .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2, [FC__QK_NF4] = nf4_2},
+            [FC__QK_NF4] = fc__qdot_nf4_avx2},
+    .dot2 = {[FC__QK_Q4_0] = q4_0_2, [FC__QK_Q8_0] = q8_0_2},
     .rows = {[FC__QK_Q4_0] = 8,
              [FC__QK_Q8_0] = 8,
              [FC__QK_Q4_K] = 4,
              [FC__QK_Q6_K] = 4,
              [FC__QK_NF4] = 4},
-    .dot_f32 = f32,
+    .dot_f32 = fc__dot_f32_avx2,
     .q8_32 = fc__q8_32_avx2, /* AVX2 suffices: packing is a small part of the work */
     .q8_256 = fc__q8_256_avx2,
 };

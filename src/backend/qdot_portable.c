@@ -222,35 +222,57 @@ static const void *row_at(const void *xq, size_t stride, int r) {
     return (const uint8_t *)xq + (size_t)r * stride;
 }
 
+/* The canonical 8-lane sum (qdot.h), in the order of the SIMD kernels'
+ * horizontal sum. */
+static float sum8(const float a[8]) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
 static void dot_q4_0(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
+    const int64_t nb = k / 32;
     for (int r = 0; r < nx; r++) {
         const fc__xq_q4_0 *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
-        for (int64_t b = 0; b < k / 32; b++) {
-            const uint8_t *blk = wb + 18 * b;
-            const fc__xq_q4_0 *x = &rec[b / 4];
-            const int i = (int)(b % 4);
-            const int32_t s = fc__qdot_q4_0_block_int(blk, x, i);
-            acc += fc__q_get_f16(blk) * x->d[4 * i] * (float)s;
+        float acc[8] = {0};
+        for (int64_t g = 0; g < nb; g += 8) {
+            for (int l = 0; l < 8; l++) {
+                const int64_t b = g + l;
+                float t = 0.0f; /* lanes past the last block add +0 */
+                if (b < nb) {
+                    const uint8_t *blk = wb + 18 * b;
+                    const fc__xq_q4_0 *x = &rec[b / 4];
+                    const int i = (int)(b % 4);
+                    const int32_t s = fc__qdot_q4_0_block_int(blk, x, i);
+                    t = fc__q_get_f16(blk) * x->d[4 * i] * (float)s;
+                }
+                acc[l] += t;
+            }
         }
-        out[r] = acc;
+        out[r] = sum8(acc);
     }
 }
 
 static void dot_q8_0(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
+    const int64_t nb = k / 32;
     for (int r = 0; r < nx; r++) {
         const fc__xq_q8_0 *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
-        for (int64_t b = 0; b < k / 32; b++) {
-            const uint8_t *blk = wb + 34 * b;
-            const fc__xq_q8_0 *x = &rec[b / 2];
-            const int i = (int)(b % 2);
-            const int32_t s = fc__qdot_q8_0_block_int(blk, x, i);
-            acc += fc__q_get_f16(blk) * x->d[8 * i] * (float)s;
+        float acc[8] = {0};
+        for (int64_t g = 0; g < nb; g += 8) {
+            for (int l = 0; l < 8; l++) {
+                const int64_t b = g + l;
+                float t = 0.0f;
+                if (b < nb) {
+                    const uint8_t *blk = wb + 34 * b;
+                    const fc__xq_q8_0 *x = &rec[b / 2];
+                    const int i = (int)(b % 2);
+                    const int32_t s = fc__qdot_q8_0_block_int(blk, x, i);
+                    t = fc__q_get_f16(blk) * x->d[8 * i] * (float)s;
+                }
+                acc[l] += t;
+            }
         }
-        out[r] = acc;
+        out[r] = sum8(acc);
     }
 }
 
@@ -268,31 +290,40 @@ static void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8]) {
     }
 }
 
+/* The canonical q4_k order (qdot.h): lane L (0..7) of a super-block's
+ * integer sum takes values 4L .. 4L + 3 of every sub-block of 32, each
+ * sub-block's products times its scale; lane i (0..3) of the mins' sum
+ * takes sub-blocks 2i and 2i + 1. */
 static void dot_q4_k(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
     for (int r = 0; r < nx; r++) {
         const fc__xq_k *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
+        float acc[8] = {0}, accm[4] = {0};
         for (int64_t sb = 0; sb < k / 256; sb++) {
             const uint8_t *blk = wb + 144 * sb, *qs = blk + 16;
             const fc__xq_k *x = &rec[sb];
             uint8_t sc[8], m[8];
             k4_scales(blk + 4, sc, m);
-            int32_t isum = 0, msum = 0;
+            int32_t ip[8] = {0};
             for (int s = 0; s < 8; s++) {
                 const uint8_t *q = qs + 32 * (s / 2);
                 const int shift = 4 * (s % 2);
                 const int8_t *xs = x->qs + 128 * (s / 4) + 32 * q4k_slot[s % 4];
-                int32_t part = 0;
-                for (int l = 0; l < 32; l++)
-                    part += ((q[l] >> shift) & 0x0F) * xs[l];
-                isum += sc[s] * part;
-                msum += m[s] * x->sums[s];
+                for (int L = 0; L < 8; L++) {
+                    int32_t part = 0;
+                    for (int u = 0; u < 4; u++)
+                        part += ((q[4 * L + u] >> shift) & 0x0F) * xs[4 * L + u];
+                    ip[L] += sc[s] * part;
+                }
             }
-            acc += fc__q_get_f16(blk) * x->d * (float)isum -
-                   fc__q_get_f16(blk + 2) * x->d * (float)msum;
+            const float dd = fc__q_get_f16(blk) * x->d, dm = fc__q_get_f16(blk + 2) * x->d;
+            for (int L = 0; L < 8; L++)
+                acc[L] += (float)ip[L] * dd;
+            for (int i = 0; i < 4; i++)
+                accm[i] +=
+                    (float)(m[2 * i] * x->sums[2 * i] + m[2 * i + 1] * x->sums[2 * i + 1]) * dm;
         }
-        out[r] = acc;
+        out[r] = sum8(acc) - ((accm[0] + accm[2]) + (accm[1] + accm[3]));
     }
 }
 
@@ -309,65 +340,89 @@ static void q6k_codes(const uint8_t *blk, uint8_t q[256]) {
     }
 }
 
+/* The canonical q6_k order (qdot.h): lane L (0..7) of a super-block's
+ * integer sum takes values 4L .. 4L + 3 of every chunk of 32 (sub-block
+ * 2c + L / 4 of 16, times its scale), and -32 times the scaled code sums
+ * of sub-blocks 2L and 2L + 1. */
 static void dot_q6_k(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
     for (int r = 0; r < nx; r++) {
         const fc__xq_k *rec = row_at(xq, stride, r);
-        float acc = 0.0f;
+        float acc[8] = {0};
         for (int64_t sb = 0; sb < k / 256; sb++) {
             const uint8_t *blk = wb + 210 * sb;
             const int8_t *sc = (const int8_t *)(blk + 192);
             const fc__xq_k *x = &rec[sb];
             uint8_t q[256];
             q6k_codes(blk, q);
-            int32_t isum = 0;
-            for (int s = 0; s < 16; s++) {
-                int32_t part = 0;
-                for (int l = 0; l < 16; l++)
-                    part += q[16 * s + l] * x->qs[16 * s + l];
-                isum += sc[s] * (part - 32 * x->sums[s]);
+            int32_t ip[8];
+            for (int L = 0; L < 8; L++)
+                ip[L] = -32 * (sc[2 * L] * x->sums[2 * L] + sc[2 * L + 1] * x->sums[2 * L + 1]);
+            for (int c = 0; c < 8; c++) {
+                for (int L = 0; L < 8; L++) {
+                    int32_t part = 0;
+                    for (int u = 0; u < 4; u++)
+                        part += q[32 * c + 4 * L + u] * x->qs[32 * c + 4 * L + u];
+                    ip[L] += sc[2 * c + L / 4] * part;
+                }
             }
-            acc += fc__q_get_f16(blk + 208) * x->d * (float)isum;
+            const float dd = fc__q_get_f16(blk + 208) * x->d;
+            for (int L = 0; L < 8; L++)
+                acc[L] += (float)ip[L] * dd;
         }
-        out[r] = acc;
+        out[r] = sum8(acc);
     }
 }
 
+/* Lane l of a0 takes the even value of code byte 8q + l of each block, lane l
+ * of a1 its odd one (what the SIMD kernels' two 8-lane sums hold). */
 static void dot_nf4(int64_t k, const void *w, const void *xq, size_t stride, int nx, float *out) {
     const uint8_t *wb = w;
     for (int r = 0; r < nx; r++) {
         const float *x = row_at(xq, stride, r);
-        float acc = 0.0f;
+        float a0[8] = {0}, a1[8] = {0};
         for (int64_t b = 0; b < k / 64; b++) {
             const uint8_t *blk = wb + 34 * b;
             float lut[16];
             fc__qdot_nf4_lut(fc__q_get_f16(blk), lut);
-            const float *xb = x + 64 * b;
-            float s = 0.0f;
-            for (int h = 0; h < 2; h++) {
-                for (int t = 0; t < 16; t++) {
-                    const uint8_t c = blk[2 + 16 * h + t];
-                    s += lut[c & 0x0F] * xb[32 * h + t] + lut[c >> 4] * xb[32 * h + 16 + t];
+            for (int q = 0; q < 4; q++) {
+                /* code bytes 8q .. 8q + 7 meet packed values off .. off + 7 (even)
+                 * and off + 16 .. off + 23 (odd) */
+                const float *xv = x + 64 * b + 32 * (q / 2) + 8 * (q % 2);
+                for (int l = 0; l < 8; l++) {
+                    const uint8_t c = blk[2 + 8 * q + l];
+                    a0[l] += lut[c & 0x0F] * xv[l];
+                    a1[l] += lut[c >> 4] * xv[16 + l];
                 }
             }
-            acc += s;
         }
-        out[r] = acc;
+        float s[8];
+        for (int l = 0; l < 8; l++)
+            s[l] = a0[l] + a1[l];
+        out[r] = sum8(s);
     }
 }
 
+/* 16 values a step: lane l of a0 takes value 16 i + l, lane l of a1 value
+ * 16 i + 8 + l; the tail of n % 16 values is added in order after the sum. */
 static void dot_f32(int64_t n, const float *w, const float *x, int64_t ldx, int nx, float *out) {
     for (int r = 0; r < nx; r++) {
         const float *xr = x + r * ldx;
-        float p[8] = {0};
+        float a0[8] = {0}, a1[8] = {0};
         int64_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            for (int l = 0; l < 8; l++)
-                p[l] += w[i + l] * xr[i + l];
+        for (; i + 16 <= n; i += 16) {
+            for (int l = 0; l < 8; l++) {
+                a0[l] += w[i + l] * xr[i + l];
+                a1[l] += w[i + 8 + l] * xr[i + 8 + l];
+            }
         }
+        float s[8];
+        for (int l = 0; l < 8; l++)
+            s[l] = a0[l] + a1[l];
+        float t = sum8(s);
         for (; i < n; i++)
-            p[0] += w[i] * xr[i];
-        out[r] = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+            t += w[i] * xr[i];
+        out[r] = t;
     }
 }
 

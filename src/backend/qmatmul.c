@@ -13,7 +13,7 @@
  *
  * Blocking. From TWO_ROW_MIN_M activation rows on, a thread walks blocks of
  * its weight rows that stay in L2, and each block meets panels of 4 to 16
- * activation rows (as many as fit in L1) a slice of 2048 or 4096 values at
+ * activation rows (as many as fit in L1) a slice of 2048 values at
  * a time, so a panel's slice stays in L1 while every row of the block meets
  * it; inside a panel the kernels take tiles of as many activation rows as
  * the ISA's kernel of the kind takes (4, or 8 for AVX-512's q4_0 and q8_0),
@@ -64,19 +64,19 @@
  * tile meets more of them while it sits in L1. */
 #define PANEL_MAX 16
 #define L1_PANEL_BYTES 32768
-/* Values per slice of the dot products, times the rows of a kernel's tile:
- * slices are TILE_SLICE_VALUES / tile values long (4096 for tiles of 4
- * rows, 2048 for tiles of 8), a multiple of every packed record (64, 128
- * and 256 values), and short enough that a tile's packed rows of one slice
- * (2 bytes a value for q4_0 and q8_0, 1.25 for q4_k and q6_k) fit in a
+/* Values per slice of the dot products: 2048 whatever the ISA, so a
+ * product's slices, and so its bits, are the same at every ISA level (the
+ * kernels give the portable bits for each slice; qdot.h). A multiple of
+ * every packed record (64, 128 and 256 values), and short enough that a
+ * tile's packed rows of one slice (2 bytes a value for q4_0 and q8_0, 1.25
+ * for q4_k and q6_k; tiles of up to FC__QDOT_MAX_ROWS = 8 rows) fit in a
  * 48 KiB L1 beside two weight rows. Each slice costs a kernel call and a
- * horizontal sum per output, so they are no shorter than that. The slices of
- * a dot are summed in order, one after the other, however the rows are
+ * horizontal sum per output, so they are no shorter than that. The slices
+ * of a dot are summed in order, one after the other, however the rows are
  * split over threads. (So with k longer than a slice a row of x times W may
  * differ in its last bits between a product of fewer than TWO_ROW_MIN_M
- * rows, which does not slice, and a larger one; the kernels' own sums
- * already differ with the tile's row count.) */
-#define TILE_SLICE_VALUES 16384
+ * rows, which does not slice, and a larger one.) */
+#define SLICE_VALUES 2048
 
 bool fc__qmatmul_supported(fc_dtype wdt) { return fc_dtype_supports_quantized_matmul_rhs(wdt); }
 
@@ -194,7 +194,7 @@ typedef struct job {
     size_t w_row; /* bytes between weight rows */
     uint8_t *xq;  /* m packed rows (fast kinds), or one such set per thread */
     size_t xq_row;
-    int64_t slice;     /* values per slice: TILE_SLICE_VALUES / tile */
+    int64_t slice;     /* values per slice: SLICE_VALUES */
     size_t w_slice;    /* bytes of a slice of a weight row */
     size_t xq_slice;   /* bytes of a slice of a packed row */
     int tile;          /* activation rows per kernel call: the table's rows[kind] */
@@ -378,7 +378,7 @@ fc_status fc__qgemm_run(const fc__qgemm *g, char *err, size_t errcap) {
         .xq_row = xq_row,
     };
     jb.tile = jb.kind == FC__QK_GENERIC ? FC__QDOT_F32_ROWS : jb.kern->rows[jb.kind];
-    jb.slice = TILE_SLICE_VALUES / jb.tile;
+    jb.slice = SLICE_VALUES;
     jb.w_slice = (size_t)(jb.slice / fc_dtype_block_elems(g->wdt)) * fc_dtype_size(g->wdt);
     jb.xq_slice = fc__qpack_row_bytes(jb.kind, jb.slice);
     /* as many whole tiles as keep a panel's slice within L1_PANEL_BYTES */
