@@ -7,6 +7,11 @@ storage may alias: its Context, and any NumPy array borrowed zero-copy by
 it or by a tensor it was computed from (views and graph nodes may share
 that memory).
 
+Threads: as in C, a context and its tensors belong to one thread at a
+time; a Tensor whose last Python reference goes on another thread is
+released there, so share tensors across threads only with that handover
+synchronised.
+
 C scopes (fc_scope_begin/end) are not used: they would release references
 the Python objects own. scope() gives the same semantics on the Python
 side: every Tensor made inside is released at its end unless keep() was
@@ -147,7 +152,9 @@ class Tensor:
     def release(self):
         """Drops this tensor's reference now; any later use raises StateError."""
         h, self._h = self._h, None
-        if h:
+        # At interpreter exit or in a collected cycle the context may have
+        # been finalized first; fc_ctx_free already freed every handle then.
+        if h and self._ctx._h:
             lib.fc_release(h)
         self._bases = ()
 

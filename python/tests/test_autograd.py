@@ -121,3 +121,25 @@ def test_exception_in_callback_is_reraised_after_the_call(ctx):
         fc.gradcheck(lambda t: 1.0, [x])
     with pytest.raises(TypeError):
         fc.gradcheck("not callable", [x])
+
+
+def test_gradcheck_reports_a_wrong_gradient(ctx):
+    x = fc.tensor([0.5, -1.5, 2.0], dtype="f64", requires_grad=True, ctx=ctx)
+
+    def wrong(t):  # d/dt of t * const(t) is const(t), not the true 2t
+        return t * t.detach()
+
+    with pytest.raises(fc.StateError) as ei:
+        fc.gradcheck(wrong, [x])
+    assert ei.value.status_name == "FC_ERR_STATE"
+    assert "analytic" in ei.value.message or "numeric" in ei.value.message
+    assert fc.gradcheck(wrong, [x], raise_exception=False) is False
+    assert (x * 1.0).sum().item() == 1.0  # the context's error was cleared
+
+
+def test_context_freed_before_its_tensors_is_safe():
+    c = fc.Context(threads=1)
+    t = fc.ones((2,), ctx=c)
+    c.__del__()  # as the finalizer order of a collected cycle may do
+    t.release()  # must not touch the freed handle
+    assert t.released
