@@ -416,9 +416,40 @@ class Tensor:
         _check_ints((axis,), "softmax")
         return self._wrap(lib.fc_softmax(self._ctx._h, self.handle, axis))
 
+    def log_softmax(self, axis=-1):
+        _check_ints((axis,), "log_softmax")
+        return self._wrap(lib.fc_log_softmax(self._ctx._h, self.handle, axis))
+
+    def clamp(self, lo, hi):
+        _check_reals((lo, hi), "clamp")
+        return self._wrap(lib.fc_clamp(self._ctx._h, self.handle, float(lo), float(hi)))
+
+    def leaky_relu(self, slope=0.01):
+        _check_reals((slope,), "leaky_relu")
+        return self._wrap(lib.fc_leaky_relu(self._ctx._h, self.handle, float(slope)))
+
+    def gelu(self, tanh_approx=False):
+        return self._wrap(lib.fc_gelu(self._ctx._h, self.handle, bool(tanh_approx)))
+
+    # ---- comparisons (bool tensors; == and != stay identity, as for hashing) ----
+    def __lt__(self, o):
+        return self._binary(o, lib.fc_lt, lib.fc_lt_scalar)
+
+    def __gt__(self, o):
+        return self._binary(o, lib.fc_gt, lib.fc_gt_scalar)
+
+    def __le__(self, o):
+        return self._binary(o, lib.fc_le, None)
+
+    def __ge__(self, o):
+        return self._binary(o, lib.fc_ge, None)
+
     # ---- arithmetic ----
     def _binary(self, other, fn, fn_scalar):
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
+            if fn_scalar is None:  # no scalar form in C: a one-element tensor broadcasts
+                other = full((1,), other, dtype=self.dtype, ctx=self._ctx)
+                return self._wrap(fn(self._ctx._h, self.handle, other.handle))
             return self._wrap(fn_scalar(self._ctx._h, self.handle, float(other)))
         if not isinstance(other, Tensor):
             if np is not None and isinstance(other, np.ndarray):
@@ -498,6 +529,53 @@ def _check_ints(values, what):
     for v in values:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError("%s: expected int, got %s" % (what, type(v).__name__))
+
+
+def _check_reals(values, what):
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError("%s: expected a real number, got %s" % (what, type(v).__name__))
+
+
+def _tensors(xs, what):
+    xs = list(xs)
+    if not xs or not all(isinstance(x, Tensor) for x in xs):
+        raise TypeError("%s: expected a non-empty sequence of Tensors" % what)
+    return xs, (ctypes.c_void_p * len(xs))(*[x.handle for x in xs])
+
+
+def concat(xs, axis=0):
+    """fc_concat along axis."""
+    _check_ints((axis,), "concat")
+    xs, arr = _tensors(xs, "concat")
+    return _wrap(xs[0]._ctx, lib.fc_concat(xs[0]._ctx._h, arr, len(xs), axis), xs)
+
+
+def stack(xs, axis=0):
+    """fc_stack along a new axis."""
+    _check_ints((axis,), "stack")
+    xs, arr = _tensors(xs, "stack")
+    return _wrap(xs[0]._ctx, lib.fc_stack(xs[0]._ctx._h, arr, len(xs), axis), xs)
+
+
+def where(cond, a, b):
+    """fc_where: a where cond (a bool tensor) is true, else b."""
+    for t in (cond, a, b):
+        if not isinstance(t, Tensor):
+            raise TypeError("where: expected Tensors")
+    return _wrap(a._ctx, lib.fc_where(a._ctx._h, cond.handle, a.handle, b.handle), (cond, a, b))
+
+
+def maximum(a, b):
+    if not isinstance(a, Tensor):
+        raise TypeError("maximum: a must be a Tensor")
+    return a._binary(b, lib.fc_maximum, lib.fc_maximum_scalar)
+
+
+def minimum(a, b):
+    if not isinstance(a, Tensor):
+        raise TypeError("minimum: a must be a Tensor")
+    return a._binary(b, lib.fc_minimum, lib.fc_minimum_scalar)
 
 
 def _int64_array(shape, what):

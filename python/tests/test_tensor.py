@@ -153,3 +153,29 @@ def test_context_stats_count_tensors(ctx):
     del a, b
     gc.collect()
     assert ctx.stats()["tensors_live"] == 0
+
+
+def test_more_ops_match_numpy(ctx):
+    a = RNG.standard_normal((2, 3))
+    b = RNG.standard_normal((2, 3))
+    ta, tb = fc.tensor(a, ctx=ctx), fc.tensor(b, ctx=ctx)
+    np.testing.assert_allclose(ta.clamp(-0.5, 0.5).numpy(), np.clip(a, -0.5, 0.5))
+    np.testing.assert_allclose(ta.leaky_relu(0.1).numpy(), np.where(a > 0, a, 0.1 * a))
+    np.testing.assert_allclose(ta.log_softmax(1).numpy(),
+                               a - np.log(np.exp(a).sum(1, keepdims=True)), rtol=1e-13)
+    np.testing.assert_array_equal((ta < tb).numpy(), a < b)
+    np.testing.assert_array_equal((ta > 0.0).numpy(), a > 0.0)
+    np.testing.assert_array_equal((ta >= 0.0).numpy(), a >= 0.0)
+    np.testing.assert_array_equal((ta <= tb).numpy(), a <= b)
+    np.testing.assert_array_equal(fc.where(ta > tb, ta, tb).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(fc.maximum(ta, tb).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(fc.minimum(ta, 0.0).numpy(), np.minimum(a, 0.0))
+    np.testing.assert_array_equal(fc.concat([ta, tb], axis=1).numpy(),
+                                  np.concatenate([a, b], axis=1))
+    np.testing.assert_array_equal(fc.stack([ta, tb]).numpy(), np.stack([a, b]))
+    with pytest.raises(fc.ShapeError):
+        fc.concat([ta, fc.ones((3, 3), dtype="f64", ctx=ctx)], axis=1)
+    with pytest.raises(TypeError):
+        fc.concat([ta, a])
+    with pytest.raises(TypeError):
+        ta.clamp("0", 1)
