@@ -245,7 +245,7 @@ SIGNATURES = [
     ('fc_lr_at', 'c_double', ['c_void_p', 'c_int64'], 'optim.h'),
     ('fc_max_pool2d', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'pool.h'),
     ('fc_avg_pool2d', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'pool.h'),
-    ('fc_adaptive_avg_pool2d', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'pool.h'),
+    ('fc_adaptive_avg_pool2d', 'c_void_p', ['c_void_p', 'c_void_p', 'POINTER(c_int64)'], 'pool.h'),
     ('fc_quant_row_bytes', 'c_size_t', ['c_int', 'c_int64'], 'quant.h'),
     ('fc_quantize', 'c_int', ['c_int', 'POINTER(c_float)', 'c_void_p', 'c_int64', 'c_int64'], 'quant.h'),
     ('fc_quantize_ex', 'c_int', ['c_int', 'POINTER(c_float)', 'c_void_p', 'c_int64', 'c_int64', 'POINTER(c_float)', 'c_uint'], 'quant.h'),

@@ -62,8 +62,11 @@ def parse_headers(include_dir):
                 plist = []
                 for p in params.split(","):
                     p = p.strip()
-                    p = re.sub(r"\[\s*\w*\s*\]", " *", p)  # an array parameter is a pointer
-                    p = re.sub(r"\s*\b\w+\s*$", "", p) if re.search(r"[\w*]\s+\**\w+$", p) else p
+                    am = re.match(r"(.*?)\b\w+\s*\[\s*\w*\s*\]$", p)
+                    if am:  # an array parameter ("int64_t size[2]") is a pointer
+                        p = am.group(1) + " *"
+                    elif re.search(r"[\w*]\s*\b\w+$", p) and len(p.replace("*", " ").split()) > 1:
+                        p = re.sub(r"\s*\b\w+\s*$", "", p)  # drop the parameter name
                     plist.append(p)
             decls.append((name, rtype, plist, fname))
     return decls, enums, fnptrs
