@@ -251,6 +251,8 @@ class Tensor:
             v = ctypes.c_double()
             self._ctx.check(lib.fc_tensor_element(flat.handle, idx, ctypes.byref(v)))
             vals.append(v.value)
+        for dim in reversed(self.shape[1:]):  # nest as NumPy's tolist does
+            vals = [vals[i:i + dim] for i in range(0, len(vals), dim)]
         return vals
 
     @property

@@ -179,3 +179,17 @@ def test_more_ops_match_numpy(ctx):
         fc.concat([ta, a])
     with pytest.raises(TypeError):
         ta.clamp("0", 1)
+
+
+def test_works_without_numpy():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import fucina as fc\n"
+            "a = fc.arange(0, 6, dtype='f64').reshape(2, 3) * 2.0\n"
+            "assert a.tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]], a.tolist()\n"
+            "assert a.sum().item() == 30.0\n"
+            "try:\n    fc.tensor([1.0])\nexcept ImportError:\n    pass\n"
+            "else:\n    raise SystemExit('tensor() without NumPy did not raise')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
