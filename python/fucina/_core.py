@@ -588,11 +588,20 @@ def _int64_array(shape, what):
     return (ctypes.c_int64 * max(len(shape), 1))(*shape)
 
 
+# Nonzero while a Python function runs as a C callback (gradcheck's fn),
+# which C calls inside an fc_scope: tensors made then are fc_keep'ed, so the
+# Python object stays their only owner and scope_end cannot free one that
+# Python still holds (an intermediate the function stored somewhere).
+callback_depth = 0
+
+
 def _wrap(ctx, h, sources=()):
     """A Tensor owning the new reference h, or the context's error raised."""
     if not h:
         ctx.check()
         raise errors.Error(-21, "a call returned NULL without recording an error")
+    if callback_depth:
+        lib.fc_keep(h)
     bases = ()
     for s in sources:
         if s._bases:

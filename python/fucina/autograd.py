@@ -10,7 +10,7 @@ returned.
 import ctypes
 import numbers
 
-from . import errors
+from . import _core
 from ._core import Tensor, _wrap
 from ._lib import GRADCHECK_FN, AutogradGradOpts, GradcheckOpts, GradcheckReport, lib
 
@@ -61,13 +61,17 @@ class _Callback:
         self.c = GRADCHECK_FN(self._call)
 
     def _call(self, ctx_h, inputs, n, user):
+        _core.callback_depth += 1
         try:
             args = [Tensor(lib.fc_retain(inputs[k]), self.ctx) for k in range(n)]
             out = self.fn(*args)
             if not isinstance(out, Tensor):
                 raise TypeError("gradcheck: fn must return a Tensor, not %s"
                                 % type(out).__name__)
-            return lib.fc_retain(out.handle)
+            # The C caller releases fn's result through its scope, so it gets
+            # a fresh handle made in that scope (an identity view), not one
+            # Python owns: a retained handle would never be released.
+            return lib.fc_contiguous(ctx_h, out.handle)
         except BaseException as e:  # noqa: B902 - nothing may unwind through C
             if self.exc is None:
                 self.exc = e
@@ -76,6 +80,8 @@ class _Callback:
             lib.fc_ctx_fail(ctypes.c_void_p(ctx_h), ctypes.c_int(-2), b"%s",
                             ("python callback raised %s: %s" % (type(e).__name__, e)).encode())
             return None
+        finally:
+            _core.callback_depth -= 1
 
 
 def _check(cfn, fn, inputs, eps, atol, rtol, seed, raise_exception, constant_grad_output):

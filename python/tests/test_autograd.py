@@ -143,3 +143,25 @@ def test_context_freed_before_its_tensors_is_safe():
     c.__del__()  # as the finalizer order of a collected cycle may do
     t.release()  # must not touch the freed handle
     assert t.released
+
+
+def test_tensors_a_gradcheck_function_keeps_stay_valid(ctx):
+    # gradcheck calls fn inside a C scope; what fn made and stored must
+    # survive the scope's end, owned by Python alone
+    from fucina._lib import lib
+    x = fc.tensor([0.25, -0.5], dtype="f64", requires_grad=True, ctx=ctx)
+    stash = []
+
+    def fn(t):
+        for _ in range(80):  # more than the 64 released handles kept in quarantine
+            stash.append(t * 1.0)
+        return (t * t).tanh()
+
+    assert fc.gradcheck(fn, [x])
+    assert lib.fc_ctx_status(ctx._h) == 0
+    assert len(stash) == 80 * 5  # 2 * numel + 1 calls
+    # the first call is the unperturbed analytic pass; later ones see x +- eps
+    assert all(s.numpy().tolist() == [0.25, -0.5] for s in stash[:80])
+    np.testing.assert_allclose(stash[-1].numpy(), [0.25, -0.5], atol=1e-5)
+    assert all(not s.released for s in stash)
+    del stash
