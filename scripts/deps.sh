@@ -8,6 +8,8 @@
 #   scripts/deps.sh --peers   also npm and git, which fetch the prebuilt llama.cpp
 #                             (scripts/npm_llamacpp.sh)
 #   scripts/deps.sh --mpi     also Open MPI, for data-parallel training (FUCINA_WITH_MPI)
+#   scripts/deps.sh --python  also pytest and NumPy, for the Python binding's tests
+#                             (scripts/test_python.sh)
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
       zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
@@ -24,6 +26,7 @@ for flag in "$@"; do
       command -v git > /dev/null || PKGS+=(git)
       ;;
     --mpi) PKGS+=(libopenmpi-dev openmpi-bin) ;;
+    --python) PKGS+=(python3-pytest python3-numpy) ;;
     *) echo "deps.sh: unknown option $flag" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the Python binding's tests (python/tests, pytest) against the shared
+# library: FUCINA_BUILD_DIR's libfucina.so when set, else build/'s, built
+# here (target fucina only) when it is missing or stale. Installs
+# python3-pytest and python3-numpy when missing (scripts/deps.sh --python);
+# PyTorch (python3-torch, scripts/deps.sh --bench) is optional: without it
+# the Hessian-vector-product comparison is skipped.
+#   FUCINA_SANITIZE=address scripts/test_python.sh   against build-asan/ (clang,
+#   ASan+UBSan), the sanitizer runtime preloaded into the interpreter (leak
+#   detection off: the interpreter's own allocations would be reported)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh --python
+SAN="${FUCINA_SANITIZE:-}"
+if [ -z "$SAN" ]; then
+  BUILD="${FUCINA_BUILD_DIR:-build}"
+  CC_="${CC:-gcc}"
+else
+  BUILD="${FUCINA_BUILD_DIR:-build-$SAN}"
+  CC_="${CC:-clang}"
+fi
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DFUCINA_WERROR=ON -DFUCINA_SANITIZE="$SAN" > "$BUILD.configure.log" 2>&1 \
+    || { cat "$BUILD.configure.log"; exit 1; }
+fi
+cmake --build "$BUILD" -j "$(nproc)" --target fucina
+# apt installs the modules for Debian's interpreter; a python3 earlier on
+# PATH (a pyenv or venv) may lack them, so that one is used only when it has them.
+PY="${FUCINA_PYTHON:-python3}"
+if ! "$PY" -c 'import numpy, pytest' 2> /dev/null; then PY=/usr/bin/python3; fi
+export FUCINA_LIB="$PWD/$BUILD/libfucina.so"
+case "$BUILD" in /*) FUCINA_LIB="$BUILD/libfucina.so" ;; esac
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+if [ "$SAN" = address ]; then
+  LD_PRELOAD="$("$CC_" -print-file-name=libclang_rt.asan-$(uname -m).so)"
+  export LD_PRELOAD
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+fi
+PYTHONPATH=python "$PY" -m pytest python/tests -q -p no:cacheprovider
