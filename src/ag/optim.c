@@ -438,7 +438,10 @@ static fc_status update_checked(fc_optim *opt, int64_t t) {
                               "non-finite value%s in its %s; nothing was updated",
                               i, s->group, fc__desc(s->param, d, (int)sizeof d), (long long)bad,
                               bad == 1 ? "" : "s",
-                              k ? fc__optim_state_name(opt->kind, k - 1) : "parameter");
+                              k == 0 ? "parameter"
+                              : fc__optim_state_name(opt->kind, k - 1)
+                                  ? fc__optim_state_name(opt->kind, k - 1)
+                                  : "state");
             }
         }
     }

@@ -48,7 +48,7 @@ void fc__optim_defaults(fc_optim_opts *r) {
     if (r->beta1 == 0) r->beta1 = 0.9;
     if (r->beta2 == 0) r->beta2 = r->kind == FC_OPTIM_LION ? 0.99 : 0.999;
     if (r->eps == 0) r->eps = r->kind == FC_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
-    if (r->alpha == 0) r->alpha = 0.99;
+    if (r->alpha == 0 && r->kind == FC_OPTIM_RMSPROP) r->alpha = 0.99;
 }
 
 fc_status fc__optim_check_more(fc_ctx *ctx, const char *fn, const fc_optim_opts *o) {

@@ -264,6 +264,76 @@ static void test_step_all_or_nothing(void **state) {
     }
 }
 
+/* check_finite mode: an update that overflows (lr 1e38 times a step of
+ * about 10 in f32) is FC_ERR_NON_FINITE naming the parameter, and nothing
+ * changed; with a sane lr the same step goes through. */
+static void test_check_finite_update(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx();
+    fc_ctx_set_check_finite(ctx, true);
+    fc_tensor *p = new_param(ctx, FC_F32);
+    float init[N];
+    memcpy(init, fc_tensor_data(p), sizeof init);
+    fc_optim *opt =
+        fc_optim_new(ctx, &(fc_optim_opts){.kind = FC_OPTIM_RMSPROP, .lr = 1e38}, &p, 1);
+    assert_non_null(opt);
+    quad_grad(ctx, p, 1);
+    assert_int_equal(fc_optim_step(opt), FC_ERR_NON_FINITE);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_optim_step: parameter 0 (group 0"));
+    assert_non_null(strstr(fc_ctx_error(ctx), "in its parameter; nothing was updated"));
+    fc_ctx_clear_error(ctx);
+    assert_memory_equal(fc_tensor_data(p), init, sizeof init);
+    assert_int_equal(fc_optim_step_count(opt), 0);
+    assert_null(fc_optim_state(opt, 0, "square_avg", false));
+    assert_int_equal(fc_optim_set_lr(opt, 0.01), FC_OK);
+    assert_int_equal(fc_optim_step(opt), FC_OK);
+    assert_non_null(fc_optim_state(opt, 0, "square_avg", false));
+    fc_optim_free(opt);
+    fc_release(p);
+    free_ctx(ctx);
+}
+
+/* Two groups with their own options step each parameter exactly as an
+ * optimizer of its group's options alone would (bit for bit). */
+static void test_groups_are_independent(void **state) {
+    (void)state;
+    static const fc_optim_opts g[2][2] = {
+        {{.kind = FC_OPTIM_RMSPROP, .lr = 0.01}, {.kind = FC_OPTIM_RMSPROP, .lr = 0.002,
+                                                   .momentum = 0.9, .centered = true}},
+        {{.kind = FC_OPTIM_ADAGRAD, .lr = 0.1}, {.kind = FC_OPTIM_ADAGRAD, .lr = 0.3,
+                                                  .lr_decay = 0.05, .weight_decay = 0.2}},
+    };
+    for (int k = 0; k < 2; k++) {
+        fc_ctx *ctx = new_ctx();
+        fc_tensor *p[2] = {new_param(ctx, FC_F32), new_param(ctx, FC_F32)};
+        fc_tensor *q[2] = {new_param(ctx, FC_F32), new_param(ctx, FC_F32)};
+        fc_optim *both = fc_optim_new(ctx, &g[k][0], &p[0], 1);
+        assert_non_null(both);
+        assert_int_equal(fc_optim_add_group(both, &g[k][1], &p[1], 1), FC_OK);
+        fc_optim *one[2] = {fc_optim_new(ctx, &g[k][0], &q[0], 1),
+                            fc_optim_new(ctx, &g[k][1], &q[1], 1)};
+        for (int t = 1; t <= 20; t++) {
+            for (int j = 0; j < 2; j++) {
+                quad_grad(ctx, p[j], t);
+                quad_grad(ctx, q[j], t);
+                assert_int_equal(fc_optim_step(one[j]), FC_OK);
+            }
+            assert_int_equal(fc_optim_step(both), FC_OK);
+        }
+        for (int j = 0; j < 2; j++) {
+            assert_memory_equal(fc_tensor_data(p[j]), fc_tensor_data(q[j]), sizeof(float) * N);
+            fc_optim_free(one[j]);
+        }
+        assert_memory_not_equal(fc_tensor_data(p[0]), fc_tensor_data(p[1]), sizeof(float) * N);
+        fc_optim_free(both);
+        for (int j = 0; j < 2; j++) {
+            fc_release(p[j]);
+            fc_release(q[j]);
+        }
+        free_ctx(ctx);
+    }
+}
+
 /* Save after 40 steps, load into a fresh optimizer over another parameter,
  * and 40 more steps of both agree bit for bit (state, options, step count
  * restored: Adagrad's lr_decay depends on the count). */
@@ -300,10 +370,11 @@ static void test_checkpoint_resumes(void **state) {
             fc_status st = fc_checkpoint_load(ctx, path, names, &q, 1, oq);
             if (st != FC_OK) fail_msg("kind %d: %s", k, fc_ctx_error(ctx));
             unlink(path);
-            fc_optim_opts o;
+            fc_optim_opts o, want;
             fc_optim_group_opts(oq, 0, &o);
+            fc_optim_group_opts(op, 0, &want);
             assert_true(o.lr == opts[k].lr);
-            assert_true(o.alpha == (opts[k].alpha ? opts[k].alpha : 0.99));
+            assert_true(o.alpha == want.alpha && o.beta1 == want.beta1 && o.eps == want.eps);
             assert_true(o.centered == opts[k].centered);
             assert_true(o.lr_decay == opts[k].lr_decay);
             assert_true(o.initial_accumulator_value == opts[k].initial_accumulator_value);
@@ -331,6 +402,8 @@ int main(void) {
         cmocka_unit_test(test_bad_hyperparameters),
         cmocka_unit_test(test_state_names_and_defaults),
         cmocka_unit_test(test_step_all_or_nothing),
+        cmocka_unit_test(test_check_finite_update),
+        cmocka_unit_test(test_groups_are_independent),
         cmocka_unit_test(test_checkpoint_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
