@@ -16,6 +16,14 @@
  *          vmax = max(vmax, v) with amsgrad;
  *          p -= lr/(1-b1^t) * m / (sqrt(v or vmax)/sqrt(1-b2^t) + eps)
  *   AdamW: p *= 1 - lr*wd, then Adam without the wd term.
+ *   RMSprop: g += wd*p; sq = alpha*sq + (1-alpha)*g^2; centered:
+ *          ga = alpha*ga + (1-alpha)*g, den = sqrt(sq - ga^2) + eps, else
+ *          den = sqrt(sq) + eps; momentum > 0: buf = momentum*buf + g/den
+ *          (buf starts at 0), p -= lr*buf; else p -= lr*g/den
+ *   Adagrad: clr = lr / (1 + (t-1)*lr_decay); g += wd*p; sum += g^2
+ *          (sum starts at initial_accumulator_value); p -= clr*g/(sqrt(sum)+eps)
+ *   Lion:  (Chen et al. 2023, as lion-pytorch) p *= 1 - lr*wd;
+ *          p -= lr*sign(b1*m + (1-b1)*g); m = b2*m + (1-b2)*g
  * Parameters without a gradient are skipped (their state does not move).
  *
  * State (moments, step count) is readable and writable so checkpoints can
@@ -30,12 +38,28 @@
 extern "C" {
 #endif
 
-typedef enum fc_optim_kind { FC_OPTIM_SGD, FC_OPTIM_ADAM, FC_OPTIM_ADAMW, FC_OPTIM_KIND_COUNT } fc_optim_kind;
+typedef enum fc_optim_kind {
+    FC_OPTIM_SGD,
+    FC_OPTIM_ADAM,
+    FC_OPTIM_ADAMW,
+    FC_OPTIM_RMSPROP,
+    FC_OPTIM_ADAGRAD,
+    FC_OPTIM_LION,
+    FC_OPTIM_KIND_COUNT
+} fc_optim_kind;
 
-/* Zero beta1/beta2/eps select PyTorch's defaults (0.9, 0.999, 1e-8);
- * weight_decay 0 means none. lr must be finite and >= 0 (as torch.optim;
- * 0 lets a schedule decay to nothing, and fc_optim_set_lr takes the same
- * range). */
+/* Zero beta1/beta2/eps/alpha select PyTorch's defaults: Adam/AdamW (0.9,
+ * 0.999, 1e-8), RMSprop alpha 0.99 and eps 1e-8, Adagrad eps 1e-10, Lion
+ * betas (0.9, 0.99). lr is taken as given (torch's default lr differs per
+ * optimizer: 1e-2 for RMSprop and Adagrad, 1e-4 for Lion). weight_decay 0
+ * means none. lr must be finite and >= 0 (as torch.optim; 0 lets a
+ * schedule decay to nothing, and fc_optim_set_lr takes the same range);
+ * weight_decay, momentum and dampening must be >= 0, betas in [0, 1), eps
+ * >= 0; for RMSprop, Adagrad and Lion also alpha in [0, 1), lr_decay and
+ * initial_accumulator_value >= 0, these and eps, momentum, weight_decay
+ * finite, and centered only with RMSprop. Anything else is
+ * FC_ERR_INVALID_ARG naming the value. Only the fields a kind reads
+ * matter to its step (Adagrad ignores momentum, say). */
 typedef struct fc_optim_opts {
     fc_optim_kind kind;
     double lr;
@@ -46,6 +70,11 @@ typedef struct fc_optim_opts {
     /* Adam / AdamW */
     double beta1, beta2, eps;
     bool amsgrad;
+    /* RMSprop: smoothing constant (also uses momentum, eps) */
+    double alpha;
+    bool centered;
+    /* Adagrad */
+    double lr_decay, initial_accumulator_value;
 } fc_optim_opts;
 
 typedef struct fc_optim fc_optim;
@@ -109,8 +138,10 @@ FC_API fc_status fc_optim_set_group_opts(fc_optim *opt, int group, const fc_opti
 FC_API int64_t fc_optim_step_count(const fc_optim *opt);
 FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
- * (Adam/AdamW) or "momentum_buffer" (SGD), the parameter's shape, f32 (f64
- * for an f64 parameter).
+ * (Adam/AdamW), "momentum_buffer" (SGD), "square_avg", "momentum_buffer",
+ * "grad_avg" (RMSprop), "sum" (Adagrad; created filled with
+ * initial_accumulator_value) or "exp_avg" (Lion), the parameter's shape,
+ * f32 (f64 for an f64 parameter).
  * Borrowed; created (zeros) on demand with create = true, else NULL when
  * it does not exist yet. Write it with fc_copy_ to restore a checkpoint.
  * NULL plus an error in the context for a NULL name (FC_ERR_NULL_ARG), a

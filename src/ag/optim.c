@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* optim.c - SGD, Adam, AdamW as fused one-pass updates; clipping; schedules.
+/* optim.c - the optimizer object and its all-or-nothing step; SGD, Adam,
+ * AdamW as fused one-pass updates (the other kinds' rules: optim_more.c).
  *
  * Each parameter is updated by one kernel that reads the gradient, the
  * state and the parameter once and writes the state and the parameter
@@ -11,6 +12,7 @@
 
 #include "exec/kernels/copy.h"
 #include "exec/parallel.h"
+#include "ag/optim_more.h"
 #include "ag/tape.h"
 #include "core/cpu.h"
 #include "fucina/optim.h"
@@ -52,14 +54,15 @@ static fc_status check_opts(fc_ctx *ctx, const char *fn, const fc_optim_opts *o)
         return fc__fail(ctx, FC_ERR_INVALID_ARG,
                         "%s: betas (%g, %g) must be in [0, 1) and eps %g >= 0", fn, o->beta1,
                         o->beta2, o->eps);
+    /* the kinds before RMSprop never read these fields, and callers that
+     * predate them may leave anything there */
+    if (o->kind >= FC_OPTIM_RMSPROP) return fc__optim_check_more(ctx, fn, o);
     return FC_OK;
 }
 
 static fc_optim_opts with_defaults(const fc_optim_opts *o) {
     fc_optim_opts r = *o;
-    if (r.beta1 == 0) r.beta1 = 0.9;
-    if (r.beta2 == 0) r.beta2 = 0.999;
-    if (r.eps == 0) r.eps = 1e-8;
+    fc__optim_defaults(&r);
     return r;
 }
 
@@ -161,9 +164,12 @@ void fc_optim_free(fc_optim *opt) {
 }
 
 /* State tensor in the gradient dtype (f64 for an f64 parameter, else f32),
- * zeroed, owned by the optimizer (outside any scope) */
-static fc_tensor *state_new(fc_ctx *ctx, const fc_tensor *p) {
-    fc_tensor *t = fc_zeros(ctx, fc__grad_dtype(p->raw.dtype), p->raw.shape, p->raw.rank);
+ * filled with init (0 but for Adagrad's sum), owned by the optimizer
+ * (outside any scope) */
+static fc_tensor *state_new(fc_ctx *ctx, const fc_tensor *p, double init) {
+    fc_dtype dt = fc__grad_dtype(p->raw.dtype);
+    fc_tensor *t = init == 0 ? fc_zeros(ctx, dt, p->raw.shape, p->raw.rank)
+                             : fc_full(ctx, dt, p->raw.shape, p->raw.rank, init);
     return fc_keep(t);
 }
 
@@ -180,19 +186,8 @@ typedef struct upd {
     double bc1, bc2_sqrt, step_size;
 } upd;
 
-static inline float load_p(fc_dtype dt, const void *p, int64_t i) {
-    if (dt == FC_F32) return ((const float *)p)[i];
-    if (dt == FC_BF16) return fc_bf16_to_f32(((const uint16_t *)p)[i]);
-    return fc_f16_to_f32(((const uint16_t *)p)[i]);
-}
-static inline void store_p(fc_dtype dt, void *p, int64_t i, float v) {
-    if (dt == FC_F32)
-        ((float *)p)[i] = v;
-    else if (dt == FC_BF16)
-        ((uint16_t *)p)[i] = fc_f32_to_bf16(v);
-    else
-        ((uint16_t *)p)[i] = fc_f32_to_f16(v);
-}
+#define load_p fc__optim_load
+#define store_p fc__optim_store
 
 static void sgd_range(void *arg, int64_t b, int64_t e) {
     const upd *u = arg;
@@ -340,25 +335,20 @@ static void adam_range_f64(void *arg, int64_t b, int64_t e) {
  * mode pays for). */
 
 static bool need_m(const fc_optim *opt, const fc_optim_opts *o) {
-    return opt->kind != FC_OPTIM_SGD || o->momentum != 0;
+    return fc__optim_uses(opt->kind, o, 0);
 }
 
-/* Creates the state s needs (zeroed), marking what it created in s->fresh. */
+/* Creates the state s needs (at its initial value), marking what it
+ * created in s->fresh. */
 static fc_status ensure_state(fc_optim *opt, pstate *s) {
     fc_ctx *ctx = opt->ctx;
     const fc_optim_opts *o = &opt->groups[s->group];
-    bool adam = opt->kind != FC_OPTIM_SGD;
-    if (need_m(opt, o) && !s->m) {
-        if (!(s->m = state_new(ctx, s->param))) return fc__failed(ctx);
-        s->fresh |= FRESH_M;
-    }
-    if (adam && !s->v) {
-        if (!(s->v = state_new(ctx, s->param))) return fc__failed(ctx);
-        s->fresh |= FRESH_V;
-    }
-    if (adam && o->amsgrad && !s->vmax) {
-        if (!(s->vmax = state_new(ctx, s->param))) return fc__failed(ctx);
-        s->fresh |= FRESH_VMAX;
+    fc_tensor **slot[3] = {&s->m, &s->v, &s->vmax};
+    for (int k = 0; k < 3; k++) {
+        if (!fc__optim_uses(opt->kind, o, k) || *slot[k]) continue;
+        *slot[k] = state_new(ctx, s->param, fc__optim_state_init(opt->kind, o, k));
+        if (!*slot[k]) return fc__failed(ctx);
+        s->fresh |= 1u << k; /* FRESH_M, FRESH_V, FRESH_VMAX */
     }
     return FC_OK;
 }
@@ -384,7 +374,10 @@ static void run_update(fc_optim *opt, const pstate *s, int64_t t, void *p, void 
              .vmax = o->amsgrad ? vmax : NULL};
     int64_t n = fc__raw_numel(&s->param->raw);
     bool f64 = u.pdt == FC_F64;
-    if (opt->kind == FC_OPTIM_SGD) {
+    if (opt->kind >= FC_OPTIM_RMSPROP) {
+        void *const st[3] = {m, v, vmax};
+        fc__optim_update_more(opt->ctx, opt->kind, o, u.pdt, p, u.g, st, n, t);
+    } else if (opt->kind == FC_OPTIM_SGD) {
         u.first = !s->has_momentum;
         fc__parallel_for(opt->ctx, n, 65536, f64 ? sgd_range_f64 : sgd_range, &u);
     } else {
@@ -437,8 +430,6 @@ static fc_status update_checked(fc_optim *opt, int64_t t) {
         if (st != FC_OK) break;
         run_update(opt, s, t, fc__raw_base(&c[0]->raw), state_data(c[1]), state_data(c[2]),
                    state_data(c[3]));
-        static const char *const what[4] = {"parameter", "exp_avg", "exp_avg_sq",
-                                            "max_exp_avg_sq"};
         for (int k = 0; k < 4 && st == FC_OK; k++) {
             int64_t bad = c[k] ? fc__count_non_finite(c[k]) : 0;
             if (bad) {
@@ -448,7 +439,10 @@ static fc_status update_checked(fc_optim *opt, int64_t t) {
                               "non-finite value%s in its %s; nothing was updated",
                               i, s->group, fc__desc(s->param, d, (int)sizeof d), (long long)bad,
                               bad == 1 ? "" : "s",
-                              k == 1 && opt->kind == FC_OPTIM_SGD ? "momentum_buffer" : what[k]);
+                              k == 0 ? "parameter"
+                              : fc__optim_state_name(opt->kind, k - 1)
+                                  ? fc__optim_state_name(opt->kind, k - 1)
+                                  : "state");
             }
         }
     }
@@ -620,21 +614,22 @@ fc_tensor *fc_optim_state(fc_optim *opt, int i, const char *name, bool create) {
         return NULL;
     }
     pstate *s = &opt->p[i];
-    fc_tensor **slot = NULL;
+    fc_tensor **slot = NULL, **slots[3] = {&s->m, &s->v, &s->vmax};
     bool sgd = opt->kind == FC_OPTIM_SGD;
-    if (!strcmp(name, sgd ? "momentum_buffer" : "exp_avg"))
-        slot = &s->m;
-    else if (!sgd && !strcmp(name, "exp_avg_sq"))
-        slot = &s->v;
-    else if (!sgd && !strcmp(name, "max_exp_avg_sq"))
-        slot = &s->vmax;
+    int k = 0;
+    for (; k < 3 && !slot; k++) {
+        const char *sn = fc__optim_state_name(opt->kind, k);
+        if (sn && !strcmp(name, sn)) slot = slots[k];
+    }
+    k--;
     if (!slot) {
         fc__fail(opt->ctx, FC_ERR_INVALID_ARG, "fc_optim_state: no state '%s' for this optimizer",
                  name);
         return NULL;
     }
     if (!*slot && create) {
-        *slot = state_new(opt->ctx, s->param);
+        *slot = state_new(opt->ctx, s->param,
+                          fc__optim_state_init(opt->kind, &opt->groups[s->group], k));
         if (sgd && *slot) s->has_momentum = opt->steps > 0;
     }
     return *slot;

@@ -22,8 +22,15 @@
 #define VAL_CAP 40
 #define MAX_NAME 200
 
-static const char *state_names[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-static const char *sgd_state = "momentum_buffer";
+/* each kind's state names, as fc_optim_state takes them (fucina/optim.h) */
+static const char *const kind_states[FC_OPTIM_KIND_COUNT][3] = {
+    [FC_OPTIM_SGD] = {"momentum_buffer"},
+    [FC_OPTIM_ADAM] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    [FC_OPTIM_ADAMW] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    [FC_OPTIM_RMSPROP] = {"momentum_buffer", "square_avg", "grad_avg"},
+    [FC_OPTIM_ADAGRAD] = {"sum"},
+    [FC_OPTIM_LION] = {"exp_avg"},
+};
 
 /* scratch: n_names fixed-size name slots and n_vals value slots */
 typedef struct scratch {
@@ -51,13 +58,12 @@ static void scratch_free(scratch *s) {
 static int opt_kind_states(const fc_optim *opt, const char **names) {
     fc_optim_opts o;
     fc_optim_group_opts(opt, 0, &o);
-    if (o.kind == FC_OPTIM_SGD) {
-        names[0] = sgd_state;
-        return 1;
+    int n = 0;
+    while (n < 3 && kind_states[o.kind][n]) {
+        names[n] = kind_states[o.kind][n];
+        n++;
     }
-    for (int k = 0; k < 3; k++)
-        names[k] = state_names[k];
-    return 3;
+    return n;
 }
 
 static bool reserved(const char *k) {
@@ -140,7 +146,7 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
     const char *sn[3];
     int nstates = opt ? opt_kind_states(opt, sn) : 0;
     int64_t max_t = n + (int64_t)nopt * nstates;
-    int64_t max_kv = 8 + (int64_t)ngroups * 10 + 2 * (int64_t)nopt + n_meta;
+    int64_t max_kv = 8 + (int64_t)ngroups * 14 + 2 * (int64_t)nopt + n_meta; /* 13 per group */
     scratch s;
     if ((st = scratch_new(&s, ctx, max_t, max_kv)) != FC_OK) return st;
     fc_scope_begin(ctx);
@@ -186,6 +192,12 @@ fc_status fc__checkpoint_save_faulty(fc_ctx *ctx, const char *path, const char *
             FC__PUT("beta2", "%.17g", o.beta2);
             FC__PUT("eps", "%.17g", o.eps);
             FC__PUT("amsgrad", "%d", (int)o.amsgrad);
+            if (o.kind >= FC_OPTIM_RMSPROP) { /* the older kinds' files stay as they were */
+                FC__PUT("alpha", "%.17g", o.alpha);
+                FC__PUT("centered", "%d", (int)o.centered);
+                FC__PUT("lr_decay", "%.17g", o.lr_decay);
+                FC__PUT("initial_accumulator_value", "%.17g", o.initial_accumulator_value);
+            }
 #undef FC__PUT
         }
         for (int i = 0; i < nopt; i++) {
@@ -383,14 +395,31 @@ static void copy_into(fc_tensor *dst, const fc_io_tensor *info) {
     void *p = NULL;
     if (fc__raw_data_mut(&dst->raw, &p) == FC_OK) memcpy(p, info->data, (size_t)info->nbytes);
 }
-/* Zeroes an existing state tensor (a mutation: bumps the generation). */
-static void zero_state(fc_tensor *t) {
+/* Resets an existing state tensor to the value a fresh one holds: 0, or
+ * Adagrad's initial_accumulator_value for its "sum" (a mutation: bumps the
+ * generation). State is f32 or f64 (fucina/optim.h). */
+static void reset_state(fc_optim *opt, int i, const char *name) {
+    fc_tensor *t = fc_optim_state(opt, i, name, false);
     void *p = NULL;
-    if (t && fc__raw_data_mut(&t->raw, &p) == FC_OK) memset(p, 0, (size_t)fc_tensor_nbytes(t));
+    if (!t || fc__raw_data_mut(&t->raw, &p) != FC_OK) return;
+    fc_optim_opts o;
+    fc_optim_group_opts(opt, fc_optim_param_group(opt, i), &o);
+    double init = o.kind == FC_OPTIM_ADAGRAD ? o.initial_accumulator_value : 0;
+    int64_t n = fc_tensor_numel(t);
+    if (init == 0)
+        memset(p, 0, (size_t)fc_tensor_nbytes(t));
+    else if (fc_tensor_dtype(t) == FC_F64)
+        for (int64_t k = 0; k < n; k++) ((double *)p)[k] = init;
+    else
+        for (int64_t k = 0; k < n; k++) ((float *)p)[k] = (float)init;
 }
 
-static const char *group_fields[9] = {"lr",    "weight_decay", "momentum", "dampening", "nesterov",
-                                      "beta1", "beta2",        "eps",      "amsgrad"};
+/* the last four are read for the kinds from RMSprop on only: files of the
+ * kinds before lack them */
+static const char *group_fields[13] = {"lr",       "weight_decay", "momentum", "dampening",
+                                       "nesterov", "beta1",        "beta2",    "eps",
+                                       "amsgrad",  "alpha",        "centered", "lr_decay",
+                                       "initial_accumulator_value"};
 
 /* Step 1 for the optimizer: its metadata, parsed into groups[ng] (which
  * starts as the current options) and *steps. */
@@ -416,11 +445,12 @@ static fc_status check_optim(fc_ctx *ctx, const fc_st_file *f, const fc_optim *o
                         fc_optim_group_count(opt));
     *steps = (int64_t)st_u;
     for (int g = 0; g < ng; g++) {
-        double v[9];
-        for (int k = 0; k < 9; k++) {
+        double v[13] = {0};
+        int nfields = kind >= FC_OPTIM_RMSPROP ? 13 : 9;
+        for (int k = 0; k < nfields; k++) {
             char key[64];
             snprintf(key, sizeof key, "optim.group.%d.%s", g, group_fields[k]);
-            if (k == 4 || k == 8) { /* nesterov, amsgrad: 0 or 1 */
+            if (k == 4 || k == 8 || k == 10) { /* nesterov, amsgrad, centered: 0 or 1 */
                 int b = 0;
                 if ((st = meta_int(ctx, f, key, 0, 1, &b, path)) != FC_OK) return st;
                 v[k] = b;
@@ -432,6 +462,9 @@ static fc_status check_optim(fc_ctx *ctx, const fc_st_file *f, const fc_optim *o
         go->lr = v[0], go->weight_decay = v[1], go->momentum = v[2], go->dampening = v[3];
         go->nesterov = v[4] != 0, go->beta1 = v[5], go->beta2 = v[6], go->eps = v[7];
         go->amsgrad = v[8] != 0;
+        if (nfields == 13)
+            go->alpha = v[9], go->centered = v[10] != 0, go->lr_decay = v[11],
+            go->initial_accumulator_value = v[12];
     }
     for (int i = 0; i < np; i++) {
         char key[64];
@@ -461,9 +494,10 @@ typedef struct state_slot {
  * it holds is taken as the list, except that after a step an Adam
  * parameter's state comes in pairs (exp_avg with exp_avg_sq) and at least
  * one parameter must have state. States the file does not list are reset
- * to zeros at load (zeros are what the optimizer creates on its next step,
- * so the result is the file's state exactly), with one exception the public
- * optimizer API cannot express: an SGD momentum buffer the live optimizer
+ * at load to the value a fresh state holds (zeros; Adagrad's sum:
+ * initial_accumulator_value), which is what the optimizer creates on its
+ * next step, so the result is the file's state exactly; with one exception
+ * the public optimizer API cannot express: an SGD momentum buffer the live optimizer
  * already has, for a parameter the file had none for, after steps > 0 (the
  * optimizer would take it for a real buffer): refused with FC_ERR_STATE. */
 static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, int version, int i,
@@ -483,7 +517,8 @@ static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, in
         snprintf(key, sizeof key, "optim.param.%d.states", i);
         if ((st = meta_int(ctx, f, key, 0, (1 << nstates) - 1, &bits, path)) != FC_OK) return st;
         listed = (unsigned)bits;
-    } else if (steps > 0 && nstates == 3 && ((present & 1u) != ((present >> 1) & 1u))) {
+    } else if (steps > 0 && nstates == 3 && !strcmp(sn[0], "exp_avg") &&
+               ((present & 1u) != ((present >> 1) & 1u))) {
         listed = present | 3u; /* an Adam pair with one half gone */
     }
     for (int k = 0; k < nstates; k++) {
@@ -498,7 +533,8 @@ static fc_status plan_states(fc_ctx *ctx, const fc_st_file *f, fc_optim *opt, in
                             "%s: %s holds tensor '%s' that its metadata says did not exist", fn,
                             path, name);
     }
-    if (nstates == 1 && steps > 0 && !(listed & 1u) && fc_optim_state(opt, i, sn[0], false))
+    if (nstates == 1 && !strcmp(sn[0], "momentum_buffer") && steps > 0 && !(listed & 1u) &&
+        fc_optim_state(opt, i, sn[0], false))
         return fc__fail(ctx, FC_ERR_STATE,
                         "%s: %s has no momentum buffer for optimizer parameter %d after %" PRId64
                         " steps, and this optimizer already has one (it cannot be dropped): "
@@ -628,7 +664,7 @@ fc_status fc_checkpoint_load(fc_ctx *ctx, const char *path, const char *const *n
             copy_into(fc_optim_state(opt, slots[k].param, slots[k].name, false), &slots[k].info);
         for (int i = 0; i < np; i++)
             for (int k = 0; k < nstates; k++)
-                if (!(have[i] >> k & 1u)) zero_state(fc_optim_state(opt, i, sn[k], false));
+                if (!(have[i] >> k & 1u)) reset_state(opt, i, sn[k]);
         /* the count last: for SGD it also decides which buffers count as set */
         if (opt) fc_optim_set_step_count(opt, steps);
         fc_ctx_set_rng(ctx, seed, offset);
