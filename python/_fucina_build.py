@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A PEP 517 build backend for the pure-Python package fucina/.
 
 It writes a py3-none-any wheel of fucina/*.py with the metadata of

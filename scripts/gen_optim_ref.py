@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Reference trajectories of RMSprop, Adagrad and Lion for tests/ag/test_optim_more.c.
 
 Run with Debian's torch:  /usr/bin/python3 scripts/gen_optim_ref.py > tests/data/ag/optim_more_ref.h

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the Python binding's tests (python/tests, pytest) against the shared
 # library: FUCINA_BUILD_DIR's libfucina.so when set, else build/'s, built
 # here (target fucina only) when it is missing or stale. Installs

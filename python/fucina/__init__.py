@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fucina from Python: a ctypes binding of libfucina's C API.
 
     import fucina as fc

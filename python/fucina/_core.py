@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Context and Tensor: Python objects that own fucina handles.
 
 A Tensor owns exactly one reference to its fc_tensor and drops it with

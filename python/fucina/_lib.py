@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Finds and loads libfucina.so and declares every bound signature.
 
 Search order: the FUCINA_LIB environment variable (a path to the shared

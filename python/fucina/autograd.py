@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Functional autograd: grad (fc_autograd_grad), gradcheck, gradgradcheck.
 
 gradcheck and gradgradcheck take a Python function of Tensors. The C API

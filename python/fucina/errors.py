@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fucina.Error and one subclass per family of fc_status codes."""
 from ._lib import lib
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Random sequences of calls, good and bad: no crash, every failure a
 fucina.Error (or a TypeError/IndexError from the Python side), and the
 context's live-tensor count back to zero once the tensors are gone."""

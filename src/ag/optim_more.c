@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim_more.c - RMSprop, Adagrad and Lion as fused one-pass updates.
  *
  * optim.c owns the optimizer object, the all-or-nothing step and the state

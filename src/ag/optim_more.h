@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim_more.h - private: the optimizers beyond SGD and Adam (RMSprop,
  * Adagrad, Lion) that optim.c dispatches to, and the per-kind facts it
  * needs (state names, which state a step uses, defaults, validation). */

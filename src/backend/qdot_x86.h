@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qdot_x86.h - the pieces of the canonical summation order (qdot.h) that
  * the AVX2 and AVX-512 kernels share: exact integer reductions, the scale
  * vectors of 8 blocks, and the 8-lane f32 sum in the portable kernels'

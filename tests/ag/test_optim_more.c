@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optim_more.c - RMSprop, Adagrad and Lion: 100-step trajectories
  * against torch (tests/data/ag/optim_more_ref.h, made by
  * scripts/gen_optim_ref.py) in f32 and f64, each bad hyper-parameter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_qdot_bits.c - every SIMD path of the quantized matmul gives the
  * portable path's bits (backend/qdot.h's canonical order), on activations
  * of a trained model and on rows built to sit on the quantizers' edges.
