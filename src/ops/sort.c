@@ -67,8 +67,7 @@ static fc_tensor *sort_values(fc_ctx *ctx, const char *op, fc_tensor *x, int a, 
     return vals;
 }
 
-fc_tensor *fc_sort(fc_ctx *ctx, fc_tensor *x, int axis, bool descending,
-                   fc_tensor **indices_out) {
+fc_tensor *fc_sort(fc_ctx *ctx, fc_tensor *x, int axis, bool descending, fc_tensor **indices_out) {
     if (indices_out) *indices_out = NULL;
     FC__CHECK_CTX(ctx);
     FC__CHECK_INPUT(ctx, "sort", x);

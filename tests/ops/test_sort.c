@@ -89,8 +89,7 @@ static void check_against_ref(fc_tensor *x, int axis, int64_t k, bool desc, bool
         for (int64_t j = 0; j < k; j++) {
             if (iv[ob + j * I] != perm[j])
                 fail_msg("axis %d desc %d fiber %lld: index %lld is %lld, want %lld", axis, desc,
-                         (long long)f, (long long)j, (long long)iv[ob + j * I],
-                         (long long)perm[j]);
+                         (long long)f, (long long)j, (long long)iv[ob + j * I], (long long)perm[j]);
             if (vv && !same_value(vv[ob + j * I], xv[base + perm[j] * I]))
                 fail_msg("axis %d fiber %lld: value %lld is %g, want %g", axis, (long long)f,
                          (long long)j, vv[ob + j * I], xv[base + perm[j] * I]);
@@ -104,19 +103,22 @@ static void check_against_ref(fc_tensor *x, int axis, int64_t k, bool desc, bool
 
 /* ---- values and indices ------------------------------------------------------------------- */
 
-static const fc_dtype all_dtypes[] = {FC_F32, FC_F64,  FC_F16, FC_BF16,    FC_I8,
-                                      FC_I16, FC_I32,  FC_I64, FC_U8,      FC_U16,
-                                      FC_BOOL, FC_F8_E4M3};
+static const fc_dtype all_dtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I8,   FC_I16,
+                                      FC_I32, FC_I64, FC_U8,  FC_U16,  FC_BOOL, FC_F8_E4M3};
 
 /* Values from a small set (many ties), NaN for float dtypes. */
 static void tie_values(fc_dtype dt, double *v, int64_t n, uint64_t seed) {
     bool fl = fc_dtype_is_float(dt) || fc_dtype_is_f8(dt);
     for (int64_t i = 0; i < n; i++) {
         uint64_t r = fc_test_splitmix64(&seed) % 9;
-        if (dt == FC_BOOL) v[i] = (double)(r & 1);
-        else if (dt == FC_U8 || dt == FC_U16) v[i] = (double)r;
-        else if (fl && r == 8) v[i] = NAN;
-        else v[i] = (double)r - 4 + (fl ? 0.5 : 0);
+        if (dt == FC_BOOL)
+            v[i] = (double)(r & 1);
+        else if (dt == FC_U8 || dt == FC_U16)
+            v[i] = (double)r;
+        else if (fl && r == 8)
+            v[i] = NAN;
+        else
+            v[i] = (double)r - 4 + (fl ? 0.5 : 0);
     }
 }
 
@@ -166,8 +168,8 @@ static void test_sort_stable_ties(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
     fc_scope_begin(ctx);
-    fc_tensor *x = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){6}, 1,
-                                       (float[]){2, 1, 2, 1, 2, -0.0f});
+    fc_tensor *x =
+        fc_tensor_from_data(ctx, FC_F32, (int64_t[]){6}, 1, (float[]){2, 1, 2, 1, 2, -0.0f});
     int64_t i[6];
     read_i64(fc_argsort(ctx, x, 0, false), i, 6);
     assert_memory_equal(i, ((int64_t[]){5, 1, 3, 0, 2, 4}), sizeof i);
@@ -185,8 +187,8 @@ static void test_sort_nan_is_largest(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
     fc_scope_begin(ctx);
-    fc_tensor *x = fc_tensor_from_data(ctx, FC_F64, (int64_t[]){5}, 1,
-                                       (double[]){NAN, 1, INFINITY, NAN, 0});
+    fc_tensor *x =
+        fc_tensor_from_data(ctx, FC_F64, (int64_t[]){5}, 1, (double[]){NAN, 1, INFINITY, NAN, 0});
     int64_t i[5];
     double v[5];
     fc_tensor *idx = NULL, *vals = fc_sort(ctx, x, 0, false, &idx);
@@ -335,8 +337,8 @@ static fc_tensor *gc_apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user)
 }
 
 static const gc_case gc_cases[] = {
-    {"sort_a1_asc", 0, 1, false, false, 0},  {"sort_a0_desc", 0, 0, true, false, 0},
-    {"sort_t_a1", 0, -1, false, true, 0},    {"topk2_a1", 1, 1, true, false, 2},
+    {"sort_a1_asc", 0, 1, false, false, 0},    {"sort_a0_desc", 0, 0, true, false, 0},
+    {"sort_t_a1", 0, -1, false, true, 0},      {"topk2_a1", 1, 1, true, false, 2},
     {"topk3_a0_small", 1, 0, false, false, 3}, {"topk2_unsorted", 2, 1, true, true, 2},
 };
 
@@ -357,8 +359,7 @@ static void test_sort_gradcheck(void **state) {
             o.constant_grad_output = cg;
             st = fc_gradgradcheck(ctx, gc_apply, (void *)&gc_cases[c], &x, 1, &o, &rep);
             if (st != FC_OK || !rep.passed)
-                fail_msg("%s gradgrad (constant %d): %s", gc_cases[c].name, cg,
-                         fc_ctx_error(ctx));
+                fail_msg("%s gradgrad (constant %d): %s", gc_cases[c].name, cg, fc_ctx_error(ctx));
             assert_true(rep.checked > 0);
         }
         fc_scope_end(ctx);
@@ -371,7 +372,8 @@ static void test_sort_gradcheck(void **state) {
 static void expect_fail(fc_ctx *ctx, fc_tensor *r, fc_status want, const char *op) {
     assert_null(r);
     assert_int_equal(fc_ctx_status(ctx), want);
-    if (op && !strstr(fc_ctx_error(ctx), op)) fail_msg("message '%s' lacks %s", fc_ctx_error(ctx), op);
+    if (op && !strstr(fc_ctx_error(ctx), op))
+        fail_msg("message '%s' lacks %s", fc_ctx_error(ctx), op);
     fc_ctx_clear_error(ctx);
 }
 
@@ -398,6 +400,7 @@ static void test_sort_bad_input(void **state) {
     expect_fail(ctx, fc_sort(ctx, x, 2, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_sort(ctx, x, -3, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_argsort(ctx, x, 2, true), FC_ERR_AXIS, "argsort");
+    expect_fail(ctx, fc_sort(ctx, fc_scalar(ctx, FC_F32, 1), 0, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_topk(ctx, x, 1, 2, true, true, NULL), FC_ERR_AXIS, "topk");
     idx = x;
     expect_fail(ctx, fc_topk(ctx, x, 33, 1, true, true, &idx), FC_ERR_INVALID_ARG, "topk");
@@ -430,8 +433,7 @@ static void test_sort_oom_sweep(void **state) {
     (void)state;
     const oom_scenario s = {"sort", sc_sort};
     oom_result r = oom_sweep(&s);
-    printf("oom sweep: sort completed at N=%ld after %ld faulted runs\n", r.largest_n,
-           r.failures);
+    printf("oom sweep: sort completed at N=%ld after %ld faulted runs\n", r.largest_n, r.failures);
     assert_true(r.largest_n > 0);
 }
 

@@ -24,7 +24,7 @@ typedef struct sort_job {
     bool desc, sorted;
     const char *src; /* x's elements, contiguous */
     size_t es;
-    char *vals;     /* NULL for argsort */
+    char *vals; /* NULL for argsort */
     int64_t *idx;
 } sort_job;
 
