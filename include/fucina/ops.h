@@ -403,9 +403,9 @@ FC_API fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor 
 FC_API fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype);
 /* ---- sorting ------------------------------------------------------------------------------- */
 /* Sorting along one axis (negative counts from the end; FC_ERR_AXIS out of
- * range, and always for a rank-0 x) of a tensor of any float, f8, integer
- * or bool dtype (FC_ERR_DTYPE for block-quantized x; FC_ERR_NULL_ARG for a
- * NULL x; NULL ctx returns NULL and records nothing). The sort is stable
+ * range) of a tensor of any float, f8, integer or bool dtype (FC_ERR_DTYPE
+ * for block-quantized x; FC_ERR_NULL_ARG for a NULL x; a NULL ctx returns
+ * NULL and records nothing). The sort is stable
  * (equal elements keep their order along the axis, ascending and
  * descending alike) and NaN sorts as larger than every number, as
  * PyTorch's sort(stable=True): NaNs come last ascending, first descending.

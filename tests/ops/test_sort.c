@@ -400,7 +400,7 @@ static void test_sort_bad_input(void **state) {
     expect_fail(ctx, fc_sort(ctx, x, 2, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_sort(ctx, x, -3, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_argsort(ctx, x, 2, true), FC_ERR_AXIS, "argsort");
-    expect_fail(ctx, fc_sort(ctx, fc_scalar(ctx, FC_F32, 1), 0, false, NULL), FC_ERR_AXIS, "sort");
+    expect_fail(ctx, fc_sort(ctx, fc_scalar(ctx, FC_F32, 1), 1, false, NULL), FC_ERR_AXIS, "sort");
     expect_fail(ctx, fc_topk(ctx, x, 1, 2, true, true, NULL), FC_ERR_AXIS, "topk");
     idx = x;
     expect_fail(ctx, fc_topk(ctx, x, 33, 1, true, true, &idx), FC_ERR_INVALID_ARG, "topk");
