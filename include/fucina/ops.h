@@ -402,6 +402,35 @@ FC_API fc_tensor *fc_scatter_add(fc_ctx *ctx, fc_tensor *x, int axis, fc_tensor 
  * scalar dtype, FC_ERR_DTYPE otherwise); FC_ERR_RANK when index already has
  * FC_MAX_RANK axes. Not differentiable. */
 FC_API fc_tensor *fc_one_hot(fc_ctx *ctx, fc_tensor *index, int64_t num_classes, fc_dtype dtype);
+/* ---- sorting ------------------------------------------------------------------------------- */
+/* Sorting along one axis (negative counts from the end; FC_ERR_AXIS out of
+ * range) of a tensor of any float, f8, integer or bool dtype (FC_ERR_DTYPE
+ * for block-quantized x; FC_ERR_NULL_ARG for a NULL x; a NULL ctx returns
+ * NULL and records nothing). The sort is stable
+ * (equal elements keep their order along the axis, ascending and
+ * descending alike) and NaN sorts as larger than every number, as
+ * PyTorch's sort(stable=True): NaNs come last ascending, first descending.
+ * The values have x's dtype, bit for bit; the indices are i64 positions
+ * along the axis, both contiguous. Each op borrows x and returns a new
+ * reference; indices_out (NULL allowed: the indices are then dropped) is
+ * set to NULL first and receives a new reference to the indices only on
+ * success. Gradient (values only, float x):
+ * each value's gradient goes back to the position it came from (a recorded
+ * scatter_add, so differentiable to any order); the indices never carry
+ * one. */
+/* x sorted along axis (ascending unless descending). */
+FC_API fc_tensor *fc_sort(fc_ctx *ctx, fc_tensor *x, int axis, bool descending,
+                          fc_tensor **indices_out);
+/* The indices fc_sort would return (i64). Not differentiable. */
+FC_API fc_tensor *fc_argsort(fc_ctx *ctx, fc_tensor *x, int axis, bool descending);
+/* The k largest (smallest unless largest) elements along axis: the first k
+ * of the stable descending (ascending) sort, so ties go to the earlier
+ * position. sorted: in that order; otherwise the same k elements in the
+ * order of their positions along the axis. 1 <= k <= the axis dim
+ * (FC_ERR_INVALID_ARG otherwise); the results have the axis dim k. */
+FC_API fc_tensor *fc_topk(fc_ctx *ctx, fc_tensor *x, int64_t k, int axis, bool largest, bool sorted,
+                          fc_tensor **indices_out);
+
 /* Upper/lower triangle of the last two axes (diagonal offset k; any k),
  * zeros elsewhere. x needs at least two axes (FC_ERR_RANK) and a scalar
  * dtype (FC_ERR_DTYPE for blocks). Gradient: g masked the same way. */

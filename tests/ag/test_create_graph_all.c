@@ -116,6 +116,10 @@ U(logsumexp, fc_logsumexp(ctx, x[0], (int[]){1}, 1, false))
 U(cumsum, fc_cumsum(ctx, x[0], 1))
 U(softmax, fc_softmax(ctx, x[0], 1))
 U(log_softmax, fc_log_softmax(ctx, x[0], 0))
+U(sort, fc_sort(ctx, x[0], 1, false, NULL))
+U(sort_desc, fc_sort(ctx, x[0], 0, true, NULL))
+U(topk, fc_topk(ctx, x[0], 2, 1, true, true, NULL))
+U(topk_unsorted, fc_topk(ctx, x[0], 2, 0, false, false, NULL))
 
 U(matmul, fc_matmul(ctx, x[0], x[1]))
 U(linear, fc_linear(ctx, x[0], x[1], x[2]))
@@ -325,6 +329,11 @@ static const tcase cases[] = {
     R1("cumsum", "cumsum_backward", op_cumsum, -1, 1, 0),
     R1("softmax", "softmax_backward", op_softmax, -1, 1, 0),
     R1("log_softmax", "log_softmax_backward", op_log_softmax, -1, 1, 0),
+    /* src/ops/sort.c */
+    R1("sort", "sort_backward", op_sort, -1, 1, 0),
+    R1("sort_desc", "sort_backward", op_sort_desc, -1, 1, 0),
+    R1("topk", "sort_backward", op_topk, -1, 1, 0),
+    R1("topk_unsorted", "sort_backward", op_topk_unsorted, -1, 1, 0),
     /* src/ops/matmul.c */
     {"matmul", "matmul_backward", op_matmul, 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, 0},
     {"matmul_batched", "matmul_backward", op_matmul, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, -1, 1, 0, 0},

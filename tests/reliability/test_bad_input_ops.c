@@ -567,6 +567,18 @@ static fc_tensor *where_shapes(fx *f) { return fc_where(f->ctx, f->b_23, f->f_23
 static fc_tensor *where_null(fx *f) { return fc_where(f->ctx, NULL, f->f_23, f->f_23); }
 static fc_tensor *mfill_shape(fx *f) { return fc_masked_fill(f->ctx, f->f_23, f->f_4, 0); }
 static fc_tensor *mfill_block(fx *f) { return fc_masked_fill(f->ctx, f->q_232, f->b_23, 0); }
+static fc_tensor *sort_null(fx *f) { return fc_sort(f->ctx, NULL, 0, false, NULL); }
+static fc_tensor *sort_axis(fx *f) { return fc_sort(f->ctx, f->f_23, 2, false, NULL); }
+static fc_tensor *sort_block(fx *f) { return fc_sort(f->ctx, f->q_232, 0, true, NULL); }
+static fc_tensor *argsort_null(fx *f) { return fc_argsort(f->ctx, NULL, 0, false); }
+static fc_tensor *argsort_axis(fx *f) { return fc_argsort(f->ctx, f->f_23, -3, false); }
+static fc_tensor *argsort_block(fx *f) { return fc_argsort(f->ctx, f->q_232, 0, false); }
+static fc_tensor *topk_null(fx *f) { return fc_topk(f->ctx, NULL, 1, 0, true, true, NULL); }
+static fc_tensor *topk_axis(fx *f) { return fc_topk(f->ctx, f->f_23, 1, 2, true, true, NULL); }
+static fc_tensor *topk_block(fx *f) { return fc_topk(f->ctx, f->q_232, 1, 0, true, true, NULL); }
+static fc_tensor *topk_k_big(fx *f) { return fc_topk(f->ctx, f->f_23, 4, 1, true, true, NULL); }
+static fc_tensor *topk_k_zero(fx *f) { return fc_topk(f->ctx, f->f_23, 0, 1, true, true, NULL); }
+static fc_tensor *topk_k_neg(fx *f) { return fc_topk(f->ctx, f->f_23, -1, 0, false, false, NULL); }
 
 static const bad_case index_cases[] = {
     BAD_T(isel_range, FC_ERR_INDEX, "index_select"),
@@ -598,6 +610,18 @@ static const bad_case index_cases[] = {
     BAD_T(where_null, FC_ERR_NULL_ARG, "where"),
     BAD_T(mfill_shape, FC_ERR_SHAPE_MISMATCH, "masked_fill"),
     BAD_T(mfill_block, FC_ERR_DTYPE, "masked_fill"),
+    BAD_T(sort_null, FC_ERR_NULL_ARG, "sort"),
+    BAD_T(sort_axis, FC_ERR_AXIS, "sort"),
+    BAD_T(sort_block, FC_ERR_DTYPE, "sort"),
+    BAD_T(argsort_null, FC_ERR_NULL_ARG, "argsort"),
+    BAD_T(argsort_axis, FC_ERR_AXIS, "argsort"),
+    BAD_T(argsort_block, FC_ERR_DTYPE, "argsort"),
+    BAD_T(topk_null, FC_ERR_NULL_ARG, "topk"),
+    BAD_T(topk_axis, FC_ERR_AXIS, "topk"),
+    BAD_T(topk_block, FC_ERR_DTYPE, "topk"),
+    BAD_T(topk_k_big, FC_ERR_INVALID_ARG, "topk"),
+    BAD_T(topk_k_zero, FC_ERR_INVALID_ARG, "topk"),
+    BAD_T(topk_k_neg, FC_ERR_INVALID_ARG, "topk"),
 };
 
 static void test_bad_input_ops_indexing(void **state) {
