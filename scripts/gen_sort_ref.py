@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes tests/data/sort/torch_sort.txt: PyTorch's sort(stable=True) and
 topk results that tests/ops/test_sort.c compares fc_sort/fc_topk against.
 

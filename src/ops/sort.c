@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops/sort.c - sort, argsort and topk along one axis. This file validates
  * the arguments, runs the stable sort kernel of exec/kernels/sort.c and
  * records the node; the backward rule sits under its forward.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sort.c - fc_sort, fc_argsort and fc_topk (src/ops/sort.c).
  *
  * Values and indices against a plain stable insertion sort written here

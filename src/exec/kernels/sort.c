@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/sort.c - the stable sort kernel of sort, argsort and topk.
  *
  * x is read once into a key array (float dtypes as double, integer ones

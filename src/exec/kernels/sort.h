@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/kernels/sort.h - the stable sort kernel behind sort, argsort and
  * topk (src/ops/sort.c validates, records and holds the rule). Nothing here
  * records on the tape. */
