@@ -25,6 +25,11 @@
  * rule, and no allocation. While recording, events go into a buffer
  * allocated by fc_profile_begin (max_events of them); nothing allocates
  * while recording, and events past the buffer are counted as dropped.
+ * Each forward event reads the clock twice (at its output's creation and
+ * at its end) and each rule's event twice: CLOCK_MONOTONIC costs tens of
+ * nanoseconds with a TSC clock source and more under some virtual
+ * machines' (about 0.3 us under kvm-clock), which bounds how small an op
+ * can be timed meaningfully.
  *
  * The recording belongs to the context: fc_profile_end stops it and keeps
  * the events for the writers and fc_profile_get_event until the next

@@ -29,6 +29,10 @@ int64_t fc__profile_now(const fc_ctx *ctx) {
     return t > 0 ? t : 1;
 }
 
+int64_t fc__profile_stamp(const fc_ctx *ctx) {
+    return ctx->profile->rule_depth > 0 ? 0 : fc__profile_now(ctx);
+}
+
 static void push(fc__profile *p, const char *op, fc_profile_phase phase, int64_t start,
                  int64_t end, int64_t bytes) {
     int64_t flops = p->pending_flops;

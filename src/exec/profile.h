@@ -11,6 +11,9 @@
 /* Nanoseconds since the recording began (CLOCK_MONOTONIC); 1 at least, so
  * a stamp of 0 means "not stamped". */
 int64_t fc__profile_now(const fc_ctx *ctx);
+/* A new handle's stamp: fc__profile_now, or 0 inside a backward rule,
+ * whose ops record nothing (so they skip the clock read). */
+int64_t fc__profile_stamp(const fc_ctx *ctx);
 /* A forward event of op that began at start_ns (the output's stamp) and
  * ends now, with the output's bytes; takes the FLOPs noted since. Inside a
  * backward rule it records nothing (the rule's event covers it). */

@@ -76,7 +76,7 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
     t->grad = NULL;
     t->gstage = NULL;
     t->hooks = NULL;
-    t->profile_ns = ctx->profiling ? fc__profile_now(ctx) : 0;
+    t->profile_ns = ctx->profiling ? fc__profile_stamp(ctx) : 0;
     t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
