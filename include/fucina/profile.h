@@ -1,5 +1,5 @@
 /* fucina/profile.h - a per-context profiler of ops: forward and backward
- * wall time per call, output bytes and (for matmul and linear) FLOPs,
+ * wall time per call, output bytes and (matmul, linear, conv) FLOPs,
  * written as a Chrome trace or a text table.
  *
  * fc_profile_begin starts a recording in a context; from then until
@@ -16,7 +16,10 @@
  *     record no events of their own (so a checkpoint's recompute is inside
  *     the checkpoint's rule), but their FLOPs add to the rule's.
  * FLOPs are counted for matmul and linear (2 * output elements * the
- * contracted length; linear's bias adds none) and 0 (unknown) elsewhere.
+ * contracted length; linear's bias adds none) and the convolutions (2 *
+ * output elements * the weights of one output channel; for a transposed
+ * one, input elements * those of one input channel) and 0 (unknown)
+ * elsewhere.
  * Times are CLOCK_MONOTONIC nanoseconds since fc_profile_begin, measured
  * on the calling thread; threads an op uses internally are not shown
  * separately (team waits are not recorded).

@@ -96,6 +96,33 @@ static void test_forward_backward_events(void **state) {
     fc_ctx_free(ctx);
 }
 
+/* conv2d's FLOPs: 2 per weight of one output channel per output element,
+ * groups dividing the input channels */
+static void test_conv_flops(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx();
+    fc_tensor *x = fc_randn(ctx, FC_F32, (const int64_t[]){2, 4, 6, 5}, 4);
+    fc_tensor *w = fc_randn(ctx, FC_F32, (const int64_t[]){6, 2, 3, 2}, 4);
+    fc_conv2d_opts o = fc_conv2d_opts_default();
+    o.groups = 2;
+    assert_int_equal(fc_profile_begin(ctx, NULL), FC_OK);
+    fc_tensor *y = fc_conv2d(ctx, x, w, NULL, &o);
+    assert_int_equal(fc_profile_end(ctx), FC_OK);
+    assert_non_null(y);
+    /* y [2, 6, 4, 4]: 192 elements, each 2 * 3 * 2 input channels' taps */
+    fc_profile_event e;
+    int64_t n = fc_profile_event_count(ctx);
+    assert_true(n >= 1);
+    assert_int_equal(fc_profile_get_event(ctx, n - 1, &e), FC_OK);
+    assert_string_equal(e.name, "conv2d");
+    assert_int_equal(e.flops, 2 * 192 * (2 * 3 * 2));
+    assert_int_equal(e.bytes, 192 * (int64_t)sizeof(float));
+    fc_release(y);
+    fc_release(x);
+    fc_release(w);
+    fc_ctx_free(ctx);
+}
+
 static void test_off_records_nothing(void **state) {
     (void)state;
     fc_ctx *ctx = new_ctx();
@@ -484,6 +511,7 @@ static void test_oom_sweep(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_backward_events),
+        cmocka_unit_test(test_conv_flops),
         cmocka_unit_test(test_off_records_nothing),
         cmocka_unit_test(test_dropped_past_max_events),
         cmocka_unit_test(test_bad_input),
