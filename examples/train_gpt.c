@@ -373,7 +373,7 @@ static fc_status sample_text(fc_ctx *ctx, const gpt_model *m, const ex_text *d, 
 // options
 
 typedef struct options {
-    const char *data, *out;
+    const char *data, *out, *profile;
     int64_t d_model, n_layer, n_head, block, d_ff, batch;
     int64_t steps, stop_after, warmup, eval_every, sample_every, sample_len, ckpt_every;
     int64_t threads, seed;
@@ -388,7 +388,8 @@ static int parse_options(int argc, char **argv, options *o) {
                    .batch = 16, .steps = 800, .warmup = 50, .eval_every = 100,
                    .sample_every = 400, .sample_len = 240, .ckpt_every = 200, .threads = 0,
                    .seed = 1337, .minutes = 3, .lr = 3e-3, .min_lr = 1e-4,
-                   .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1};
+                   .weight_decay = 0.1, .clip = 1.0, .temperature = 0.8, .expect_drop = -1,
+                   .profile = ""};
     // clang-format on
     const ex_arg args[] = {
         {"data", EX_ARG_STRING, &o->data, "text file to train on (or the bare argument)", EX_ANY},
@@ -428,6 +429,10 @@ static int parse_options(int argc, char **argv, options *o) {
          "gradient checkpointing: keep only each block's input, recompute it in backward", EX_ANY},
         {"threads", EX_ARG_INT, &o->threads, "worker threads (0: every core)", EX_MIN(0)},
         {"seed", EX_ARG_INT, &o->seed, "seed of the initialisation and the data order", EX_ANY},
+        {"profile", EX_ARG_STRING, &o->profile,
+         "profile the training steps: a Chrome trace to this file, a table per op to stdout "
+         "(empty: off)",
+         EX_ANY},
         {"expect-drop", EX_ARG_DOUBLE, &o->expect_drop,
          "exit 1 unless the validation loss fell by this much (for tests)", EX_ANY},
     };
@@ -946,6 +951,27 @@ static void teardown(run *r, bool ok) {
     free(r->step_ms);
 }
 
+/* --profile FILE: the training steps under the op profiler (fucina/profile.h);
+ * the trace goes to FILE (Perfetto or chrome://tracing open it), the table
+ * per op to stdout. */
+static bool train_profiled(run *r) {
+    if (!r->o.profile[0]) return train(r);
+    if (fc_profile_begin(r->ctx, &(fc_profile_opts){.max_events = 1 << 18}) != FC_OK) {
+        fprintf(stderr, "train_gpt: --profile: %s\n", fc_ctx_error(r->ctx));
+        return false;
+    }
+    bool ok = train(r);
+    fc_profile_end(r->ctx);
+    if (fc_profile_write_trace(r->ctx, r->o.profile) != FC_OK ||
+        fc_profile_write_table(r->ctx, stdout) != FC_OK) {
+        fprintf(stderr, "train_gpt: --profile: %s\n", fc_ctx_error(r->ctx));
+        return false;
+    }
+    printf("train_gpt: profile of %lld events written to %s\n",
+           (long long)fc_profile_event_count(r->ctx), r->o.profile);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     static run r; /* large (paths); zero-initialised */
     int rc = parse_options(argc, argv, &r.o);
@@ -964,7 +990,7 @@ int main(int argc, char **argv) {
              * the run died between the checkpoint and the row */
             if (!r.o.resume || r.csv_last < r.step)
                 csv_row(&r, fc_lr_at(&r.sched, r.step), NAN, r.val_last, NAN, 0);
-            if (train(&r)) rc = finish(&r);
+            if (train_profiled(&r)) rc = finish(&r);
         }
         if (rc == 0 && r.interrupted) {
             /* a script must tell a stopped run from a finished one: 128 + SIGINT */

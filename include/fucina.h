@@ -36,6 +36,7 @@
 #include "fucina/ops.h"
 #include "fucina/optim.h"
 #include "fucina/pool.h"
+#include "fucina/profile.h"
 #include "fucina/quant.h"
 #include "fucina/status.h"
 #include "fucina/tensor.h"

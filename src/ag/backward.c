@@ -22,6 +22,7 @@
 
 #include "exec/kernels/copy.h"
 #include "ag/tape.h"
+#include "exec/profile.h"
 
 
 /* ---- the engine -------------------------------------------------------------------- */
@@ -136,7 +137,9 @@ static fc_status run_node(fc_ctx *ctx, fc_node *n, const fc__walk *w) {
     int64_t linked = graph ? fc__ag_linked_count(ctx) : 0;
     int64_t forms = graph ? fc__ag_form_count(ctx) : 0;
     bool gout_graph = graph && (gout->flags & FC__T_REQUIRES_GRAD);
+    int64_t prof_start = ctx->profiling ? fc__profile_rule_enter(ctx) : 0;
     st = n->backward(ctx, n, gout, gin);
+    if (ctx->profiling) fc__profile_rule_leave(ctx, n->op, prof_start);
     bool read_graph = graph && fc__ag_linked_count(ctx) != linked;
     bool formed = graph && fc__ag_form_count(ctx) != forms;
     ctx->check_finite = check;

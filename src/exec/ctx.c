@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "exec/tensor.h"
 #include "exec/pool.h"
+#include "exec/profile.h"
 
 /* ---- counting allocator ---------------------------------------------------- */
 
@@ -87,6 +88,7 @@ fc_ctx *fc_ctx_new(const fc_ctx_opts *opts) {
 void fc_ctx_free(fc_ctx *ctx) {
     if (!ctx) return;
     if (ctx->tape_free) ctx->tape_free(ctx); /* set by src/ag when it made a tape */
+    fc__profile_free(ctx);
     fc__tensor_destroy_all(ctx);
     fc__backend_cache_free(ctx->backend_cache);
     for (int i = 0; i < ctx->team_cache_count; i++)

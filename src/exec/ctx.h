@@ -97,6 +97,11 @@ struct fc_ctx {
     void (*tape_free)(fc_ctx *ctx);
     void (*node_release)(fc_ctx *ctx, struct fc_node *node);
     void (*hooks_free)(fc_ctx *ctx, struct fc__hook_list *hooks);
+
+    /* the profiler (exec/profile.c): profiling is the one flag the hooks
+     * test; profile keeps the last recording's events after it ends */
+    bool profiling;
+    struct fc__profile *profile;
 };
 
 bool fc__scope_register(fc_ctx *ctx, fc_tensor *t);

@@ -13,6 +13,7 @@
 
 #include "exec/tensor.h"
 #include "exec/pool.h"
+#include "exec/profile.h"
 
 /* ---- handle lifetime ------------------------------------------------------------
  *
@@ -76,6 +77,7 @@ static fc_tensor *handle_new(fc_ctx *ctx) {
     t->grad = NULL;
     t->gstage = NULL;
     t->hooks = NULL;
+    t->profile_ns = ctx->profiling ? fc__profile_stamp(ctx) : 0;
     t->live_prev = NULL;
     t->live_next = ctx->live;
     if (ctx->live) ctx->live->live_prev = t;
@@ -322,6 +324,13 @@ int64_t fc__count_non_finite(const fc_tensor *t) {
 
 fc_tensor *fc__finish(fc_ctx *ctx, const char *op, fc_tensor *out) {
     if (!out) return NULL;
+    /* a fresh output (one reference, stamped this recording) ends its op
+     * here; a handle an op hands back unchanged is neither */
+    if (ctx->profiling && out->profile_ns > 0 && atomic_load(&out->refs) == 1) {
+        fc__profile_forward(ctx, op, out->profile_ns,
+                            (int64_t)((size_t)fc__numel(&out->raw) * fc_dtype_size(out->raw.dtype)));
+        out->profile_ns = 0;
+    }
     if (ctx->check_finite) {
         int64_t bad = fc__count_non_finite(out);
         if (bad) {

@@ -28,6 +28,7 @@ struct fc_tensor {
     struct fc__hook_list *hooks; /* a leaf's gradient hooks (src/ag owns them), or NULL */
     fc_tensor *live_prev;  /* every live tensor of the context, for fc_ctx_free */
     fc_tensor *live_next;
+    int64_t profile_ns;    /* creation stamp while profiling (exec/profile.h), else 0 */
 };
 
 /* "f32[2,3]" of a tensor into buf. */

@@ -18,8 +18,18 @@
  * Rules run inside the backward scope and release nothing. */
 #include "exec/kernels/conv.h"
 #include "ag/tape.h"
+#include "exec/profile.h"
 #include "exec/kernels/copy.h"
 #include "fucina.h"
+
+/* The profiler's FLOP count of a convolution (fucina/profile.h): each
+ * element of side (the output; the input of a transposed one) takes a
+ * multiply and an add per weight of one output channel (of one input
+ * channel when transposed): numel(w) / w's first dimension. */
+static void note_flops(fc_ctx *ctx, const fc_tensor *side, const fc_tensor *w) {
+    if (ctx->profiling && side)
+        fc__profile_flops(ctx, 2 * fc__numel(&side->raw) * (fc__numel(&w->raw) / w->raw.shape[0]));
+}
 
 /* ---- the nodes --------------------------------------------------------------------------------
  */
@@ -357,6 +367,7 @@ static fc_tensor *conv_impl(fc_ctx *ctx, const char *op, int rank, fc_tensor *x,
     y = finish_output(ctx, op, y, x->raw.dtype, rank);
     fc_tensor *in[CONV_N_IN] = {[CONV_IN_X] = x, [CONV_IN_WEIGHT] = w, [CONV_IN_BIAS] = b};
     if (y && fc__ag_wants(ctx, CONV_N_IN, in)) y = record(ctx, op, conv_backward, y, in, &a);
+    note_flops(ctx, y, w);
     return y ? fc__finish(ctx, op, y) : NULL;
 }
 
@@ -556,6 +567,7 @@ fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_
     fc_tensor *in[CONV_N_IN] = {[CONV_IN_X] = x, [CONV_IN_WEIGHT] = weight, [CONV_IN_BIAS] = bias};
     if (y && fc__ag_wants(ctx, CONV_N_IN, in))
         y = record(ctx, op, conv_transpose_backward, y, in, &a);
+    if (y) note_flops(ctx, x, weight);
     return y ? fc__finish(ctx, op, y) : NULL;
 }
 

@@ -29,8 +29,16 @@
  * references). */
 #include "exec/kernels/matmul.h"
 #include "ag/tape.h"
+#include "exec/profile.h"
 #include "backend/backend.h"
 #include "fucina.h"
+
+/* The profiler's FLOP count of a product (fucina/profile.h): a multiply
+ * and an add per output element and contracted index. */
+static void note_flops(fc_ctx *ctx, const fc_tensor *out, const fc_tensor *a) {
+    if (ctx->profiling && out)
+        fc__profile_flops(ctx, 2 * fc__numel(&out->raw) * a->raw.shape[a->raw.rank - 1]);
+}
 
 /* ---- the nodes --------------------------------------------------------------------------------
  */
@@ -173,6 +181,7 @@ fc_tensor *fc_matmul(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
         }
     }
     if (bd != b) fc_release(bd);
+    note_flops(ctx, out, a);
     return out ? fc__finish(ctx, "matmul", out) : NULL;
 }
 
@@ -275,6 +284,7 @@ static fc_tensor *linear_quantized(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_t
             return NULL;
         }
     }
+    note_flops(ctx, out, x);
     return fc__finish(ctx, op, out);
 }
 
@@ -387,6 +397,7 @@ fc_tensor *fc_linear(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *bias) {
         }
     }
     if (wd != w) fc_release(wd);
+    note_flops(ctx, out, x);
     return out ? fc__finish(ctx, "linear", out) : NULL;
 }
 
