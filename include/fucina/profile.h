@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fucina/profile.h - a per-context profiler of ops: forward and backward
  * wall time per call, output bytes and (matmul, linear, conv) FLOPs,
  * written as a Chrome trace or a text table.

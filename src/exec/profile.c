@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/profile.c - the op profiler (fucina/profile.h): a fixed event
  * buffer filled by the hooks of exec/profile.h, and its two writers. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec/profile.h - the profiler's hooks (fucina/profile.h). The state lives
  * in the context; the hooks sit where every op ends (fc__finish), where
  * handles are made (their stamp) and where backward rules run (ag's walk),

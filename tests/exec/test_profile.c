@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_profile.c - the op profiler (fucina/profile.h): the events of a
  * small forward + backward, the Chrome trace read back by a small JSON
  * parser that checks the trace event schema, the table, the off state,
