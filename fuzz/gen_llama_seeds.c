@@ -11,8 +11,8 @@
  * The seeds are committed; to rewrite them, from the repository root with
  * a built library (any build directory, here build/):
  *   cc -std=c11 -D_DEFAULT_SOURCE -Iinclude fuzz/gen_llama_seeds.c build/libfucina.a \
- *      -fopenmp -lopenblas -ldnnl -lm -lpthread -o /tmp/gen_llama_seeds
- *   /tmp/gen_llama_seeds fuzz/corpus/llama
+ *      -fopenmp -lopenblas -ldnnl -lm -lpthread -o build/gen_llama_seeds
+ *   build/gen_llama_seeds fuzz/corpus/llama
  * (link what the build links: without OpenBLAS, oneDNN or OpenMP, drop
  * those). */
 #include <stdbool.h>
