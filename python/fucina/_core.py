@@ -309,13 +309,22 @@ class Tensor:
     def backward(self, grad=None, retain_graph=False):
         """fc_backward (grad None: a one-element loss) or fc_backward_with."""
         if grad is None and not retain_graph:
-            self._ctx.check(lib.fc_backward(self._ctx._h, self.handle))
+            run_walk(self._ctx, lib.fc_backward, self._ctx._h, self.handle)
             return
         if grad is None:
             grad = ones(self.shape, dtype=self.dtype, ctx=self._ctx)
         grad = _as_tensor(grad, self._ctx, like=self)
-        self._ctx.check(lib.fc_backward_with(self._ctx._h, self.handle, grad.handle,
-                                             bool(retain_graph)))
+        run_walk(self._ctx, lib.fc_backward_with, self._ctx._h, self.handle, grad.handle,
+                 bool(retain_graph))
+
+    def register_hook(self, fn):
+        """Runs fn(grad) when this tensor's gradient of a backward walk is
+        final (fc_grad_hook_add); fn returns None to keep the gradient or a
+        Tensor of the same shape and dtype to replace it. An exception in fn
+        fails the walk (the backward call raises it; gradients are left as
+        a failed backward leaves them). Returns a handle with .remove()."""
+        from .autograd import _register_hook
+        return _register_hook(self, fn)
 
     def detach(self):
         return self._wrap(lib.fc_detach(self._ctx._h, self.handle))
@@ -594,6 +603,28 @@ def _int64_array(shape, what):
 # Python object stays their only owner and scope_end cannot free one that
 # Python still holds (an intermediate the function stored somewhere).
 callback_depth = 0
+# Exceptions raised by Python callbacks (gradient hooks, checkpointed
+# functions) while C ran them: C sees a failed status, and the wrapper that
+# started the walk re-raises the first one once C has returned. A hook's
+# replacement gradients are held here until then, since C borrows them
+# past the callback's return.
+pending_exceptions = []
+hook_results = []
+
+
+def run_walk(ctx, fn, *args):
+    """Calls a C backward walk fn(*args) and raises what it raised: a
+    callback's exception first, else the context's error."""
+    del pending_exceptions[:]
+    try:
+        st = fn(*args)
+        if pending_exceptions:
+            lib.fc_ctx_clear_error(ctx._h)
+            raise pending_exceptions[0]
+        ctx.check(st)
+    finally:
+        del pending_exceptions[:]
+        del hook_results[:]
 
 
 def _wrap(ctx, h, sources=()):

@@ -44,52 +44,79 @@ def _load():
                       "(cmake --build build --target fucina). Tried: " + "; ".join(tried))
 
 
+# ---- the structs the wrappers pass by pointer (generated from the headers) ----
+STRUCT = {}
+
+
 def _resolve(name):
     if name is None:
         return None
     if name.startswith("POINTER("):
         return ctypes.POINTER(_resolve(name[len("POINTER("):-1]))
+    if name.startswith("struct:"):
+        return STRUCT[name[len("struct:"):]]
+    if "*" in name:
+        base, _, n = name.rpartition("*")
+        return _resolve(base) * int(n)
     return getattr(ctypes, name)
 
 
+for _sname, _fields in _bindings.STRUCTS:
+    STRUCT[_sname] = type(_sname, (ctypes.Structure,),
+                          {"_fields_": [(f, _resolve(t)) for f, t in _fields]})
+
+
+def _declare(dll, rows):
+    for name, res, args, _header in rows:
+        fn = getattr(dll, name)
+        fn.restype = _resolve(res)
+        fn.argtypes = [_resolve(a) for a in args]
+
+
 lib = _load()
-for _name, _res, _args, _header in _bindings.SIGNATURES:
-    _fn = getattr(lib, _name)
-    _fn.restype = _resolve(_res)
-    _fn.argtypes = [_resolve(a) for a in _args]
+_declare(lib, _bindings.SIGNATURES)
+
+# Short names of the structs the core wrappers use.
+CtxOpts = STRUCT["fc_ctx_opts"]
+CtxStats = STRUCT["fc_ctx_stats"]
+AutogradGradOpts = STRUCT["fc_autograd_grad_opts"]
+GradcheckOpts = STRUCT["fc_gradcheck_opts"]
+GradcheckReport = STRUCT["fc_gradcheck_report"]
+OptimOpts = STRUCT["fc_optim_opts"]
+IoTensor = STRUCT["fc_io_tensor"]
+
+_models = []
 
 
-# ---- the option and report structs the wrappers pass by pointer ------------
-# Mirrors of include/fucina/tensor.h and autograd.h (layout by ctypes' C rules).
-class CtxOpts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("backend", ctypes.c_int),
-                ("disable_pool", ctypes.c_bool), ("seed", ctypes.c_uint64),
-                ("allocator", ctypes.c_void_p), ("check_finite", ctypes.c_bool)]
-
-
-class CtxStats(ctypes.Structure):
-    _fields_ = [("bytes_live", ctypes.c_int64), ("bytes_peak", ctypes.c_int64),
-                ("pool_bytes", ctypes.c_int64), ("pool_hits", ctypes.c_uint64),
-                ("pool_misses", ctypes.c_uint64), ("alloc_calls", ctypes.c_uint64),
-                ("free_calls", ctypes.c_uint64), ("tensors_live", ctypes.c_int64)]
-
-
-class AutogradGradOpts(ctypes.Structure):
-    _fields_ = [("retain_graph", ctypes.c_bool), ("allow_unused", ctypes.c_bool),
-                ("create_graph", ctypes.c_bool)]
-
-
-class GradcheckOpts(ctypes.Structure):
-    _fields_ = [("eps", ctypes.c_double), ("atol", ctypes.c_double), ("rtol", ctypes.c_double),
-                ("check_all_f64", ctypes.c_bool), ("seed", ctypes.c_uint64),
-                ("constant_grad_output", ctypes.c_bool)]
-
-
-class GradcheckReport(ctypes.Structure):
-    _fields_ = [("passed", ctypes.c_bool), ("worst_input", ctypes.c_int),
-                ("worst_index", ctypes.c_int64), ("analytic", ctypes.c_double),
-                ("numeric", ctypes.c_double), ("worst_excess", ctypes.c_double),
-                ("checked", ctypes.c_int64)]
+def models_lib():
+    """libfucina_models (the Llama model, LoRA and the tokenizers), loaded on
+    first use: FUCINA_MODELS_LIB, else the file beside libfucina, else the
+    system's search path. ImportError when it cannot be found."""
+    if _models:
+        return _models[0]
+    cands = []
+    env = os.environ.get("FUCINA_MODELS_LIB")
+    if env:
+        cands.append(env)
+    else:
+        if os.path.sep in (lib._name or ""):
+            cands.append(os.path.join(os.path.dirname(lib._name), "libfucina_models.so"))
+        found = ctypes.util.find_library("fucina_models")
+        if found:
+            cands.append(found)
+    tried = []
+    for path in cands:
+        try:
+            dll = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        _declare(dll, _bindings.MODEL_SIGNATURES)
+        _models.append(dll)
+        return dll
+    raise ImportError("fucina: libfucina_models.so not found (build the target "
+                      "fucina_models_shared, or set FUCINA_MODELS_LIB). Tried: "
+                      + ("; ".join(tried) or "nothing"))
 
 
 # fc_gradcheck_fn / fc_grad_checkpoint_fn

@@ -15,8 +15,11 @@ import gen_bindings  # noqa: E402
 
 def test_every_exported_function_is_bound_or_listed_with_a_reason():
     decls, _, _ = gen_bindings.parse_headers(os.path.join(REPO, "include", "fucina"))
-    declared = {d[0] for d in decls}
-    bound = {s[0] for s in b.SIGNATURES}
+    mdecls, _, _ = gen_bindings.parse_headers(os.path.join(REPO, "models", "include", "fucina"))
+    declared = {d[0] for d in decls + mdecls}
+    declared |= {name for name, _ in gen_bindings.parse_structs(
+        [os.path.join(REPO, "include", "fucina"), os.path.join(REPO, "models", "include", "fucina")])}
+    bound = {s[0] for s in b.SIGNATURES + b.MODEL_SIGNATURES} | {name for name, _ in b.STRUCTS}
     assert len(declared) > 300
     assert bound.isdisjoint(b.NOT_BOUND)
     assert declared == bound | set(b.NOT_BOUND)
@@ -51,7 +54,12 @@ def test_generator_on_a_synthetic_header(tmp_path):
         "#define FC_API __attribute__((visibility(\"default\")))\n"
         "typedef enum fc_mode { FC_MODE_A, FC_MODE_B } fc_mode;\n"
         "typedef int (*fc_cb)(void *user);\n"
+        "#define FC_N 3\n"
         "typedef struct fc_pair { int a, b; } fc_pair;\n"
+        "typedef struct fc_box { fc_pair p; const char *name; int64_t d[FC_N]; char s[4];\n"
+        "                        void *(*fn)(void *u, size_t n); fc_mode m; } fc_box;\n"
+        "typedef struct fc_odd { union { int i; float f; } u; } fc_odd;\n"
+        "FC_API fc_odd fc_odd_default(void);\n"
         "/* FC_API int fc_in_a_comment(void); */\n"
         "FC_API fc_tensor *fc_op(fc_ctx *ctx, const int64_t *shape,\n"
         "                        int rank, fc_mode mode); // trailing\n"
@@ -68,7 +76,13 @@ def test_generator_on_a_synthetic_header(tmp_path):
         "fc_op": ("c_void_p", ["c_void_p", "POINTER(c_int64)", "c_int", "c_int"]),
         "fc_take": (None, ["POINTER(c_void_p)", "POINTER(c_int64)", "c_void_p"]),
         "fc_name": ("c_char_p", ["c_int"]),
+        "fc_pair_default": ("struct:fc_pair", []),
     }
-    assert set(ns["NOT_BOUND"]) == {"fc_pair_default", "fc_fail"}
-    assert "by value" in ns["NOT_BOUND"]["fc_pair_default"]
+    structs = dict(ns["STRUCTS"])
+    assert structs["fc_pair"] == [("a", "c_int"), ("b", "c_int")]
+    assert structs["fc_box"] == [("p", "struct:fc_pair"), ("name", "c_char_p"), ("d", "c_int64*3"),
+                                 ("s", "c_char*4"), ("fn", "c_void_p"), ("m", "c_int")]
+    assert set(ns["NOT_BOUND"]) == {"fc_odd", "fc_odd_default", "fc_fail"}
+    assert "union" in ns["NOT_BOUND"]["fc_odd"]
+    assert "by value" in ns["NOT_BOUND"]["fc_odd_default"]
     assert "variadic" in ns["NOT_BOUND"]["fc_fail"]
