@@ -3,7 +3,8 @@
 # Runs the Python binding's tests (python/tests, pytest) against the shared
 # libraries: FUCINA_BUILD_DIR's libfucina.so and libfucina_models.so when
 # set, else build/'s, built here (targets fucina and fucina_models_shared
-# only) when missing or stale; then the three scripts of examples/python;
+# only) when missing or stale; then the README's Python program and the
+# three scripts of examples/python;
 # then, without a sanitizer, the tests again at every lower SIMD level of
 # this CPU (scripts/cpu_level.sh, the caps of scripts/test_levels.sh). Installs
 # python3-pytest and python3-numpy when missing (scripts/deps.sh --python);
@@ -44,6 +45,8 @@ if [ "$SAN" = address ]; then
 fi
 export PYTHONPATH=python
 "$PY" -m pytest python/tests -q -p no:cacheprovider
+echo "== the README's Python program =="
+sed -n '/^```python$/,/^```$/p' README.md | sed '1d;$d' | "$PY" -
 echo "== examples/python =="
 "$PY" examples/python/gradcheck_user.py
 "$PY" examples/python/newton_cg.py
