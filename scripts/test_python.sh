@@ -42,6 +42,10 @@ if [ "$SAN" = address ]; then
   export LD_PRELOAD
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  # test_train.py links a C program against the sanitized library: the
+  # same compiler, with the shared runtime that is preloaded here.
+  export FUCINA_TEST_CC="$CC_"
+  export FUCINA_TEST_CFLAGS="-fsanitize=address,undefined -shared-libasan -Wl,-rpath,$(dirname "$LD_PRELOAD")"
 fi
 export PYTHONPATH=python
 "$PY" -m pytest python/tests -q -p no:cacheprovider

@@ -52,15 +52,22 @@ def _python_mlp_lines(ctx):
 
 
 def test_mlp_trained_from_python_matches_c_bit_for_bit(ctx, tmp_path):
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    # A sanitized libfucina.so needs the program linked with the same
+    # compiler and sanitizer runtime: scripts/test_python.sh names them in
+    # FUCINA_TEST_CC and FUCINA_TEST_CFLAGS.
+    cc = shutil.which(os.environ.get("FUCINA_TEST_CC") or os.environ.get("CC", "cc")) \
+        or shutil.which("gcc")
+    extra = os.environ.get("FUCINA_TEST_CFLAGS", "").split()
     libpath = os.environ.get("FUCINA_LIB") or os.path.join(REPO, "build", "libfucina.so")
     if cc is None or not os.path.exists(libpath):
         pytest.skip("needs a C compiler and the built libfucina.so")
     exe = str(tmp_path / "c_mlp")
     libdir = os.path.dirname(os.path.abspath(libpath))
-    subprocess.run([cc, "-std=c11", "-O1", "-I", os.path.join(REPO, "include"),
+    # The compiler itself runs without the interpreter's sanitizer preload.
+    cc_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    subprocess.run([cc, "-std=c11", "-O1", *extra, "-I", os.path.join(REPO, "include"),
                     os.path.join(HERE, "c_mlp.c"), "-o", exe, os.path.abspath(libpath),
-                    "-Wl,-rpath," + libdir], check=True)
+                    "-Wl,-rpath," + libdir], check=True, env=cc_env)
     ref = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.split("\n")
     ref = [r for r in ref if r]
     got = _python_mlp_lines(ctx)
