@@ -4,6 +4,7 @@
  * The profiler's forward events are inclusive (an op built from other ops
  * spans them), so time is never summed over events: each class of events
  * becomes a set of [start, end) intervals whose union is measured. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "bench_split.h"
 
 #include <stdbool.h>
