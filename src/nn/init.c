@@ -105,9 +105,15 @@ fc_status fc_nn_init_xavier_normal_(fc_tensor *t, double gain) {
     return fill(t, true, gain * sqrt(2.0 / (fi + fo)), 0, "fc_nn_init_xavier_normal_");
 }
 
+/* The layers' default draw: rand in [0, 1), scaled by 2 bound and shifted
+ * by an f32 -bound in place, the recipe the examples used before nn.h (so
+ * their runs keep their bits when they move onto the layers). */
 fc_tensor *fc__nn_uniform(fc_ctx *ctx, const int64_t *shape, int rank, double bound) {
-    fc_tensor *t = fc_zeros(ctx, FC_F32, shape, rank);
-    if (t && fill(t, false, 2 * bound, -bound, "nn init") != FC_OK) {
+    fc_tensor *t = fc_rand(ctx, FC_F32, shape, rank);
+    fc_tensor *lo = fc_scalar(ctx, FC_F32, -bound);
+    bool ok = t && lo && fc_mul_scalar_(t, 2 * bound) == FC_OK && fc_add_(t, lo) == FC_OK;
+    fc_release(lo);
+    if (!ok) {
         fc_release(t);
         return NULL;
     }
