@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "counting_alloc.h"
+#include "oom_sweep.h"
 #include "fucina/nn.h"
 
 #define TORCH_STATE FUCINA_TEST_DATA_DIR "/nn/torch_state.safetensors"
@@ -479,6 +480,39 @@ static void test_nn_modes_freezing_and_groups(void **state) {
     assert_int_equal(fc_ctx_status(ctx), FC_OK);
 }
 
+/* Init, forward, backward, save and load of a small model on a context
+ * whose allocator fails: every failure is FC_ERR_OOM and leaks nothing. */
+static fc_status oom_model(fc_ctx *ctx) {
+    fc_nn *nn = fc_nn_new(ctx);
+    if (!nn) return fc_ctx_status(ctx);
+    fc_nn_mha a;
+    fc_nn_seq s;
+    fc_nn_mha_opts ao = {.dim = 8, .n_heads = 2, .n_kv_heads = 1, .causal = true, .rope = true};
+    fc_status st = fc_nn_mha_init(nn, &a, "attn", &ao);
+    if (st == FC_OK) st = fc_nn_seq_init(nn, &s, "seq");
+    if (st == FC_OK) st = fc_nn_seq_layer_norm(&s, 8, 0, true);
+    if (st == FC_OK) st = fc_nn_seq_batch_norm(&s, 3, 0, 0, true);
+    if (st == FC_OK) st = fc_nn_seq_linear(&s, 8, 4, true);
+    if (st == FC_OK) {
+        fc_scope_begin(ctx);
+        fc_tensor *x = fc_randn(ctx, FC_F32, (int64_t[]){2, 3, 8}, 3);
+        fc_tensor *y = fc_nn_seq_forward(&s, fc_nn_mha_forward(&a, x, NULL));
+        fc_tensor *loss = fc_sum(ctx, y, NULL, 0, false);
+        st = loss ? fc_backward(ctx, loss) : fc_ctx_status(ctx);
+        fc_scope_end(ctx);
+    }
+    if (st == FC_OK) st = fc_nn_save(nn, FUCINA_BINARY_DIR "/tests/nn_oom.safetensors");
+    if (st == FC_OK) st = fc_nn_load(nn, FUCINA_BINARY_DIR "/tests/nn_oom.safetensors", NULL, NULL);
+    fc_nn_free(nn);
+    return st;
+}
+
+static void test_nn_oom_sweep(void **state) {
+    (void)state;
+    oom_result r = oom_sweep(&(oom_scenario){"nn model", oom_model});
+    assert_true(r.failures > 10);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nn_names_and_shapes, setup, teardown),
@@ -487,6 +521,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_nn_bad_input_names_the_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_init_schemes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_modes_freezing_and_groups, setup, teardown),
+        cmocka_unit_test(test_nn_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
