@@ -176,10 +176,22 @@ class Net(nn.Module):
         return self.head(x)
 
 
+# Gradients of mean(y_tokens^2) the C test compares, one per kind of layer
+# on the token path.
+GRADS = ["emb.weight", "blocks.0.ln1.bias", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight",
+         "blocks.1.attn.v.weight", "blocks.1.norm2.weight", "blocks.1.ffn.down.weight",
+         "head.fc1.bias", "head.fc2.weight"]
+
+
 def outputs(net, ids, img):
     """The outputs the C test compares; runs the cnn once in training mode
     (batch statistics, moving the running ones), then once in eval mode."""
     out = {}
+    net.zero_grad()
+    (net.tokens(ids) ** 2).mean().backward()
+    params = dict(net.named_parameters())
+    for name in GRADS:
+        out["grad." + name] = params[name].grad.clone()
     with torch.no_grad():
         out["y_tokens"] = net.tokens(ids)
         net.train()

@@ -109,8 +109,8 @@ FC_API int64_t fc_nn_trainable(const fc_nn *nn, fc_tensor **out, int64_t cap);
  * are fixed. NULL with the error in the context: FC_ERR_NULL_ARG,
  * FC_ERR_INVALID_ARG (n_no_decay < 0, no trainable parameter), and
  * fc_optim_new's errors. */
-FC_API fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts,
-                                 const char *const *no_decay, int n_no_decay);
+FC_API fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts, const char *const *no_decay,
+                                 int n_no_decay);
 
 /* ---- state dict (safetensors, PyTorch's names) ------------------------------------ */
 /* Writes every registered tensor under its name, atomically, with the
@@ -175,8 +175,8 @@ typedef struct fc_nn_embedding {
     fc_tensor *weight;
     int64_t num, dim;
 } fc_nn_embedding;
-FC_API fc_status fc_nn_embedding_init(fc_nn *nn, fc_nn_embedding *e, const char *name,
-                                      int64_t num, int64_t dim);
+FC_API fc_status fc_nn_embedding_init(fc_nn *nn, fc_nn_embedding *e, const char *name, int64_t num,
+                                      int64_t dim);
 FC_API fc_tensor *fc_nn_embedding_forward(const fc_nn_embedding *e, fc_tensor *ids);
 
 /* Over the last axis of length dim. eps 0 means 1e-5 (torch's default). */
@@ -270,8 +270,8 @@ typedef struct fc_nn_conv2d {
     fc_conv2d_opts opts;
 } fc_nn_conv2d;
 FC_API fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_t cin,
-                                   int64_t cout, int64_t kh, int64_t kw,
-                                   const fc_conv2d_opts *opts, bool bias);
+                                   int64_t cout, int64_t kh, int64_t kw, const fc_conv2d_opts *opts,
+                                   bool bias);
 FC_API fc_tensor *fc_nn_conv2d_forward(const fc_nn_conv2d *c, fc_tensor *x);
 
 /* torch's BatchNorm1d/2d over x [N, C, ...]: "weight", "bias" (affine),
@@ -285,8 +285,7 @@ typedef struct fc_nn_batch_norm {
     double momentum, eps;
 } fc_nn_batch_norm;
 FC_API fc_status fc_nn_batch_norm_init(fc_nn *nn, fc_nn_batch_norm *b, const char *name,
-                                       int64_t channels, double momentum, double eps,
-                                       bool affine);
+                                       int64_t channels, double momentum, double eps, bool affine);
 FC_API fc_tensor *fc_nn_batch_norm_forward(const fc_nn_batch_norm *b, fc_tensor *x);
 
 /* x [N, C, ...] in groups of C / groups channels; eps 0 means 1e-5. */
@@ -340,8 +339,8 @@ FC_API fc_status fc_nn_seq_linear(fc_nn_seq *s, int64_t in, int64_t out, bool bi
 FC_API fc_status fc_nn_seq_conv2d(fc_nn_seq *s, int64_t cin, int64_t cout, int64_t kh, int64_t kw,
                                   const fc_conv2d_opts *opts, bool bias);
 FC_API fc_status fc_nn_seq_layer_norm(fc_nn_seq *s, int64_t dim, double eps, bool affine);
-FC_API fc_status fc_nn_seq_batch_norm(fc_nn_seq *s, int64_t channels, double momentum,
-                                      double eps, bool affine);
+FC_API fc_status fc_nn_seq_batch_norm(fc_nn_seq *s, int64_t channels, double momentum, double eps,
+                                      bool affine);
 FC_API fc_status fc_nn_seq_dropout(fc_nn_seq *s, double p);
 FC_API fc_status fc_nn_seq_act(fc_nn_seq *s, fc_nn_act act);
 FC_API fc_status fc_nn_seq_flatten(fc_nn_seq *s);

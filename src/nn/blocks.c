@@ -136,7 +136,8 @@ fc_tensor *fc_nn_mha_forward(const fc_nn_mha *a, fc_tensor *x, fc_tensor *mask) 
     fc_tensor *v = heads(a, &a->v, x, a->opts.n_kv_heads, false);
     fc_attention_opts ao = {.causal = a->opts.causal};
     fc_tensor *o = fc_attention(ctx, q, k, v, mask, &ao);
-    fc_tensor *ot = fc_transpose(ctx, o, 1, 2); /* contiguous [B, T, H, D] (fc_attention's layout) */
+    fc_tensor *ot =
+        fc_transpose(ctx, o, 1, 2); /* contiguous [B, T, H, D] (fc_attention's layout) */
     int64_t shape[3] = {fc_tensor_dim(x, 0), fc_tensor_dim(x, 1), a->opts.dim};
     fc_tensor *m = fc_reshape(ctx, ot, shape, 3);
     fc_tensor *y = fc_nn_linear_forward(&a->o, m);
@@ -165,8 +166,8 @@ static fc_nn_seq_item *next(fc_nn_seq *s, char *buf, fc_status *st) {
         return NULL;
     }
     if (s->n == FC_NN_SEQ_MAX) {
-        *st = fc_ctx_fail(s->nn->ctx, FC_ERR_INVALID_ARG, "fc_nn_seq: \"%s\" already holds %d layers",
-                          s->name, FC_NN_SEQ_MAX);
+        *st = fc_ctx_fail(s->nn->ctx, FC_ERR_INVALID_ARG,
+                          "fc_nn_seq: \"%s\" already holds %d layers", s->name, FC_NN_SEQ_MAX);
         return NULL;
     }
     char idx[16];
@@ -213,7 +214,8 @@ fc_status fc_nn_seq_batch_norm(fc_nn_seq *s, int64_t channels, double momentum, 
     fc_nn_seq_item *it = next(s, buf, &st);
     if (!it) return st;
     it->kind = FC_NN_BATCH_NORM;
-    return done(s, fc_nn_batch_norm_init(s->nn, &it->u.batch_norm, buf, channels, momentum, eps, affine));
+    return done(
+        s, fc_nn_batch_norm_init(s->nn, &it->u.batch_norm, buf, channels, momentum, eps, affine));
 }
 fc_status fc_nn_seq_dropout(fc_nn_seq *s, double p) {
     char buf[FC_NN_NAME_MAX];
@@ -239,16 +241,19 @@ fc_status fc_nn_seq_act(fc_nn_seq *s, fc_nn_act act) {
     it->kind = FC_NN_ACT;
     return done(s, set_act(s->nn, &it->u.act, act));
 }
-fc_status fc_nn_seq_flatten(fc_nn_seq *s) { char buf[FC_NN_NAME_MAX];
+fc_status fc_nn_seq_flatten(fc_nn_seq *s) {
+    char buf[FC_NN_NAME_MAX];
     fc_status st;
     fc_nn_seq_item *it = next(s, buf, &st);
     if (!it) return st;
     it->kind = FC_NN_FLATTEN;
-    return done(s, FC_OK); }
+    return done(s, FC_OK);
+}
 
 static fc_tensor *flatten(fc_ctx *ctx, fc_tensor *x) {
     int64_t rest = 1;
-    for (int i = 1; i < fc_tensor_rank(x); i++) rest *= fc_tensor_dim(x, i);
+    for (int i = 1; i < fc_tensor_rank(x); i++)
+        rest *= fc_tensor_dim(x, i);
     return fc_reshape(ctx, x, (int64_t[]){fc_tensor_dim(x, 0), rest}, 2);
 }
 
@@ -260,14 +265,29 @@ fc_tensor *fc_nn_seq_forward(const fc_nn_seq *s, fc_tensor *x) {
         const fc_nn_seq_item *it = &s->items[i];
         fc_tensor *y = NULL;
         switch (it->kind) {
-        case FC_NN_LINEAR: y = fc_nn_linear_forward(&it->u.linear, h); break;
-        case FC_NN_CONV2D: y = fc_nn_conv2d_forward(&it->u.conv2d, h); break;
-        case FC_NN_LAYER_NORM: y = fc_nn_layer_norm_forward(&it->u.layer_norm, h); break;
-        case FC_NN_BATCH_NORM: y = fc_nn_batch_norm_forward(&it->u.batch_norm, h); break;
-        case FC_NN_DROPOUT: y = fc_nn_dropout_forward(&it->u.dropout, h); break;
-        case FC_NN_ACT: y = fc_nn_act_forward(ctx, it->u.act, h); break;
-        case FC_NN_FLATTEN: y = flatten(ctx, h); break;
-        case FC_NN_KIND_COUNT: break;
+        case FC_NN_LINEAR:
+            y = fc_nn_linear_forward(&it->u.linear, h);
+            break;
+        case FC_NN_CONV2D:
+            y = fc_nn_conv2d_forward(&it->u.conv2d, h);
+            break;
+        case FC_NN_LAYER_NORM:
+            y = fc_nn_layer_norm_forward(&it->u.layer_norm, h);
+            break;
+        case FC_NN_BATCH_NORM:
+            y = fc_nn_batch_norm_forward(&it->u.batch_norm, h);
+            break;
+        case FC_NN_DROPOUT:
+            y = fc_nn_dropout_forward(&it->u.dropout, h);
+            break;
+        case FC_NN_ACT:
+            y = fc_nn_act_forward(ctx, it->u.act, h);
+            break;
+        case FC_NN_FLATTEN:
+            y = flatten(ctx, h);
+            break;
+        case FC_NN_KIND_COUNT:
+            break;
         }
         fc_release(h);
         h = y;

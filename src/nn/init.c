@@ -18,7 +18,8 @@ static fc_status fans(fc_tensor *t, const char *fn, double *fan_in, double *fan_
         return fc_ctx_fail(fc_tensor_ctx(t), FC_ERR_RANK,
                            "%s: fan in and out need rank >= 2, the tensor has rank %d", fn, rank);
     double rf = 1;
-    for (int i = 2; i < rank; i++) rf *= (double)fc_tensor_dim(t, i);
+    for (int i = 2; i < rank; i++)
+        rf *= (double)fc_tensor_dim(t, i);
     *fan_in = (double)fc_tensor_dim(t, 1) * rf;
     *fan_out = (double)fc_tensor_dim(t, 0) * rf;
     return FC_OK;
@@ -29,8 +30,8 @@ static fc_status fill(fc_tensor *t, bool normal, double a, double b, const char 
     if (!t) return FC_ERR_NULL_ARG;
     fc_ctx *ctx = fc_tensor_ctx(t);
     if (!isfinite(a) || !isfinite(b))
-        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: the bounds (%g, %g) are not finite", fn,
-                           a, b);
+        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "%s: the bounds (%g, %g) are not finite", fn, a,
+                           b);
     fc_no_grad_begin(ctx);
     const int64_t *shape = fc_tensor_shape(t);
     int rank = fc_tensor_rank(t);

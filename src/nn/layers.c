@@ -57,17 +57,16 @@ static bool channels_ok(const fc_nn *nn, fc_tensor *x, int64_t want, const char 
     return false;
 }
 
-static fc_status reg_const(fc_nn *nn, const char *prefix, const char *name, int64_t n,
-                           double value, unsigned flags, fc_tensor **slot) {
+static fc_status reg_const(fc_nn *nn, const char *prefix, const char *name, int64_t n, double value,
+                           unsigned flags, fc_tensor **slot) {
     fc_tensor *t = fc_full(nn->ctx, FC_F32, (int64_t[]){n}, 1, value);
     *slot = t;
     if (!t) return fc_ctx_status(nn->ctx);
     return fc_nn_register(nn, prefix, name, t, flags);
 }
 
-static fc_status reg_uniform(fc_nn *nn, const char *prefix, const char *name,
-                             const int64_t *shape, int rank, double bound, unsigned flags,
-                             fc_tensor **slot) {
+static fc_status reg_uniform(fc_nn *nn, const char *prefix, const char *name, const int64_t *shape,
+                             int rank, double bound, unsigned flags, fc_tensor **slot) {
     fc_tensor *t = fc__nn_uniform(nn->ctx, shape, rank, bound);
     *slot = t;
     if (!t) return fc_ctx_status(nn->ctx);
@@ -75,8 +74,8 @@ static fc_status reg_uniform(fc_nn *nn, const char *prefix, const char *name,
 }
 
 /* ---- Linear ------------------------------------------------------------------------ */
-fc_status fc_nn_linear_init(fc_nn *nn, fc_nn_linear *l, const char *name, int64_t in,
-                            int64_t out, bool bias) {
+fc_status fc_nn_linear_init(fc_nn *nn, fc_nn_linear *l, const char *name, int64_t in, int64_t out,
+                            bool bias) {
     static const char fn[] = "fc_nn_linear_init";
     fc_status st = need(nn, l, fn);
     if (st == FC_OK) st = positive(nn, fn, "in", in);
@@ -172,8 +171,8 @@ fc_status fc_nn_group_norm_init(fc_nn *nn, fc_nn_group_norm *g, const char *name
     if (st == FC_OK) st = eps_ok(nn, fn, eps);
     if (st == FC_OK && channels % groups != 0)
         st = fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
-                         "%s: groups = %lld does not divide channels = %lld", fn,
-                         (long long)groups, (long long)channels);
+                         "%s: groups = %lld does not divide channels = %lld", fn, (long long)groups,
+                         (long long)channels);
     if (st != FC_OK) return st;
     memset(g, 0, sizeof *g);
     g->nn = nn;
@@ -192,8 +191,8 @@ fc_tensor *fc_nn_group_norm_forward(const fc_nn_group_norm *g, fc_tensor *x) {
 }
 
 /* ---- BatchNorm --------------------------------------------------------------------- */
-fc_status fc_nn_batch_norm_init(fc_nn *nn, fc_nn_batch_norm *b, const char *name,
-                                int64_t channels, double momentum, double eps, bool affine) {
+fc_status fc_nn_batch_norm_init(fc_nn *nn, fc_nn_batch_norm *b, const char *name, int64_t channels,
+                                double momentum, double eps, bool affine) {
     static const char fn[] = "fc_nn_batch_norm_init";
     fc_status st = need(nn, b, fn);
     if (st == FC_OK) st = positive(nn, fn, "channels", channels);
@@ -227,8 +226,8 @@ fc_status fc_nn_batch_norm_init(fc_nn *nn, fc_nn_batch_norm *b, const char *name
 fc_tensor *fc_nn_batch_norm_forward(const fc_nn_batch_norm *b, fc_tensor *x) {
     if (!b || !channels_ok(b->nn, x, b->channels, "fc_nn_batch_norm_forward")) return NULL;
     bool training = b->nn->training;
-    fc_tensor *y = fc_batch_norm(b->nn->ctx, x, b->weight, b->bias, b->running_mean,
-                                 b->running_var, training, b->momentum, b->eps);
+    fc_tensor *y = fc_batch_norm(b->nn->ctx, x, b->weight, b->bias, b->running_mean, b->running_var,
+                                 training, b->momentum, b->eps);
     if (y && training) {
         int64_t *count = fc_tensor_data_mut(b->num_batches_tracked);
         if (count) count[0]++;
@@ -241,8 +240,8 @@ fc_status fc_nn_dropout_init(fc_nn *nn, fc_nn_dropout *d, double p) {
     fc_status st = need(nn, d, "fc_nn_dropout_init");
     if (st != FC_OK) return st;
     if (!(p >= 0 && p < 1))
-        return fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG, "fc_nn_dropout_init: p = %g, must be in [0, 1)",
-                           p);
+        return fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
+                           "fc_nn_dropout_init: p = %g, must be in [0, 1)", p);
     d->nn = nn;
     d->p = p;
     return FC_OK;
@@ -254,9 +253,8 @@ fc_tensor *fc_nn_dropout_forward(const fc_nn_dropout *d, fc_tensor *x) {
 }
 
 /* ---- Conv2d ------------------------------------------------------------------------ */
-fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_t cin,
-                            int64_t cout, int64_t kh, int64_t kw, const fc_conv2d_opts *opts,
-                            bool bias) {
+fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_t cin, int64_t cout,
+                            int64_t kh, int64_t kw, const fc_conv2d_opts *opts, bool bias) {
     static const char fn[] = "fc_nn_conv2d_init";
     fc_status st = need(nn, c, fn);
     if (st == FC_OK) st = positive(nn, fn, "cin", cin);
@@ -294,12 +292,18 @@ fc_tensor *fc_nn_conv2d_forward(const fc_nn_conv2d *c, fc_tensor *x) {
 fc_tensor *fc_nn_act_forward(fc_ctx *ctx, fc_nn_act act, fc_tensor *x) {
     if (!x) return NULL;
     switch (act) {
-    case FC_NN_ACT_GELU: return fc_gelu(ctx, x, false);
-    case FC_NN_ACT_GELU_TANH: return fc_gelu(ctx, x, true);
-    case FC_NN_ACT_RELU: return fc_relu(ctx, x);
-    case FC_NN_ACT_SILU: return fc_silu(ctx, x);
-    case FC_NN_ACT_TANH: return fc_tanh(ctx, x);
-    case FC_NN_ACT_COUNT: break;
+    case FC_NN_ACT_GELU:
+        return fc_gelu(ctx, x, false);
+    case FC_NN_ACT_GELU_TANH:
+        return fc_gelu(ctx, x, true);
+    case FC_NN_ACT_RELU:
+        return fc_relu(ctx, x);
+    case FC_NN_ACT_SILU:
+        return fc_silu(ctx, x);
+    case FC_NN_ACT_TANH:
+        return fc_tanh(ctx, x);
+    case FC_NN_ACT_COUNT:
+        break;
     }
     fc_ctx_fail(ctx, FC_ERR_INVALID_ARG, "fc_nn_act_forward: unknown activation %d", (int)act);
     return NULL;

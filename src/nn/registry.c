@@ -28,7 +28,8 @@ fc_nn *fc_nn_new(fc_ctx *ctx) {
 
 void fc_nn_free(fc_nn *nn) {
     if (!nn) return;
-    for (int64_t i = 0; i < nn->n; i++) fc_release(nn->e[i].t);
+    for (int64_t i = 0; i < nn->n; i++)
+        fc_release(nn->e[i].t);
     free(nn->e);
     free(nn);
 }
@@ -66,8 +67,8 @@ fc_status fc_nn_register(fc_nn *nn, const char *prefix, const char *name, fc_ten
     char full[FC_NN_NAME_MAX];
     fc_status st = fc__nn_join(nn, full, prefix, name, "fc_nn_register");
     if (st == FC_OK && fc__nn_index(nn, full) >= 0)
-        st = fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG, "fc_nn_register: \"%s\" is already registered",
-                         full);
+        st = fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
+                         "fc_nn_register: \"%s\" is already registered", full);
     if (st == FC_OK && !(flags & FC_NN_BUFFER)) st = fc_requires_grad(t, true);
     if (st == FC_OK && nn->n == nn->cap) {
         int64_t cap = nn->cap ? nn->cap * 2 : 16;
@@ -131,7 +132,8 @@ bool fc_nn_name_matches(const char *pattern, const char *name) {
             return false;
         }
     }
-    while (*p == '*') p++;
+    while (*p == '*')
+        p++;
     return *p == '\0';
 }
 
@@ -181,8 +183,9 @@ fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts, const char *cons
         return NULL;
     }
     if (n_pats < 0 || (n_pats > 0 && !pats)) {
-        fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG, "fc_nn_optim_new: n_no_decay = %d with %s patterns",
-                    n_pats, pats ? "given" : "NULL");
+        fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
+                    "fc_nn_optim_new: n_no_decay = %d with %s patterns", n_pats,
+                    pats ? "given" : "NULL");
         return NULL;
     }
     int64_t n = fc_nn_trainable(nn, NULL, 0);

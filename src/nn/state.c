@@ -42,14 +42,17 @@ fc_status fc_nn_save(fc_nn *nn, const char *path) {
             d->rank = 0;
         } else {
             d->rank = fc_tensor_rank(dense[i]);
-            for (int k = 0; k < d->rank; k++) d->shape[k] = fc_tensor_dim(dense[i], k);
+            for (int k = 0; k < d->rank; k++)
+                d->shape[k] = fc_tensor_dim(dense[i], k);
         }
     }
     if (st == FC_OK) {
         st = fc_safetensors_write(path, desc, n, NULL, NULL, 0, NULL);
-        if (st != FC_OK) fc_ctx_fail(nn->ctx, st, "fc_nn_save: writing %s: %s", path, fc_strerror(st));
+        if (st != FC_OK)
+            fc_ctx_fail(nn->ctx, st, "fc_nn_save: writing %s: %s", path, fc_strerror(st));
     }
-    for (int64_t i = 0; i < n; i++) fc_release(dense[i]);
+    for (int64_t i = 0; i < n; i++)
+        fc_release(dense[i]);
     free(desc);
     free(dense);
     return st;
@@ -84,7 +87,8 @@ static fc_status read_one(fc_nn *nn, const fc_st_file *f, int64_t idx, const nn_
     int rank = fc_tensor_rank(e->t);
     const int64_t *shape = fc_tensor_shape(e->t);
     bool same = info.rank == rank;
-    for (int k = 0; same && k < rank; k++) same = info.shape[k] == shape[k];
+    for (int k = 0; same && k < rank; k++)
+        same = info.shape[k] == shape[k];
     if (!same && (e->flags & FC_NN_SCALAR) && info.rank == 0 && fc_tensor_numel(e->t) == 1)
         same = true;
     if (!same) {
@@ -122,7 +126,8 @@ fc_status fc_nn_load(fc_nn *nn, const char *path, const fc_nn_load_opts *opts,
     bool strict = !(opts && opts->non_strict);
     fc_st_file *f = NULL;
     fc_status st = fc_safetensors_open(path, NULL, &f);
-    if (st != FC_OK) return fc_ctx_fail(nn->ctx, st, "fc_nn_load: opening %s: %s", path, fc_strerror(st));
+    if (st != FC_OK)
+        return fc_ctx_fail(nn->ctx, st, "fc_nn_load: opening %s: %s", path, fc_strerror(st));
     fc_tensor **got = calloc((size_t)(nn->n ? nn->n : 1), sizeof *got);
     if (!got) {
         fc_safetensors_close(f);
@@ -160,7 +165,8 @@ fc_status fc_nn_load(fc_nn *nn, const char *path, const fc_nn_load_opts *opts,
         }
         fc_no_grad_end(nn->ctx);
     }
-    for (int64_t i = 0; i < nn->n; i++) fc_release(got[i]);
+    for (int64_t i = 0; i < nn->n; i++)
+        fc_release(got[i]);
     free(got);
     fc_safetensors_close(f);
     return st;

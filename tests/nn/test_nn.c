@@ -10,18 +10,19 @@
  * scalar) and bytes are those of torch's file. Every test runs on a
  * counting allocator and ends with nothing live. */
 #include <math.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <setjmp.h>
+/* after setjmp.h and stdarg.h, which it needs */
 #include <cmocka.h>
 
 #include "counting_alloc.h"
-#include "oom_sweep.h"
 #include "fucina/nn.h"
+#include "oom_sweep.h"
 
 #define TORCH_STATE FUCINA_TEST_DATA_DIR "/nn/torch_state.safetensors"
 #define TORCH_IO FUCINA_TEST_DATA_DIR "/nn/torch_io.safetensors"
@@ -75,8 +76,7 @@ typedef struct net {
 
 static void net_init(fc_nn *nn, net *m) {
     assert_int_equal(fc_nn_embedding_init(nn, &m->emb, "emb", V, E), FC_OK);
-    fc_nn_mha_opts ao = {
-        .dim = E, .n_heads = H, .n_kv_heads = HKV, .causal = true, .rope = true};
+    fc_nn_mha_opts ao = {.dim = E, .n_heads = H, .n_kv_heads = HKV, .causal = true, .rope = true};
     for (int i = 0; i < 2; i++) {
         char p[64];
         block *b = &m->blocks[i];
@@ -124,7 +124,8 @@ static double max_diff(fc_tensor *a, fc_tensor *b) {
     assert_true(fc_tensor_is_contiguous(a) && fc_tensor_is_contiguous(b));
     const float *pa = fc_tensor_data(a), *pb = fc_tensor_data(b);
     double m = 0;
-    for (int64_t i = 0; i < fc_tensor_numel(a); i++) m = fmax(m, fabs((double)pa[i] - pb[i]));
+    for (int64_t i = 0; i < fc_tensor_numel(a); i++)
+        m = fmax(m, fabs((double)pa[i] - pb[i]));
     return m;
 }
 
@@ -223,15 +224,60 @@ static void test_nn_torch_interop(void **state) {
         assert_int_equal(fc_safetensors_tensor_info(b, j, &tb), FC_OK);
         assert_int_equal(ta.dtype, tb.dtype);
         assert_int_equal(ta.rank, tb.rank);
-        for (int k = 0; k < ta.rank; k++) assert_int_equal(ta.shape[k], tb.shape[k]);
+        for (int k = 0; k < ta.rank; k++)
+            assert_int_equal(ta.shape[k], tb.shape[k]);
         assert_int_equal(ta.nbytes, tb.nbytes);
         assert_memory_equal(ta.data, tb.data, ta.nbytes);
     }
     fc_safetensors_close(a);
     fc_safetensors_close(b);
-    fc_tensor *all[] = {ids, img, want_tok, want_tr, want_ev, want_gn, want_rm, want_rv,
-                        tok, tr, ev, c0, gn};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) fc_release(all[i]);
+    fc_tensor *all[] = {ids,     img, want_tok, want_tr, want_ev, want_gn, want_rm,
+                        want_rv, tok, tr,       ev,      c0,      gn};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_release(all[i]);
+}
+
+/* Gradients of mean(y^2) through every layer of the token path: torch's. */
+static void test_nn_torch_gradients(void **state) {
+    fixture *fx = *state;
+    static const char *const names[] = {"emb.weight",
+                                        "blocks.0.ln1.bias",
+                                        "blocks.0.attn.q.weight",
+                                        "blocks.0.attn.k.weight",
+                                        "blocks.1.attn.v.weight",
+                                        "blocks.1.norm2.weight",
+                                        "blocks.1.ffn.down.weight",
+                                        "head.fc1.bias",
+                                        "head.fc2.weight"};
+    net m;
+    net_init(fx->nn, &m);
+    assert_int_equal(fc_nn_load(fx->nn, TORCH_STATE, NULL, NULL), FC_OK);
+    fc_st_file *io;
+    assert_int_equal(fc_safetensors_open(TORCH_IO, NULL, &io), FC_OK);
+    fc_tensor *ids = fc_safetensors_load(fx->ctx, io, "ids", FC_IO_COPY);
+    fc_tensor *y = net_tokens(&m, fx->ctx, ids);
+    fc_tensor *sq = fc_square(fx->ctx, y);
+    fc_tensor *loss = fc_mean(fx->ctx, sq, NULL, 0, false);
+    assert_int_equal(fc_backward(fx->ctx, loss), FC_OK);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char key[FC_NN_NAME_MAX + 8];
+        snprintf(key, sizeof key, "grad.%s", names[i]);
+        fc_tensor *want = fc_safetensors_load(fx->ctx, io, key, FC_IO_COPY);
+        fc_tensor *got = fc_grad(fc_nn_find(fx->nn, names[i]));
+        double scale = 0;
+        const float *pw = fc_tensor_data(want);
+        for (int64_t k = 0; k < fc_tensor_numel(want); k++)
+            scale = fmax(scale, fabs(pw[k]));
+        assert_true(scale > 0); /* every one of them gets a gradient */
+        double d = max_diff(got, want);
+        if (!(d <= 1e-5 * scale)) fail_msg("%s: max |diff| %g, max |grad| %g", names[i], d, scale);
+        fc_release(want);
+    }
+    fc_safetensors_close(io);
+    fc_release(ids);
+    fc_release(y);
+    fc_release(sq);
+    fc_release(loss);
 }
 
 static void test_nn_load_missing_unexpected_shape(void **state) {
@@ -517,6 +563,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nn_names_and_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_torch_interop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nn_torch_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_load_missing_unexpected_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_bad_input_names_the_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_init_schemes, setup, teardown),
