@@ -168,6 +168,8 @@ class Net(nn.Module):
         self.cnn = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
                                  nn.Flatten(), nn.Linear(4 * 5 * 5, 3))
         self.gn = nn.GroupNorm(2, 4)
+        self.lstm = nn.LSTM(6, 8, batch_first=True)
+        self.gru = nn.GRU(6, 8, batch_first=True)
 
     def tokens(self, ids):
         x = self.emb(ids)
@@ -201,6 +203,15 @@ def outputs(net, ids, img):
         net.eval()
         out["y_cnn_eval"] = net.cnn(img)
         out["y_gn"] = net.gn(net.cnn[0](img))
+    seq = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(42))
+    h0 = torch.randn(1, 2, 8, generator=torch.Generator().manual_seed(43))
+    c0 = torch.randn(1, 2, 8, generator=torch.Generator().manual_seed(44))
+    out["seq"], out["h0"], out["c0"] = seq, h0[0], c0[0]
+    with torch.no_grad():
+        y, (h, c) = net.lstm(seq, (h0, c0))
+        out["y_lstm"], out["h_lstm"], out["c_lstm"] = y, h[0], c[0]
+        y, h = net.gru(seq)
+        out["y_gru"], out["h_gru"] = y, h[0]
     return out
 
 

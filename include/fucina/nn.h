@@ -299,6 +299,33 @@ FC_API fc_status fc_nn_group_norm_init(fc_nn *nn, fc_nn_group_norm *g, const cha
                                        int64_t groups, int64_t channels, double eps, bool affine);
 FC_API fc_tensor *fc_nn_group_norm_forward(const fc_nn_group_norm *g, fc_tensor *x);
 
+/* ---- recurrent layers ----------------------------------------------------------------
+ * torch.nn.LSTM / GRU with one layer, one direction and batch_first: x
+ * [B, T, in] -> [B, T, hidden], h0 (and c0) [B, hidden] or NULL for zeros;
+ * *h_n (and *c_n), NULL allowed, get new references to the last state.
+ * Tensors "weight_ih_l0" [G * hidden, in], "weight_hh_l0" [G * hidden,
+ * hidden], "bias_ih_l0", "bias_hh_l0" [G * hidden], all U(-1/sqrt(hidden),
+ * 1/sqrt(hidden)) as torch; G = 4 gates (i, f, g, o) for LSTM, 3 (r, z, n)
+ * for GRU, torch's order. The input projection runs once over all steps;
+ * each step is one fc_linear of the state and the gates' elementwise ops,
+ * so autograd unrolls the sequence. */
+typedef struct fc_nn_rnn {
+    const fc_nn *nn;
+    fc_tensor *weight_ih, *weight_hh, *bias_ih, *bias_hh; /* biases NULL without */
+    int64_t in, hidden, gates;
+} fc_nn_rnn;
+FC_API fc_status fc_nn_lstm_init(fc_nn *nn, fc_nn_rnn *r, const char *name, int64_t in,
+                                 int64_t hidden, bool bias);
+FC_API fc_status fc_nn_gru_init(fc_nn *nn, fc_nn_rnn *r, const char *name, int64_t in,
+                                int64_t hidden, bool bias);
+/* Errors: FC_ERR_SHAPE_MISMATCH naming the layer and the sizes when x is
+ * not [B, T, in] or a state not [B, hidden]; FC_ERR_INVALID_ARG when r
+ * was made by the other init. */
+FC_API fc_tensor *fc_nn_lstm_forward(const fc_nn_rnn *r, fc_tensor *x, fc_tensor *h0, fc_tensor *c0,
+                                     fc_tensor **h_n, fc_tensor **c_n);
+FC_API fc_tensor *fc_nn_gru_forward(const fc_nn_rnn *r, fc_tensor *x, fc_tensor *h0,
+                                    fc_tensor **h_n);
+
 /* ---- Sequential ----------------------------------------------------------------------
  * A chain of up to FC_NN_SEQ_MAX layers applied in order, held by value;
  * item i's tensors are named name + "." + i, as torch.nn.Sequential names

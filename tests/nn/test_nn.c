@@ -30,7 +30,7 @@
 #define OUT_POST FUCINA_BINARY_DIR "/tests/nn_state_trained.safetensors"
 
 /* The sizes of scripts/gen_nn_fixtures.py. */
-enum { V = 20, E = 16, H = 4, HKV = 2, FF = 32, NCLS = 10 };
+enum { V = 20, E = 16, H = 4, HKV = 2, FF = 32, NCLS = 10, NSTATE = 44 };
 
 typedef struct fixture {
     fct_counting c;
@@ -72,6 +72,7 @@ typedef struct net {
     fc_nn_mlp head;
     fc_nn_seq cnn;
     fc_nn_group_norm gn;
+    fc_nn_rnn lstm, gru;
 } net;
 
 static void net_init(fc_nn *nn, net *m) {
@@ -100,6 +101,8 @@ static void net_init(fc_nn *nn, net *m) {
     assert_int_equal(fc_nn_seq_flatten(&m->cnn), FC_OK);
     assert_int_equal(fc_nn_seq_linear(&m->cnn, 4 * 5 * 5, 3, true), FC_OK);
     assert_int_equal(fc_nn_group_norm_init(nn, &m->gn, "gn", 2, 4, 0, true), FC_OK);
+    assert_int_equal(fc_nn_lstm_init(nn, &m->lstm, "lstm", 6, 8, true), FC_OK);
+    assert_int_equal(fc_nn_gru_init(nn, &m->gru, "gru", 6, 8, true), FC_OK);
 }
 
 /* The token path: a new reference. */
@@ -133,12 +136,12 @@ static void test_nn_names_and_shapes(void **state) {
     fixture *fx = *state;
     net m;
     net_init(fx->nn, &m);
-    assert_int_equal(fc_nn_count(fx->nn), 36);
+    assert_int_equal(fc_nn_count(fx->nn), NSTATE);
     /* registration order is torch's state_dict order */
     fc_st_file *f;
     assert_int_equal(fc_safetensors_open(TORCH_STATE, NULL, &f), FC_OK);
-    assert_int_equal(fc_safetensors_tensor_count(f), 36);
-    for (int64_t i = 0; i < 36; i++) {
+    assert_int_equal(fc_safetensors_tensor_count(f), NSTATE);
+    for (int64_t i = 0; i < NSTATE; i++) {
         fc_io_tensor info;
         assert_int_equal(fc_safetensors_tensor_info(f, i, &info), FC_OK);
         assert_string_equal(fc_nn_name_at(fx->nn, i), info.name);
@@ -176,7 +179,7 @@ static void test_nn_torch_interop(void **state) {
     net_init(fx->nn, &m);
     fc_nn_load_report rep;
     assert_int_equal(fc_nn_load(fx->nn, TORCH_STATE, NULL, &rep), FC_OK);
-    assert_int_equal(rep.loaded, 36);
+    assert_int_equal(rep.loaded, NSTATE);
     assert_int_equal(rep.missing, 0);
     assert_int_equal(rep.unexpected, 0);
     assert_int_equal(fc_nn_save(fx->nn, OUT_PRE), FC_OK);
@@ -280,6 +283,52 @@ static void test_nn_torch_gradients(void **state) {
     fc_release(loss);
 }
 
+/* LSTM with a given state, GRU from zeros: torch's outputs and last states. */
+static void test_nn_torch_recurrent(void **state) {
+    fixture *fx = *state;
+    fc_ctx *ctx = fx->ctx;
+    net m;
+    net_init(fx->nn, &m);
+    assert_int_equal(fc_nn_load(fx->nn, TORCH_STATE, NULL, NULL), FC_OK);
+    fc_st_file *io;
+    assert_int_equal(fc_safetensors_open(TORCH_IO, NULL, &io), FC_OK);
+    static const char *const keys[] = {"seq",    "h0",     "c0",    "y_lstm",
+                                       "h_lstm", "c_lstm", "y_gru", "h_gru"};
+    fc_tensor *t[8];
+    for (int i = 0; i < 8; i++)
+        t[i] = fc_safetensors_load(ctx, io, keys[i], FC_IO_COPY);
+    fc_safetensors_close(io);
+    fc_tensor *h = NULL, *c = NULL, *hg = NULL;
+    fc_tensor *y = fc_nn_lstm_forward(&m.lstm, t[0], t[1], t[2], &h, &c);
+    assert_true(max_diff(y, t[3]) < 1e-6);
+    assert_true(max_diff(h, t[4]) < 1e-6);
+    assert_true(max_diff(c, t[5]) < 1e-6);
+    fc_tensor *yg = fc_nn_gru_forward(&m.gru, t[0], NULL, &hg);
+    assert_true(max_diff(yg, t[6]) < 1e-6);
+    assert_true(max_diff(hg, t[7]) < 1e-6);
+    /* gradients reach both weight matrices through the unrolled steps */
+    fc_tensor *loss = fc_sum(ctx, yg, NULL, 0, false);
+    assert_int_equal(fc_backward(ctx, loss), FC_OK);
+    assert_non_null(fc_grad(m.gru.weight_hh));
+    assert_non_null(fc_grad(m.gru.weight_ih));
+    /* bad input names the layer and the sizes */
+    assert_null(fc_nn_gru_forward(&m.gru, t[1], NULL, NULL));
+    assert_non_null(
+        strstr(fc_ctx_error(ctx), "fc_nn_gru_forward: input f32[2,8], needs [B, T, 6]"));
+    fc_ctx_clear_error(ctx);
+    assert_null(fc_nn_lstm_forward(&m.lstm, t[0], t[0], NULL, NULL, NULL));
+    assert_non_null(strstr(fc_ctx_error(ctx), "state f32[2,4,6], needs [2, 8]"));
+    fc_ctx_clear_error(ctx);
+    assert_null(fc_nn_gru_forward(&m.lstm, t[0], NULL, NULL));
+    assert_int_equal(fc_ctx_status(ctx), FC_ERR_INVALID_ARG);
+    fc_ctx_clear_error(ctx);
+    fc_tensor *rel[] = {y, h, c, yg, hg, loss};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        fc_release(rel[i]);
+    for (int i = 0; i < 8; i++)
+        fc_release(t[i]);
+}
+
 static void test_nn_load_missing_unexpected_shape(void **state) {
     fixture *fx = *state;
     /* torch's file has emb, blocks, head, cnn, gn; this model has head and
@@ -294,7 +343,7 @@ static void test_nn_load_missing_unexpected_shape(void **state) {
     assert_int_equal(fc_nn_load(fx->nn, TORCH_STATE, NULL, &rep), FC_ERR_INVALID_ARG);
     assert_int_equal(rep.missing, 2);
     assert_string_equal(rep.missing_names, "extra.weight, extra.bias");
-    assert_int_equal(rep.unexpected, 32);
+    assert_int_equal(rep.unexpected, NSTATE - 4);
     assert_non_null(strstr(rep.unexpected_names, "emb.weight, blocks.0.ln1.weight"));
     assert_non_null(strstr(fc_ctx_error(fx->ctx), "extra.weight"));
     /* strict failure writes nothing */
@@ -478,7 +527,7 @@ static void test_nn_modes_freezing_and_groups(void **state) {
     assert_false(fc_nn_name_matches("cnn.?.weight", "cnn.10.weight"));
 
     int64_t all = fc_nn_trainable(fx->nn, NULL, 0);
-    assert_int_equal(all, 36 - 3); /* the three BatchNorm buffers are not parameters */
+    assert_int_equal(all, NSTATE - 3); /* the three BatchNorm buffers are not parameters */
     int64_t matched;
     assert_int_equal(fc_nn_set_frozen(fx->nn, "blocks.0.*", true, &matched), FC_OK);
     assert_int_equal(matched, 10);
@@ -564,6 +613,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_nn_names_and_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_torch_interop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_torch_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nn_torch_recurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_load_missing_unexpected_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_bad_input_names_the_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_init_schemes, setup, teardown),
