@@ -170,6 +170,8 @@ class Net(nn.Module):
         self.gn = nn.GroupNorm(2, 4)
         self.lstm = nn.LSTM(6, 8, batch_first=True)
         self.gru = nn.GRU(6, 8, batch_first=True)
+        self.conv1 = nn.Conv1d(6, 4, 3, padding=1, stride=2)
+        self.up = nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1)
 
     def tokens(self, ids):
         x = self.emb(ids)
@@ -212,6 +214,8 @@ def outputs(net, ids, img):
         out["y_lstm"], out["h_lstm"], out["c_lstm"] = y, h[0], c[0]
         y, h = net.gru(seq)
         out["y_gru"], out["h_gru"] = y, h[0]
+        out["y_conv1d"] = net.conv1(seq.transpose(1, 2))
+        out["y_up"] = net.up(img)
     return out
 
 

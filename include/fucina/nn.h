@@ -274,6 +274,30 @@ FC_API fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name,
                                    bool bias);
 FC_API fc_tensor *fc_nn_conv2d_forward(const fc_nn_conv2d *c, fc_tensor *x);
 
+/* weight [cout, cin / groups, k], bias [cout]; x [N, cin, L]. */
+typedef struct fc_nn_conv1d {
+    const fc_nn *nn;
+    fc_tensor *weight, *bias;
+    int64_t cin, cout, k;
+    fc_conv1d_opts opts;
+} fc_nn_conv1d;
+FC_API fc_status fc_nn_conv1d_init(fc_nn *nn, fc_nn_conv1d *c, const char *name, int64_t cin,
+                                   int64_t cout, int64_t k, const fc_conv1d_opts *opts, bool bias);
+FC_API fc_tensor *fc_nn_conv1d_forward(const fc_nn_conv1d *c, fc_tensor *x);
+
+/* torch's ConvTranspose2d: weight [cin, cout / groups, kh, kw] (fan_in
+ * from its second axis, as torch computes it), bias [cout]. */
+typedef struct fc_nn_conv_transpose2d {
+    const fc_nn *nn;
+    fc_tensor *weight, *bias;
+    int64_t cin, cout, kh, kw;
+    fc_conv_transpose2d_opts opts;
+} fc_nn_conv_transpose2d;
+FC_API fc_status fc_nn_conv_transpose2d_init(fc_nn *nn, fc_nn_conv_transpose2d *c, const char *name,
+                                             int64_t cin, int64_t cout, int64_t kh, int64_t kw,
+                                             const fc_conv_transpose2d_opts *opts, bool bias);
+FC_API fc_tensor *fc_nn_conv_transpose2d_forward(const fc_nn_conv_transpose2d *c, fc_tensor *x);
+
 /* torch's BatchNorm1d/2d over x [N, C, ...]: "weight", "bias" (affine),
  * buffers "running_mean", "running_var", "num_batches_tracked". Training
  * mode normalises with the batch statistics and updates the running ones;

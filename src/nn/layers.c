@@ -252,6 +252,13 @@ fc_tensor *fc_nn_dropout_forward(const fc_nn_dropout *d, fc_tensor *x) {
     return fc_dropout(d->nn->ctx, x, d->p, d->nn->training);
 }
 
+static fc_status groups_ok(fc_nn *nn, const char *fn, int64_t groups, int64_t cin, int64_t cout) {
+    if (groups >= 1 && cin % groups == 0 && cout % groups == 0) return FC_OK;
+    return fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
+                       "%s: groups = %lld must divide cin = %lld and cout = %lld", fn,
+                       (long long)groups, (long long)cin, (long long)cout);
+}
+
 /* ---- Conv2d ------------------------------------------------------------------------ */
 fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_t cin, int64_t cout,
                             int64_t kh, int64_t kw, const fc_conv2d_opts *opts, bool bias) {
@@ -263,10 +270,7 @@ fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_
     if (st == FC_OK) st = positive(nn, fn, "kw", kw);
     fc_conv2d_opts o = opts ? *opts : fc_conv2d_opts_default();
     int64_t groups = o.groups == 0 ? 1 : o.groups;
-    if (st == FC_OK && (groups < 1 || cin % groups || cout % groups))
-        st = fc_ctx_fail(nn->ctx, FC_ERR_INVALID_ARG,
-                         "%s: groups = %lld must divide cin = %lld and cout = %lld", fn,
-                         (long long)groups, (long long)cin, (long long)cout);
+    if (st == FC_OK) st = groups_ok(nn, fn, groups, cin, cout);
     if (st != FC_OK) return st;
     memset(c, 0, sizeof *c);
     c->nn = nn;
@@ -286,6 +290,71 @@ fc_status fc_nn_conv2d_init(fc_nn *nn, fc_nn_conv2d *c, const char *name, int64_
 fc_tensor *fc_nn_conv2d_forward(const fc_nn_conv2d *c, fc_tensor *x) {
     if (!c || !channels_ok(c->nn, x, c->cin, "fc_nn_conv2d_forward")) return NULL;
     return fc_conv2d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
+}
+
+/* ---- Conv1d, ConvTranspose2d -------------------------------------------------------- */
+fc_status fc_nn_conv1d_init(fc_nn *nn, fc_nn_conv1d *c, const char *name, int64_t cin, int64_t cout,
+                            int64_t k, const fc_conv1d_opts *opts, bool bias) {
+    static const char fn[] = "fc_nn_conv1d_init";
+    fc_status st = need(nn, c, fn);
+    if (st == FC_OK) st = positive(nn, fn, "cin", cin);
+    if (st == FC_OK) st = positive(nn, fn, "cout", cout);
+    if (st == FC_OK) st = positive(nn, fn, "k", k);
+    fc_conv1d_opts o = opts ? *opts : fc_conv1d_opts_default();
+    int64_t groups = o.groups == 0 ? 1 : o.groups;
+    if (st == FC_OK) st = groups_ok(nn, fn, groups, cin, cout);
+    if (st != FC_OK) return st;
+    memset(c, 0, sizeof *c);
+    c->nn = nn;
+    c->cin = cin;
+    c->cout = cout;
+    c->k = k;
+    c->opts = o;
+    double bound = 1.0 / sqrt((double)(cin / groups * k));
+    st = reg_uniform(nn, name, "weight", (int64_t[]){cout, cin / groups, k}, 3, bound, 0,
+                     &c->weight);
+    if (st == FC_OK && bias)
+        st = reg_uniform(nn, name, "bias", (int64_t[]){cout}, 1, bound, FC_NN_NO_DECAY, &c->bias);
+    return st;
+}
+
+fc_tensor *fc_nn_conv1d_forward(const fc_nn_conv1d *c, fc_tensor *x) {
+    if (!c || !channels_ok(c->nn, x, c->cin, "fc_nn_conv1d_forward")) return NULL;
+    return fc_conv1d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
+}
+
+fc_status fc_nn_conv_transpose2d_init(fc_nn *nn, fc_nn_conv_transpose2d *c, const char *name,
+                                      int64_t cin, int64_t cout, int64_t kh, int64_t kw,
+                                      const fc_conv_transpose2d_opts *opts, bool bias) {
+    static const char fn[] = "fc_nn_conv_transpose2d_init";
+    fc_status st = need(nn, c, fn);
+    if (st == FC_OK) st = positive(nn, fn, "cin", cin);
+    if (st == FC_OK) st = positive(nn, fn, "cout", cout);
+    if (st == FC_OK) st = positive(nn, fn, "kh", kh);
+    if (st == FC_OK) st = positive(nn, fn, "kw", kw);
+    fc_conv_transpose2d_opts o = opts ? *opts : fc_conv_transpose2d_opts_default();
+    int64_t groups = o.groups == 0 ? 1 : o.groups;
+    if (st == FC_OK) st = groups_ok(nn, fn, groups, cin, cout);
+    if (st != FC_OK) return st;
+    memset(c, 0, sizeof *c);
+    c->nn = nn;
+    c->cin = cin;
+    c->cout = cout;
+    c->kh = kh;
+    c->kw = kw;
+    c->opts = o;
+    /* torch's fan_in of a [cin, cout / groups, kh, kw] weight is its axis 1 times kh kw */
+    double bound = 1.0 / sqrt((double)(cout / groups * kh * kw));
+    st = reg_uniform(nn, name, "weight", (int64_t[]){cin, cout / groups, kh, kw}, 4, bound, 0,
+                     &c->weight);
+    if (st == FC_OK && bias)
+        st = reg_uniform(nn, name, "bias", (int64_t[]){cout}, 1, bound, FC_NN_NO_DECAY, &c->bias);
+    return st;
+}
+
+fc_tensor *fc_nn_conv_transpose2d_forward(const fc_nn_conv_transpose2d *c, fc_tensor *x) {
+    if (!c || !channels_ok(c->nn, x, c->cin, "fc_nn_conv_transpose2d_forward")) return NULL;
+    return fc_conv_transpose2d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
 }
 
 /* ---- activations ------------------------------------------------------------------- */

@@ -30,7 +30,7 @@
 #define OUT_POST FUCINA_BINARY_DIR "/tests/nn_state_trained.safetensors"
 
 /* The sizes of scripts/gen_nn_fixtures.py. */
-enum { V = 20, E = 16, H = 4, HKV = 2, FF = 32, NCLS = 10, NSTATE = 44 };
+enum { V = 20, E = 16, H = 4, HKV = 2, FF = 32, NCLS = 10, NSTATE = 48 };
 
 typedef struct fixture {
     fct_counting c;
@@ -73,6 +73,8 @@ typedef struct net {
     fc_nn_seq cnn;
     fc_nn_group_norm gn;
     fc_nn_rnn lstm, gru;
+    fc_nn_conv1d conv1;
+    fc_nn_conv_transpose2d up;
 } net;
 
 static void net_init(fc_nn *nn, net *m) {
@@ -103,6 +105,10 @@ static void net_init(fc_nn *nn, net *m) {
     assert_int_equal(fc_nn_group_norm_init(nn, &m->gn, "gn", 2, 4, 0, true), FC_OK);
     assert_int_equal(fc_nn_lstm_init(nn, &m->lstm, "lstm", 6, 8, true), FC_OK);
     assert_int_equal(fc_nn_gru_init(nn, &m->gru, "gru", 6, 8, true), FC_OK);
+    fc_conv1d_opts c1 = {.stride = 2, .padding = 1};
+    assert_int_equal(fc_nn_conv1d_init(nn, &m->conv1, "conv1", 6, 4, 3, &c1, true), FC_OK);
+    fc_conv_transpose2d_opts ct = {.stride = {2, 2}, .padding = {1, 1}, .output_padding = {1, 1}};
+    assert_int_equal(fc_nn_conv_transpose2d_init(nn, &m->up, "up", 2, 4, 3, 3, &ct, true), FC_OK);
 }
 
 /* The token path: a new reference. */
@@ -322,7 +328,23 @@ static void test_nn_torch_recurrent(void **state) {
     assert_null(fc_nn_gru_forward(&m.lstm, t[0], NULL, NULL));
     assert_int_equal(fc_ctx_status(ctx), FC_ERR_INVALID_ARG);
     fc_ctx_clear_error(ctx);
-    fc_tensor *rel[] = {y, h, c, yg, hg, loss};
+    /* Conv1d over the sequence as [N, C, L], ConvTranspose2d over the image */
+    fc_st_file *io2;
+    assert_int_equal(fc_safetensors_open(TORCH_IO, NULL, &io2), FC_OK);
+    fc_tensor *want1 = fc_safetensors_load(ctx, io2, "y_conv1d", FC_IO_COPY);
+    fc_tensor *wantu = fc_safetensors_load(ctx, io2, "y_up", FC_IO_COPY);
+    fc_tensor *img = fc_safetensors_load(ctx, io2, "img", FC_IO_COPY);
+    fc_safetensors_close(io2);
+    fc_tensor *st = fc_transpose(ctx, t[0], 1, 2);
+    fc_tensor *y1 = fc_nn_conv1d_forward(&m.conv1, st);
+    fc_tensor *y1c = fc_contiguous(ctx, y1);
+    assert_int_equal(fc_tensor_dim(y1c, 2), 2);
+    assert_true(max_diff(y1c, want1) < 1e-6);
+    fc_tensor *yu = fc_nn_conv_transpose2d_forward(&m.up, img);
+    fc_tensor *yuc = fc_contiguous(ctx, yu);
+    assert_int_equal(fc_tensor_dim(yuc, 2), 10);
+    assert_true(max_diff(yuc, wantu) < 1e-6);
+    fc_tensor *rel[] = {y, h, c, yg, hg, loss, want1, wantu, img, st, y1, y1c, yu, yuc};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
         fc_release(rel[i]);
     for (int i = 0; i < 8; i++)
@@ -470,6 +492,13 @@ static void test_nn_init_schemes(void **state) {
     assert_int_equal(fc_nn_conv2d_init(fx->nn, &c, "conv", 8, 32, 3, 3, NULL, true), FC_OK);
     stats(c.weight, &lo, &hi, &mean, &sd);
     b = 1.0 / sqrt(8.0 * 9.0);
+    assert_true(lo >= -b && hi < b && hi > 0.95 * b);
+
+    fc_nn_conv_transpose2d ct;
+    assert_int_equal(fc_nn_conv_transpose2d_init(fx->nn, &ct, "ct", 32, 8, 3, 3, NULL, true),
+                     FC_OK);
+    stats(ct.weight, &lo, &hi, &mean, &sd);
+    b = 1.0 / sqrt(8.0 * 9.0); /* torch's fan_in: the weight's axis 1 (cout) times kh kw */
     assert_true(lo >= -b && hi < b && hi > 0.95 * b);
 
     fc_nn_layer_norm ln;
