@@ -59,14 +59,16 @@ enum {
 };
 
 /* A new empty registry in training mode over ctx (borrowed; it must
- * outlive the registry). NULL with FC_ERR_NULL_ARG / FC_ERR_OOM recorded
- * in ctx (when not NULL). */
+ * outlive the registry). Its bookkeeping is allocated through ctx's
+ * allocator (as tensor storage, so fc_ctx_get_stats counts it). NULL with FC_ERR_NULL_ARG /
+ * FC_ERR_OOM recorded in ctx (when not NULL). */
 FC_API fc_nn *fc_nn_new(fc_ctx *ctx);
 /* Releases every registered tensor. NULL is a harmless no-op. */
 FC_API void fc_nn_free(fc_nn *nn);
 FC_API fc_ctx *fc_nn_ctx(const fc_nn *nn);
 
-/* Registers t (steals the reference, also on error) as prefix + "." +
+/* Registers t (steals the reference, also on error; a t made inside an
+ * open scope is taken out of it, as fc_keep does) as prefix + "." +
  * name (prefix NULL or "": name alone) with FC_NN_* flags. A parameter
  * (no FC_NN_BUFFER) is made to require grad. Errors: FC_ERR_NULL_ARG (nn,
  * name or t), FC_ERR_INVALID_ARG for a duplicate or too long name,

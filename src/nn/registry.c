@@ -5,22 +5,36 @@
  * A flat array in registration order, so a state dict is written in the
  * order the model was built (as torch's state_dict lists modules). Names are
  * looked up linearly: models hold hundreds of tensors, and lookups happen at
- * init and load, never per step. Memory is plain malloc: the registry is
- * bookkeeping beside the tensors, whose storage the context's allocator
- * owns. */
-#include <stdlib.h>
+ * init and load, never per step. The registry's own memory is the storage
+ * of u8 tensors (fc__nn_mem), so it goes through the context's allocator
+ * like everything else and the out-of-memory sweeps reach it. */
 #include <string.h>
 
 #include "fucina/nn.h"
 #include "nn/nn_internal.h"
 
-fc_nn *fc_nn_new(fc_ctx *ctx) {
-    if (!ctx) return NULL;
-    fc_nn *nn = calloc(1, sizeof *nn);
-    if (!nn) {
-        fc_ctx_fail(ctx, FC_ERR_OOM, "fc_nn_new: out of memory");
+fc_tensor *fc__nn_mem(fc_ctx *ctx, size_t n, void **p) {
+    *p = NULL;
+    if (n > (size_t)INT64_MAX) {
+        fc_ctx_fail(ctx, FC_ERR_OVERFLOW, "fc_nn: %zu bytes do not fit a tensor", n);
         return NULL;
     }
+    fc_tensor *t = fc_keep(fc_zeros(ctx, FC_U8, (int64_t[]){n ? (int64_t)n : 1}, 1));
+    if (t) *p = fc_tensor_data_mut(t);
+    if (t && !*p) {
+        fc_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+fc_nn *fc_nn_new(fc_ctx *ctx) {
+    if (!ctx) return NULL;
+    void *mem;
+    fc_tensor *self = fc__nn_mem(ctx, sizeof(fc_nn), &mem);
+    if (!self) return NULL;
+    fc_nn *nn = mem;
+    nn->self = self;
     nn->ctx = ctx;
     nn->training = true;
     return nn;
@@ -30,8 +44,8 @@ void fc_nn_free(fc_nn *nn) {
     if (!nn) return;
     for (int64_t i = 0; i < nn->n; i++)
         fc_release(nn->e[i].t);
-    free(nn->e);
-    free(nn);
+    fc_release(nn->e_mem);
+    fc_release(nn->self); /* last: nn lives in it */
 }
 
 fc_ctx *fc_nn_ctx(const fc_nn *nn) { return nn ? nn->ctx : NULL; }
@@ -72,11 +86,15 @@ fc_status fc_nn_register(fc_nn *nn, const char *prefix, const char *name, fc_ten
     if (st == FC_OK && !(flags & FC_NN_BUFFER)) st = fc_requires_grad(t, true);
     if (st == FC_OK && nn->n == nn->cap) {
         int64_t cap = nn->cap ? nn->cap * 2 : 16;
-        nn_entry *e = realloc(nn->e, (size_t)cap * sizeof *e);
-        if (!e)
-            st = fc_ctx_fail(nn->ctx, FC_ERR_OOM, "fc_nn_register: out of memory at \"%s\"", full);
-        else {
-            nn->e = e;
+        void *mem;
+        fc_tensor *m = fc__nn_mem(nn->ctx, (size_t)cap * sizeof(nn_entry), &mem);
+        if (!m) {
+            st = fc_ctx_status(nn->ctx);
+        } else {
+            if (nn->n) memcpy(mem, nn->e, (size_t)nn->n * sizeof(nn_entry));
+            fc_release(nn->e_mem);
+            nn->e_mem = m;
+            nn->e = mem;
             nn->cap = cap;
         }
     }
@@ -86,7 +104,7 @@ fc_status fc_nn_register(fc_nn *nn, const char *prefix, const char *name, fc_ten
     }
     nn_entry *e = &nn->e[nn->n++];
     memcpy(e->name, full, sizeof full);
-    e->t = t;
+    e->t = fc_keep(t); /* the registry owns it now, past any open scope */
     e->flags = flags;
     return FC_OK;
 }
@@ -194,11 +212,10 @@ fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts, const char *cons
                     (long long)n);
         return NULL;
     }
-    fc_tensor **decay = malloc((size_t)n * 2 * sizeof *decay);
-    if (!decay) {
-        fc_ctx_fail(nn->ctx, FC_ERR_OOM, "fc_nn_optim_new: out of memory");
-        return NULL;
-    }
+    void *mem;
+    fc_tensor *m = fc__nn_mem(nn->ctx, (size_t)n * 2 * sizeof(fc_tensor *), &mem);
+    if (!m) return NULL;
+    fc_tensor **decay = mem;
     fc_tensor **plain = decay + n;
     int nd = 0, np = 0;
     for (int64_t i = 0; i < nn->n; i++) {
@@ -216,6 +233,6 @@ fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts, const char *cons
         fc_optim_free(opt);
         opt = NULL;
     }
-    free(decay);
+    fc_release(m);
     return opt;
 }

@@ -8,7 +8,6 @@
  * as ordinary ops, so autograd unrolls the sequence. The per-step outputs
  * are stacked along axis 1 at the end. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fucina/nn.h"
@@ -93,9 +92,10 @@ static fc_tensor *run(const fc_nn_rnn *r, fc_tensor *x, fc_tensor *h, fc_tensor 
                       fc_tensor **c_n) {
     fc_ctx *ctx = r->nn->ctx;
     int64_t T = fc_tensor_dim(x, 1), H = r->hidden;
-    fc_tensor **hs = calloc((size_t)T, sizeof *hs);
+    void *mem;
+    fc_tensor *hs_mem = fc__nn_mem(ctx, (size_t)T * sizeof(fc_tensor *), &mem);
+    fc_tensor **hs = mem;
     fc_tensor *xw = fc_linear(ctx, x, r->weight_ih, r->bias_ih); /* [B, T, G*H] */
-    if (!hs) fc_ctx_fail(ctx, FC_ERR_OOM, "fc_nn_rnn: out of memory for %lld steps", (long long)T);
     for (int64_t t = 0; hs && xw && h && t < T; t++) {
         fc_tensor *xt0 = fc_narrow(ctx, xw, 1, t, 1);
         fc_tensor *xt = fc_squeeze(ctx, xt0, 1); /* [B, G*H] */
@@ -145,7 +145,7 @@ static fc_tensor *run(const fc_nn_rnn *r, fc_tensor *x, fc_tensor *h, fc_tensor 
     if (y && c_n) *c_n = fc_retain(c);
     for (int64_t t = 0; hs && t < T; t++)
         fc_release(hs[t]);
-    free(hs);
+    fc_release(hs_mem);
     fc_release(xw);
     fc_release(h);
     fc_release(c);

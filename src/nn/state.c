@@ -8,7 +8,6 @@
  * the registry share (names, shapes, dtype conversion) into fresh copies,
  * the second copies them into the registered tensors. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fucina/nn.h"
@@ -18,13 +17,16 @@ fc_status fc_nn_save(fc_nn *nn, const char *path) {
     if (!nn) return FC_ERR_NULL_ARG;
     if (!path) return fc_ctx_fail(nn->ctx, FC_ERR_NULL_ARG, "fc_nn_save: NULL path");
     int64_t n = nn->n;
-    fc_io_tensor *desc = calloc((size_t)(n ? n : 1), sizeof *desc);
-    fc_tensor **dense = calloc((size_t)(n ? n : 1), sizeof *dense);
-    if (!desc || !dense) {
-        free(desc);
-        free(dense);
-        return fc_ctx_fail(nn->ctx, FC_ERR_OOM, "fc_nn_save: out of memory");
+    void *m1, *m2;
+    fc_tensor *desc_mem = fc__nn_mem(nn->ctx, (size_t)n * sizeof(fc_io_tensor), &m1);
+    fc_tensor *dense_mem =
+        desc_mem ? fc__nn_mem(nn->ctx, (size_t)n * sizeof(fc_tensor *), &m2) : NULL;
+    if (!dense_mem) {
+        fc_release(desc_mem);
+        return fc_ctx_status(nn->ctx);
     }
+    fc_io_tensor *desc = m1;
+    fc_tensor **dense = m2;
     fc_status st = FC_OK;
     for (int64_t i = 0; i < n && st == FC_OK; i++) {
         const nn_entry *e = &nn->e[i];
@@ -53,8 +55,8 @@ fc_status fc_nn_save(fc_nn *nn, const char *path) {
     }
     for (int64_t i = 0; i < n; i++)
         fc_release(dense[i]);
-    free(desc);
-    free(dense);
+    fc_release(desc_mem);
+    fc_release(dense_mem);
     return st;
 }
 
@@ -128,11 +130,13 @@ fc_status fc_nn_load(fc_nn *nn, const char *path, const fc_nn_load_opts *opts,
     fc_status st = fc_safetensors_open(path, NULL, &f);
     if (st != FC_OK)
         return fc_ctx_fail(nn->ctx, st, "fc_nn_load: opening %s: %s", path, fc_strerror(st));
-    fc_tensor **got = calloc((size_t)(nn->n ? nn->n : 1), sizeof *got);
-    if (!got) {
+    void *mem;
+    fc_tensor *got_mem = fc__nn_mem(nn->ctx, (size_t)nn->n * sizeof(fc_tensor *), &mem);
+    if (!got_mem) {
         fc_safetensors_close(f);
-        return fc_ctx_fail(nn->ctx, FC_ERR_OOM, "fc_nn_load: out of memory");
+        return fc_ctx_status(nn->ctx);
     }
+    fc_tensor **got = mem;
     for (int64_t i = 0; i < nn->n; i++) {
         int64_t idx = fc_safetensors_find(f, nn->e[i].name);
         if (idx < 0) {
@@ -167,7 +171,7 @@ fc_status fc_nn_load(fc_nn *nn, const char *path, const fc_nn_load_opts *opts,
     }
     for (int64_t i = 0; i < nn->n; i++)
         fc_release(got[i]);
-    free(got);
+    fc_release(got_mem);
     fc_safetensors_close(f);
     return st;
 }
