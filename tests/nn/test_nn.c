@@ -566,6 +566,19 @@ static void test_nn_modes_freezing_and_groups(void **state) {
     assert_non_null(strstr(fc_ctx_error(ctx), "\"blocks.9.*\" matches no parameter"));
     fc_ctx_clear_error(ctx);
 
+    /* a layer made inside a scope keeps its tensors past the scope's end */
+    fc_nn_linear scoped;
+    fc_scope_begin(ctx);
+    assert_int_equal(fc_nn_linear_init(fx->nn, &scoped, "scoped", 3, 2, true), FC_OK);
+    fc_scope_end(ctx);
+    fc_tensor *x3 = fc_ones(ctx, FC_F32, (int64_t[]){1, 3}, 2);
+    fc_tensor *y3 = fc_nn_linear_forward(&scoped, x3);
+    assert_non_null(y3);
+    fc_release(x3);
+    fc_release(y3);
+    assert_int_equal(fc_nn_set_frozen(fx->nn, "scoped.*", true, &matched), FC_OK);
+    assert_int_equal(matched, 2);
+
     fc_optim_opts oo = {.kind = FC_OPTIM_ADAMW, .lr = 1e-2, .weight_decay = 0.1};
     const char *no_decay[] = {"emb.*"};
     fc_optim *opt = fc_nn_optim_new(fx->nn, &oo, no_decay, 1);
