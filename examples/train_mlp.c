@@ -5,8 +5,9 @@
  * Debian's dataset-fashion-mnist package (gzip, read with zlib), train the
  * MLP of the benchmark peer (mlp_train.py in ../shared/peers beside the project: 784-512-512-10,
  * ReLU, PyTorch's default initialisation) with Adam and a cosine-decayed
- * learning rate, and report the test accuracy. The forward pass is three
- * fc_linear calls (bias fused) and two ReLUs; the loss is the fused
+ * learning rate, and report the test accuracy. The model is an fc_nn_seq
+ * of fucina/nn.h (torch.nn.Sequential's names, "0.weight" ... "4.bias"):
+ * three Linears (bias fused) and two ReLUs; the loss is the fused
  * fc_cross_entropy; autograd does the rest. Every step runs in a scope and
  * refills one persistent batch tensor, so the steady state allocates nothing
  * outside the context's pool.
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 
 #include <fucina.h>
+#include <fucina/nn.h>
 
 #include "common/args.h"
 #include "common/dist.h"
@@ -39,37 +41,23 @@ enum { EXIT_SKIP = 77, PIXELS = FM_PIXELS, CLASSES = FM_CLASSES };
 // ----------------------------------------------------------------------------
 // the model: 784 -> H -> H -> 10
 
-enum { W1, B1, W2, B2, W3, B3, NPARAMS };
+enum { NPARAMS = 6 };
 
 /* x (B,784) -> logits (B,10) */
-static fc_tensor *mlp_forward(fc_ctx *ctx, fc_tensor *const *p, fc_tensor *x) {
-    fc_tensor *h = fc_relu(ctx, fc_linear(ctx, x, p[W1], p[B1])); /* (B,H) */
-    h = fc_relu(ctx, fc_linear(ctx, h, p[W2], p[B2]));            /* (B,H) */
-    return fc_linear(ctx, h, p[W3], p[B3]);                       /* (B,10) */
+static fc_tensor *mlp_forward(const fc_nn_seq *net, fc_tensor *x) {
+    return fc_nn_seq_forward(net, x);
 }
 
-/* a leaf of shape with U(-bound, bound) entries from the context RNG */
-static fc_tensor *param_uniform(fc_ctx *ctx, const int64_t *shape, int rank, double bound) {
-    fc_tensor *t = fc_rand(ctx, FC_F32, shape, rank);
-    fc_tensor *lo = fc_scalar(ctx, FC_F32, -bound);
-    bool ok = t && lo && fc_mul_scalar_(t, 2 * bound) == FC_OK && fc_add_(t, lo) == FC_OK &&
-              fc_requires_grad(t, true) == FC_OK;
-    fc_release(lo);
-    if (!ok) {
-        fc_release(t);
-        return NULL;
-    }
-    return t;
-}
-
-/* PyTorch's Linear default: weight and bias U(-1/sqrt(in), 1/sqrt(in)) */
-static void mlp_init(fc_ctx *ctx, fc_tensor **p, int64_t H) {
-    const int64_t in[3] = {PIXELS, H, H}, out[3] = {H, H, CLASSES};
-    for (int l = 0; l < 3; l++) {
-        double bound = 1 / sqrt((double)in[l]);
-        p[2 * l] = param_uniform(ctx, (const int64_t[]){out[l], in[l]}, 2, bound);
-        p[2 * l + 1] = param_uniform(ctx, &out[l], 1, bound);
-    }
+/* Linear(784, H), ReLU, Linear(H, H), ReLU, Linear(H, 10), each Linear
+ * with PyTorch's default init (weight and bias U(-1/sqrt(in), 1/sqrt(in))) */
+static fc_status mlp_init(fc_nn *nn, fc_nn_seq *net, int64_t H) {
+    fc_status st = fc_nn_seq_init(nn, net, "");
+    if (st == FC_OK) st = fc_nn_seq_linear(net, PIXELS, H, true);
+    if (st == FC_OK) st = fc_nn_seq_act(net, FC_NN_ACT_RELU);
+    if (st == FC_OK) st = fc_nn_seq_linear(net, H, H, true);
+    if (st == FC_OK) st = fc_nn_seq_act(net, FC_NN_ACT_RELU);
+    if (st == FC_OK) st = fc_nn_seq_linear(net, H, CLASSES, true);
+    return st;
 }
 
 // ----------------------------------------------------------------------------
@@ -80,7 +68,7 @@ typedef struct eval_result {
     double loss, accuracy;
 } eval_result;
 
-static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_split *test,
+static eval_result evaluate_test(fc_ctx *ctx, const fc_nn_seq *net, const fm_split *test,
                                  int64_t limit, const float *lut, ex_dist *dist) {
     enum { EB = 1000 };
     eval_result r = {NAN, NAN};
@@ -100,7 +88,7 @@ static eval_result evaluate_test(fc_ctx *ctx, fc_tensor *const *p, const fm_spli
         fc_scope_begin(ctx);
         fc_tensor *tx = fc_tensor_from_data(ctx, FC_F32, (const int64_t[]){rows, PIXELS}, 2, x);
         fc_tensor *ty = fc_tensor_from_data(ctx, FC_I64, &rows, 1, y);
-        fc_tensor *logits = mlp_forward(ctx, p, tx);
+        fc_tensor *logits = mlp_forward(net, tx);
         fc_tensor *pred = fc_argmax(ctx, logits, 1, false);
         double l = NAN;
         if (fc_tensor_item(fc_cross_entropy(ctx, logits, ty, NULL), &l) == FC_OK &&
@@ -179,7 +167,9 @@ typedef struct run {
     float lut[256];
     fc_ctx *ctx;
     ex_dist dist;
-    fc_tensor *p[NPARAMS];
+    fc_nn *nn;
+    fc_nn_seq net;
+    fc_tensor *p[NPARAMS]; /* the Linears' tensors, borrowed from nn */
     fc_optim *opt;
     fc_lr_schedule sched;
     fc_tensor *x, *y; /* the step's batch, (B,784) f32 and (B) i64 */
@@ -221,7 +211,7 @@ static double train_step(run *r) {
     float *x = fc_tensor_data_mut(r->x);
     int64_t *y = fc_tensor_data_mut(r->y);
     if (x && y) fm_fill_batch(&r->train, r->order + first, B, r->lut, x, y);
-    fc_tensor *l = fc_cross_entropy(ctx, mlp_forward(ctx, r->p, r->x), r->y, NULL);
+    fc_tensor *l = fc_cross_entropy(ctx, mlp_forward(&r->net, r->x), r->y, NULL);
     if (l && fc_backward(ctx, l) == FC_OK && ex_dist_sync(&r->dist) == FC_OK &&
         fc_optim_set_lr(r->opt, fc_lr_at(&r->sched, r->step)) == FC_OK &&
         fc_optim_step(r->opt) == FC_OK)
@@ -233,7 +223,7 @@ static double train_step(run *r) {
 }
 
 static bool evaluate(run *r) {
-    eval_result e = evaluate_test(r->ctx, r->p, &r->test, r->o.test_limit, r->lut, &r->dist);
+    eval_result e = evaluate_test(r->ctx, &r->net, &r->test, r->o.test_limit, r->lut, &r->dist);
     if (isnan(e.loss)) return false;
     r->last = e;
     r->last_step = r->step;
@@ -395,8 +385,9 @@ static int setup(run *r) {
         return 2;
     }
     r->total = o->steps > 0 ? o->steps : o->epochs * r->per_epoch;
-    mlp_init(r->ctx, r->p, o->hidden);
-    if (fc_ctx_status(r->ctx) == FC_OK)
+    r->nn = fc_nn_new(r->ctx);
+    if (r->nn && mlp_init(r->nn, &r->net, o->hidden) == FC_OK &&
+        fc_nn_trainable(r->nn, r->p, NPARAMS) == NPARAMS)
         r->opt = fc_optim_new(r->ctx, &(fc_optim_opts){.kind = FC_OPTIM_ADAM, .lr = o->lr}, r->p,
                               NPARAMS);
     if (r->opt && !ex_dist_wrap(&r->dist, "train_mlp", r->opt)) return 1;
@@ -445,8 +436,7 @@ static void teardown(run *r, bool ok) {
     if (r->csv) fclose(r->csv);
     ex_dist_end(&r->dist, ok);
     fc_optim_free(r->opt);
-    for (int i = 0; i < NPARAMS; i++)
-        fc_release(r->p[i]);
+    fc_nn_free(r->nn);
     fc_release(r->x);
     fc_release(r->y);
     fc_ctx_free(r->ctx);
