@@ -7,11 +7,11 @@
  *   fucina/alloc.h    the allocator contract
  *   fucina/cpu.h      the CPU and the SIMD level in use (FUCINA_ISA)
  *   fucina/tensor.h   context, tensors, creation, data access, scopes
- *   fucina/ops.h      the forward op library
+ *   fucina/ops.h      the forward op library (swiglu among the activations)
  *   fucina/matmul.h   matmul and linear through OpenBLAS, oneDNN or the reference
  *   fucina/conv.h     1-d and 2-d convolutions and the 2-d transposed one
  *   fucina/pool.h     2-d max, average and adaptive average pooling
- *   fucina/attention.h rope, swiglu and fused (flash) attention with grouped-query heads
+ *   fucina/attention.h rope and fused (flash) attention with grouped-query heads
  *   fucina/autograd.h gradients, backward, grad mode, gradcheck
  *   fucina/optim.h    optimizers, gradient clipping, learning-rate schedules
  *   fucina/checkpoint.h resumable training checkpoints

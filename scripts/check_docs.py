@@ -6,13 +6,15 @@
 - every fenced block of docs/tutorials/*.md preceded by a line
   `<!-- from PATH -->` appears verbatim in PATH (a program ctest runs);
 - every relative link of README.md, docs/**/*.md and python/README.md
-  names a file or folder that exists.
+  names a file or folder that exists;
+- docs/ops.md is what scripts/gen_op_index.py writes from FC__OP_LIST.
 Prints what disagrees and exits 1; CI runs it (.ci/run).
   python3 scripts/check_docs.py
 """
 import glob
 import os
 import re
+import subprocess
 import sys
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -60,6 +62,10 @@ def main():
             links += 1
             if not os.path.exists(os.path.join(REPO, base, target)):
                 problems.append("%s: link to %s, which does not exist" % (rel, target))
+    gen = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gen_op_index.py"),
+                          "--check"], capture_output=True, text=True)
+    if gen.returncode != 0:
+        problems.append((gen.stdout + gen.stderr).strip() or "gen_op_index.py --check failed")
     for p in problems:
         print("check_docs: " + p)
     print("check_docs: README program, %d tutorial blocks, %d links checked, %d problems"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fucina/attention.h - the transformer block's ops: rotary position
- * embedding (fc_rope), SwiGLU (fc_swiglu) and a fused scaled dot-product
- * attention with grouped-query heads (fc_attention), each with forward and
- * backward.
+ * embedding (fc_rope) and a fused scaled dot-product attention with
+ * grouped-query heads (fc_attention), each with forward and backward.
+ * SwiGLU (fc_swiglu) is an activation: fucina/ops.h, beside fc_silu.
  *
  * Dtypes: every input of one op shares one float dtype (f16, bf16, f32 or
  * f64; FC_ERR_DTYPE otherwise, naming both). f16 and bf16 compute in f32
@@ -60,14 +60,6 @@ typedef struct fc_rope_opts {
  * itself selects the default), a negative pos_offset; FC_ERR_DTYPE for a
  * non-float x. */
 FC_API fc_tensor *fc_rope(fc_ctx *ctx, fc_tensor *x, const fc_rope_opts *opts);
-
-/* ---- SwiGLU -------------------------------------------------------------------------- */
-/* silu(a) * b elementwise in one op: a and b of the same shape and dtype
- * (FC_ERR_SHAPE_MISMATCH / FC_ERR_DTYPE otherwise). Returns a new
- * contiguous tensor. Gradients: da = g * b * s * (1 + a * (1 - s)) with
- * s = sigmoid(a), db = g * silu(a); in a create_graph walk they are
- * built from recorded ops, so higher derivatives follow. */
-FC_API fc_tensor *fc_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 
 /* ---- fused scaled dot-product attention ----------------------------------------------- */
 typedef struct fc_attention_opts {

@@ -133,7 +133,7 @@ FC_API fc_tensor *fc_masked_fill(fc_ctx *ctx, fc_tensor *x, fc_tensor *mask, dou
  * FC_ERR_DTYPE (naming the op and the dtype); a NULL x is FC_ERR_NULL_ARG.
  * NaN propagates through every op. */
 FC_API fc_tensor *fc_neg(fc_ctx *ctx, fc_tensor *x);
-FC_API fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x);  /* abs'(0) = 0 */
+FC_API fc_tensor *fc_abs(fc_ctx *ctx, fc_tensor *x); /* abs'(0) = 0 */
 /* -1, 0 or 1 (a zero keeps its sign, NaN stays NaN); gradient 0. */
 FC_API fc_tensor *fc_sign(fc_ctx *ctx, fc_tensor *x);
 FC_API fc_tensor *fc_square(fc_ctx *ctx, fc_tensor *x);
@@ -155,6 +155,13 @@ FC_API fc_tensor *fc_leaky_relu(fc_ctx *ctx, fc_tensor *x, double slope);
 /* GELU: exact erf form, or the tanh approximation when tanh_approx. */
 FC_API fc_tensor *fc_gelu(fc_ctx *ctx, fc_tensor *x, bool tanh_approx);
 FC_API fc_tensor *fc_silu(fc_ctx *ctx, fc_tensor *x);
+/* SwiGLU, silu(a) * b elementwise in one op (a LLaMA MLP's gate): a and b
+ * of the same shape and float dtype, f16 and bf16 computed in f32 and
+ * rounded once (FC_ERR_SHAPE_MISMATCH / FC_ERR_DTYPE otherwise). Returns a new
+ * contiguous tensor. Gradients: da = g * b * s * (1 + a * (1 - s)) with
+ * s = sigmoid(a), db = g * silu(a); in a create_graph walk they are
+ * built from recorded ops, so higher derivatives follow. */
+FC_API fc_tensor *fc_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 /* log(1 + exp(x)), computed stably (linear above x > 20 like PyTorch). */
 FC_API fc_tensor *fc_softplus(fc_ctx *ctx, fc_tensor *x);
 /* Clamp to [lo, hi]; pass -INFINITY / INFINITY for no bound. Gradient 1
@@ -204,8 +211,7 @@ FC_API fc_tensor *fc_std(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, 
                          bool keepdim);
 /* log(sum(exp(x))) computed stably (max-shifted); -inf for all -inf, +inf
  * when an element is +inf. Float dtypes only. Gradient: g * exp(x - out). */
-FC_API fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes,
-                               bool keepdim);
+FC_API fc_tensor *fc_logsumexp(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
 /* Truthiness reductions (fc_is_truthy: -0.0 false, NaN true), result bool;
  * every scalar dtype, the f8 floats included. */
 FC_API fc_tensor *fc_all(fc_ctx *ctx, fc_tensor *x, const int *axes, int naxes, bool keepdim);
@@ -436,6 +442,9 @@ FC_API fc_tensor *fc_topk(fc_ctx *ctx, fc_tensor *x, int64_t k, int axis, bool l
  * dtype (FC_ERR_DTYPE for blocks). Gradient: g masked the same way. */
 FC_API fc_tensor *fc_triu(fc_ctx *ctx, fc_tensor *x, int64_t k);
 FC_API fc_tensor *fc_tril(fc_ctx *ctx, fc_tensor *x, int64_t k);
+
+/* ---- random ops (src/ops/random.c) ----------------------------------------------------
+ * They draw from the context RNG (fc_ctx_set_seed). */
 /* Zeroes each element with probability p and scales the rest by 1/(1-p)
  * (identity when !training or p == 0), from the context RNG: the mask
  * depends on the seed, the stream position and the shape, never on the

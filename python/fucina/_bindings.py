@@ -5,7 +5,6 @@
 SIGNATURES = [
     ('fc_default_allocator', 'c_void_p', [], 'alloc.h'),
     ('fc_rope', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'attention.h'),
-    ('fc_swiglu', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'attention.h'),
     ('fc_attention', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p', 'c_void_p', 'c_void_p', 'c_void_p'], 'attention.h'),
     ('fc_requires_grad', 'c_int', ['c_void_p', 'c_bool'], 'autograd.h'),
     ('fc_tensor_requires_grad', 'c_bool', ['c_void_p'], 'autograd.h'),
@@ -246,6 +245,7 @@ SIGNATURES = [
     ('fc_leaky_relu', 'c_void_p', ['c_void_p', 'c_void_p', 'c_double'], 'ops.h'),
     ('fc_gelu', 'c_void_p', ['c_void_p', 'c_void_p', 'c_bool'], 'ops.h'),
     ('fc_silu', 'c_void_p', ['c_void_p', 'c_void_p'], 'ops.h'),
+    ('fc_swiglu', 'c_void_p', ['c_void_p', 'c_void_p', 'c_void_p'], 'ops.h'),
     ('fc_softplus', 'c_void_p', ['c_void_p', 'c_void_p'], 'ops.h'),
     ('fc_clamp', 'c_void_p', ['c_void_p', 'c_void_p', 'c_double', 'c_double'], 'ops.h'),
     ('fc_sum', 'c_void_p', ['c_void_p', 'c_void_p', 'POINTER(c_int)', 'c_int', 'c_bool'], 'ops.h'),

@@ -132,6 +132,13 @@ U(transpose, fc_transpose(ctx, x[0], 0, 1))
 U(squeeze, fc_squeeze(ctx, x[0], 1))
 U(unsqueeze, fc_unsqueeze(ctx, x[0], 1))
 U(narrow, fc_narrow(ctx, x[0], 1, 1, 2))
+/* fc_split's pieces are windows with the narrow rule: the last piece, whose
+ * gradient lands at an offset (the others are released by the caller's scope) */
+static fc_tensor *op_split(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_tensor *piece[2] = {0};
+    if (fc_split(ctx, x[0], 1, (int64_t[]){1, 3}, 2, piece) != FC_OK) return NULL;
+    return piece[1];
+}
 U(slice, fc_slice(ctx, x[0], 1, 0, 4, 2))
 U(expand, fc_mul(ctx, fc_expand(ctx, x[0], (int64_t[]){3, 4}, 2), x[1]))
 U(contiguous, fc_contiguous(ctx, fc_transpose(ctx, x[0], 0, 1)))
@@ -350,6 +357,7 @@ static const tcase cases[] = {
     {"squeeze", "reshape_backward", op_squeeze, 1, {3}, {{3, 1, 4}}, -1, 1, 0, 0},
     R1("unsqueeze", "reshape_backward", op_unsqueeze, -1, 1, 0),
     R1("narrow", "window_backward", op_narrow, -1, 1, 0),
+    R1("split", "window_backward", op_split, -1, 1, 0),
     R1("slice", "window_backward", op_slice, -1, 1, 0),
     {"expand", "expand_backward mul_backward", op_expand, 2, {2, 2}, {{1, 4}, {3, 4}}, -1, 1, 0, 0},
     R1("contiguous", "pass_through_backward permute_backward", op_contiguous, -1, 1, 0),

@@ -238,6 +238,20 @@ static fc_tensor *op_att_mask(fc_ctx *ctx, fc_tensor *const *x) {
 
 U(add_scalar, fc_square(ctx, fc_add_scalar(ctx, x[0], 0.5)))
 U(maximum_scalar, fc_square(ctx, fc_maximum_scalar(ctx, x[0], 0.1)))
+U(minimum_scalar, fc_square(ctx, fc_minimum_scalar(ctx, x[0], 0.1)))
+U(sub_scalar, fc_square(ctx, fc_sub_scalar(ctx, x[0], 0.5)))
+U(log1p, fc_log1p(ctx, x[0]))
+U(expm1, fc_expm1(ctx, x[0]))
+/* the layout ops are linear: a square after them gives a second derivative;
+ * fc_view needs contiguous storage, which the strided pass does not give */
+U(view, fc_square(ctx, fc_view(ctx, fc_contiguous(ctx, x[0]), (int64_t[]){2, 6}, 2)))
+U(squeeze_axis, fc_square(ctx, fc_squeeze(ctx, fc_unsqueeze(ctx, x[0], 0), 0)))
+/* fc_split's last piece (a window with the narrow rule), squared */
+static fc_tensor *op_split(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_tensor *piece[2] = {0};
+    if (fc_split(ctx, x[0], 1, (int64_t[]){1, 3}, 2, piece) != FC_OK) return NULL;
+    return fc_square(ctx, piece[1]);
+}
 U(clone, fc_square(ctx, fc_clone(ctx, x[0])))
 U(sum_all, fc_square(ctx, fc_sum(ctx, x[0], NULL, 0, false)))
 U(logsumexp2, fc_logsumexp(ctx, x[0], (int[]){0, 2}, 2, true))
@@ -382,6 +396,13 @@ static const gcase cases[] = {
     {"grad_checkpoint", op_grad_checkpoint, 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, 0},
     {"add_scalar", op_add_scalar, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"maximum_scalar", op_maximum_scalar, 1, {2}, {{3, 4}}, -1, 1, 0.05, 0},
+    {"minimum_scalar", op_minimum_scalar, 1, {2}, {{3, 4}}, -1, 1, 0.05, 0},
+    {"sub_scalar", op_sub_scalar, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"log1p", op_log1p, 1, {2}, {{3, 4}}, -0.5, 1, 0, 0},
+    {"expm1", op_expm1, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"view", op_view, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"squeeze", op_squeeze_axis, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
+    {"split", op_split, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"clone", op_clone, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"sum_all", op_sum_all, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"logsumexp_2axes", op_logsumexp2, 1, {3}, {{2, 3, 2}}, -1, 1, 0, 0},

@@ -18,6 +18,7 @@
 #include "ag/tape.h"
 #include "fc_test_data.h"
 #include "fct_f64.h"
+#include "fct_grad.h"
 #include "fucina/autograd.h"
 #include "fucina/ops.h"
 
@@ -301,12 +302,10 @@ static void test_norm_errors(void **state) {
 
 enum op { OP_LAYER_NORM, OP_LAYER_NORM_BARE, OP_RMS_NORM };
 
-enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
-
 typedef struct gc_case {
     const char *name;
     enum op op;
-    enum view view;
+    enum fct_view view;
     int axes[3], naxes;
     bool keepdim;
     int correction; /* var/std; the axis for cumsum/softmax */
@@ -314,32 +313,11 @@ typedef struct gc_case {
     fc_tensor *targets; /* cross_entropy */
 } gc_case;
 
-/* The op's input as the checked function sees it: in[0] itself or a view
- * of it made by the (differentiable) layout ops. Transpose swaps the first
- * two axes; narrow drops the first and last element of the last axis;
- * broadcast expands a leading axis of 1 to 3. */
-static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
-    int r = fc_tensor_rank(x);
-    int64_t shape[FC_MAX_RANK];
-    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
-    switch (v) {
-    case V_TRANSPOSE:
-        return fc_transpose(ctx, x, 0, 1);
-    case V_NARROW:
-        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
-    case V_BROADCAST:
-        shape[0] = 3;
-        return fc_expand(ctx, x, shape, r);
-    default:
-        return fc_retain(x);
-    }
-}
-
 static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gc_case *c = user;
-    fc_tensor *x = viewed(ctx, in[0], c->view), *y = NULL;
+    fc_tensor *x = fct_viewed(ctx, in[0], c->view), *y = NULL;
     assert_non_null(x);
-    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
+    assert_true(c->view == FCT_V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
     switch (c->op) {
     case OP_LAYER_NORM:
         y = fc_layer_norm(ctx, x, in[1], in[2], 1e-5);
@@ -356,54 +334,26 @@ static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     return y;
 }
 
-static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
-                             double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    double *v = malloc(sizeof *v * (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
-        v[i] = lo + (hi - lo) * u;
-    }
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
-    free(v);
-    assert_non_null(t);
-    return t;
-}
-
 static void check(fc_ctx *ctx, gc_case *c, fc_tensor *const *in, int n) {
-    fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
-    fc_gradcheck_report rep;
-    fc_status st = fc_gradcheck(ctx, apply, c, in, n, &o, &rep);
-    if (st != FC_OK) fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
-    assert_true(rep.passed);
-    assert_true(rep.checked > 0);
-}
-
-static fc_ctx *gc_ctx(void) {
-    fc_ctx_opts o = {.threads = 2, .seed = 1};
-    fc_ctx *ctx = fc_ctx_new(&o);
-    assert_non_null(ctx);
-    return ctx;
+    fct_gradcheck_ok(ctx, apply, c, in, n, c->name, (int)c->view);
 }
 
 static void test_grad_norms(void **state) {
     (void)state;
-    fc_ctx *ctx = gc_ctx();
+    fc_ctx *ctx = fct_gc_ctx();
     const int64_t leaf2[4][2] = {{3, 6}, {6, 3}, {3, 8}, {1, 6}};
     int64_t d6 = 6;
-    for (int v = V_CONTIG; v <= V_BROADCAST; v++) {
+    for (int v = FCT_V_CONTIG; v <= FCT_V_BROADCAST; v++) {
         fc_scope_begin(ctx);
-        fc_tensor *in[3] = {random_f64(ctx, leaf2[v], 2, 300, -2, 2),
-                            random_f64(ctx, &d6, 1, 301, 0.5, 1.5),
-                            random_f64(ctx, &d6, 1, 302, -1, 1)};
-        gc_case ln = {"layer_norm", OP_LAYER_NORM, (enum view)v, {0}, 0, false, 0, 0, NULL};
+        fc_tensor *in[3] = {fct_random_f64(ctx, leaf2[v], 2, 300, -2, 2),
+                            fct_random_f64(ctx, &d6, 1, 301, 0.5, 1.5),
+                            fct_random_f64(ctx, &d6, 1, 302, -1, 1)};
+        gc_case ln = {"layer_norm", OP_LAYER_NORM, (enum fct_view)v, {0}, 0, false, 0, 0, NULL};
         check(ctx, &ln, in, 3);
-        gc_case rms = {"rms_norm", OP_RMS_NORM, (enum view)v, {0}, 0, false, 0, 0, NULL};
+        gc_case rms = {"rms_norm", OP_RMS_NORM, (enum fct_view)v, {0}, 0, false, 0, 0, NULL};
         check(ctx, &rms, in, 2);
         gc_case bare = {
-            "layer_norm bare", OP_LAYER_NORM_BARE, (enum view)v, {0}, 0, false, 0, 0, NULL};
+            "layer_norm bare", OP_LAYER_NORM_BARE, (enum fct_view)v, {0}, 0, false, 0, 0, NULL};
         check(ctx, &bare, in, 1);
         fc_scope_end(ctx);
     }

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "fct_grad.h"
+
 #include "exec/tensor.h"
 #include "fc_test_data.h"
 #include "fucina/autograd.h"
@@ -23,43 +25,20 @@
 
 enum op { OP_SUM, OP_MEAN, OP_PROD, OP_MAX, OP_MIN, OP_VAR, OP_STD, OP_LSE };
 
-enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
-
 typedef struct gc_case {
     const char *name;
     enum op op;
-    enum view view;
+    enum fct_view view;
     int axes[3], naxes;
     bool keepdim;
     int correction; /* var/std */
 } gc_case;
 
-/* The op's input as the checked function sees it: in[0] itself or a view
- * of it made by the (differentiable) layout ops. Transpose swaps the first
- * two axes; narrow drops the first and last element of the last axis;
- * broadcast expands a leading axis of 1 to 3. */
-static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
-    int r = fc_tensor_rank(x);
-    int64_t shape[FC_MAX_RANK];
-    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
-    switch (v) {
-    case V_TRANSPOSE:
-        return fc_transpose(ctx, x, 0, 1);
-    case V_NARROW:
-        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
-    case V_BROADCAST:
-        shape[0] = 3;
-        return fc_expand(ctx, x, shape, r);
-    default:
-        return fc_retain(x);
-    }
-}
-
 static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gc_case *c = user;
-    fc_tensor *x = viewed(ctx, in[0], c->view), *y = NULL;
+    fc_tensor *x = fct_viewed(ctx, in[0], c->view), *y = NULL;
     assert_non_null(x);
-    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
+    assert_true(c->view == FCT_V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
     switch (c->op) {
     case OP_SUM:
         y = fc_sum(ctx, x, c->axes, c->naxes, c->keepdim);
@@ -91,36 +70,8 @@ static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     return y;
 }
 
-static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
-                             double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    double *v = malloc(sizeof *v * (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
-        v[i] = lo + (hi - lo) * u;
-    }
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
-    free(v);
-    assert_non_null(t);
-    return t;
-}
-
 static void check(fc_ctx *ctx, gc_case *c, fc_tensor *const *in, int n) {
-    fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
-    fc_gradcheck_report rep;
-    fc_status st = fc_gradcheck(ctx, apply, c, in, n, &o, &rep);
-    if (st != FC_OK) fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
-    assert_true(rep.passed);
-    assert_true(rep.checked > 0);
-}
-
-static fc_ctx *new_ctx(void) {
-    fc_ctx_opts o = {.threads = 2, .seed = 1};
-    fc_ctx *ctx = fc_ctx_new(&o);
-    assert_non_null(ctx);
-    return ctx;
+    fct_gradcheck_ok(ctx, apply, c, in, n, c->name, (int)c->view);
 }
 
 static void free_ctx(fc_ctx *ctx) {
@@ -135,7 +86,7 @@ static const int64_t leaf3[4][3] = {{3, 4, 5}, {4, 3, 5}, {3, 4, 7}, {1, 4, 5}};
 
 static void test_grad_reductions(void **state) {
     (void)state;
-    fc_ctx *ctx = new_ctx();
+    fc_ctx *ctx = fct_gc_ctx();
     gc_case cases[] = {
         {"sum axis 1", OP_SUM, 0, {1}, 1, false, 0},
         {"sum all", OP_SUM, 0, {0}, 0, false, 0},
@@ -155,10 +106,10 @@ static void test_grad_reductions(void **state) {
         {"logsumexp all", OP_LSE, 0, {0}, 0, false, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        for (int v = V_CONTIG; v <= V_BROADCAST; v++) {
-            cases[k].view = (enum view)v;
+        for (int v = FCT_V_CONTIG; v <= FCT_V_BROADCAST; v++) {
+            cases[k].view = (enum fct_view)v;
             fc_scope_begin(ctx);
-            fc_tensor *x = random_f64(ctx, leaf3[v], 3, 100 + k, -1, 1);
+            fc_tensor *x = fct_random_f64(ctx, leaf3[v], 3, 100 + k, -1, 1);
             check(ctx, &cases[k], &x, 1);
             fc_scope_end(ctx);
         }
@@ -168,16 +119,16 @@ static void test_grad_reductions(void **state) {
 /* prod at and around zeros: exactly one zero in a set, two zeros, none */
 static void test_grad_prod_with_zeros(void **state) {
     (void)state;
-    fc_ctx *ctx = new_ctx();
+    fc_ctx *ctx = fct_gc_ctx();
     double v[12] = {0.5, 0,    2,   -1.5, /* one zero */
                     0,   1.2,  0,   3,    /* two zeros */
                     0.7, -0.9, 1.1, 2};
     fc_tensor *x = fc_tensor_from_data(ctx, FC_F64, (const int64_t[]){3, 4}, 2, v);
-    gc_case c = {"prod zeros", OP_PROD, V_CONTIG, {1}, 1, false, 0};
+    gc_case c = {"prod zeros", OP_PROD, FCT_V_CONTIG, {1}, 1, false, 0};
     check(ctx, &c, &x, 1);
-    gc_case all = {"prod zeros all", OP_PROD, V_CONTIG, {0}, 0, false, 0};
+    gc_case all = {"prod zeros all", OP_PROD, FCT_V_CONTIG, {0}, 0, false, 0};
     check(ctx, &all, &x, 1);
-    gc_case col = {"prod zeros axis 0", OP_PROD, V_TRANSPOSE, {0}, 1, false, 0};
+    gc_case col = {"prod zeros axis 0", OP_PROD, FCT_V_TRANSPOSE, {0}, 1, false, 0};
     check(ctx, &col, &x, 1);
     fc_release(x);
     free_ctx(ctx);

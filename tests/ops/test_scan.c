@@ -17,6 +17,7 @@
 #include "exec/tensor.h"
 #include "fc_test_data.h"
 #include "fct_f64.h"
+#include "fct_grad.h"
 #include "fucina/ops.h"
 
 static fc_ctx *new_ctx(int threads) {
@@ -127,60 +128,21 @@ static void test_reduce_cumsum(void **state) {
 /* ---- gradient ---------------------------------------------------------------------------------
  */
 
-enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
-
 typedef struct gc_case {
     const char *name;
-    enum view view;
+    enum fct_view view;
     int axis;
 } gc_case;
 
-/* The op's input as the checked function sees it: in[0] itself or a view
- * of it made by the (differentiable) layout ops. Transpose swaps the first
- * two axes; narrow drops the first and last element of the last axis;
- * broadcast expands a leading axis of 1 to 3. */
-static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
-    int r = fc_tensor_rank(x);
-    int64_t shape[FC_MAX_RANK];
-    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
-    switch (v) {
-    case V_TRANSPOSE:
-        return fc_transpose(ctx, x, 0, 1);
-    case V_NARROW:
-        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
-    case V_BROADCAST:
-        shape[0] = 3;
-        return fc_expand(ctx, x, shape, r);
-    default:
-        return fc_retain(x);
-    }
-}
-
 static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gc_case *c = user;
-    fc_tensor *x = viewed(ctx, in[0], c->view);
+    fc_tensor *x = fct_viewed(ctx, in[0], c->view);
     assert_non_null(x);
-    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
+    assert_true(c->view == FCT_V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
     fc_tensor *y = fc_cumsum(ctx, x, c->axis);
     (void)n;
     fc_release(x);
     return y;
-}
-
-static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
-                             double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    double *v = malloc(sizeof *v * (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
-        v[i] = lo + (hi - lo) * u;
-    }
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
-    free(v);
-    assert_non_null(t);
-    return t;
 }
 
 /* cumsum along axes 1 and 2 of a 3-D input under every view, by
@@ -193,12 +155,12 @@ static void test_grad_cumsum(void **state) {
     assert_non_null(ctx);
     /* the leaf shape for each view */
     static const int64_t leaf3[4][3] = {{3, 4, 5}, {4, 3, 5}, {3, 4, 7}, {1, 4, 5}};
-    gc_case cases[] = {{"cumsum axis 1", V_CONTIG, 1}, {"cumsum axis 2", V_CONTIG, 2}};
+    gc_case cases[] = {{"cumsum axis 1", FCT_V_CONTIG, 1}, {"cumsum axis 2", FCT_V_CONTIG, 2}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        for (int v = V_CONTIG; v <= V_BROADCAST; v++) {
-            cases[k].view = (enum view)v;
+        for (int v = FCT_V_CONTIG; v <= FCT_V_BROADCAST; v++) {
+            cases[k].view = (enum fct_view)v;
             fc_scope_begin(ctx);
-            fc_tensor *x = random_f64(ctx, leaf3[v], 3, 116 + k, -1, 1);
+            fc_tensor *x = fct_random_f64(ctx, leaf3[v], 3, 116 + k, -1, 1);
             fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
             fc_gradcheck_report rep;
             fc_status st = fc_gradcheck(ctx, apply, &cases[k], &x, 1, &o, &rep);

@@ -17,6 +17,7 @@
 #include "ag/tape.h"
 #include "fc_test_data.h"
 #include "fct_f64.h"
+#include "fct_grad.h"
 #include "fucina/autograd.h"
 #include "fucina/ops.h"
 
@@ -329,12 +330,10 @@ static void test_softmax_errors(void **state) {
 
 enum op { OP_SOFTMAX, OP_LOG_SOFTMAX };
 
-enum view { V_CONTIG, V_TRANSPOSE, V_NARROW, V_BROADCAST };
-
 typedef struct gc_case {
     const char *name;
     enum op op;
-    enum view view;
+    enum fct_view view;
     int axes[3], naxes;
     bool keepdim;
     int correction; /* var/std; the axis for cumsum/softmax */
@@ -342,32 +341,11 @@ typedef struct gc_case {
     fc_tensor *targets; /* cross_entropy */
 } gc_case;
 
-/* The op's input as the checked function sees it: in[0] itself or a view
- * of it made by the (differentiable) layout ops. Transpose swaps the first
- * two axes; narrow drops the first and last element of the last axis;
- * broadcast expands a leading axis of 1 to 3. */
-static fc_tensor *viewed(fc_ctx *ctx, fc_tensor *x, enum view v) {
-    int r = fc_tensor_rank(x);
-    int64_t shape[FC_MAX_RANK];
-    memcpy(shape, fc_tensor_shape(x), sizeof(int64_t) * (size_t)r);
-    switch (v) {
-    case V_TRANSPOSE:
-        return fc_transpose(ctx, x, 0, 1);
-    case V_NARROW:
-        return fc_narrow(ctx, x, r - 1, 1, shape[r - 1] - 2);
-    case V_BROADCAST:
-        shape[0] = 3;
-        return fc_expand(ctx, x, shape, r);
-    default:
-        return fc_retain(x);
-    }
-}
-
 static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     const gc_case *c = user;
-    fc_tensor *x = viewed(ctx, in[0], c->view), *y = NULL;
+    fc_tensor *x = fct_viewed(ctx, in[0], c->view), *y = NULL;
     assert_non_null(x);
-    assert_true(c->view == V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
+    assert_true(c->view == FCT_V_CONTIG || !fc_tensor_is_contiguous(x)); /* a real strided input */
     switch (c->op) {
     case OP_SOFTMAX:
         y = fc_softmax(ctx, x, c->correction);
@@ -381,49 +359,22 @@ static fc_tensor *apply(fc_ctx *ctx, fc_tensor *const *in, int n, void *user) {
     return y;
 }
 
-static fc_tensor *random_f64(fc_ctx *ctx, const int64_t *shape, int rank, uint64_t seed, double lo,
-                             double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    double *v = malloc(sizeof *v * (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(fc_test_splitmix64(&seed) >> 11) / 9007199254740992.0;
-        v[i] = lo + (hi - lo) * u;
-    }
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_F64, shape, rank, v);
-    free(v);
-    assert_non_null(t);
-    return t;
-}
-
 static void check(fc_ctx *ctx, gc_case *c, fc_tensor *const *in, int n) {
-    fc_gradcheck_opts o = {.check_all_f64 = true, .seed = 9};
-    fc_gradcheck_report rep;
-    fc_status st = fc_gradcheck(ctx, apply, c, in, n, &o, &rep);
-    if (st != FC_OK) fail_msg("%s (view %d): %s", c->name, (int)c->view, fc_ctx_error(ctx));
-    assert_true(rep.passed);
-    assert_true(rep.checked > 0);
-}
-
-static fc_ctx *gc_ctx(void) {
-    fc_ctx_opts o = {.threads = 2, .seed = 1};
-    fc_ctx *ctx = fc_ctx_new(&o);
-    assert_non_null(ctx);
-    return ctx;
+    fct_gradcheck_ok(ctx, apply, c, in, n, c->name, (int)c->view);
 }
 
 /* The leaf shape for a 3-D reduction input under each view. */
 static const int64_t leaf3[4][3] = {{3, 4, 5}, {4, 3, 5}, {3, 4, 7}, {1, 4, 5}};
 static void test_grad_softmax(void **state) {
     (void)state;
-    fc_ctx *ctx = gc_ctx();
+    fc_ctx *ctx = fct_gc_ctx();
     for (int op = OP_SOFTMAX; op <= OP_LOG_SOFTMAX; op++)
-        for (int v = V_CONTIG; v <= V_BROADCAST; v++)
+        for (int v = FCT_V_CONTIG; v <= FCT_V_BROADCAST; v++)
             for (int axis = 0; axis < 3; axis++) {
-                gc_case c = {"softmax", (enum op)op, (enum view)v, {0}, 0, false, axis, 0, NULL};
+                gc_case c = {"softmax", (enum op)op, (enum fct_view)v, {0}, 0, false, axis,
+                             0,         NULL};
                 fc_scope_begin(ctx);
-                fc_tensor *x = random_f64(ctx, leaf3[v], 3, 200 + (uint64_t)axis, -2, 2);
+                fc_tensor *x = fct_random_f64(ctx, leaf3[v], 3, 200 + (uint64_t)axis, -2, 2);
                 check(ctx, &c, &x, 1);
                 fc_scope_end(ctx);
             }

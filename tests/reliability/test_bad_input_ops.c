@@ -315,6 +315,23 @@ static fc_tensor *ln_int(fx *f) { return fc_layer_norm(f->ctx, f->i_23, NULL, NU
 static fc_tensor *rms_weight_dtype(fx *f) { return fc_rms_norm(f->ctx, f->f_23, f->d_23, 1e-5); }
 static fc_tensor *rms_weight_shape(fx *f) { return fc_rms_norm(f->ctx, f->f_23, f->f_4, 1e-5); }
 static fc_tensor *rms_null(fx *f) { return fc_rms_norm(f->ctx, NULL, NULL, 1e-5); }
+static fc_tensor *bn_rank(fx *f) {
+    return fc_batch_norm(f->ctx, f->f_3, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+}
+static fc_tensor *bn_weight_shape(fx *f) {
+    return fc_batch_norm(f->ctx, f->f_23, f->f_4, NULL, NULL, NULL, true, 0.1, 1e-5);
+}
+static fc_tensor *bn_eps(fx *f) {
+    return fc_batch_norm(f->ctx, f->f_23, NULL, NULL, NULL, NULL, true, 0.1, -1);
+}
+static fc_tensor *gn_groups(fx *f) { return fc_group_norm(f->ctx, f->f_234, 2, NULL, NULL, 1e-5); }
+static fc_tensor *gn_rank(fx *f) { return fc_group_norm(f->ctx, f->f_3, 1, NULL, NULL, 1e-5); }
+static fc_tensor *rope_rank(fx *f) { return fc_rope(f->ctx, f->f_23, NULL); }
+static fc_tensor *rope_odd_dims(fx *f) {
+    return fc_rope(f->ctx, f->f_234, &(fc_rope_opts){.n_dims = 3});
+}
+static fc_tensor *swiglu_shape(fx *f) { return fc_swiglu(f->ctx, f->f_23, f->f_32); }
+static fc_tensor *swiglu_dtype(fx *f) { return fc_swiglu(f->ctx, f->f_23, f->d_23); }
 static fc_tensor *ce_target_range(fx *f) {
     return fc_cross_entropy(f->ctx, f->f_23, f->idx_bad, NULL);
 }
@@ -352,6 +369,15 @@ static const bad_case norm_loss_cases[] = {
     BAD_T(rms_weight_dtype, FC_ERR_DTYPE, "rms_norm"),
     BAD_T(rms_weight_shape, FC_ERR_SHAPE_MISMATCH, "rms_norm"),
     BAD_T(rms_null, FC_ERR_NULL_ARG, "rms_norm"),
+    BAD_T(bn_rank, FC_ERR_RANK, "batch_norm"),
+    BAD_T(bn_weight_shape, FC_ERR_SHAPE_MISMATCH, "batch_norm"),
+    BAD_T(bn_eps, FC_ERR_INVALID_ARG, "batch_norm"),
+    BAD_T(gn_groups, FC_ERR_INVALID_ARG, "group_norm"),
+    BAD_T(gn_rank, FC_ERR_RANK, "group_norm"),
+    BAD_T(rope_rank, FC_ERR_RANK, "rope"),
+    BAD_T(rope_odd_dims, FC_ERR_INVALID_ARG, "rope"),
+    BAD_T(swiglu_shape, FC_ERR_SHAPE_MISMATCH, "swiglu"),
+    BAD_T(swiglu_dtype, FC_ERR_DTYPE, "swiglu"),
     BAD_T(ce_target_range, FC_ERR_INDEX, "cross_entropy"),
     BAD_T(ce_target_neg, FC_ERR_INDEX, "cross_entropy"),
     BAD_T(ce_target_float, FC_ERR_DTYPE, "cross_entropy"),

@@ -36,12 +36,14 @@ static fc_status sc_views_and_joins(fc_ctx *ctx) {
     if (x) fc_split(ctx, x, 1, (const int64_t[]){1, 2, 3}, 3, parts);
     fc_tensor *e = fc_expand(ctx, fc_unsqueeze(ctx, fc_narrow(ctx, x, 0, 1, 1), 0),
                              (const int64_t[]){4, 1, 6}, 3);
-    fc_tensor *xs[6] = {flat,
-                        fc_slice(ctx, x, 0, 0, 4, 1),
-                        fc_squeeze(ctx, e, 1),
-                        fc_pad(ctx, parts[0], (const int64_t[]){0, 0, 2, 3}, 1.0),
-                        fc_concat(ctx, (fc_tensor *[]){parts[2], parts[1], parts[0]}, 3, 1),
-                        fc_permute(ctx, fc_transpose(ctx, x, 1, 0), (const int[]){1, 0})};
+    fc_tensor *xs[6] = {
+        flat,
+        /* views of x's storage, flattened and back */
+        fc_view(ctx, fc_slice(ctx, fc_view(ctx, x, (const int64_t[]){24}, 1), 0, 0, 24, 1),
+                (const int64_t[]){4, 6}, 2),
+        fc_squeeze(ctx, e, 1), fc_pad(ctx, parts[0], (const int64_t[]){0, 0, 2, 3}, 1.0),
+        fc_concat(ctx, (fc_tensor *[]){parts[2], parts[1], parts[0]}, 3, 1),
+        fc_permute(ctx, fc_transpose(ctx, x, 1, 0), (const int[]){1, 0})};
     fc_tensor *out = fc_stack(ctx, xs, 6, 0);
     fc_status st = backward_ones(ctx, out);
     fc_scope_end(ctx);

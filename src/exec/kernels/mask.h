@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* exec/kernels/mask.h - the kernels behind triu, tril and dropout
- * (src/ops/mask.c validates, records and holds the rules), and the mask
- * application dropout's backward uses. Nothing here records on the tape.
+ * (src/ops/mask.c and src/ops/random.c validate, record and hold the
+ * rules), and the mask application dropout's backward uses. Nothing here records on the tape.
  * Each kernel returns a new contiguous tensor registered in the current
  * scope, or NULL with the error recorded. */
 #ifndef FUCINA_EXEC_KERNELS_MASK_H
