@@ -10,6 +10,7 @@
 #   scripts/deps.sh --mpi     also Open MPI, for data-parallel training (FUCINA_WITH_MPI)
 #   scripts/deps.sh --python  also pytest and NumPy, for the Python binding's tests
 #                             (scripts/test_python.sh)
+#   scripts/deps.sh --docs    also Doxygen, for the API reference (scripts/api_docs.sh)
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
       zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
@@ -27,6 +28,7 @@ for flag in "$@"; do
       ;;
     --mpi) PKGS+=(libopenmpi-dev openmpi-bin) ;;
     --python) PKGS+=(python3-pytest python3-numpy) ;;
+    --docs) PKGS+=(doxygen) ;;
     *) echo "deps.sh: unknown option $flag" >&2; exit 2 ;;
   esac
 done

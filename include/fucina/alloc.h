@@ -46,6 +46,7 @@
 extern "C" {
 #endif
 
+/* An allocator: alloc and free with the contract above; user is passed to both. */
 typedef struct fc_allocator {
     void *(*alloc)(void *user, size_t size, size_t align);
     void (*free)(void *user, void *ptr, size_t size);

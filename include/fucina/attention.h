@@ -28,12 +28,14 @@ extern "C" {
 #endif
 
 /* ---- rotary position embedding ----------------------------------------------------- */
+/* Which dims a rotary embedding pairs up. */
 typedef enum fc_rope_mode {
     FC_ROPE_NORM = 0, /* the "llama" architecture: rotates adjacent pairs (2i, 2i+1) */
     FC_ROPE_NEOX = 1, /* rotate-half: pairs (i, i + n_dims/2) */
     FC_ROPE_MODE_COUNT
 } fc_rope_mode;
 
+/* Options of fc_rope; zero-initialised is FC_ROPE_NORM over every dim, base 10000, scale 1. */
 typedef struct fc_rope_opts {
     fc_rope_mode mode;
     int64_t n_dims;     /* leading head dims rotated (even, <= D); 0 means all D */
@@ -62,6 +64,7 @@ typedef struct fc_rope_opts {
 FC_API fc_tensor *fc_rope(fc_ctx *ctx, fc_tensor *x, const fc_rope_opts *opts);
 
 /* ---- fused scaled dot-product attention ----------------------------------------------- */
+/* Options of fc_attention; zero-initialised is the defaults. */
 typedef struct fc_attention_opts {
     bool causal;  /* query i (0-based, of T) sees keys j <= i + (S - T): the last query is
                      aligned with the last key, as a KV cache needs */

@@ -380,6 +380,7 @@ FC_API fc_status fc_grad_hook_remove(fc_tensor *t, int64_t id);
  * result without side effects; it is called 2 * numel + 1 times. */
 typedef fc_tensor *(*fc_gradcheck_fn)(fc_ctx *ctx, fc_tensor *const *inputs, int n, void *user);
 
+/* Options of fc_gradcheck and fc_gradgradcheck; zero-initialised is the defaults. */
 typedef struct fc_gradcheck_opts {
     double eps, atol, rtol; /* 0 selects the defaults above */
     bool check_all_f64;     /* treat every f64 input as requiring grad */
@@ -389,6 +390,7 @@ typedef struct fc_gradcheck_opts {
     bool constant_grad_output;
 } fc_gradcheck_opts;
 
+/* What a gradient check found, filled on every return (see below). */
 typedef struct fc_gradcheck_report {
     bool passed;
     int worst_input;         /* input index of the worst element */

@@ -13,6 +13,7 @@
 extern "C" {
 #endif
 
+/* The matmul providers a context may use (fc_ctx_opts.backend). */
 typedef enum fc_backend {
     FC_BACKEND_AUTO,   /* FUCINA_BACKEND from the environment, else by dtype and size */
     FC_BACKEND_REF,    /* portable C, every float dtype */

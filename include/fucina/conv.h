@@ -91,6 +91,7 @@ typedef struct fc_conv2d_opts {
     bool padding_same;
 } fc_conv2d_opts;
 
+/* The default options, the same as a zero-initialised struct. */
 static inline fc_conv2d_opts fc_conv2d_opts_default(void) {
     fc_conv2d_opts o = {{1, 1}, {0, 0}, {1, 1}, 1, false};
     return o;
@@ -102,6 +103,7 @@ typedef struct fc_conv1d_opts {
     bool padding_same;
 } fc_conv1d_opts;
 
+/* The default options, the same as a zero-initialised struct. */
 static inline fc_conv1d_opts fc_conv1d_opts_default(void) {
     fc_conv1d_opts o = {1, 0, 1, 1, false};
     return o;
@@ -121,6 +123,7 @@ typedef struct fc_conv_transpose2d_opts {
     int64_t groups;
 } fc_conv_transpose2d_opts;
 
+/* The default options, the same as a zero-initialised struct. */
 static inline fc_conv_transpose2d_opts fc_conv_transpose2d_opts_default(void) {
     fc_conv_transpose2d_opts o = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
     return o;

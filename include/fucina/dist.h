@@ -91,6 +91,7 @@
 extern "C" {
 #endif
 
+/* A process group: this rank's handle on the job (fc_dist_init). */
 typedef struct fc_dist fc_dist;
 
 /* True when this build of fucina has MPI (FUCINA_WITH_MPI). */
@@ -166,6 +167,7 @@ FC_API fc_status fc_dist_barrier(fc_dist *d);
  * (fc_dist_status). Errors are recorded in d's context. */
 FC_API fc_status fc_dist_broadcast(fc_dist *d, fc_tensor *const *ts, int n, int root);
 
+/* The reduction of fc_dist_all_reduce: the sum, or the sum divided by the rank count. */
 typedef enum fc_dist_op { FC_DIST_SUM, FC_DIST_MEAN, FC_DIST_OP_COUNT } fc_dist_op;
 
 /* Replaces each of the n tensors, on every rank, by the sum (or the mean:
@@ -217,6 +219,7 @@ FC_API fc_status fc_dist_all_reduce_f64(fc_dist *d, double *v, int n, fc_dist_op
  * allocated once at creation. With one rank the wrapper does nothing. */
 typedef struct fc_ddp fc_ddp;
 
+/* Options of fc_ddp_new; zero-initialised is the defaults. */
 typedef struct fc_ddp_opts {
     int64_t bucket_bytes; /* 0: 25 MiB (PyTorch DDP's default) */
     /* Start every bucket in fc_ddp_sync instead of during backward (to

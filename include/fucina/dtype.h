@@ -75,6 +75,7 @@ extern "C" {
     X(FC_Q2_0_G64, "q2_0_g64", FC_KIND_BLOCK, 18, 64)                                              \
     X(FC_NF4, "nf4", FC_KIND_BLOCK, 34, 64)
 
+/* The element types, one per row of FC_DTYPE_LIST above. */
 typedef enum fc_dtype {
 #define FC__DTYPE_ENUM(e, name, kind, bytes, elems) e,
     FC_DTYPE_LIST(FC__DTYPE_ENUM)
@@ -82,6 +83,7 @@ typedef enum fc_dtype {
         FC_DTYPE_COUNT
 } fc_dtype;
 
+/* A scalar type stores one value per element; a block type packs elements in blocks. */
 typedef enum fc_dtype_kind { FC_KIND_SCALAR, FC_KIND_BLOCK, FC_KIND_COUNT } fc_dtype_kind;
 
 /* ---- registry ---------------------------------------------------------- */
@@ -129,6 +131,7 @@ typedef enum fc_accum {
 FC_API fc_accum fc_dtype_accumulator(fc_dtype dtype);
 
 /* ---- float compute/output policy ------------------------------------------ */
+/* The op families fc_dtype_policy resolves dtypes for. */
 typedef enum fc_float_op {
     FC_FLOAT_OP_POINTWISE,
     FC_FLOAT_OP_WIDENED,

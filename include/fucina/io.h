@@ -134,6 +134,7 @@ typedef struct fc_io_tensor {
  * bytes once, which for a mapped file touches those pages). Unknown fields inside a tensor entry are
  * ignored, as the reference implementation does. */
 
+/* An open safetensors file (fc_safetensors_open). */
 typedef struct fc_st_file fc_st_file;
 
 /* Opens and validates path. On success *out is a new handle (close it with
@@ -208,6 +209,7 @@ FC_API fc_status fc_safetensors_write(const char *path, const fc_io_tensor *tens
  * 1..4); FC_ERR_INVALID_SHAPE (a dim of 0, or the innermost dim not a
  * multiple of the block size); FC_ERR_OVERFLOW (element or byte count). */
 
+/* An open GGUF file (fc_gguf_open). */
 typedef struct fc_gguf_file fc_gguf_file;
 /* A metadata value, owned by its file (valid until close). */
 typedef struct fc_gguf_value fc_gguf_value;

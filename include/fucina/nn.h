@@ -46,9 +46,11 @@
 extern "C" {
 #endif
 
+/* The longest parameter name, in bytes with its NUL, that a registry holds. */
 #define FC_NN_NAME_MAX 256
 
 /* ---- the registry -------------------------------------------------------------- */
+/* A parameter registry (fc_nn_new). */
 typedef struct fc_nn fc_nn;
 
 /* Flags of a registered tensor. */
@@ -120,6 +122,7 @@ FC_API fc_optim *fc_nn_optim_new(fc_nn *nn, const fc_optim_opts *opts, const cha
  * loads the file (safetensors.torch.load_file then load_state_dict). */
 FC_API fc_status fc_nn_save(fc_nn *nn, const char *path);
 
+/* Options of fc_nn_load; zero-initialised is strict. */
 typedef struct fc_nn_load_opts {
     bool non_strict; /* false (default): any missing or unexpected name is an error */
 } fc_nn_load_opts;
@@ -212,6 +215,7 @@ typedef struct fc_nn_dropout {
 FC_API fc_status fc_nn_dropout_init(fc_nn *nn, fc_nn_dropout *d, double p);
 FC_API fc_tensor *fc_nn_dropout_forward(const fc_nn_dropout *d, fc_tensor *x);
 
+/* The activations an fc_nn_mlp and an fc_nn_seq apply. */
 typedef enum fc_nn_act {
     FC_NN_ACT_GELU = 0, /* exact (erf) GELU, torch's nn.GELU() */
     FC_NN_ACT_GELU_TANH,
@@ -367,6 +371,7 @@ typedef enum fc_nn_kind {
     FC_NN_FLATTEN, /* [N, ...] -> [N, rest] (torch's nn.Flatten()) */
     FC_NN_KIND_COUNT
 } fc_nn_kind;
+/* One layer of a chain: its kind and the layer itself. */
 typedef struct fc_nn_seq_item {
     fc_nn_kind kind;
     union {
@@ -378,6 +383,7 @@ typedef struct fc_nn_seq_item {
         fc_nn_act act;
     } u;
 } fc_nn_seq_item;
+/* A chain of at most FC_NN_SEQ_MAX layers applied in order, named name. */
 typedef struct fc_nn_seq {
     fc_nn *nn;
     char name[FC_NN_NAME_MAX];

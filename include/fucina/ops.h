@@ -275,12 +275,14 @@ FC_API fc_tensor *fc_batch_norm(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc
 FC_API fc_tensor *fc_group_norm(fc_ctx *ctx, fc_tensor *x, int64_t num_groups, fc_tensor *weight,
                                 fc_tensor *bias, double eps);
 
+/* How a loss reduces its per-element values. */
 typedef enum fc_reduction {
     FC_REDUCE_MEAN,
     FC_REDUCE_SUM,
     FC_REDUCE_NONE,
     FC_REDUCE_COUNT
 } fc_reduction;
+/* Options of fc_cross_entropy; zero-initialised is a mean with no ignored target. */
 typedef struct fc_ce_opts {
     fc_reduction reduction; /* default (0) mean over non-ignored targets */
     int64_t ignore_index;   /* targets equal to it contribute nothing; set use_ignore */

@@ -38,6 +38,7 @@
 extern "C" {
 #endif
 
+/* The optimizer algorithms (fc_optim_opts.kind). */
 typedef enum fc_optim_kind {
     FC_OPTIM_SGD,
     FC_OPTIM_ADAM,
@@ -77,6 +78,7 @@ typedef struct fc_optim_opts {
     double lr_decay, initial_accumulator_value;
 } fc_optim_opts;
 
+/* An optimizer over a set of parameters (fc_optim_new). */
 typedef struct fc_optim fc_optim;
 
 /* Creates an optimizer over n parameters (retained; one parameter group
@@ -162,7 +164,9 @@ FC_API fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n,
                                    double *total_norm);
 
 /* ---- learning-rate schedules --------------------------------------------------------- */
+/* The learning-rate schedule shapes (fc_lr_schedule.kind). */
 typedef enum fc_lr_kind { FC_LR_CONSTANT, FC_LR_STEP, FC_LR_COSINE, FC_LR_KIND_COUNT } fc_lr_kind;
+/* A learning-rate schedule: a shape, its parameters and a warm-up (fc_lr_at). */
 typedef struct fc_lr_schedule {
     fc_lr_kind kind;
     double base_lr;

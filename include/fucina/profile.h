@@ -50,6 +50,7 @@
 extern "C" {
 #endif
 
+/* Whether an event timed an op's forward or a backward rule. */
 typedef enum fc_profile_phase {
     FC_PROFILE_FORWARD = 0,
     FC_PROFILE_BACKWARD,

@@ -125,6 +125,7 @@ FC_API fc_status fc_dequantize(fc_dtype dtype, const void *src, float *dst, int6
 
 /* ---- blockwise int8 / int4 / NF4 ------------------------------------------------- */
 
+/* The blockwise quantization formats of fc_blockq_quantize. */
 typedef enum fc_blockq_kind {
     FC_BLOCKQ_INT8, /* symmetric, codes [-127, 127] */
     FC_BLOCKQ_INT4, /* symmetric, codes [-7, 7] */

@@ -48,6 +48,7 @@ extern "C" {
     X(FC_ERR_COMM, -24, "communication between processes failed (MPI)")                          \
     X(FC_ERR_UNSUPPORTED, -25, "operation not supported in this mode")
 
+/* Status codes: FC_OK (0) or a negative error, one per row of FC_STATUS_LIST above. */
 typedef enum fc_status {
 #define FC__STATUS_ENUM(name, value, text) name = value,
     FC_STATUS_LIST(FC__STATUS_ENUM)

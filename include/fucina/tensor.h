@@ -78,7 +78,9 @@
 extern "C" {
 #endif
 
+/* The execution context (see above). */
 typedef struct fc_ctx fc_ctx;
+/* A tensor handle, one reference to a tensor of one context (see above). */
 typedef struct fc_tensor fc_tensor;
 
 /* The most axes a tensor has (ranks are 1..FC_MAX_RANK). */

@@ -16,6 +16,7 @@
 extern "C" {
 #endif
 
+/* The version of these headers: major, minor, patch (semantic versioning). */
 #define FC_VERSION_MAJOR 0
 #define FC_VERSION_MINOR 1
 #define FC_VERSION_PATCH 0

@@ -66,8 +66,10 @@ typedef struct fc_llama_config {
     bool tied_output;   /* no "output" tensor: logits use token_embd */
 } fc_llama_config;
 
+/* A Llama-architecture model: its config, its weights and their names. */
 typedef struct fc_llama fc_llama;
 
+/* Options of fc_llama_load; zero-initialised is the defaults. */
 typedef struct fc_llama_load_opts {
     unsigned io_flags; /* FC_IO_NO_MMAP to read the file instead of mapping it */
     bool trainable;    /* f32 tensors become writable parameters requiring grad */
@@ -171,6 +173,7 @@ FC_API fc_tensor *fc_llama_forward_cached(fc_ctx *ctx, fc_llama *m, fc_llama_cac
                                           fc_tensor *ids);
 
 /* ---- sampling and generation ------------------------------------------------------ */
+/* Options of fc_llama_sample and fc_llama_generate; zero-initialised is greedy. */
 typedef struct fc_llama_sample_opts {
     double temperature; /* <= 0: greedy (argmax, the lowest id on ties) */
     int64_t top_k;      /* keep the k most likely (0: all) */
@@ -204,6 +207,7 @@ FC_API fc_status fc_llama_generate(fc_ctx *ctx, fc_llama *m, const int32_t *prom
 /* Chooses the dtype of one tensor on saving (FC_DTYPE_COUNT: keep it). */
 typedef fc_dtype (*fc_llama_dtype_fn)(const char *name, fc_tensor *t, void *user);
 
+/* Options of fc_llama_save (start from fc_llama_save_opts_default). */
 typedef struct fc_llama_save_opts {
     /* Dtype of every 2-D weight; FC_DTYPE_COUNT keeps each one's (start
      * from fc_llama_save_opts_default, not a zeroed struct). 1-D tensors

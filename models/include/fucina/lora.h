@@ -82,6 +82,7 @@ typedef enum fc_lora_target {
     FC_LORA_TARGET_COUNT = 7 /* single targets: the bits 0 .. 6 */
 } fc_lora_target;
 
+/* A LoRA adapter's shape: rank, alpha, dropout and the weights it targets. */
 typedef struct fc_lora_config {
     int64_t rank;     /* >= 1, at most min(in, out) of every targeted weight */
     double alpha;     /* the scale is alpha / rank; finite, > 0 and <= FLT_MAX */
@@ -89,6 +90,7 @@ typedef struct fc_lora_config {
     unsigned targets; /* FC_LORA_* bits, at least one, no others */
 } fc_lora_config;
 
+/* A LoRA adapter over a model (fc_lora_new). */
 typedef struct fc_lora fc_lora;
 
 /* rank 8, alpha 16, dropout 0.05, targets FC_LORA_ALL. */

@@ -66,8 +66,10 @@
 extern "C" {
 #endif
 
+/* A tokenizer: its vocabulary, merges or scores, and special tokens. */
 typedef struct fc_tokenizer fc_tokenizer;
 
+/* The tokenizer algorithms: SentencePiece-style and byte-level BPE. */
 typedef enum fc_tokenizer_kind {
     FC_TOKENIZER_SPM = 1, /* tokenizer.ggml.model "llama" */
     FC_TOKENIZER_BPE = 2, /* tokenizer.ggml.model "gpt2" */
