@@ -11,6 +11,7 @@
 #   scripts/deps.sh --python  also pytest and NumPy, for the Python binding's tests
 #                             (scripts/test_python.sh)
 #   scripts/deps.sh --docs    also Doxygen, for the API reference (scripts/api_docs.sh)
+#   scripts/deps.sh --format  also clang-format 14, for scripts/check_format.sh
 set -euo pipefail
 PKGS=(cmake make gcc clang pkg-config libcmocka-dev libopenblas-openmp-dev libdnnl-dev
       zlib1g-dev libclang-rt-14-dev libomp-14-dev llvm-14 dataset-fashion-mnist
@@ -29,6 +30,7 @@ for flag in "$@"; do
     --mpi) PKGS+=(libopenmpi-dev openmpi-bin) ;;
     --python) PKGS+=(python3-pytest python3-numpy) ;;
     --docs) PKGS+=(doxygen) ;;
+    --format) PKGS+=(clang-format-14) ;;
     *) echo "deps.sh: unknown option $flag" >&2; exit 2 ;;
   esac
 done
