@@ -24,6 +24,17 @@
  *          (sum starts at initial_accumulator_value); p -= clr*g/(sqrt(sum)+eps)
  *   Lion:  (Chen et al. 2023, as lion-pytorch) p *= 1 - lr*wd;
  *          p -= lr*sign(b1*m + (1-b1)*g); m = b2*m + (1-b2)*g
+ *   LAMB:  (You et al. 2020; torch has none) per parameter tensor:
+ *          m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2 (g without weight
+ *          decay); r = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*p;
+ *          ratio = ||p|| / ||r|| (L2 norms of the whole tensor, summed in
+ *          f64), 1 when either norm is 0; p -= lr*ratio*r. This variant has
+ *          bias correction on, the weight decay inside the trust ratio, no
+ *          clamp of ||p|| or of the ratio, the ratio applied whatever wd
+ *          is, and no gradient pre-normalization (clip first with
+ *          fc_clip_grad_norm for that). Two passes: the first moves the
+ *          moments and sums the norms, the second recomputes r and
+ *          applies it.
  * Parameters without a gradient are skipped (their state does not move).
  *
  * State (moments, step count) is readable and writable so checkpoints can
@@ -45,17 +56,18 @@ typedef enum fc_optim_kind {
     FC_OPTIM_RMSPROP,
     FC_OPTIM_ADAGRAD,
     FC_OPTIM_LION,
+    FC_OPTIM_LAMB,
     FC_OPTIM_KIND_COUNT
 } fc_optim_kind;
 
 /* Zero beta1/beta2/eps/alpha select PyTorch's defaults: Adam/AdamW (0.9,
  * 0.999, 1e-8), RMSprop alpha 0.99 and eps 1e-8, Adagrad eps 1e-10, Lion
- * betas (0.9, 0.99). lr is taken as given (torch's default lr differs per
+ * betas (0.9, 0.99); LAMB (0.9, 0.999) and eps 1e-6 (the LAMB paper's). lr is taken as given (torch's default lr differs per
  * optimizer: 1e-2 for RMSprop and Adagrad, 1e-4 for Lion). weight_decay 0
  * means none. lr must be finite and >= 0 (as torch.optim; 0 lets a
  * schedule decay to nothing, and fc_optim_set_lr takes the same range);
  * weight_decay, momentum and dampening must be >= 0, betas in [0, 1), eps
- * >= 0; for RMSprop, Adagrad and Lion also alpha in [0, 1), lr_decay and
+ * >= 0; for RMSprop, Adagrad, Lion and LAMB also alpha in [0, 1), lr_decay and
  * initial_accumulator_value >= 0, these and eps, momentum, weight_decay
  * finite, and centered only with RMSprop. Anything else is
  * FC_ERR_INVALID_ARG naming the value. Only the fields a kind reads
@@ -140,7 +152,8 @@ FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
  * (Adam/AdamW), "momentum_buffer" (SGD), "square_avg", "momentum_buffer",
  * "grad_avg" (RMSprop), "sum" (Adagrad; created filled with
- * initial_accumulator_value) or "exp_avg" (Lion), the parameter's shape,
+ * initial_accumulator_value), "exp_avg" (Lion), "exp_avg", "exp_avg_sq"
+ * (LAMB), the parameter's shape,
  * f32 (f64 for an f64 parameter).
  * Borrowed; created (zeros) on demand with create = true, else NULL when
  * it does not exist yet. Write it with fc_copy_ to restore a checkpoint.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_optim_more.c - RMSprop, Adagrad and Lion: 100-step trajectories
+/* test_optim_more.c - RMSprop, Adagrad, Lion (and LAMB, whose other tests
+ * are test_optim_lamb.c): 100-step trajectories
  * against torch (tests/data/ag/optim_more_ref.h, made by
  * scripts/gen_optim_ref.py) in f32 and f64, each bad hyper-parameter
  * refused with FC_ERR_INVALID_ARG naming it, state names and initial
