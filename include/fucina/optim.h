@@ -197,9 +197,9 @@ FC_API fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n,
  *                      T - 1 on (torch raises past T). Momentum is not
  *                      cycled (cycle_momentum=False).
  * Warm-up (every kind): for k < warmup_steps the lr is start * (k + 1) /
- * warmup_steps, start being the schedule's first lr (base_lr; for
- * one-cycle base_lr/div_factor); then the kind runs with k - warmup_steps
- * in place of k. This is torch's SequentialLR([LinearLR(start_factor =
+ * warmup_steps, start being base_lr (for one-cycle base_lr/div_factor, its
+ * first lr, as torch's SequentialLR gives); then the kind runs with
+ * k - warmup_steps in place of k. This is torch's SequentialLR([LinearLR(start_factor =
  * 1/w, total_iters = w - 1), S], milestones = [w]) (the schedules run one
  * after the other), not ChainedScheduler (which would multiply them); S
  * takes total_steps - warmup_steps as its length, so total_steps counts
