@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Reference trajectories of RMSprop, Adagrad and Lion for tests/ag/test_optim_more.c.
+"""Reference trajectories of RMSprop, Adagrad, Lion and LAMB for tests/ag/test_optim_more.c
+and tests/ag/test_optim_lamb.c.
 
 Run with Debian's torch:  /usr/bin/python3 scripts/gen_optim_ref.py > tests/data/ag/optim_more_ref.h
 
@@ -11,7 +12,9 @@ elementwise in the parameter's dtype in exactly that order (the C test does
 the same), with s_{t,i} = sin(0.37*i + 1.3*t) * (1 + 0.1*i) rounded from double.
 RMSprop and Adagrad are torch.optim's (single-tensor code, as on CPU);
 Lion is the update of lion-pytorch (Chen et al. 2023) written in torch ops,
-as torch has no Lion. The parameters are recorded after the steps in CHECK.
+as torch has no Lion; LAMB is the rule of include/fucina/optim.h (bias
+correction on, trust ratio ||p||/||r|| with the norms in float64, 1 when either
+is 0, no clamp) written in torch ops, as torch has none. The parameters are recorded after the steps in CHECK.
 """
 import math
 import sys
@@ -36,6 +39,8 @@ CONFIGS = [
                                      initial_accumulator_value=0.1, eps=1e-6)),
     ("lion_default", "lion", dict(lr=1e-4)),
     ("lion_full", "lion", dict(lr=0.01, beta1=0.8, beta2=0.95, weight_decay=0.1)),
+    ("lamb_default", "lamb", dict(lr=0.01)),
+    ("lamb_full", "lamb", dict(lr=0.02, beta1=0.8, beta2=0.95, eps=1e-4, weight_decay=0.1)),
 ]
 
 
@@ -45,6 +50,20 @@ def lion_step(p, g, m, lr, b1, b2, wd):
     update = m.clone().mul_(b1).add(g, alpha=1 - b1).sign_()
     p.add_(update, alpha=-lr)
     m.mul_(b2).add_(g, alpha=1 - b2)
+
+
+def lamb_step(p, g, m, v, t, lr, b1, b2, eps, wd):
+    m.mul_(b1).add_(g, alpha=1 - b1)
+    v.mul_(b2).addcmul_(g, g, value=1 - b2)
+    bc1 = 1 - b1 ** t
+    bc2 = 1 - b2 ** t
+    r = (m / bc1) / ((v / bc2).sqrt() + eps)
+    if wd != 0:
+        r = r + wd * p
+    wn = p.double().norm().item()
+    rn = r.double().norm().item()
+    ratio = wn / rn if wn > 0 and rn > 0 else 1.0
+    p.add_(r, alpha=-lr * ratio)
 
 
 def run(kind, o, dtype):
@@ -65,6 +84,7 @@ def run(kind, o, dtype):
     else:
         opt = None
         m = torch.zeros(N, dtype=dtype)
+        v = torch.zeros(N, dtype=dtype)
     out = []
     for t in range(1, STEPS + 1):
         s = torch.tensor([math.sin(0.37 * i + 1.3 * t) * (1 + 0.1 * i) for i in range(N)],
@@ -74,6 +94,10 @@ def run(kind, o, dtype):
         if opt is not None:
             p.grad = g
             opt.step()
+        elif kind == "lamb":
+            with torch.no_grad():
+                lamb_step(p.data, g, m, v, t, o["lr"], o.get("beta1", 0.9), o.get("beta2", 0.999),
+                          o.get("eps", 1e-6), o.get("weight_decay", 0))
         else:
             with torch.no_grad():
                 lion_step(p.data, g, m, o["lr"], o.get("beta1", 0.9), o.get("beta2", 0.99),
@@ -96,7 +120,8 @@ def main():
           % (arr, N, ", ".join("%.17g" % v for v in vals)))
     w("typedef struct optim_ref {\n    const char *name;\n    fc_optim_opts opts;\n"
       "    double f32[%d][%d], f64[%d][%d];\n} optim_ref;\n" % (len(CHECK), N, len(CHECK), N))
-    kinds = {"rmsprop": "FC_OPTIM_RMSPROP", "adagrad": "FC_OPTIM_ADAGRAD", "lion": "FC_OPTIM_LION"}
+    kinds = {"rmsprop": "FC_OPTIM_RMSPROP", "adagrad": "FC_OPTIM_ADAGRAD", "lion": "FC_OPTIM_LION",
+             "lamb": "FC_OPTIM_LAMB"}
     w("static const optim_ref optim_refs[] = {\n")
     for name, kind, o in CONFIGS:
         fields = ", ".join(".%s = %s" % (k, ("true" if v else "false") if isinstance(v, bool)

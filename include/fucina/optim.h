@@ -24,6 +24,17 @@
  *          (sum starts at initial_accumulator_value); p -= clr*g/(sqrt(sum)+eps)
  *   Lion:  (Chen et al. 2023, as lion-pytorch) p *= 1 - lr*wd;
  *          p -= lr*sign(b1*m + (1-b1)*g); m = b2*m + (1-b2)*g
+ *   LAMB:  (You et al. 2020; torch has none) per parameter tensor:
+ *          m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2 (g without weight
+ *          decay); r = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*p;
+ *          ratio = ||p|| / ||r|| (L2 norms of the whole tensor, summed in
+ *          f64), 1 when either norm is 0; p -= lr*ratio*r. This variant has
+ *          bias correction on, the weight decay inside the trust ratio, no
+ *          clamp of ||p|| or of the ratio, the ratio applied whatever wd
+ *          is, and no gradient pre-normalization (clip first with
+ *          fc_clip_grad_norm for that). Two passes: the first moves the
+ *          moments and sums the norms, the second recomputes r and
+ *          applies it.
  * Parameters without a gradient are skipped (their state does not move).
  *
  * State (moments, step count) is readable and writable so checkpoints can
@@ -46,17 +57,18 @@ typedef enum fc_optim_kind {
     FC_OPTIM_RMSPROP,
     FC_OPTIM_ADAGRAD,
     FC_OPTIM_LION,
+    FC_OPTIM_LAMB,
     FC_OPTIM_KIND_COUNT
 } fc_optim_kind;
 
 /* Zero beta1/beta2/eps/alpha select PyTorch's defaults: Adam/AdamW (0.9,
  * 0.999, 1e-8), RMSprop alpha 0.99 and eps 1e-8, Adagrad eps 1e-10, Lion
- * betas (0.9, 0.99). lr is taken as given (torch's default lr differs per
+ * betas (0.9, 0.99); LAMB (0.9, 0.999) and eps 1e-6 (the LAMB paper's). lr is taken as given (torch's default lr differs per
  * optimizer: 1e-2 for RMSprop and Adagrad, 1e-4 for Lion). weight_decay 0
  * means none. lr must be finite and >= 0 (as torch.optim; 0 lets a
  * schedule decay to nothing, and fc_optim_set_lr takes the same range);
  * weight_decay, momentum and dampening must be >= 0, betas in [0, 1), eps
- * >= 0; for RMSprop, Adagrad and Lion also alpha in [0, 1), lr_decay and
+ * >= 0; for RMSprop, Adagrad, Lion and LAMB also alpha in [0, 1), lr_decay and
  * initial_accumulator_value >= 0, these and eps, momentum, weight_decay
  * finite, and centered only with RMSprop. Anything else is
  * FC_ERR_INVALID_ARG naming the value. Only the fields a kind reads
@@ -142,7 +154,8 @@ FC_API fc_status fc_optim_set_step_count(fc_optim *opt, int64_t steps);
 /* State tensor of parameter i: "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
  * (Adam/AdamW), "momentum_buffer" (SGD), "square_avg", "momentum_buffer",
  * "grad_avg" (RMSprop), "sum" (Adagrad; created filled with
- * initial_accumulator_value) or "exp_avg" (Lion), the parameter's shape,
+ * initial_accumulator_value), "exp_avg" (Lion), "exp_avg", "exp_avg_sq"
+ * (LAMB), the parameter's shape,
  * f32 (f64 for an f64 parameter).
  * Borrowed; created (zeros) on demand with create = true, else NULL when
  * it does not exist yet. Write it with fc_copy_ to restore a checkpoint.
@@ -164,25 +177,140 @@ FC_API fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n,
                                    double *total_norm);
 
 /* ---- learning-rate schedules --------------------------------------------------------- */
-/* The learning-rate schedule shapes (fc_lr_schedule.kind). */
-typedef enum fc_lr_kind { FC_LR_CONSTANT, FC_LR_STEP, FC_LR_COSINE, FC_LR_KIND_COUNT } fc_lr_kind;
-/* A learning-rate schedule: a shape, its parameters and a warm-up (fc_lr_at). */
+/* Closed-form schedules: fc_lr_at(s, k) is the learning rate of step k
+ * (0-based: the k-th optimizer step; a negative k counts as 0), to pass to
+ * fc_optim_set_lr before that step. Each kind follows
+ * torch.optim.lr_scheduler, with torch's step k being the lr after k calls
+ * of sched.step():
+ *   FC_LR_CONSTANT     base_lr
+ *   FC_LR_STEP         StepLR: base_lr * gamma^floor(k/step_size)
+ *   FC_LR_MULTISTEP    MultiStepLR: base_lr * gamma^(milestones <= k)
+ *   FC_LR_EXPONENTIAL  ExponentialLR: base_lr * gamma^k
+ *   FC_LR_COSINE       CosineAnnealingLR (T_max = total_steps - warmup_steps,
+ *                      eta_min = min_lr); min_lr from then on (torch's
+ *                      cosine would climb again)
+ *   FC_LR_ONECYCLE     OneCycleLR with anneal_strategy "cos", three_phase
+ *                      off, T = total_steps - warmup_steps: max_lr =
+ *                      base_lr, initial = base_lr/div_factor, final =
+ *                      initial/final_div_factor; e1 = pct_start*T - 1; k <=
+ *                      e1 anneals initial -> max over [0, e1], then max ->
+ *                      final over [e1, T-1] (anneal(a, b, x) = b + (a-b)/2 *
+ *                      (cos(pi*x) + 1), torch's arithmetic); final from
+ *                      T - 1 on (torch raises past T). Momentum is not
+ *                      cycled (cycle_momentum=False).
+ * Warm-up (every kind): for k < warmup_steps the lr is start * (k + 1) /
+ * warmup_steps, start being base_lr (for one-cycle base_lr/div_factor, its
+ * first lr, as torch's SequentialLR gives); then the kind runs with
+ * k - warmup_steps in place of k. This is torch's SequentialLR([LinearLR(start_factor =
+ * 1/w, total_iters = w - 1), S], milestones = [w]) (the schedules run one
+ * after the other), not ChainedScheduler (which would multiply them); S
+ * takes total_steps - warmup_steps as its length, so total_steps counts
+ * the warm-up, while step_size and milestones count from its end.
+ * Zero fields take torch's defaults: gamma 0.1 (STEP and MULTISTEP; for
+ * EXPONENTIAL it is required), pct_start 0.3, div_factor 25,
+ * final_div_factor 1e4. Sequences match torch's to 1e-12 relative over
+ * 300 steps (tests/ag/test_lr_sched.c). */
+typedef enum fc_lr_kind {
+    FC_LR_CONSTANT,
+    FC_LR_STEP,
+    FC_LR_COSINE,
+    FC_LR_MULTISTEP,
+    FC_LR_EXPONENTIAL,
+    FC_LR_ONECYCLE,
+    FC_LR_KIND_COUNT
+} fc_lr_kind;
+/* A closed-form schedule: its kind and the fields the kinds above read. */
 typedef struct fc_lr_schedule {
     fc_lr_kind kind;
-    double base_lr;
-    int64_t warmup_steps; /* linear warm-up over these steps (all kinds; see fc_lr_at) */
+    double base_lr;       /* max_lr for FC_LR_ONECYCLE */
+    int64_t warmup_steps; /* linear warm-up over these steps (all kinds) */
     int64_t step_size;    /* FC_LR_STEP: multiply by gamma every step_size steps */
-    double gamma;
-    int64_t total_steps; /* FC_LR_COSINE: decay to min_lr at total_steps */
-    double min_lr;
+    double gamma;         /* FC_LR_STEP, FC_LR_MULTISTEP, FC_LR_EXPONENTIAL */
+    int64_t total_steps;  /* FC_LR_COSINE, FC_LR_ONECYCLE: the end, warm-up included */
+    double min_lr;        /* FC_LR_COSINE */
+    /* FC_LR_MULTISTEP: n_milestones steps (strictly increasing, >= 0,
+     * counted from the end of the warm-up) at each of which the lr is
+     * multiplied by gamma; borrowed, read by every fc_lr_at */
+    const int64_t *milestones;
+    int n_milestones;
+    /* FC_LR_ONECYCLE */
+    double pct_start, div_factor, final_div_factor;
 } fc_lr_schedule;
-/* Learning rate at step (0-based; a negative step counts as 0); 0 for a NULL
- * s. During warm-up (step < warmup_steps) it is base_lr * (step + 1) /
- * warmup_steps; a warmup_steps <= 0 means no warm-up. FC_LR_STEP with
- * step_size <= 0 stays at base_lr; FC_LR_COSINE with total_steps <= the
- * warm-up gives min_lr after it. Defined for every field value: no integer
- * overflow whatever the int64 fields hold. */
+/* The learning rate at step (see above); 0 for a NULL s. Defined for every
+ * field value (no integer overflow, no read past a NULL milestones):
+ * warmup_steps <= 0 means none; STEP with step_size <= 0 stays at
+ * base_lr; COSINE and ONECYCLE with total_steps <= the warm-up give their
+ * final lr after it; fields fc_lr_schedule_check refuses give a value, not
+ * necessarily a useful one. */
 FC_API double fc_lr_at(const fc_lr_schedule *s, int64_t step);
+/* Checks a schedule before use: FC_OK, FC_ERR_NULL_ARG for a NULL ctx (not
+ * recorded) or s, FC_ERR_INVALID_ARG naming the field and its value for an
+ * unknown kind, base_lr not finite and >= 0, warmup_steps < 0, and for the
+ * kind that reads it: step_size <= 0, gamma (after its default) not finite
+ * and > 0, total_steps <= warmup_steps, min_lr not finite and >= 0,
+ * n_milestones < 0, NULL milestones with n_milestones > 0, a milestone < 0
+ * or not above the one before, pct_start outside (0, 1], pct_start *
+ * (total_steps - warmup_steps) == 1 (a first phase of length 0: torch
+ * divides by zero), div_factor or final_div_factor not finite and > 0. */
+FC_API fc_status fc_lr_schedule_check(fc_ctx *ctx, const fc_lr_schedule *s);
+
+/* Reduce-on-plateau: torch's ReduceLROnPlateau with mode "min" and
+ * threshold_mode "rel", for one learning rate. After each metric m (a
+ * validation loss, say):
+ *   m < best * (1 - threshold): best = m, bad_steps = 0; else bad_steps++
+ *   (a NaN metric is never better, as in torch);
+ *   in cooldown (cooldown_left > 0): cooldown_left--, bad_steps = 0;
+ *   bad_steps > patience: new = max(lr * factor, min_lr), taken when
+ *   lr - new > eps; cooldown_left = cooldown, bad_steps = 0.
+ * Zero factor and eps take torch's defaults (0.1, 1e-8); patience,
+ * threshold, cooldown and min_lr are taken as given (0 is meaningful for
+ * each), so torch's defaults for them (10, 1e-4, 0, 0) come from
+ * fc_lr_plateau_opts_default(). factor must be in (0, 1), patience and
+ * cooldown >= 0, threshold in [0, 1), min_lr and eps finite and >= 0.
+ * To warm up first, use fc_lr_at of an FC_LR_CONSTANT schedule with
+ * warmup_steps for those steps (torch's SequentialLR takes no plateau). */
+typedef struct fc_lr_plateau_opts {
+    double factor;
+    int64_t patience;
+    double threshold;
+    int64_t cooldown;
+    double min_lr;
+    double eps;
+} fc_lr_plateau_opts;
+/* torch's defaults: factor 0.1, patience 10, threshold 1e-4, cooldown 0,
+ * min_lr 0, eps 1e-8. */
+FC_API fc_lr_plateau_opts fc_lr_plateau_opts_default(void);
+/* The whole state, a plain struct: save it by its fields (or
+ * fc_lr_plateau_to_text) and restore it by assigning them back. opts
+ * hold the defaults filled in. */
+typedef struct fc_lr_plateau {
+    fc_lr_plateau_opts opts;
+    double lr;             /* the current learning rate */
+    double best;           /* the best metric so far; +inf before the first */
+    int64_t bad_steps;     /* metrics since the best (torch's num_bad_epochs) */
+    int64_t cooldown_left; /* metrics to go before bad ones count again */
+} fc_lr_plateau;
+/* Starts a plateau state at learning rate lr (finite, >= 0) with opts
+ * (NULL: fc_lr_plateau_opts_default()). FC_OK; FC_ERR_NULL_ARG for a NULL
+ * ctx (not recorded) or p; FC_ERR_INVALID_ARG naming the option and its
+ * value (p is left unchanged). */
+FC_API fc_status fc_lr_plateau_init(fc_ctx *ctx, fc_lr_plateau *p, double lr,
+                                    const fc_lr_plateau_opts *opts);
+/* Takes one metric and updates p (p->lr is then the lr of the next
+ * steps). FC_OK; FC_ERR_NULL_ARG as above; FC_ERR_INVALID_ARG for a state
+ * no sequence of steps makes (options out of range, lr not finite and >=
+ * 0, best NaN, negative counts: a corrupted restore), p unchanged. */
+FC_API fc_status fc_lr_plateau_step(fc_ctx *ctx, fc_lr_plateau *p, double metric);
+/* The state as one line of text, every number exact (%.17g), for a
+ * checkpoint's metadata value (fc_checkpoint_save's meta_values); the
+ * number of characters it needs (without the NUL), as snprintf: dst holds
+ * it all when that is < cap. A NULL p gives 0 and writes nothing. */
+FC_API int fc_lr_plateau_to_text(char *dst, size_t cap, const fc_lr_plateau *p);
+/* Restores a state from fc_lr_plateau_to_text's line. FC_OK;
+ * FC_ERR_NULL_ARG as above; FC_ERR_FORMAT naming the field for text that is
+ * not such a line; FC_ERR_INVALID_ARG for a line whose state
+ * fc_lr_plateau_step would refuse. p is unchanged on error. */
+FC_API fc_status fc_lr_plateau_from_text(fc_ctx *ctx, fc_lr_plateau *p, const char *text);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
     x.grad.numpy()      # [[2., 4.]]
 
 Modules: fucina.autograd (grad, gradcheck, gradgradcheck, checkpoint),
-fucina.optim (SGD, Adam, AdamW, RMSprop, Adagrad, Lion), fucina.io
+fucina.optim (SGD, Adam, AdamW, RMSprop, Adagrad, Lion, LAMB), fucina.io
 (safetensors, GGUF) and fucina.llama (models, tokenizers and generation,
 imported on demand: it loads libfucina_models).
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Optimizers: fc_optim (SGD, Adam, AdamW, RMSprop, Adagrad, Lion).
+"""Optimizers: fc_optim (SGD, Adam, AdamW, RMSprop, Adagrad, Lion, LAMB).
 
     opt = fucina.optim.Adam([w, b], lr=1e-3)
     loss.backward(); opt.step(); opt.zero_grad()
@@ -17,7 +17,7 @@ from ._core import Tensor
 from ._lib import OptimOpts, lib
 
 # fc_optim_kind, in the header's order.
-KINDS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "lion")
+KINDS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "lion", "lamb")
 _REALS = ("lr", "weight_decay", "momentum", "dampening", "beta1", "beta2", "eps", "alpha",
           "lr_decay", "initial_accumulator_value")
 _BOOLS = ("nesterov", "amsgrad", "centered")
@@ -167,3 +167,8 @@ def Adagrad(params, lr=1e-2, lr_decay=None, weight_decay=None, initial_accumulat
 
 def Lion(params, lr=1e-4, betas=None, weight_decay=None):
     return Optimizer("lion", params, lr=lr, betas=betas, weight_decay=weight_decay)
+
+
+def Lamb(params, lr=1e-3, betas=None, eps=None, weight_decay=None):
+    """LAMB as include/fucina/optim.h defines it (torch has none)."""
+    return Optimizer("lamb", params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

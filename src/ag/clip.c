@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* clip.c - gradient clipping and learning-rate schedules: the utilities
- * around an optimizer that need none of its state.
+/* clip.c - gradient clipping, a utility around an optimizer that needs
+ * none of its state (the schedules: lr_sched.c).
  *
  * Gradients are f32 (leaves of f32, f16, bf16) or f64 (f64 leaves); the
  * global norm is summed in f64 in parameter order, so it is deterministic
@@ -61,29 +61,4 @@ fc_status fc_clip_grad_norm(fc_ctx *ctx, fc_tensor *const *params, int n, double
         }
     }
     return FC_OK;
-}
-
-/* ---- schedules ---------------------------------------------------------------------- */
-
-double fc_lr_at(const fc_lr_schedule *s, int64_t step) {
-    if (!s) return 0;
-    if (step < 0) step = 0;
-    /* a negative warm-up counts as none; with w >= 0 and step >= 0 every
-     * difference below stays inside int64 whatever the fields hold */
-    const int64_t w = s->warmup_steps > 0 ? s->warmup_steps : 0;
-    if (step < w) return s->base_lr * (double)(step + 1) / (double)w;
-    switch (s->kind) {
-    case FC_LR_STEP:
-        if (s->step_size <= 0) return s->base_lr;
-        return s->base_lr * pow(s->gamma, (double)((step - w) / s->step_size));
-    case FC_LR_COSINE: {
-        if (s->total_steps <= w) return s->min_lr;
-        int64_t span = s->total_steps - w; /* > 0: total_steps > w >= 0 */
-        double t = (double)(step - w) / (double)span;
-        if (t > 1) t = 1;
-        return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1 + cos(3.141592653589793 * t));
-    }
-    default:
-        return s->base_lr;
-    }
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* optim_more.c - RMSprop, Adagrad and Lion as fused one-pass updates.
+/* optim_more.c - RMSprop, Adagrad, Lion and LAMB as fused updates (one
+ * pass; LAMB two, as its trust ratio needs two norms first).
  *
  * optim.c owns the optimizer object, the all-or-nothing step and the state
  * tensors; this file holds the update rules of the kinds beyond SGD and
@@ -20,6 +21,7 @@ static const char *const state_names[FC_OPTIM_KIND_COUNT][FC__OPTIM_SLOTS] = {
     [FC_OPTIM_RMSPROP] = {"momentum_buffer", "square_avg", "grad_avg"},
     [FC_OPTIM_ADAGRAD] = {NULL, "sum", NULL},
     [FC_OPTIM_LION] = {"exp_avg", NULL, NULL},
+    [FC_OPTIM_LAMB] = {"exp_avg", "exp_avg_sq", NULL},
 };
 
 const char *fc__optim_state_name(fc_optim_kind kind, int slot) {
@@ -37,6 +39,7 @@ bool fc__optim_uses(fc_optim_kind kind, const fc_optim_opts *o, int slot) {
                                   (slot == 2 && o->centered);
     case FC_OPTIM_ADAGRAD: return slot == 1;
     case FC_OPTIM_LION: return slot == 0;
+    case FC_OPTIM_LAMB: return slot < 2;
     default: return false;
     }
 }
@@ -48,7 +51,8 @@ double fc__optim_state_init(fc_optim_kind kind, const fc_optim_opts *o, int slot
 void fc__optim_defaults(fc_optim_opts *r) {
     if (r->beta1 == 0) r->beta1 = 0.9;
     if (r->beta2 == 0) r->beta2 = r->kind == FC_OPTIM_LION ? 0.99 : 0.999;
-    if (r->eps == 0) r->eps = r->kind == FC_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
+    if (r->eps == 0)
+        r->eps = r->kind == FC_OPTIM_ADAGRAD ? 1e-10 : r->kind == FC_OPTIM_LAMB ? 1e-6 : 1e-8;
     if (r->alpha == 0 && r->kind == FC_OPTIM_RMSPROP) r->alpha = 0.99;
 }
 
@@ -201,6 +205,117 @@ static void lion_range_f64(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* LAMB (You et al. 2020) with bias correction and an unclamped trust
+ * ratio: pass 1 moves the moments and sums w^2 and r^2 in f64 per fixed
+ * chunk (at most LAMB_CHUNKS, so the partials live here and the sum is
+ * the same for any thread count); pass 2 recomputes r from the new moments
+ * (the same expression, so the same bits) and applies lr * ratio * r. */
+enum { LAMB_CHUNKS = 64 };
+typedef struct lamb {
+    const fc_optim_opts *o;
+    fc_dtype pdt;
+    void *p;
+    const void *g;
+    void *m, *v;
+    double bc1, bc2, step; /* step: lr * trust ratio, for pass 2 */
+    double part[LAMB_CHUNKS][2];
+} lamb;
+
+static inline float lamb_r(float m, float v, float p, float bc1, float bc2, float eps, float wd) {
+    float r = (m / bc1) / (sqrtf(v / bc2) + eps);
+    return wd != 0 ? r + wd * p : r;
+}
+static inline double lamb_r64(double m, double v, double p, double bc1, double bc2, double eps,
+                              double wd) {
+    double r = (m / bc1) / (sqrt(v / bc2) + eps);
+    return wd != 0 ? r + wd * p : r;
+}
+
+static void lamb_moments(void *arg, int64_t c, int64_t b, int64_t e) {
+    lamb *u = arg;
+    const float b1 = (float)u->o->beta1, b2 = (float)u->o->beta2;
+    const float omb1 = (float)(1 - u->o->beta1), omb2 = (float)(1 - u->o->beta2);
+    const float eps = (float)u->o->eps, wd = (float)u->o->weight_decay;
+    const float bc1 = (float)u->bc1, bc2 = (float)u->bc2;
+    const float *gg = u->g;
+    float *mm = u->m, *vv = u->v;
+    double sw = 0, sr = 0;
+    for (int64_t i = b; i < e; i++) {
+        float p = fc__optim_load(u->pdt, u->p, i), g = gg[i];
+        float m = b1 * mm[i] + omb1 * g;
+        float v = b2 * vv[i] + omb2 * g * g;
+        mm[i] = m;
+        vv[i] = v;
+        float r = lamb_r(m, v, p, bc1, bc2, eps, wd);
+        sw += (double)p * p;
+        sr += (double)r * r;
+    }
+    u->part[c][0] = sw;
+    u->part[c][1] = sr;
+}
+
+static void lamb_moments_f64(void *arg, int64_t c, int64_t b, int64_t e) {
+    lamb *u = arg;
+    const double b1 = u->o->beta1, b2 = u->o->beta2, eps = u->o->eps, wd = u->o->weight_decay;
+    const double *gg = u->g, *pp = u->p;
+    double *mm = u->m, *vv = u->v, sw = 0, sr = 0;
+    for (int64_t i = b; i < e; i++) {
+        double g = gg[i];
+        double m = b1 * mm[i] + (1 - b1) * g;
+        double v = b2 * vv[i] + (1 - b2) * g * g;
+        mm[i] = m;
+        vv[i] = v;
+        double r = lamb_r64(m, v, pp[i], u->bc1, u->bc2, eps, wd);
+        sw += pp[i] * pp[i];
+        sr += r * r;
+    }
+    u->part[c][0] = sw;
+    u->part[c][1] = sr;
+}
+
+static void lamb_apply(void *arg, int64_t b, int64_t e) {
+    const lamb *u = arg;
+    const float eps = (float)u->o->eps, wd = (float)u->o->weight_decay;
+    const float bc1 = (float)u->bc1, bc2 = (float)u->bc2, step = (float)u->step;
+    const float *mm = u->m, *vv = u->v;
+    for (int64_t i = b; i < e; i++) {
+        float p = fc__optim_load(u->pdt, u->p, i);
+        p -= step * lamb_r(mm[i], vv[i], p, bc1, bc2, eps, wd);
+        fc__optim_store(u->pdt, u->p, i, p);
+    }
+}
+
+static void lamb_apply_f64(void *arg, int64_t b, int64_t e) {
+    const lamb *u = arg;
+    const double eps = u->o->eps, wd = u->o->weight_decay;
+    const double *mm = u->m, *vv = u->v;
+    double *pp = u->p;
+    for (int64_t i = b; i < e; i++)
+        pp[i] -= u->step * lamb_r64(mm[i], vv[i], pp[i], u->bc1, u->bc2, eps, wd);
+}
+
+static void lamb_update(fc_ctx *ctx, const fc_optim_opts *o, fc_dtype pdt, void *p,
+                        const void *g, void *m, void *v, int64_t n, int64_t t) {
+    lamb u = {.o = o, .pdt = pdt, .p = p, .g = g, .m = m, .v = v,
+              .bc1 = 1 - pow(o->beta1, (double)t), .bc2 = 1 - pow(o->beta2, (double)t)};
+    bool f64 = pdt == FC_F64;
+    int64_t chunk = (n + LAMB_CHUNKS - 1) / LAMB_CHUNKS;
+    if (chunk < 65536) chunk = 65536;
+    fc__parallel_chunks(ctx, n, chunk, f64 ? lamb_moments_f64 : lamb_moments, &u);
+    double sw = 0, sr = 0;
+    for (int64_t c = 0, nc = fc__chunk_count(n, chunk); c < nc; c++) {
+        sw += u.part[c][0];
+        sr += u.part[c][1];
+    }
+    double wn = sqrt(sw), rn = sqrt(sr);
+    /* 1 when either norm is 0 (a zero parameter, or no update); a NaN
+     * norm also gives 1, so the NaN reaches the parameter, where
+     * check_finite mode sees it */
+    double ratio = wn > 0 && rn > 0 ? wn / rn : 1;
+    u.step = o->lr * ratio;
+    fc__parallel_for(ctx, n, 65536, f64 ? lamb_apply_f64 : lamb_apply, &u);
+}
+
 void fc__optim_update_more(fc_ctx *ctx, fc_optim_kind kind, const fc_optim_opts *o, fc_dtype pdt,
                            void *p, const void *g, void *const *s, int64_t n, int64_t t) {
     upd u = {.o = o, .pdt = pdt, .p = p, .g = g, .m = s[0], .v = s[1], .ga = s[2]};
@@ -218,6 +333,7 @@ void fc__optim_update_more(fc_ctx *ctx, fc_optim_kind kind, const fc_optim_opts 
         fn = f64 ? adagrad_range_f64 : adagrad_range;
         break;
     case FC_OPTIM_LION: fn = f64 ? lion_range_f64 : lion_range; break;
+    case FC_OPTIM_LAMB: lamb_update(ctx, o, pdt, p, g, u.m, u.v, n, t); return;
     default: return;
     }
     fc__parallel_for(ctx, n, 65536, fn, &u);

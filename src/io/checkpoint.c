@@ -30,6 +30,7 @@ static const char *const kind_states[FC_OPTIM_KIND_COUNT][3] = {
     [FC_OPTIM_RMSPROP] = {"momentum_buffer", "square_avg", "grad_avg"},
     [FC_OPTIM_ADAGRAD] = {"sum"},
     [FC_OPTIM_LION] = {"exp_avg"},
+    [FC_OPTIM_LAMB] = {"exp_avg", "exp_avg_sq"},
 };
 
 /* scratch: n_names fixed-size name slots and n_vals value slots */

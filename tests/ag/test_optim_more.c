@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_optim_more.c - RMSprop, Adagrad and Lion: 100-step trajectories
+/* test_optim_more.c - RMSprop, Adagrad, Lion (and LAMB, whose other tests
+ * are test_optim_lamb.c): 100-step trajectories
  * against torch (tests/data/ag/optim_more_ref.h, made by
  * scripts/gen_optim_ref.py) in f32 and f64, each bad hyper-parameter
  * refused with FC_ERR_INVALID_ARG naming it, state names and initial
@@ -97,6 +98,7 @@ static void test_trajectories_match_torch(void **state) {
             fc_optim *opt = fc_optim_new(ctx, &ref->opts, &p, 1);
             assert_non_null(opt);
             int c = 0;
+            double worst = 0;
             for (int t = 1; t <= OPTIM_REF_STEPS; t++) {
                 quad_grad(ctx, p, t);
                 assert_int_equal(fc_optim_step(opt), FC_OK);
@@ -106,6 +108,7 @@ static void test_trajectories_match_torch(void **state) {
                     double got = d ? ((const double *)fc_tensor_data(p))[i]
                                    : ((const float *)fc_tensor_data(p))[i];
                     double err = fabs(got - want[i]) / fmax(fabs(want[i]), 1e-3);
+                    if (err > worst) worst = err;
                     if (err > tol)
                         fail_msg("%s %s step %d p[%d]: %.17g, torch %.17g (rel %.3g)", ref->name,
                                  d ? "f64" : "f32", t, i, got, want[i], err);
@@ -113,6 +116,8 @@ static void test_trajectories_match_torch(void **state) {
                 c++;
             }
             assert_int_equal(c, OPTIM_REF_NCHECK);
+            printf("%s %s: worst relative difference from torch %.3g\n", ref->name,
+                   d ? "f64" : "f32", worst);
             fc_optim_free(opt);
             fc_release(p);
         }

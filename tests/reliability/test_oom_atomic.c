@@ -2,7 +2,8 @@
 /* test_oom_atomic.c - a failed call has no effect (SQLite's rule), checked by
  * out-of-memory sweeps (oom_sweep.h: every allocation fails in turn) over
  * the two calls that change state across many tensors:
- *   - fc_optim_step (over f32, bf16 and f64 parameters): after each failed step the parameters, their moments
+ *   - fc_optim_step (SGD, Adam, AdamW, LAMB over f32, bf16 and f64
+ *     parameters): after each failed step the parameters, their moments
  *     (present or absent) and the step count are bit-identical to before,
  *     and a retry succeeds and ends where an unfailed run ends;
  *   - fc_backward: after each failed backward the leaves' gradients are
@@ -55,6 +56,7 @@ static long g_optim_faults; /* failed steps seen (and checked) by the sweep */
 static const char *state_name(int k) {
     static const char *const adam[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
     if (g_kind == FC_OPTIM_SGD) return k == 0 ? "momentum_buffer" : NULL;
+    if (g_kind == FC_OPTIM_LAMB && k == 2) return NULL; /* LAMB: the moments only */
     return adam[k];
 }
 
@@ -180,6 +182,8 @@ static void test_oom_atomic_optim_step(void **state) {
     sweep_optim(FC_OPTIM_ADAMW, false, "adamw step");
     sweep_optim(FC_OPTIM_SGD, false, "sgd momentum step");
     sweep_optim(FC_OPTIM_ADAM, true, "adam step, check_finite");
+    sweep_optim(FC_OPTIM_LAMB, false, "lamb step");
+    sweep_optim(FC_OPTIM_LAMB, true, "lamb step, check_finite");
 }
 
 /* ---- backward ------------------------------------------------------------------- */

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Reference learning-rate sequences for tests/ag/test_lr_sched.c.
+
+Run with Debian's torch:  /usr/bin/python3 scripts/gen_lr_ref.py > tests/data/ag/lr_ref.h
+
+Each closed-form schedule of include/fucina/optim.h is built from
+torch.optim.lr_scheduler on an SGD optimizer whose lr is base_lr, and the
+lr of its one group is recorded before each of STEPS scheduler steps (the
+lr that step k of a training loop uses, "optimizer.step(); sched.step()").
+A warm-up of w steps is SequentialLR([LinearLR(1/w, 1, w - 1), S], [w]),
+with S built for total_steps - w steps where it takes a length.
+Reduce-on-plateau runs ReduceLROnPlateau (mode min, threshold_mode rel) on
+the metric sequence recorded here, the lr read after each step(metric).
+"""
+import math
+import sys
+import warnings
+
+import torch
+from torch.optim import lr_scheduler as L
+
+STEPS = 300
+MILESTONES = [30, 80, 81, 200]
+
+# (name, fc_lr_schedule fields); "milestones" means MILESTONES
+CONFIGS = [
+    ("step", dict(kind="STEP", base_lr=0.5, step_size=40, gamma=0.7)),
+    ("step_default_gamma", dict(kind="STEP", base_lr=0.1, step_size=70)),
+    ("step_warmup", dict(kind="STEP", base_lr=0.3, warmup_steps=25, step_size=30, gamma=0.5)),
+    ("multistep", dict(kind="MULTISTEP", base_lr=0.2, milestones=True, gamma=0.5)),
+    ("multistep_warmup", dict(kind="MULTISTEP", base_lr=0.2, warmup_steps=10, milestones=True)),
+    ("exponential", dict(kind="EXPONENTIAL", base_lr=0.4, gamma=0.98)),
+    ("exponential_warmup", dict(kind="EXPONENTIAL", base_lr=1.0, warmup_steps=1, gamma=0.99)),
+    ("cosine", dict(kind="COSINE", base_lr=0.3, total_steps=300, min_lr=0.01)),
+    ("cosine_warmup", dict(kind="COSINE", base_lr=0.3, warmup_steps=20, total_steps=300,
+                           min_lr=0.003)),
+    ("onecycle", dict(kind="ONECYCLE", base_lr=0.8, total_steps=300)),
+    ("onecycle_full", dict(kind="ONECYCLE", base_lr=2.0, total_steps=300, pct_start=0.25,
+                           div_factor=10.0, final_div_factor=100.0)),
+    ("onecycle_warmup", dict(kind="ONECYCLE", base_lr=0.5, warmup_steps=30, total_steps=300,
+                             pct_start=0.4)),
+]
+
+# ReduceLROnPlateau configurations (fc_lr_plateau_opts fields) and the lr it starts at
+PLATEAUS = [
+    ("plateau_default", 0.1, dict(factor=0.1, patience=10, threshold=1e-4, cooldown=0,
+                                   min_lr=0.0, eps=1e-8)),
+    ("plateau_full", 0.5, dict(factor=0.5, patience=3, threshold=0.01, cooldown=4, min_lr=0.02,
+                                eps=1e-8)),
+    ("plateau_patience0", 1.0, dict(factor=0.8, patience=0, threshold=0.0, cooldown=0,
+                                     min_lr=0.0, eps=1e-8)),
+    ("plateau_eps", 1e-6, dict(factor=0.5, patience=2, threshold=1e-3, cooldown=1, min_lr=0.0,
+                                eps=3e-7)),
+]
+
+
+def metric(t):
+    # falls, then long plateaus with noise, then a slow fall: every branch of the rule
+    base = 1.0 / (1.0 + 0.05 * t) if t < 100 else (1.0 / 6.0 if t < 180 else 1.0 / 6.0 - 1e-3 * (t - 180))
+    return base + 0.01 * math.sin(1.7 * t) * (1.0 if t % 13 else 3.0)
+
+
+def optimizer(lr):
+    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+
+
+def inner(c, opt, span):
+    k = c["kind"]
+    if k == "STEP":
+        return L.StepLR(opt, step_size=c["step_size"], gamma=c.get("gamma", 0.1))
+    if k == "MULTISTEP":
+        return L.MultiStepLR(opt, milestones=MILESTONES, gamma=c.get("gamma", 0.1))
+    if k == "EXPONENTIAL":
+        return L.ExponentialLR(opt, gamma=c["gamma"])
+    if k == "COSINE":
+        return L.CosineAnnealingLR(opt, T_max=span, eta_min=c.get("min_lr", 0.0))
+    if k == "ONECYCLE":
+        return L.OneCycleLR(opt, max_lr=c["base_lr"], total_steps=span,
+                            pct_start=c.get("pct_start", 0.3), anneal_strategy="cos",
+                            cycle_momentum=False, div_factor=c.get("div_factor", 25.0),
+                            final_div_factor=c.get("final_div_factor", 1e4), three_phase=False)
+    raise ValueError(k)
+
+
+def sequence(c):
+    w = c.get("warmup_steps", 0)
+    opt = optimizer(c["base_lr"])
+    span = c.get("total_steps", STEPS) - w
+    if w:
+        warm = L.LinearLR(opt, start_factor=1.0 / w, end_factor=1.0, total_iters=w - 1)
+        sched = L.SequentialLR(opt, [warm, inner(c, opt, span)], milestones=[w])
+    else:
+        sched = inner(c, opt, span)
+    out = []
+    for _ in range(STEPS):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
+
+
+def plateau(lr, o):
+    opt = optimizer(lr)
+    sched = L.ReduceLROnPlateau(opt, mode="min", threshold_mode="rel", **o)
+    out = []
+    for t in range(STEPS):
+        opt.step()
+        sched.step(metric(t))
+        out.append(opt.param_groups[0]["lr"])
+    return out
+
+
+def num(v):
+    return "%.17g" % v
+
+
+def main():
+    warnings.simplefilter("ignore")
+    w = sys.stdout.write
+    w("/* lr_ref.h - generated by scripts/gen_lr_ref.py with torch %s; do not edit. */\n"
+      % torch.__version__)
+    w("#define LR_REF_STEPS %d\n" % STEPS)
+    w("static const int64_t lr_ref_milestones[%d] = {%s};\n"
+      % (len(MILESTONES), ", ".join(map(str, MILESTONES))))
+    w("typedef struct lr_ref {\n    const char *name;\n    fc_lr_schedule s;\n"
+      "    double lr[LR_REF_STEPS];\n} lr_ref;\n")
+    w("static const lr_ref lr_refs[] = {\n")
+    for name, c in CONFIGS:
+        fields = [".kind = FC_LR_%s" % c["kind"]]
+        for k, v in c.items():
+            if k == "kind":
+                continue
+            if k == "milestones":
+                fields.append(".milestones = lr_ref_milestones, .n_milestones = %d"
+                              % len(MILESTONES))
+            elif isinstance(v, int):
+                fields.append(".%s = %d" % (k, v))
+            else:
+                fields.append(".%s = %s" % (k, num(v)))
+        w("    {\"%s\",\n     {%s},\n     {%s}},\n"
+          % (name, ", ".join(fields), ", ".join(num(v) for v in sequence(c))))
+    w("};\n")
+    w("static const double lr_ref_metric[LR_REF_STEPS] = {%s};\n"
+      % ", ".join(num(metric(t)) for t in range(STEPS)))
+    w("typedef struct lr_plateau_ref {\n    const char *name;\n    double lr;\n"
+      "    fc_lr_plateau_opts o;\n    double lr_after[LR_REF_STEPS];\n} lr_plateau_ref;\n")
+    w("static const lr_plateau_ref lr_plateau_refs[] = {\n")
+    for name, lr, o in PLATEAUS:
+        fields = ", ".join(".%s = %s" % (k, str(v) if isinstance(v, int) else num(v))
+                           for k, v in o.items())
+        w("    {\"%s\", %s,\n     {%s},\n     {%s}},\n"
+          % (name, num(lr), fields, ", ".join(num(v) for v in plateau(lr, o))))
+    w("};\n")
+
+
+if __name__ == "__main__":
+    main()
