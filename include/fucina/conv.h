@@ -174,10 +174,12 @@ static inline fc_conv3d_opts fc_conv3d_opts_default(void) {
  *       q < kW of weight[o, c, r, p, q] *
  *       x[n, g*Cin/groups + c, t*s0 - p0 + r*d0, i*s1 - p1 + p*d1, j*s2 - p2 + q*d2]
  * (x read as 0 outside the volume); each output size from the conv formula
- * above. Computed as kD fc_conv2d products, one per depth tap r, over the
- * depth slices it reads, the slices of every image batched together
- * ([N * slices, Cin, H, W]): the 2-D paths (oneDNN or im2col + the matmul
- * provider) do the work. The result is built from recorded ops (slices,
+ * above. Computed with fc_conv2d, so its paths (oneDNN or im2col + the
+ * matmul provider) do the work: usually one conv2d over [N * OD, kD * Cin,
+ * H, W], the kD depth slices each output depth reads stacked as channels
+ * (a copy of x about kD times its size); with a depth padding beyond the
+ * kernel's reach, or more than 16 depth taps, one conv2d per tap over the
+ * slices it reads. The result is built from recorded ops (slices, stack,
  * conv2d, pad, add), so its gradients for x, weight and bias are those of
  * PyTorch and differentiable to any order (create_graph). f16 and bf16
  * inputs compute in f32 and round the result once. Errors: those listed

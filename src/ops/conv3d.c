@@ -1,23 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* ops/conv3d.c - fc_conv3d as a composite of recorded ops: every argument
  * is checked here (the messages name conv3d), then the volume convolution
- * is split along its depth taps:
+ * becomes 2-D convolutions over the depth taps r < kD:
  *
- *   y[:, :, t] = bias + sum over r < kD of conv2d(x[:, :, t*sD - pD + r*dD], w[:, :, r])
+ *   y[:, :, t] = bias + sum over r of conv2d(x[:, :, t*sD - pD + r*dD], w[:, :, r])
  *
- * For one tap r the output depths t whose input depth lies inside x form
- * one run [lo, hi], read by a strided slice of x's depth axis; the slices
- * of all N images go into one conv2d as a batch of N * (hi - lo + 1)
- * images [Cin, H, W], so the 2-D paths (oneDNN or im2col + the matmul
- * provider) do all the arithmetic. The tap's product is padded with zeros
- * along the output depth to [N, OD, Cout, OH, OW] and the taps added;
- * depth padding is never materialised (a huge padding costs nothing).
+ * Two ways to form that sum, the same numbers:
+ *   - fused (the usual case): x padded along depth, the kD strided depth
+ *     slices stacked next to the input channels (a "vol2col" along depth
+ *     only) as [N * OD, groups * kD * Cin/groups, H, W], the weight seen as
+ *     [Cout, kD * Cin/groups, kH, kW], and ONE conv2d does the whole
+ *     reduction (oneDNN or im2col + the matmul provider). It costs a copy
+ *     of x kD times over, and is taken while the depth padding is at most
+ *     the dilated kernel's reach d*(k-1), that reach at most twice the
+ *     depth (so the padded copy stays small) and kD at most FUSED_MAX_TAPS;
+ *   - per tap (any padding, however large): for tap r the output depths
+ *     whose input depth lies inside x form one run [lo, hi], read by one
+ *     strided slice; the slices of all N images go into one conv2d as a
+ *     batch of N * (hi - lo + 1) images, the product is padded with zeros
+ *     along the output depth and the taps are added. The depth padding is
+ *     never materialised.
  *
- * Gradients come from the pieces' rules (slice, reshape, permute, conv2d,
- * pad, add), every one of them differentiable again under create_graph, so
- * conv3d reaches any order with no rule of its own. The pieces run in a
- * scope of their own, so a failure (out of memory) leaves nothing behind,
- * and the result goes back into the caller's scope. */
+ * Gradients come from the pieces' rules (slice, pad, stack, reshape,
+ * permute, conv2d, add), every one of them differentiable again under
+ * create_graph, so conv3d reaches any order with no rule of its own. The
+ * pieces run in a scope of their own, so a failure (out of memory) leaves
+ * nothing behind, and the result goes back into the caller's scope. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,6 +35,7 @@
 #include "fucina.h"
 
 #define OP "conv3d"
+#define FUSED_MAX_TAPS 16 /* the fused path's slice handles sit on the stack */
 
 static const char *const axis_name[3] = {"depth", "height", "width"};
 
@@ -176,19 +185,49 @@ static bool depth_run(int64_t d, int64_t od, int64_t s, int64_t off, int64_t *lo
     return true;
 }
 
-/* The pieces, inside the caller's fresh scope: y as [N, Cout, OD, OH, OW]
- * (contiguous, compute dtype), or NULL with the error recorded. */
+/* The fused path (see the top of the file), in the caller's fresh scope. */
+static fc_tensor *compose_fused(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b,
+                                const c3_args *a, const fc_conv2d_opts *o2, const int64_t yd[5]) {
+    const int64_t *xs = x->raw.shape;
+    int64_t n = yd[0], cout = yd[1], od = yd[2], g = a->groups, cg = xs[1] / g;
+    int64_t kd = w->raw.shape[2], sd = a->stride[0];
+    /* padding_same puts the odd zero after */
+    int64_t after = a->same ? a->dil[0] * (kd - 1) - a->pad[0] : a->pad[0];
+    fc_tensor *xp = x;
+    if (a->pad[0] > 0 || after > 0) {
+        int64_t pads[10] = {0, 0, 0, 0, a->pad[0], after, 0, 0, 0, 0};
+        if (!(xp = fc_pad(ctx, x, pads, 0.0))) return NULL;
+    }
+    fc_tensor *taps[FUSED_MAX_TAPS];
+    for (int64_t r = 0; r < kd; r++) {
+        int64_t start = r * a->dil[0];
+        if (!(taps[r] = fc_slice(ctx, xp, 2, start, start + (od - 1) * sd + 1, sd))) return NULL;
+    }
+    /* [N, Cin, kD, OD, H, W] -> [N, OD, groups, kD, Cin/groups, H, W] */
+    fc_tensor *st = fc_stack(ctx, taps, (int)kd, 2);
+    fc_tensor *v =
+        st ? fc_reshape(ctx, st, (const int64_t[]){n, g, cg, kd, od, xs[3], xs[4]}, 7) : NULL;
+    fc_tensor *pv = v ? fc_permute(ctx, v, (const int[]){0, 4, 1, 3, 2, 5, 6}) : NULL;
+    fc_tensor *x4 =
+        pv ? fc_reshape(ctx, pv, (const int64_t[]){n * od, g * kd * cg, xs[3], xs[4]}, 4) : NULL;
+    /* weight [Cout, Cin/groups, kD, kH, kW] -> [Cout, kD * Cin/groups, kH, kW] */
+    const int64_t *ws = w->raw.shape;
+    fc_tensor *wp = fc_permute(ctx, w, (const int[]){0, 2, 1, 3, 4});
+    fc_tensor *w4 =
+        wp ? fc_reshape(ctx, wp, (const int64_t[]){cout, kd * cg, ws[3], ws[4]}, 4) : NULL;
+    fc_tensor *y4 = x4 && w4 ? fc_conv2d(ctx, x4, w4, b, o2) : NULL;
+    fc_tensor *y5 =
+        y4 ? fc_reshape(ctx, y4, (const int64_t[]){n, od, cout, yd[3], yd[4]}, 5) : NULL;
+    fc_tensor *y = y5 ? fc_permute(ctx, y5, (const int[]){0, 2, 1, 3, 4}) : NULL;
+    return y ? fc_contiguous(ctx, y) : NULL;
+}
+
+/* The per-tap path, in the caller's fresh scope: y as [N, Cout, OD, OH,
+ * OW] (contiguous, compute dtype), or NULL with the error recorded. */
 static fc_tensor *compose(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b, const c3_args *a,
-                          const int64_t yd[5]) {
+                          const fc_conv2d_opts *o2, const int64_t yd[5]) {
     int64_t n = yd[0], cout = yd[1], od = yd[2], oh = yd[3], ow = yd[4];
     int64_t depth = x->raw.shape[2], kd = w->raw.shape[2];
-    fc_conv2d_opts o2 = {
-        .stride = {a->stride[1], a->stride[2]},
-        .padding = {a->pad[1], a->pad[2]},
-        .dilation = {a->dil[1], a->dil[2]},
-        .groups = a->groups,
-        .padding_same = a->same,
-    };
     const int64_t acc_shape[5] = {n, od, cout, oh, ow};
     fc_tensor *acc = NULL;
     for (int64_t r = 0; r < kd; r++) {
@@ -203,7 +242,7 @@ static fc_tensor *compose(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b,
         fc_tensor *x4 =
             xb ? fc_reshape(ctx, xb, (const int64_t[]){n * cnt, xsh[2], xsh[3], xsh[4]}, 4) : NULL;
         fc_tensor *w4 = fc_squeeze(ctx, fc_narrow(ctx, w, 2, r, 1), 2);
-        fc_tensor *y4 = x4 && w4 ? fc_conv2d(ctx, x4, w4, NULL, &o2) : NULL;
+        fc_tensor *y4 = x4 && w4 ? fc_conv2d(ctx, x4, w4, NULL, o2) : NULL;
         fc_tensor *y5 = y4 ? fc_reshape(ctx, y4, (const int64_t[]){n, cnt, cout, oh, ow}, 5) : NULL;
         if (y5 && cnt < od) {
             int64_t pads[10] = {0, 0, lo, od - 1 - hi, 0, 0, 0, 0, 0, 0};
@@ -260,7 +299,20 @@ fc_tensor *fc_conv3d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bi
     fc_tensor *xc = half ? fc_to(ctx, x, FC_F32) : x;
     fc_tensor *wc = half ? fc_to(ctx, weight, FC_F32) : weight;
     fc_tensor *bc = half && bias ? fc_to(ctx, bias, FC_F32) : bias;
-    fc_tensor *y = xc && wc && (bc || !bias) ? compose(ctx, xc, wc, bc, &a, yd) : NULL;
+    /* the fused path pads x along depth: only while that stays small */
+    int64_t reach = a.dil[0] * (weight->raw.shape[2] - 1); /* checked in out_size */
+    bool fused =
+        weight->raw.shape[2] <= FUSED_MAX_TAPS && a.pad[0] <= reach && reach <= 2 * x->raw.shape[2];
+    fc_conv2d_opts o2 = {
+        .stride = {a.stride[1], a.stride[2]},
+        .padding = {a.pad[1], a.pad[2]},
+        .dilation = {a.dil[1], a.dil[2]},
+        .groups = a.groups,
+        .padding_same = a.same,
+    };
+    fc_tensor *y = !xc || !wc || (bias && !bc) ? NULL
+                   : fused                     ? compose_fused(ctx, xc, wc, bc, &a, &o2, yd)
+                                               : compose(ctx, xc, wc, bc, &a, &o2, yd);
     if (y && half) y = fc_to(ctx, y, dt);
     fc_keep(y);
     fc_scope_end(ctx);

@@ -108,7 +108,8 @@ static fc_status sc_gradcheck(fc_ctx *ctx) {
 }
 
 /* conv3d (groups 2, strides, depth padding, dilation, bias, a transposed
- * x) forward and backward, in f32 and bf16 (widened to f32 inside) */
+ * x) forward and backward, in f32 and bf16 (widened to f32 inside), on
+ * both of its paths (src/ops/conv3d.c) */
 static fc_status sc_conv3d(fc_ctx *ctx) {
     fc_scope_begin(ctx);
     fc_status st = FC_OK;
@@ -122,6 +123,11 @@ static fc_status sc_conv3d(fc_ctx *ctx) {
             .stride = {2, 1, 2}, .padding = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = 2};
         st = backward_ones(ctx, fc_conv3d(ctx, x, w, b, &o));
     }
+    /* a depth padding past the kernel's reach takes the per-tap path */
+    fc_tensor *x1 = fc_param_randn(ctx, FC_F32, (const int64_t[]){1, 2, 3, 4, 4}, 5, 1.0);
+    fc_tensor *w1 = fc_param_randn(ctx, FC_F32, (const int64_t[]){3, 2, 1, 2, 2}, 5, 0.2);
+    fc_conv3d_opts o1 = {.stride = {2, 1, 1}, .padding = {1, 0, 0}};
+    if (st == FC_OK) st = backward_ones(ctx, fc_conv3d(ctx, x1, w1, NULL, &o1));
     fc_scope_end(ctx);
     return st;
 }
