@@ -433,6 +433,17 @@ static void test_conv3d_gradcheck(void **state) {
          .p = {0, 0, 0},
          .d = {2, 1, 1},
          .same = true},
+        /* a depth padding beyond the kernel's reach: the per-tap path */
+        {.n = 2,
+         .cin = 2,
+         .cout = 1,
+         .groups = 1,
+         .sz = {2, 2, 3},
+         .k = {1, 2, 2},
+         .s = {2, 1, 1},
+         .p = {1, 1, 0},
+         .d = {1, 1, 1},
+         .bias = true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const cfg *c = &cases[i];
