@@ -499,6 +499,39 @@ static void test_pool3d_gradcheck(void **state) {
     free_ctx(ctx);
 }
 
+/* Ties go to the first maximum in (d, h, w) order, as PyTorch's argmax;
+ * a NaN in a window makes its output NaN. */
+static void test_max_pool3d_ties_and_nan(void **state) {
+    (void)state;
+    fc_ctx *ctx = new_ctx();
+    fc_scope_begin(ctx);
+    /* [1, 1, 2, 2, 4]: two windows of 2x2x2, the first all ones, the second
+     * with its maximum 5 at (d 1, h 0, w 3) and (d 1, h 1, w 2) */
+    const double v[16] = {1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 5, 1, 1, 5, 0};
+    fc_tensor *x = from_f64(ctx, FC_F64, (const int64_t[]){1, 1, 2, 2, 4}, 5, v);
+    assert_int_equal(fc_requires_grad(x, true), FC_OK);
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}};
+    fc_tensor *y = fc_max_pool3d(ctx, x, &o);
+    assert_non_null(y);
+    double *got = values(y);
+    assert_true(got[0] == 1 && got[1] == 5);
+    free(got);
+    assert_int_equal(fc_backward(ctx, fc_sum(ctx, y, NULL, 0, false)), FC_OK);
+    double *g = values(fc_grad(x));
+    for (int i = 0; i < 16; i++)
+        assert_true(g[i] == (i == 0 || i == 11 ? 1.0 : 0.0));
+    free(g);
+    double vn[16];
+    memcpy(vn, v, sizeof vn);
+    vn[6] = NAN;
+    fc_tensor *xn = from_f64(ctx, FC_F32, (const int64_t[]){1, 1, 2, 2, 4}, 5, vn);
+    double *yn = values(fc_max_pool3d(ctx, xn, &o));
+    assert_true(yn[0] == 1 && isnan(yn[1]));
+    free(yn);
+    fc_scope_end(ctx);
+    free_ctx(ctx);
+}
+
 /* ---- bad input ------------------------------------------------------------------------------ */
 
 static void expect_error(fc_ctx *ctx, fc_tensor *t, fc_status want, const char *op) {
@@ -578,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_conv3d_random_against_loop),
         cmocka_unit_test(test_conv3d_gradcheck),
         cmocka_unit_test(test_pool3d_gradcheck),
+        cmocka_unit_test(test_max_pool3d_ties_and_nan),
         cmocka_unit_test(test_conv3d_bad_input),
     };
     return cmocka_run_group_tests(tests, load_fixture, free_fixture);
