@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fucina/conv.h - convolutions over NCHW tensors: fc_conv1d, fc_conv2d and
- * fc_conv_transpose2d, forward and backward, with PyTorch's shapes,
- * arguments and gradients (torch.nn.functional.conv1d / conv2d /
- * conv_transpose2d).
+/* fucina/conv.h - convolutions over channels-first tensors: fc_conv1d,
+ * fc_conv2d, fc_conv3d and fc_conv_transpose2d, forward and backward, with
+ * PyTorch's shapes, arguments and gradients (torch.nn.functional.conv1d /
+ * conv2d / conv3d / conv_transpose2d).
  *
  * Layout. Activations are channels-first: conv2d takes x [N, Cin, H, W],
  * conv1d x [N, Cin, L]. Weights are [Cout, Cin/groups, kH, kW] ([Cout,
@@ -150,6 +150,47 @@ FC_API fc_tensor *fc_conv1d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_ten
  * groups. Borrows every input; returns a new reference or NULL. */
 FC_API fc_tensor *fc_conv_transpose2d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
                                       const fc_conv_transpose2d_opts *opts);
+
+/* Options of fc_conv3d; index 0 is the depth axis, 1 the height axis, 2
+ * the width axis. The conventions of fc_conv2d_opts: fill them from
+ * fc_conv3d_opts_default() or zero-initialise (a zero stride, dilation or
+ * groups means 1); NULL opts means the defaults; with padding_same (stride
+ * 1 only) padding is ignored and each axis pads dilation*(kernel-1) in
+ * total, the smaller half before. */
+typedef struct fc_conv3d_opts {
+    int64_t stride[3];
+    int64_t padding[3]; /* zeros added on both sides */
+    int64_t dilation[3];
+    int64_t groups;
+    bool padding_same;
+} fc_conv3d_opts;
+
+static inline fc_conv3d_opts fc_conv3d_opts_default(void) {
+    fc_conv3d_opts o = {{1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1, false};
+    return o;
+}
+
+/* y [N, Cout, OD, OH, OW] = the cross-correlation of x [N, Cin, D, H, W]
+ * with weight [Cout, Cin/groups, kD, kH, kW], plus bias [Cout] (NULL
+ * allowed), as torch.nn.functional.conv3d:
+ *   y[n, o, t, i, j] = bias[o] + sum over c in o's group, r < kD, p < kH,
+ *       q < kW of weight[o, c, r, p, q] *
+ *       x[n, g*Cin/groups + c, t*s0 - p0 + r*d0, i*s1 - p1 + p*d1, j*s2 - p2 + q*d2]
+ * (x read as 0 outside the volume); each output size from the conv formula
+ * above. Computed with fc_conv2d, so its paths (oneDNN or im2col + the
+ * matmul provider) do the work: usually one conv2d over [N * OD, kD * Cin,
+ * H, W], the kD depth slices each output depth reads stacked as channels
+ * (a copy of x about kD times its size); with a depth padding beyond the
+ * kernel's reach, or more than 16 depth taps, one conv2d per tap over the
+ * slices it reads. The result is built from recorded ops (slices, stack,
+ * conv2d, pad, add), so its gradients for x, weight and bias are those of
+ * PyTorch and differentiable to any order (create_graph). f16 and bf16
+ * inputs compute in f32 and round the result once. Errors: those listed
+ * at the top of this file, with rank 5 for x and weight and naming
+ * "conv3d". Borrows every input; returns a new contiguous tensor (a new
+ * reference), or NULL with the error recorded. */
+FC_API fc_tensor *fc_conv3d(fc_ctx *ctx, fc_tensor *x, fc_tensor *weight, fc_tensor *bias,
+                            const fc_conv3d_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -291,6 +291,20 @@ FC_API fc_status fc_nn_conv1d_init(fc_nn *nn, fc_nn_conv1d *c, const char *name,
                                    int64_t cout, int64_t k, const fc_conv1d_opts *opts, bool bias);
 FC_API fc_tensor *fc_nn_conv1d_forward(const fc_nn_conv1d *c, fc_tensor *x);
 
+/* torch's Conv3d: weight [cout, cin / groups, kd, kh, kw] and bias [cout],
+ * kaiming-uniform as Conv2d (bound 1 / sqrt(cin / groups * kd * kh * kw));
+ * x [N, cin, D, H, W]; NULL opts: defaults. */
+typedef struct fc_nn_conv3d {
+    const fc_nn *nn;
+    fc_tensor *weight, *bias;
+    int64_t cin, cout, kd, kh, kw;
+    fc_conv3d_opts opts;
+} fc_nn_conv3d;
+FC_API fc_status fc_nn_conv3d_init(fc_nn *nn, fc_nn_conv3d *c, const char *name, int64_t cin,
+                                   int64_t cout, int64_t kd, int64_t kh, int64_t kw,
+                                   const fc_conv3d_opts *opts, bool bias);
+FC_API fc_tensor *fc_nn_conv3d_forward(const fc_nn_conv3d *c, fc_tensor *x);
+
 /* torch's ConvTranspose2d: weight [cin, cout / groups, kh, kw] (fan_in
  * from its second axis, as torch computes it), bias [cout]. */
 typedef struct fc_nn_conv_transpose2d {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fucina/pool.h - 2-d pooling over the last two axes of NCHW tensors: max,
- * average and adaptive average, each differentiable.
+ * average and adaptive average, each differentiable; 3-d max and average
+ * pooling over NCDHW tensors (at the end of this file).
  *
  * Common contract. x is [N, C, H, W] or, unbatched, [C, H, W] (other ranks
  * are FC_ERR_RANK); the result is [N, C, OH, OW] (or [C, OH, OW]), a new
@@ -84,6 +85,42 @@ FC_API fc_tensor *fc_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const fc_pool2d_opts 
  * size of its axis passes INT64_MAX (a broadcast view's axis can be that
  * long); plus the common ones above. */
 FC_API fc_tensor *fc_adaptive_avg_pool2d(fc_ctx *ctx, fc_tensor *x, const int64_t output_size[2]);
+
+/* ---- 3-d pooling ----------------------------------------------------------------------------
+ * fc_max_pool3d and fc_avg_pool3d pool the last three axes of x [N, C, D,
+ * H, W] or, unbatched, [C, D, H, W] (other ranks: FC_ERR_RANK) into [N, C,
+ * OD, OH, OW], as torch.nn.functional.max_pool3d / avg_pool3d. The options
+ * are fc_pool2d_opts' with a third axis: index 0 is D, 1 H, 2 W; every
+ * rule, default and error of fc_pool2d_opts applies per axis (messages
+ * name the 3-D op), and the output size per axis is the same formula.
+ * ceil_mode, exclude_pad (count_include_pad=False) and divisor_override
+ * behave as in PyTorch. NULL opts: FC_ERR_NULL_ARG. Also FC_ERR_OVERFLOW
+ * when the output's element count does not fit.
+ *
+ * A box window is separable, so each op is two recorded 2-d poolings:
+ * over (H, W) with D folded into the planes, then over D (a {kD, 1}
+ * window on [planes, D, OH*OW]). Max: the maximum of maxima, and the
+ * argmax of both stages is the first maximum in (d, h, w) order, so ties
+ * and the gradient are PyTorch's; a NaN propagates. Avg: the divisor of
+ * a window is the product of its per-axis extents (count_include_pad) or
+ * of its per-axis counts of input elements (exclude_pad), which is
+ * PyTorch's count; divisor_override sums the first stage and divides the
+ * second. Average pooling of f16/bf16 computes in f32 and rounds once.
+ * The gradients are the 2-d ops' (a scatter at the argmax, the adjoint of
+ * the average), differentiable to any order. Borrows x; returns a new
+ * reference, or NULL with the error recorded in ctx. */
+typedef struct fc_pool3d_opts {
+    int64_t kernel[3], stride[3], padding[3], dilation[3];
+    bool ceil_mode, exclude_pad;
+    int64_t divisor_override;
+} fc_pool3d_opts;
+
+/* Max over each 3-d window (see above and fc_max_pool2d). */
+FC_API fc_tensor *fc_max_pool3d(fc_ctx *ctx, fc_tensor *x, const fc_pool3d_opts *opts);
+
+/* Mean over each 3-d window (see above and fc_avg_pool2d); dilation must
+ * be 0 or 1. */
+FC_API fc_tensor *fc_avg_pool3d(fc_ctx *ctx, fc_tensor *x, const fc_pool3d_opts *opts);
 
 #ifdef __cplusplus
 }

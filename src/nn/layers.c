@@ -292,7 +292,7 @@ fc_tensor *fc_nn_conv2d_forward(const fc_nn_conv2d *c, fc_tensor *x) {
     return fc_conv2d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
 }
 
-/* ---- Conv1d, ConvTranspose2d -------------------------------------------------------- */
+/* ---- Conv1d, Conv3d, ConvTranspose2d ------------------------------------------------ */
 fc_status fc_nn_conv1d_init(fc_nn *nn, fc_nn_conv1d *c, const char *name, int64_t cin, int64_t cout,
                             int64_t k, const fc_conv1d_opts *opts, bool bias) {
     static const char fn[] = "fc_nn_conv1d_init";
@@ -321,6 +321,41 @@ fc_status fc_nn_conv1d_init(fc_nn *nn, fc_nn_conv1d *c, const char *name, int64_
 fc_tensor *fc_nn_conv1d_forward(const fc_nn_conv1d *c, fc_tensor *x) {
     if (!c || !channels_ok(c->nn, x, c->cin, "fc_nn_conv1d_forward")) return NULL;
     return fc_conv1d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
+}
+
+fc_status fc_nn_conv3d_init(fc_nn *nn, fc_nn_conv3d *c, const char *name, int64_t cin, int64_t cout,
+                            int64_t kd, int64_t kh, int64_t kw, const fc_conv3d_opts *opts,
+                            bool bias) {
+    static const char fn[] = "fc_nn_conv3d_init";
+    fc_status st = need(nn, c, fn);
+    if (st == FC_OK) st = positive(nn, fn, "cin", cin);
+    if (st == FC_OK) st = positive(nn, fn, "cout", cout);
+    if (st == FC_OK) st = positive(nn, fn, "kd", kd);
+    if (st == FC_OK) st = positive(nn, fn, "kh", kh);
+    if (st == FC_OK) st = positive(nn, fn, "kw", kw);
+    fc_conv3d_opts o = opts ? *opts : fc_conv3d_opts_default();
+    int64_t groups = o.groups == 0 ? 1 : o.groups;
+    if (st == FC_OK) st = groups_ok(nn, fn, groups, cin, cout);
+    if (st != FC_OK) return st;
+    memset(c, 0, sizeof *c);
+    c->nn = nn;
+    c->cin = cin;
+    c->cout = cout;
+    c->kd = kd;
+    c->kh = kh;
+    c->kw = kw;
+    c->opts = o;
+    double bound = 1.0 / sqrt((double)(cin / groups) * (double)kd * (double)kh * (double)kw);
+    st = reg_uniform(nn, name, "weight", (int64_t[]){cout, cin / groups, kd, kh, kw}, 5, bound, 0,
+                     &c->weight);
+    if (st == FC_OK && bias)
+        st = reg_uniform(nn, name, "bias", (int64_t[]){cout}, 1, bound, FC_NN_NO_DECAY, &c->bias);
+    return st;
+}
+
+fc_tensor *fc_nn_conv3d_forward(const fc_nn_conv3d *c, fc_tensor *x) {
+    if (!c || !channels_ok(c->nn, x, c->cin, "fc_nn_conv3d_forward")) return NULL;
+    return fc_conv3d(c->nn->ctx, x, c->weight, c->bias, &c->opts);
 }
 
 fc_status fc_nn_conv_transpose2d_init(fc_nn *nn, fc_nn_conv_transpose2d *c, const char *name,

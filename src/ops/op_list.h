@@ -155,13 +155,16 @@
     X(conv2d,            conv,       conv, GRAD,    CURVED) \
     X(conv1d,            conv,       conv, GRAD,    CURVED) \
     X(conv_transpose2d,  conv,       conv, GRAD,    CURVED) \
+    X(conv3d,            conv,       conv, GRAD,    CURVED) \
     /* matrix products (src/ops/matmul.c) */            \
     X(matmul,            matmul,     matmul, GRAD,  CURVED) \
     X(linear,            matmul,     matmul, GRAD,  CURVED) \
     /* pooling (src/ops/pool.c) */                      \
     X(max_pool2d,        pool,       pool, GRAD,    CONST)  \
     X(avg_pool2d,        pool,       pool, GRAD,    CONST)  \
-    X(adaptive_avg_pool2d, pool,     pool, GRAD,    CONST)
+    X(adaptive_avg_pool2d, pool,     pool, GRAD,    CONST)  \
+    X(max_pool3d,        pool,       pool, GRAD,    CONST)  \
+    X(avg_pool3d,        pool,       pool, GRAD,    CONST)
 /* clang-format on */
 
 #endif /* FUCINA_OPS_OP_LIST_H */

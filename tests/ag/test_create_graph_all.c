@@ -224,6 +224,21 @@ static fc_tensor *op_avg_pool(fc_ctx *ctx, fc_tensor *const *x) {
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3});
 }
+/* the 3-D ops on 4-D table inputs, reshaped: x [1, 2, 3, 6] is [1, 2, 3, 3, 2] */
+static fc_tensor *op_conv3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_conv3d_opts o = {.stride = {2, 1, 1}, .padding = {1, 0, 1}, .dilation = {1, 2, 1}};
+    fc_tensor *x5 = fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 3, 2}, 5);
+    fc_tensor *w5 = fc_reshape(ctx, x[1], (int64_t[]){2, 2, 2, 1, 2}, 5);
+    return fc_conv3d(ctx, x5, w5, x[2], &o);
+}
+static fc_tensor *op_max_pool3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}, .stride = {1, 2, 1}, .padding = {1, 0, 1}};
+    return fc_max_pool3d(ctx, fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 4, 3}, 5), &o);
+}
+static fc_tensor *op_avg_pool3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}, .stride = {1, 1, 2}, .padding = {1, 0, 1}};
+    return fc_avg_pool3d(ctx, fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 4, 3}, 5), &o);
+}
 static fc_tensor *op_rope(fc_ctx *ctx, fc_tensor *const *x) {
     fc_rope_opts o = {.mode = FC_ROPE_NEOX, .n_dims = 4, .freq_base = 50.0, .pos_offset = 1};
     return fc_rope(ctx, x[0], &o);
@@ -406,6 +421,13 @@ static const tcase cases[] = {
      1, 0, 0},
     {"adaptive_avg_pool2d", "adaptive_avg_pool2d_backward pool_lin_backward", op_adaptive_pool, 1,
      {3}, {{2, 3, 5}}, -1, 1, 0, 0},
+    /* src/ops/conv3d.c, pool3d.c: composites of recorded conv2d / pool2d ops */
+    {"conv3d", "conv_backward cprod_backward", op_conv3d, 3, {4, 4, 1},
+     {{1, 2, 3, 6}, {2, 2, 2, 2}, {2}}, -1, 1, 0, 0},
+    {"max_pool3d", "max_pool2d_backward pool_lin_backward", op_max_pool3d, 1, {4},
+     {{1, 2, 12, 3}}, -1, 1, 0, 0},
+    {"avg_pool3d", "avg_pool2d_backward pool_lin_backward", op_avg_pool3d, 1, {4},
+     {{1, 2, 12, 3}}, -1, 1, 0, 0},
     /* src/ops/rope.c, attention.c */
     {"rope", "rope_backward", op_rope, 1, {3}, {{3, 2, 6}}, -1, 1, 0, 0},
     {"attention_causal", "attention_backward attention_graph", op_attention, 3, {4, 4, 4},

@@ -308,6 +308,23 @@ static fc_tensor *op_grad_checkpoint(fc_ctx *ctx, fc_tensor *const *x) {
 static fc_tensor *op_adaptive_pool(fc_ctx *ctx, fc_tensor *const *x) {
     return fc_square(ctx, fc_adaptive_avg_pool2d(ctx, x[0], (int64_t[]){2, 3}));
 }
+/* the 3-D ops on 4-D table inputs, reshaped: x [1, 2, 3, 6] is [1, 2, 3, 3, 2] */
+static fc_tensor *op_conv3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_conv3d_opts o = {.stride = {2, 1, 1}, .padding = {1, 0, 1}, .dilation = {1, 2, 1}};
+    fc_tensor *x5 = fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 3, 2}, 5);
+    fc_tensor *w5 = fc_reshape(ctx, x[1], (int64_t[]){2, 2, 2, 1, 2}, 5);
+    return fc_square(ctx, fc_conv3d(ctx, x5, w5, x[2], &o));
+}
+static fc_tensor *op_max_pool3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}, .stride = {1, 2, 1}, .padding = {1, 0, 1}};
+    return fc_square(ctx,
+                     fc_max_pool3d(ctx, fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 4, 3}, 5), &o));
+}
+static fc_tensor *op_avg_pool3d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}, .stride = {1, 1, 2}, .padding = {1, 0, 1}};
+    return fc_square(ctx,
+                     fc_avg_pool3d(ctx, fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 4, 3}, 5), &o));
+}
 
 /* An attention row: q, k and v of rank 4, all differentiated. */
 #define ATT(nm, fn, ...)                                                                           \
@@ -393,6 +410,9 @@ static const gcase cases[] = {
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
     {"adaptive_avg_pool2d", op_adaptive_pool, 1, {3}, {{2, 3, 5}}, -1, 1, 0, 0},
+    {"conv3d", op_conv3d, 3, {4, 4, 1}, {{1, 2, 3, 6}, {2, 2, 2, 2}, {2}}, -1, 1, 0, 0},
+    {"max_pool3d", op_max_pool3d, 1, {4}, {{1, 2, 12, 3}}, -1, 1, 0, 0},
+    {"avg_pool3d", op_avg_pool3d, 1, {4}, {{1, 2, 12, 3}}, -1, 1, 0, 0},
     {"grad_checkpoint", op_grad_checkpoint, 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, 0},
     {"add_scalar", op_add_scalar, 1, {2}, {{3, 4}}, -1, 1, 0, 0},
     {"maximum_scalar", op_maximum_scalar, 1, {2}, {{3, 4}}, -1, 1, 0.05, 0},

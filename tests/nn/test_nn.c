@@ -531,6 +531,50 @@ static void test_nn_init_schemes(void **state) {
     assert_true(fc_tensor_requires_grad(l.weight) && fc_tensor_is_leaf(l.weight));
 }
 
+/* Conv3d: names, shapes and init bound, the forward is fc_conv3d with its
+ * parameters, and bad sizes are refused naming the value. */
+static void test_nn_conv3d(void **state) {
+    fixture *fx = *state;
+    fc_ctx *ctx = fx->ctx;
+    fc_nn_conv3d c;
+    fc_conv3d_opts o = {.stride = {1, 2, 2}, .padding = {1, 1, 1}, .groups = 2};
+    assert_int_equal(fc_nn_conv3d_init(fx->nn, &c, "c3", 4, 6, 3, 3, 2, &o, true), FC_OK);
+    assert_ptr_equal(fc_nn_find(fx->nn, "c3.weight"), c.weight);
+    assert_ptr_equal(fc_nn_find(fx->nn, "c3.bias"), c.bias);
+    assert_memory_equal(fc_tensor_shape(c.weight), ((const int64_t[]){6, 2, 3, 3, 2}), 40);
+    double lo, hi, mean, sd, b = 1.0 / sqrt(2.0 * 18.0);
+    stats(c.weight, &lo, &hi, &mean, &sd);
+    assert_true(lo >= -b && hi < b && hi > 0.8 * b);
+
+    fc_tensor *x = fc_randn(ctx, FC_F32, (int64_t[]){2, 4, 3, 5, 4}, 5);
+    fc_tensor *y = fc_nn_conv3d_forward(&c, x);
+    fc_tensor *want = fc_conv3d(ctx, x, c.weight, c.bias, &o);
+    assert_non_null(y);
+    assert_non_null(want);
+    assert_memory_equal(fc_tensor_shape(y), ((const int64_t[]){2, 6, 3, 3, 3}), 40);
+    assert_memory_equal(fc_tensor_data(y), fc_tensor_data(want), sizeof(float) * 162);
+
+    fc_tensor *x3 = fc_randn(ctx, FC_F32, (int64_t[]){2, 3, 3, 5, 4}, 5);
+    assert_null(fc_nn_conv3d_forward(&c, x3));
+    assert_int_equal(fc_ctx_status(ctx), FC_ERR_SHAPE_MISMATCH);
+    assert_non_null(strstr(fc_ctx_error(ctx), "fc_nn_conv3d_forward"));
+    fc_ctx_clear_error(ctx);
+    fc_nn_conv3d c2;
+    assert_int_equal(fc_nn_conv3d_init(fx->nn, &c2, "bad", 4, 6, 3, 0, 2, NULL, true),
+                     FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_ctx_error(ctx), "kh = 0"));
+    fc_ctx_clear_error(ctx);
+    o.groups = 4;
+    assert_int_equal(fc_nn_conv3d_init(fx->nn, &c2, "bad", 4, 6, 3, 3, 2, &o, true),
+                     FC_ERR_INVALID_ARG);
+    fc_ctx_clear_error(ctx);
+    assert_null(fc_nn_find(fx->nn, "bad.weight"));
+    fc_release(x);
+    fc_release(x3);
+    fc_release(y);
+    fc_release(want);
+}
+
 static void test_nn_modes_freezing_and_groups(void **state) {
     fixture *fx = *state;
     fc_ctx *ctx = fx->ctx;
@@ -660,6 +704,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_nn_bad_input_names_the_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_init_schemes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_modes_freezing_and_groups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nn_conv3d, setup, teardown),
         cmocka_unit_test(test_nn_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

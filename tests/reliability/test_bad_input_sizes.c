@@ -23,6 +23,7 @@ static const char *const hostile_name[N_HOSTILE] = {"2^62", "INT64_MAX", "-1", "
  * kernel of 2, a pooling input [1, 1, 4, 4] */
 typedef struct sz_inputs {
     fc_tensor *x4, *w4, *x3, *w3, *xp;
+    fc_tensor *x5, *w5, *xp5; /* the 3-D ops: [1, 1, 3, 3, 3], kernel 2, [1, 1, 4, 4, 4] */
 } sz_inputs;
 static sz_inputs g_in;
 
@@ -177,6 +178,72 @@ static fc_tensor *adaptive_call(fx *f, int slot, int64_t v) {
     return fc_adaptive_avg_pool2d(f->ctx, g_in.xp, out);
 }
 
+/* ---- the 3-D ops (conv3d, max_pool3d, avg_pool3d) ---------------------------------------- */
+
+/* conv3d's rows are conv2d's on three axes; padding_same with a dilation
+ * of 2^62 on the depth axis makes every tap read padding: valid (zeros) */
+enum { C3_STRIDE, C3_PAD = 3, C3_DIL = 6, C3_GROUPS = 9, C3_SAME_DIL_D, C3_SAME_DIL_W };
+static const sz_slot conv3d_slots[] = {
+    [C3_STRIDE] = {"stride[0]", {OK, OK, BADARG, BADARG}},
+    [C3_STRIDE + 1] = {"stride[1]", {OK, OK, BADARG, BADARG}},
+    [C3_STRIDE + 2] = {"stride[2]", {OK, OK, BADARG, BADARG}},
+    [C3_PAD] = {"padding[0]", {OVF, OVF, BADARG, BADARG}},
+    [C3_PAD + 1] = {"padding[1]", {OVF, OVF, BADARG, BADARG}},
+    [C3_PAD + 2] = {"padding[2]", {OVF, OVF, BADARG, BADARG}},
+    [C3_DIL] = {"dilation[0]", {SHAPE, OVF, BADARG, BADARG}},
+    [C3_DIL + 1] = {"dilation[1]", {SHAPE, OVF, BADARG, BADARG}},
+    [C3_DIL + 2] = {"dilation[2]", {SHAPE, OVF, BADARG, BADARG}},
+    [C3_GROUPS] = {"groups", {MISMATCH, MISMATCH, BADARG, BADARG}},
+    [C3_SAME_DIL_D] = {"dilation[0] with padding_same", {OK, OVF, BADARG, BADARG}},
+    [C3_SAME_DIL_W] = {"dilation[2] with padding_same", {OK, OVF, BADARG, BADARG}},
+};
+
+static fc_tensor *conv3d_call(fx *f, int slot, int64_t v) {
+    fc_conv3d_opts o = fc_conv3d_opts_default();
+    int64_t *arg[] = {&o.stride[0],   &o.stride[1],  &o.stride[2],   &o.padding[0],
+                      &o.padding[1],  &o.padding[2], &o.dilation[0], &o.dilation[1],
+                      &o.dilation[2], &o.groups,     &o.dilation[0], &o.dilation[2]};
+    *arg[slot] = v;
+    o.padding_same = slot >= C3_SAME_DIL_D;
+    return fc_conv3d(f->ctx, g_in.x5, g_in.w5, NULL, &o);
+}
+
+/* every pooling argument hostile is refused, per axis; avg adds
+ * divisor_override (any positive divisor is valid) */
+#define P3_DIVISOR 12
+static const sz_slot pool3d_slots[] = {
+    {"kernel[0]", P_ALL_BAD},
+    {"kernel[1]", P_ALL_BAD},
+    {"kernel[2]", P_ALL_BAD},
+    {"stride[0]", P_ALL_BAD},
+    {"stride[1]", P_ALL_BAD},
+    {"stride[2]", P_ALL_BAD},
+    {"padding[0]", P_ALL_BAD},
+    {"padding[1]", P_ALL_BAD},
+    {"padding[2]", P_ALL_BAD},
+    {"dilation[0]", P_ALL_BAD},
+    {"dilation[1]", P_ALL_BAD},
+    {"dilation[2]", P_ALL_BAD},
+    [P3_DIVISOR] = {"divisor_override", {OK, OK, BADARG, BADARG}},
+};
+static fc_pool3d_opts pool3d_opts(int slot, int64_t v) {
+    fc_pool3d_opts o = {.kernel = {2, 2, 2}};
+    int64_t *arg[] = {&o.kernel[0],       &o.kernel[1],   &o.kernel[2],   &o.stride[0],
+                      &o.stride[1],       &o.stride[2],   &o.padding[0],  &o.padding[1],
+                      &o.padding[2],      &o.dilation[0], &o.dilation[1], &o.dilation[2],
+                      &o.divisor_override};
+    *arg[slot] = v;
+    return o;
+}
+static fc_tensor *maxpool3d_call(fx *f, int slot, int64_t v) {
+    fc_pool3d_opts o = pool3d_opts(slot, v);
+    return fc_max_pool3d(f->ctx, g_in.xp5, &o);
+}
+static fc_tensor *avgpool3d_call(fx *f, int slot, int64_t v) {
+    fc_pool3d_opts o = pool3d_opts(slot, v);
+    return fc_avg_pool3d(f->ctx, g_in.xp5, &o);
+}
+
 #define FAMILY(op, call, slots)                                                                    \
     { op, call, slots, (int)(sizeof slots / sizeof slots[0]) }
 static const sz_family families[] = {
@@ -186,6 +253,9 @@ static const sz_family families[] = {
     FAMILY("max_pool2d", maxpool_call, maxpool_slots),
     FAMILY("avg_pool2d", avgpool_call, avgpool_slots),
     FAMILY("adaptive_avg_pool2d", adaptive_call, adaptive_slots),
+    FAMILY("conv3d", conv3d_call, conv3d_slots),
+    {"max_pool3d", maxpool3d_call, pool3d_slots, P3_DIVISOR}, /* no divisor_override row */
+    FAMILY("avg_pool3d", avgpool3d_call, pool3d_slots),
 };
 
 /* ---- the cross runner ----------------------------------------------------------------------
@@ -368,6 +438,9 @@ static int setup(void **state) {
     g_in.w3 = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 2}, 3);
     g_in.xp = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 4, 4}, 4);
     g_one4 = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 1, 1}, 4);
+    g_in.x5 = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 3, 3, 3}, 5);
+    g_in.w5 = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 2, 2, 2}, 5);
+    g_in.xp5 = fc_ones(c, FC_F32, (const int64_t[]){1, 1, 4, 4, 4}, 5);
     return c && fc_ctx_status(c) == FC_OK ? 0 : -1;
 }
 

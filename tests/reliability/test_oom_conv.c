@@ -107,10 +107,36 @@ static fc_status sc_gradcheck(fc_ctx *ctx) {
     return st;
 }
 
+/* conv3d (groups 2, strides, depth padding, dilation, bias, a transposed
+ * x) forward and backward, in f32 and bf16 (widened to f32 inside), on
+ * both of its paths (src/ops/conv3d.c) */
+static fc_status sc_conv3d(fc_ctx *ctx) {
+    fc_scope_begin(ctx);
+    fc_status st = FC_OK;
+    for (int k = 0; k < 2 && st == FC_OK; k++) {
+        fc_dtype dt = k == 0 ? FC_F32 : FC_BF16;
+        fc_tensor *xs = fc_param_randn(ctx, dt, (const int64_t[]){2, 4, 5, 6, 5}, 5, 1.0);
+        fc_tensor *x = fc_transpose(ctx, xs, 3, 4); /* [2, 4, 5, 5, 6], strided */
+        fc_tensor *w = fc_param_randn(ctx, dt, (const int64_t[]){6, 2, 3, 2, 3}, 5, 0.2);
+        fc_tensor *b = fc_param_randn(ctx, dt, (const int64_t[]){6}, 1, 0.2);
+        fc_conv3d_opts o = {
+            .stride = {2, 1, 2}, .padding = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = 2};
+        st = backward_ones(ctx, fc_conv3d(ctx, x, w, b, &o));
+    }
+    /* a depth padding past the kernel's reach takes the per-tap path */
+    fc_tensor *x1 = fc_param_randn(ctx, FC_F32, (const int64_t[]){1, 2, 3, 4, 4}, 5, 1.0);
+    fc_tensor *w1 = fc_param_randn(ctx, FC_F32, (const int64_t[]){3, 2, 1, 2, 2}, 5, 0.2);
+    fc_conv3d_opts o1 = {.stride = {2, 1, 1}, .padding = {1, 0, 0}};
+    if (st == FC_OK) st = backward_ones(ctx, fc_conv3d(ctx, x1, w1, NULL, &o1));
+    fc_scope_end(ctx);
+    return st;
+}
+
 static const oom_scenario scenarios[] = {
     {"conv f32 (auto provider)", sc_conv_f32}, {"conv f16", sc_conv_f16},
     {"conv f32 (ref provider)", sc_conv_ref},  {"conv1d, 1x1 conv2d", sc_conv1d_1x1},
     {"conv column chunks", sc_conv_chunks},    {"conv gradcheck", sc_gradcheck},
+    {"conv3d f32, bf16", sc_conv3d},
 };
 
 static void test_oom_conv_scenarios(void **state) {

@@ -56,6 +56,31 @@ static fc_status sc_pooling(fc_ctx *ctx) {
     return st;
 }
 
+/* max_pool3d (dilation, ceil_mode, a transposed x) and avg_pool3d (with
+ * padding, f32 and an unbatched bf16 input), forward and backward */
+static fc_status sc_pooling3d(fc_ctx *ctx) {
+    fc_scope_begin(ctx);
+    fc_tensor *x = fc_param_randn(ctx, FC_F32, (const int64_t[]){2, 3, 5, 7, 6}, 5, 1.0);
+    fc_tensor *xt = fc_transpose(ctx, x, 3, 4); /* strided: [2, 3, 5, 6, 7] */
+    fc_pool3d_opts mo = {.kernel = {3, 3, 2},
+                         .stride = {2, 2, 2},
+                         .padding = {1, 1, 1},
+                         .dilation = {1, 1, 2},
+                         .ceil_mode = true};
+    fc_pool3d_opts ao = {.kernel = {2, 2, 3}, .stride = {1, 2, 2}, .padding = {1, 1, 1}};
+    fc_tensor *a = fc_max_pool3d(ctx, xt, &mo);
+    fc_tensor *b = fc_avg_pool3d(ctx, x, &ao);
+    fc_tensor *y = fc_add(ctx, fc_sum(ctx, a, NULL, 0, false), fc_sum(ctx, b, NULL, 0, false));
+    fc_status st = backward_ones(ctx, y);
+    fc_tensor *h = fc_param_randn(ctx, FC_BF16, (const int64_t[]){3, 4, 5, 5}, 4, 1.0);
+    fc_pool3d_opts k2 = {.kernel = {2, 2, 2}};
+    if (st == FC_OK) st = backward_ones(ctx, fc_max_pool3d(ctx, h, &k2));
+    if (st == FC_OK) st = backward_ones(ctx, fc_avg_pool3d(ctx, h, &k2));
+    if (st == FC_OK) st = done(ctx);
+    fc_scope_end(ctx);
+    return st;
+}
+
 static fc_status sc_norms(fc_ctx *ctx) {
     fc_scope_begin(ctx);
     const int64_t C = 4;
@@ -129,6 +154,7 @@ static fc_status sc_cnn(fc_ctx *ctx) {
 
 static const oom_scenario scenarios[] = {
     {"pooling", sc_pooling},
+    {"pooling 3-d", sc_pooling3d},
     {"batch/group norm", sc_norms},
     {"cnn step", sc_cnn},
 };
