@@ -165,6 +165,7 @@ typedef struct fc_conv3d_opts {
     bool padding_same;
 } fc_conv3d_opts;
 
+/* The default options, the same as a zero-initialised struct. */
 static inline fc_conv3d_opts fc_conv3d_opts_default(void) {
     fc_conv3d_opts o = {{1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1, false};
     return o;
