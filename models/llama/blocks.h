@@ -12,18 +12,33 @@
 #ifndef FUCINA_MODELS_LLAMA_BLOCKS_H
 #define FUCINA_MODELS_LLAMA_BLOCKS_H
 
+#include <stdint.h>
+
 #include "fucina.h"
 
 /* x [B, T, H, D]: rotates adjacent pairs (2i, 2i+1) of the first n_dims
  * dims (even, <= D) of row t by (pos0 + t) * scale * base^(-2i / n_dims). */
 fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base, double scale,
                           int64_t pos0);
+/* The same in either pairing (FC_ROPE_NEOX: (i, i + n_dims / 2)). */
+fc_tensor *fc__llama_rope_mode(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, int64_t n_dims,
+                               double base, double scale, int64_t pos0);
+/* The same with pair i's angle (pos0 + t) * scale * base^(-2i / n_dims) /
+ * factors[i] (n_dims / 2 factors, llama.cpp's rope_freqs): composed from
+ * elementwise ops over cos / sin tables (the fused op has no per-pair
+ * factor), so its gradient is theirs. */
+fc_tensor *fc__llama_rope_factors(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, int64_t n_dims,
+                                  double base, double scale, const float *factors, int64_t pos0);
 /* silu(a) * b. */
 fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 /* q [B, Hq, T, D], k, v [B, Hkv, S, D], any strided views (Hkv divides Hq;
  * query head h reads kv head h / (Hq / Hkv), in place); causal: query i
- * sees keys j <= i + (S - T); scale 1/sqrt(D). Returns [B, Hq, T, D], the
- * transposed view of a contiguous [B, T, Hq, D]. */
+ * sees keys j <= i + (S - T); scale 1/sqrt(D). _window with window > 0 also hides the
+ * keys j <= i + (S - T) - window (sliding-window attention, through an
+ * additive [T, S] mask made only when some key is out of the window).
+ * Returns [B, Hq, T, D], the transposed view of a contiguous [B, T, Hq, D]. */
 fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v);
+fc_tensor *fc__llama_attention_window(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
+                                      int64_t window);
 
 #endif
