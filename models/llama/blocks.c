@@ -17,11 +17,8 @@ fc_tensor *fc__llama_rope(fc_ctx *ctx, fc_tensor *x, int64_t n_dims, double base
 
 fc_tensor *fc__llama_rope_mode(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, int64_t n_dims,
                                double base, double scale, int64_t pos0) {
-    fc_rope_opts o = {.mode = mode,
-                      .n_dims = n_dims,
-                      .freq_base = base,
-                      .freq_scale = scale,
-                      .pos_offset = pos0};
+    fc_rope_opts o = {
+        .mode = mode, .n_dims = n_dims, .freq_base = base, .freq_scale = scale, .pos_offset = pos0};
     return fc_rope(ctx, x, &o);
 }
 
@@ -68,8 +65,8 @@ fc_tensor *fc__llama_rope_factors(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, 
         sn = table(ctx, fc_tensor_dtype(x), T, half, base, scale, factors, pos0, true, ts, 3);
     } else { /* adjacent pairs (2i, 2i + 1): [B, T, H, half, 2] */
         axis = 4;
-        fc_tensor *r = fc_reshape(ctx, fc_narrow(ctx, x, 3, 0, n_dims),
-                                  (int64_t[]){B, T, H, half, 2}, 5);
+        fc_tensor *r =
+            fc_reshape(ctx, fc_narrow(ctx, x, 3, 0, n_dims), (int64_t[]){B, T, H, half, 2}, 5);
         x0 = fc_narrow(ctx, r, 4, 0, 1);
         x1 = fc_narrow(ctx, r, 4, 1, 1);
         int64_t ts[4] = {T, 1, half, 1};
@@ -81,8 +78,7 @@ fc_tensor *fc__llama_rope_factors(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, 
     fc_tensor *y = fc_concat(ctx, (fc_tensor *const[]){y0, y1}, 2, axis);
     if (mode != FC_ROPE_NEOX) y = fc_reshape(ctx, y, (int64_t[]){B, T, H, n_dims}, 4);
     if (y && n_dims < D)
-        y = fc_concat(ctx, (fc_tensor *const[]){y, fc_narrow(ctx, x, 3, n_dims, D - n_dims)}, 2,
-                      3);
+        y = fc_concat(ctx, (fc_tensor *const[]){y, fc_narrow(ctx, x, 3, n_dims, D - n_dims)}, 2, 3);
     fc_tensor *out = y ? fc_keep(fc_contiguous(ctx, y)) : NULL;
     fc_scope_end(ctx);
     /* a new handle made after the scope closed, so the result belongs to

@@ -127,8 +127,7 @@ static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_ll
     const int64_t *s = fc_tensor_shape(x);
     int64_t B = s[0], T = s[1];
     fc_tensor *h = norm(ctx, x, L->attn_norm, c->rms_eps);
-    fc_tensor *q =
-        heads(ctx, m, proj(ctx, m, l, LORA_Q, h, L->wq, L->bq), c->n_heads, true, pos0);
+    fc_tensor *q = heads(ctx, m, proj(ctx, m, l, LORA_Q, h, L->wq, L->bq), c->n_heads, true, pos0);
     fc_tensor *k =
         heads(ctx, m, proj(ctx, m, l, LORA_K, h, L->wk, L->bk), c->n_kv_heads, true, pos0);
     fc_tensor *v =

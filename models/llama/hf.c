@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/json.h"
 #include "llama/llama_internal.h"
+#include "json/json.h"
 
 static const char *const OP = "llama_hf";
 
@@ -152,8 +152,8 @@ static fc_status read_all(fc_ctx *ctx, const fc_allocator *al, const char *path,
     }
     if ((size_t)n > HF_MAX_JSON) {
         fclose(f);
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: '%s' has %ld bytes, more than the %zu read",
-                           OP, path, n, HF_MAX_JSON);
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: '%s' has %ld bytes, more than the %zu read", OP,
+                           path, n, HF_MAX_JSON);
     }
     *cap = (size_t)n + 1;
     char *buf = al->alloc(al->user, *cap, 16);
@@ -174,8 +174,7 @@ static fc_status read_all(fc_ctx *ctx, const fc_allocator *al, const char *path,
 }
 
 /* A JSON file of dir parsed into d (freed by the caller, also on failure). */
-static fc_status read_json(fc_ctx *ctx, const fc_allocator *al, const char *path,
-                           fc__json_doc *d) {
+static fc_status read_json(fc_ctx *ctx, const fc_allocator *al, const char *path, fc__json_doc *d) {
     char *text = NULL;
     size_t len = 0, cap = 0;
     fc_status st = read_all(ctx, al, path, &text, &len, &cap);
@@ -192,7 +191,7 @@ static fc_status read_json(fc_ctx *ctx, const fc_allocator *al, const char *path
 
 /* ---- config.json -------------------------------------------------------------- */
 
-static const char *const JSON_TYPES[] = {"null",   "false", "true",  "a number",
+static const char *const JSON_TYPES[] = {"null",     "false",    "true",     "a number",
                                          "a string", "an array", "an object"};
 
 /* The member key of the root, NULL when absent or null (Hugging Face
@@ -260,17 +259,17 @@ static fc_status cfg_bool(fc_ctx *ctx, const fc__json_doc *d, const fc__json *o,
  * it may name a variant this model would run wrongly. */
 static const char *const KNOWN_KEYS[] = {
     /* read */
-    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
-    "num_key_value_heads", "intermediate_size", "vocab_size", "max_position_embeddings",
-    "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "tie_word_embeddings",
-    "hidden_act", "head_dim", "attention_bias", "mlp_bias", "sliding_window",
-    "use_sliding_window", "max_window_layers", "layer_types", "architectures",
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "intermediate_size", "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+    "rope_scaling", "rope_parameters", "tie_word_embeddings", "hidden_act", "head_dim",
+    "attention_bias", "mlp_bias", "sliding_window", "use_sliding_window", "max_window_layers",
+    "layer_types", "architectures",
     /* no effect on the forward */
-    "_name_or_path", "torch_dtype", "dtype", "transformers_version", "bos_token_id",
-    "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "pretraining_tp",
-    "attention_dropout", "output_attentions", "output_hidden_states", "return_dict",
-    "tokenizer_class", "_attn_implementation_autoset", "unsloth_version", "is_llama_config",
-    "torchscript", "use_return_dict"};
+    "_name_or_path", "torch_dtype", "dtype", "transformers_version", "bos_token_id", "eos_token_id",
+    "pad_token_id", "initializer_range", "use_cache", "pretraining_tp", "attention_dropout",
+    "output_attentions", "output_hidden_states", "return_dict", "tokenizer_class",
+    "_attn_implementation_autoset", "unsloth_version", "is_llama_config", "torchscript",
+    "use_return_dict"};
 
 static fc_status check_known(fc_ctx *ctx, const fc__json_doc *d, const fc__json *root) {
     for (const fc__json *c = fc__json_first(d, root); c; c = fc__json_next(d, c)) {
@@ -322,8 +321,8 @@ static fc_status read_rope(fc_ctx *ctx, const fc__json_doc *d, const fc__json *r
     const fc__json *sc = params ? params : member(d, root, "rope_scaling");
     const char *where = params ? "rope_parameters" : "rope_scaling";
     if ((st = cfg_float(ctx, d, root, "rope_theta", false, 10000.0, &cfg->rope_base))) return st;
-    if (params && (st = cfg_float(ctx, d, params, "rope_theta", false, cfg->rope_base,
-                                  &cfg->rope_base)))
+    if (params &&
+        (st = cfg_float(ctx, d, params, "rope_theta", false, cfg->rope_base, &cfg->rope_base)))
         return st;
     cfg->rope_scale = 1.0;
     if (!sc) return FC_OK;
@@ -333,8 +332,8 @@ static fc_status read_rope(fc_ctx *ctx, const fc__json_doc *d, const fc__json *r
     const fc__json *t = member(d, sc, "rope_type");
     if (!t) t = member(d, sc, "type");
     if (!t || t->type != FC__JSON_STRING)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: config.json: '%s' has no rope_type string",
-                           OP, where);
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: config.json: '%s' has no rope_type string", OP,
+                           where);
     if (fc__json_is(t, "default")) return FC_OK;
     if (fc__json_is(t, "linear")) {
         double factor;
@@ -370,7 +369,8 @@ static fc_status read_config(fc_ctx *ctx, const fc__json_doc *d, fc_llama_config
                              const llama_arch **arch, hf_rope *rope) {
     const fc__json *root = &d->v[0];
     const fc__json *mt = member(d, root, "model_type");
-    if (!mt) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: config.json: key 'model_type' is missing", OP);
+    if (!mt)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: config.json: key 'model_type' is missing", OP);
     if (mt->type != FC__JSON_STRING)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: config.json: 'model_type' is %s, not a string",
                            OP, JSON_TYPES[mt->type]);
@@ -387,8 +387,8 @@ static fc_status read_config(fc_ctx *ctx, const fc__json_doc *d, fc_llama_config
     if ((st = cfg_int(ctx, d, root, "hidden_size", true, 0, &cfg->dim)) ||
         (st = cfg_int(ctx, d, root, "num_hidden_layers", true, 0, &cfg->n_layers)) ||
         (st = cfg_int(ctx, d, root, "num_attention_heads", true, 0, &cfg->n_heads)) ||
-        (st = cfg_int(ctx, d, root, "num_key_value_heads", false, cfg->n_heads,
-                      &cfg->n_kv_heads)) ||
+        (st =
+             cfg_int(ctx, d, root, "num_key_value_heads", false, cfg->n_heads, &cfg->n_kv_heads)) ||
         (st = cfg_int(ctx, d, root, "intermediate_size", true, 0, &cfg->ff_dim)) ||
         (st = cfg_int(ctx, d, root, "vocab_size", true, 0, &cfg->vocab)) ||
         (st = cfg_int(ctx, d, root, "max_position_embeddings", true, 0, &cfg->context)) ||
@@ -418,8 +418,8 @@ static fc_status read_config(fc_ctx *ctx, const fc__json_doc *d, fc_llama_config
         if ((st = cfg_bool(ctx, d, root, biases[i], &b))) return st;
         if (b)
             return fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
-                               "%s: config.json: %s = true is not supported for model_type %s",
-                               OP, biases[i], a->hf);
+                               "%s: config.json: %s = true is not supported for model_type %s", OP,
+                               biases[i], a->hf);
     }
     bool use_window = a->window;
     if ((st = cfg_bool(ctx, d, root, "use_sliding_window", &use_window))) return st;
@@ -428,7 +428,8 @@ static fc_status read_config(fc_ctx *ctx, const fc__json_doc *d, fc_llama_config
                            "%s: config.json: use_sliding_window = true (windows on some layers) "
                            "is not supported for model_type %s",
                            OP, a->hf);
-    if (use_window && (st = cfg_int(ctx, d, root, "sliding_window", false, 0, &cfg->sliding_window)))
+    if (use_window &&
+        (st = cfg_int(ctx, d, root, "sliding_window", false, 0, &cfg->sliding_window)))
         return st;
     const fc__json *lt = member(d, root, "layer_types");
     if (lt && lt->type != FC__JSON_ARRAY)
@@ -495,8 +496,7 @@ static fc_status open_shards(loader *L, unsigned io_flags) {
     } else {
         for (const fc__json *e = fc__json_first(&L->index, L->weight_map); e;
              e = fc__json_next(&L->index, e)) {
-            if (e->type != FC__JSON_STRING || !e->len || strchr(e->str, '/') ||
-                e->str[0] == '.')
+            if (e->type != FC__JSON_STRING || !e->len || strchr(e->str, '/') || e->str[0] == '.')
                 return fc_ctx_fail(ctx, FC_ERR_FORMAT,
                                    "%s: model.safetensors.index.json: weight_map['%.64s'] is not "
                                    "a file name of the directory",
@@ -505,10 +505,8 @@ static fc_status open_shards(loader *L, unsigned io_flags) {
         }
     }
     char err[256];
-    fc_io_opts io = {.allocator = L->al,
-                     .flags = io_flags & FC_IO_NO_MMAP,
-                     .errbuf = err,
-                     .errcap = sizeof err};
+    fc_io_opts io = {
+        .allocator = L->al, .flags = io_flags & FC_IO_NO_MMAP, .errbuf = err, .errcap = sizeof err};
     for (int64_t i = 0; i < L->n_shards && !st; i++) {
         char *p = join(L->dir, L->shards[i].name);
         if (!p) return fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", OP);
@@ -534,8 +532,9 @@ static fc_status check_shards(loader *L, int64_t n_layers, int64_t *n_mapped) {
         for (int64_t i = 0; i < fc_safetensors_tensor_count(f); i++) {
             fc_io_tensor info;
             fc_status st = fc_safetensors_tensor_info(f, i, &info);
-            if (st) return fc_ctx_fail(ctx, st, "%s: %s: tensor %lld", OP, L->shards[s].name,
-                                       (long long)i);
+            if (st)
+                return fc_ctx_fail(ctx, st, "%s: %s: tensor %lld", OP, L->shards[s].name,
+                                   (long long)i);
             for (int64_t o = 0; o < L->n_shards; o++)
                 if (o != s && fc_safetensors_find(L->shards[o].f, info.name) >= 0)
                     return fc_ctx_fail(ctx, FC_ERR_FORMAT,
@@ -548,8 +547,7 @@ static fc_status check_shards(loader *L, int64_t n_layers, int64_t *n_mapped) {
                                        "%s: tensor '%s' is in shard '%s', but weight_map %s%s%s",
                                        OP, info.name, L->shards[s].name,
                                        w ? "puts it in '" : "does not list it",
-                                       w && w->type == FC__JSON_STRING ? w->str : "",
-                                       w ? "'" : "");
+                                       w && w->type == FC__JSON_STRING ? w->str : "", w ? "'" : "");
             }
             char g[96];
             int64_t layer;

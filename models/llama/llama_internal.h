@@ -43,9 +43,9 @@ struct fc_llama {
     int64_t head_dim;
     fc_gguf_file *file; /* NULL for fc_llama_new */
     int64_t n_tensors;
-    char **names;                            /* n_tensors NUL-terminated copies */
-    fc_tensor **tensors;                     /* n_tensors owned references */
-    char **src_names; /* NULL, or the checkpoint's own names (Hugging Face), beside names */
+    char **names;        /* n_tensors NUL-terminated copies */
+    fc_tensor **tensors; /* n_tensors owned references */
+    char **src_names;    /* NULL, or the checkpoint's own names (Hugging Face), beside names */
     fc_tensor *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
     fc_tensor *rope_freqs;                   /* cfg.rope_freqs: [rope_dims / 2] f32, or NULL */
     llama_layer *layers;                     /* cfg.n_layers */
@@ -76,8 +76,7 @@ bool fc__llama_float_ok(double v);
 fc_llama *fc__llama_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_tensors);
 /* Appends (name, t) taking t's reference (released on failure); src (NULL
  * allowed) is the checkpoint's own name, kept in src_names. */
-fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src,
-                        fc_tensor *t);
+fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src, fc_tensor *t);
 /* The divisions between the sizes; key names for the messages. */
 typedef struct llama_key_names {
     const char *dim, *heads, *kv_heads, *rope_dims;

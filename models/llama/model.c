@@ -144,8 +144,7 @@ static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *
     fc_status st;
     if ((st = key_int(ctx, f, akey(k[0], 96, a, "block_count"), true, 0, &cfg->n_layers)) ||
         (st = key_int(ctx, f, akey(k[1], 96, a, "embedding_length"), true, 0, &cfg->dim)) ||
-        (st = key_int(ctx, f, akey(k[2], 96, a, "attention.head_count"), true, 0,
-                      &cfg->n_heads)) ||
+        (st = key_int(ctx, f, akey(k[2], 96, a, "attention.head_count"), true, 0, &cfg->n_heads)) ||
         (st = key_int(ctx, f, akey(k[3], 96, a, "attention.head_count_kv"), false, cfg->n_heads,
                       &cfg->n_kv_heads)) ||
         (st = key_int(ctx, f, akey(k[4], 96, a, "feed_forward_length"), true, 0, &cfg->ff_dim)) ||
@@ -288,8 +287,8 @@ static fc_status bind(fc_ctx *ctx, const fc_llama *m, const char *name, int64_t 
         char got[96], exp[64];
         shape_str(s, fc_tensor_rank(t), got, sizeof got);
         shape_str(want, rank, exp, sizeof exp);
-        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: tensor '%s' has shape %s, %s %s%s",
-                           OP, nm, got, m->src_names ? "config.json gives" : "the keys give", exp,
+        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: tensor '%s' has shape %s, %s %s%s", OP,
+                           nm, got, m->src_names ? "config.json gives" : "the keys give", exp,
                            m->src_names ? "" : " (ggml order reversed)");
     }
     fc_dtype dt = fc_tensor_dtype(t);
@@ -311,11 +310,13 @@ fc_status fc__llama_bind_all(fc_ctx *ctx, fc_llama *m) {
     const char *en = shown(m, "token_embd.weight", hf, sizeof hf);
     if (!embd) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor '%s' is missing", OP, en);
     int64_t vocab = fc_tensor_rank(embd) == 2 ? fc_tensor_shape(embd)[0] : 0;
-    if (c->vocab && c->vocab != vocab)
+    if (c->vocab && c->vocab != vocab) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.vocab_size", a->gguf ? a->gguf : a->gguf_save);
         return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: tensor '%s' has %lld rows, %s is %lld",
                            OP, en, (long long)vocab,
-                           m->src_names ? "config.json's vocab_size" : "llama.vocab_size",
-                           (long long)c->vocab);
+                           m->src_names ? "config.json's vocab_size" : key, (long long)c->vocab);
+    }
     fc_status st;
     if ((st = bind(ctx, m, "token_embd.weight", vocab > 0 ? vocab : 1, D, &m->tok_embd)) ||
         (st = bind(ctx, m, "output_norm.weight", D, 0, &m->out_norm)))
@@ -421,8 +422,7 @@ static char *dup_str(const char *s) {
 /* Appends (name, t) to the table, taking t's reference (released on
  * failure) out of any scope the caller has open (fc_keep): the model
  * outlives that scope, and its fc_llama_free is the one release. */
-fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src,
-                        fc_tensor *t) {
+fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src, fc_tensor *t) {
     if (!t) return fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
     char *copy = dup_str(name), *src_copy = NULL;
     if (copy && src && m->src_names && !(src_copy = dup_str(src))) {
@@ -479,10 +479,9 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     const fc_gguf_value *vs = fc_gguf_kv_find(f, akey(kb[0], 96, a, "vocab_size"));
     if (vs && (st = key_int(ctx, f, kb[0], true, 0, &cfg.vocab))) goto fail_file;
     if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
-    llama_key_names kn = {akey(kb[1], 96, a, "embedding_length"),
-                          akey(kb[2], 96, a, "attention.head_count"),
-                          akey(kb[3], 96, a, "attention.head_count_kv"),
-                          akey(kb[4], 96, a, "rope.dimension_count")};
+    llama_key_names kn = {
+        akey(kb[1], 96, a, "embedding_length"), akey(kb[2], 96, a, "attention.head_count"),
+        akey(kb[3], 96, a, "attention.head_count_kv"), akey(kb[4], 96, a, "rope.dimension_count")};
     if ((st = fc__llama_check_sizes(ctx, &cfg, FC_ERR_FORMAT, &kn))) goto fail_file;
     const char *head_keys[2] = {akey(kb[1], 96, a, "attention.key_length"),
                                 akey(kb[2], 96, a, "attention.value_length")};
@@ -504,10 +503,10 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     if (cfg.n_layers > fc_gguf_tensor_count(f)) {
         int64_t need = INT64_MAX;
         bool fits = llama_mad(9, cfg.n_layers, 2, &need);
-        st = fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: %s = %lld needs %s%lld tensors, the file has %lld",
-                         OP, akey(kb[0], 96, a, "block_count"), (long long)cfg.n_layers,
-                         fits ? "" : "more than ", (long long)need,
-                         (long long)fc_gguf_tensor_count(f));
+        st = fc_ctx_fail(
+            ctx, FC_ERR_FORMAT, "%s: %s = %lld needs %s%lld tensors, the file has %lld", OP,
+            akey(kb[0], 96, a, "block_count"), (long long)cfg.n_layers, fits ? "" : "more than ",
+            (long long)need, (long long)fc_gguf_tensor_count(f));
         goto fail_file;
     }
     fc_llama *m = fc__llama_alloc(ctx, &cfg, fc_gguf_tensor_count(f));
@@ -575,11 +574,12 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
                            OP, c.rope_scale, (double)FLT_MIN, (double)FLT_MAX);
     const llama_arch *a = fc__llama_arch(c.arch);
     if (!a || (unsigned)c.rope_mode >= FC_ROPE_MODE_COUNT || c.sliding_window < 0 || c.rope_freqs)
-        return fc_ctx_fail(ctx, FC_ERR_INVALID_ARG,
-                           "%s_new: arch = %d (of %d), rope_mode = %d (of %d), sliding_window = "
-                           "%lld (>= 0) or rope_freqs = %d (a loader's: false here) is out of range",
-                           OP, (int)c.arch, (int)FC_LLAMA_ARCH_COUNT, (int)c.rope_mode,
-                           (int)FC_ROPE_MODE_COUNT, (long long)c.sliding_window, (int)c.rope_freqs);
+        return fc_ctx_fail(
+            ctx, FC_ERR_INVALID_ARG,
+            "%s_new: arch = %d (of %d), rope_mode = %d (of %d), sliding_window = "
+            "%lld (>= 0) or rope_freqs = %d (a loader's: false here) is out of range",
+            OP, (int)c.arch, (int)FC_LLAMA_ARCH_COUNT, (int)c.rope_mode, (int)FC_ROPE_MODE_COUNT,
+            (long long)c.sliding_window, (int)c.rope_freqs);
     static const llama_key_names names = {"dim", "n_heads", "n_kv_heads", "rope_dims"};
     fc_status st = fc__llama_check_sizes(ctx, &c, FC_ERR_INVALID_ARG, &names);
     if (st) return st;
@@ -619,7 +619,8 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
         for (int i = 0; !st && a->qkv_bias && i < 3; i++) {
             char name[64];
             snprintf(name, sizeof name, "blk.%lld.%s.bias", (long long)l, bias[i]);
-            fc_tensor *t = fc_zeros(ctx, FC_F32, (int64_t[]){(i ? c.n_kv_heads : c.n_heads) * hd}, 1);
+            fc_tensor *t =
+                fc_zeros(ctx, FC_F32, (int64_t[]){(i ? c.n_kv_heads : c.n_heads) * hd}, 1);
             if (t && (st = fc_requires_grad(t, true))) fc_release(t);
             if (!st) st = add_tensor(ctx, m, name, t);
         }

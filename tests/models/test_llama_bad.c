@@ -214,7 +214,8 @@ static void test_llama_bad_unsupported_variants(void **st) {
     valid(&s);
     /* Llama 3.1's per-frequency factors: one per rotated pair, f32 */
     add_tensor(&s, "rope_freqs.weight", 3, 0);
-    expect(&s, FC_ERR_SHAPE_MISMATCH, "tensor 'rope_freqs.weight' has shape [3], the keys give [2]");
+    expect(&s, FC_ERR_SHAPE_MISMATCH,
+           "tensor 'rope_freqs.weight' has shape [3], the keys give [2]");
     valid(&s);
     add_tensor(&s, "rope_freqs.weight", 2, 0);
     expect(&s, FC_ERR_FORMAT, "rope_freqs.weight[0] = 0 must be finite");

@@ -132,6 +132,9 @@ static void parity(const char *name, fc_dtype weight_dtype, const char *gguf_arc
     fc_tensor *wq = fc_llama_tensor(m, "blk.0.attn_q.weight");
     assert_non_null(wq);
     assert_int_equal(fc_tensor_dtype(wq), weight_dtype);
+    assert_null(fc_tensor_data_mut(wq)); /* the file's bytes, read-only */
+    assert_int_equal(fc_ctx_status(ctx), FC_ERR_READ_ONLY);
+    fc_ctx_clear_error(ctx);
     assert_int_equal(fc_llama_params(m, NULL, 0), 0);
     assert_int_equal(fc_llama_get_config(m)->rope_mode, FC_ROPE_NEOX);
     double rel = logits_rel(ctx, m, &r);
@@ -153,8 +156,7 @@ static void parity(const char *name, fc_dtype weight_dtype, const char *gguf_arc
         const char *s = NULL;
         size_t n = 0;
         assert_int_equal(
-            fc_gguf_value_string(fc_gguf_kv_find(fc_llama_gguf(g), "general.architecture"), &s,
-                                 &n),
+            fc_gguf_value_string(fc_gguf_kv_find(fc_llama_gguf(g), "general.architecture"), &s, &n),
             FC_OK);
         assert_int_equal(n, strlen(gguf_arch));
         assert_memory_equal(s, gguf_arch, n);
@@ -171,6 +173,9 @@ static void parity(const char *name, fc_dtype weight_dtype, const char *gguf_arc
     }
     fc_llama_free(m);
     free(r.logits);
+    fc_ctx_stats stats;
+    fc_ctx_get_stats(ctx, &stats);
+    assert_int_equal(stats.tensors_live, 0);
     fc_ctx_free(ctx);
 }
 
@@ -364,15 +369,17 @@ static void test_llama_hf_bad_config(void **st) {
                "rope_scaling type 'yarn' is not supported");
     bad_config("\"type\": \"linear\"", "\"type\": \"dynamic\"", FC_ERR_UNSUPPORTED,
                "rope_scaling type 'dynamic'");
-    bad_config("\"model_type\": \"llama\",", "\"model_type\": \"llama\", \"partial_rotary_factor\": 0.5,",
-               FC_ERR_UNSUPPORTED, "key 'partial_rotary_factor' is not known");
+    bad_config("\"model_type\": \"llama\",",
+               "\"model_type\": \"llama\", \"partial_rotary_factor\": 0.5,", FC_ERR_UNSUPPORTED,
+               "key 'partial_rotary_factor' is not known");
     bad_config("\"model_type\": \"llama\",", "\"model_type\": \"llama\", \"head_dim\": 16,",
                FC_ERR_UNSUPPORTED, "head_dim = 16 differs");
     bad_config("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", FC_ERR_UNSUPPORTED,
                "hidden_act 'gelu'");
     bad_config("\"attention_bias\": false", "\"attention_bias\": true", FC_ERR_UNSUPPORTED,
                "attention_bias = true");
-    bad_config("\"model_type\": \"llama\",", "\"model_type\": \"llama\", \"sliding_window\": 8, "
+    bad_config("\"model_type\": \"llama\",",
+               "\"model_type\": \"llama\", \"sliding_window\": 8, "
                "\"use_sliding_window\": true,",
                FC_ERR_UNSUPPORTED, "use_sliding_window = true");
     /* the JSON itself */
@@ -556,6 +563,76 @@ static void test_llama_hf_gguf_variants(void **st) {
     fc_ctx_free(ctx);
 }
 
+/* fc_llama_new over the table: qwen2 gets (zero) biases, a rotate-half
+ * llama is written with permuted Q/K rows; both read back as GGUF with
+ * the same logits. Fields out of range are named. */
+static void test_llama_hf_new_archs(void **st) {
+    (void)st;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    const struct {
+        fc_llama_arch arch;
+        fc_rope_mode mode;
+        int64_t per_layer;
+    } cases[] = {{FC_LLAMA_ARCH_QWEN2, FC_ROPE_NEOX, 12}, {FC_LLAMA_ARCH_LLAMA, FC_ROPE_NEOX, 9}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fc_llama_config c = {.vocab = 16,
+                             .dim = 16,
+                             .n_heads = 4,
+                             .n_kv_heads = 2,
+                             .n_layers = 2,
+                             .ff_dim = 24,
+                             .context = 16,
+                             .arch = cases[k].arch,
+                             .rope_mode = cases[k].mode};
+        fc_llama *m = NULL;
+        assert_int_equal(fc_llama_new(ctx, &c, &m), FC_OK);
+        assert_int_equal(fc_llama_tensor_count(m), 2 * cases[k].per_layer + 3);
+        int32_t ids[6] = {1, 5, 9, 2, 14, 7};
+        fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, 6}, 2, ids);
+        fc_no_grad_begin(ctx);
+        fc_tensor *a = fc_llama_forward(ctx, m, t);
+        char path[512];
+        tmp_path(path, sizeof path, "new.gguf");
+        assert_int_equal(fc_llama_save(ctx, m, path, NULL), FC_OK);
+        fc_llama *g = NULL;
+        assert_int_equal(fc_llama_load(ctx, path, NULL, &g), FC_OK);
+        assert_int_equal(fc_llama_get_config(g)->arch, cases[k].arch);
+        fc_tensor *b = fc_llama_forward(ctx, g, t);
+        fc_no_grad_end(ctx);
+        assert_non_null(a);
+        assert_non_null(b);
+        const float *pa = fc_tensor_data(a), *pb = fc_tensor_data(b);
+        double worst = 0, big = 0;
+        for (int64_t i = 0; i < fc_tensor_numel(a); i++) {
+            worst = fmax(worst, fabs((double)pa[i] - pb[i]));
+            big = fmax(big, fabs((double)pa[i]));
+        }
+        assert_true(worst <= 1e-6 * big);
+        fc_release(a);
+        fc_release(b);
+        fc_release(t);
+        fc_llama_free(g);
+        fc_llama_free(m);
+        unlink(path);
+    }
+    fc_llama_config bad = {.vocab = 16,
+                           .dim = 16,
+                           .n_heads = 4,
+                           .n_layers = 1,
+                           .ff_dim = 8,
+                           .context = 8,
+                           .arch = FC_LLAMA_ARCH_COUNT};
+    fc_llama *m = NULL;
+    assert_int_equal(fc_llama_new(ctx, &bad, &m), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_ctx_error(ctx), "arch = 3"));
+    fc_ctx_clear_error(ctx);
+    bad.arch = FC_LLAMA_ARCH_LLAMA;
+    bad.rope_freqs = true;
+    assert_int_equal(fc_llama_new(ctx, &bad, &m), FC_ERR_INVALID_ARG);
+    fc_ctx_clear_error(ctx);
+    fc_ctx_free(ctx);
+}
+
 /* Loading the sharded bf16 checkpoint (JSON and shard reads through the
  * sweep's allocator: FC_IO_NO_MMAP) and running it, every allocation
  * failed in turn. */
@@ -594,6 +671,7 @@ int main(void) {
         cmocka_unit_test(test_llama_hf_bad_files),
         cmocka_unit_test(test_llama_hf_bad_shards),
         cmocka_unit_test(test_llama_hf_gguf_variants),
+        cmocka_unit_test(test_llama_hf_new_archs),
         cmocka_unit_test(test_llama_hf_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
