@@ -29,6 +29,7 @@
 
 #include "fc_test_data.h"
 #include "fucina/llama.h"
+#include "fucina/lora.h"
 #include "oom_sweep.h"
 
 #define DATA FUCINA_TEST_DATA_DIR
@@ -633,6 +634,97 @@ static void test_llama_hf_new_archs(void **st) {
     fc_ctx_free(ctx);
 }
 
+/* logits of ids under m (no grad), copied out into a new buffer. */
+static float *run(fc_ctx *ctx, fc_llama *m, const int32_t *ids, int64_t n, int64_t *count) {
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){n}, 1, ids);
+    fc_no_grad_begin(ctx);
+    fc_tensor *y = fc_llama_forward(ctx, m, t);
+    fc_no_grad_end(ctx);
+    if (!y) fprintf(stderr, "forward: %s\n", fc_ctx_error(ctx));
+    assert_non_null(y);
+    *count = fc_tensor_numel(y);
+    float *out = malloc(sizeof *out * (size_t)*count);
+    assert_int_equal(fc_tensor_copy_out(out, sizeof *out * (size_t)*count, y), FC_OK);
+    fc_release(y);
+    fc_release(t);
+    return out;
+}
+
+static double max_rel(const float *a, const float *b, int64_t n) {
+    double worst = 0, big = 0;
+    for (int64_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        big = fmax(big, fabs((double)a[i]));
+    }
+    return worst / big;
+}
+
+/* A PEFT adapter of q and k on the Hugging Face model (rows as PEFT has
+ * them) means the same on its GGUF (rows permuted): loaded onto the GGUF,
+ * and merged into a GGUF, the logits are the adapted checkpoint's. */
+static void test_llama_hf_lora_row_order(void **st) {
+    (void)st;
+    fc_ctx *ctx = fc_ctx_new(&ONE_THREAD);
+    fc_llama *m = load_hf(ctx, "llama_tied", NULL);
+    fc_lora_config lc = {.rank = 2, .alpha = 4, .targets = FC_LORA_Q | FC_LORA_K};
+    fc_lora *l = NULL;
+    assert_int_equal(fc_lora_new(ctx, m, &lc, &l), FC_OK);
+    fc_tensor *p[16];
+    int64_t np = fc_lora_params(l, p, 16);
+    assert_int_equal(np, 8);
+    for (int64_t i = 1; i < np; i += 2) { /* B starts at zero: give it values */
+        float *b = fc_tensor_data_mut(p[i]);
+        assert_non_null(b);
+        for (int64_t k = 0; k < fc_tensor_numel(p[i]); k++)
+            b[k] = (float)sin(0.7 * (double)(k + 13 * i));
+    }
+    static const int32_t ids[8] = {3, 17, 42, 5, 9, 31, 0, 11};
+    int64_t n = 0;
+    float *hf = run(ctx, m, ids, 8, &n);
+    char ad[512], base[512], merged[512];
+    tmp_path(ad, sizeof ad, "adapter.safetensors");
+    tmp_path(base, sizeof base, "base.gguf");
+    tmp_path(merged, sizeof merged, "merged.gguf");
+    assert_int_equal(fc_lora_save(ctx, l, ad), FC_OK);
+    assert_int_equal(fc_lora_merge_save(ctx, l, merged, NULL), FC_OK);
+    assert_int_equal(fc_llama_save(ctx, m, base, NULL), FC_OK);
+    fc_lora_free(l);
+    fc_llama_free(m);
+
+    fc_llama *g = NULL;
+    assert_int_equal(fc_llama_load(ctx, base, NULL, &g), FC_OK);
+    assert_int_equal(fc_lora_load(ctx, g, ad, &l), FC_OK);
+    float *gg = run(ctx, g, ids, 8, &n);
+    double rel = max_rel(hf, gg, n);
+    printf("adapter on the GGUF: %.3g\n", rel);
+    assert_true(rel <= REL_TOL);
+    fc_lora_free(l);
+    fc_llama_free(g);
+    free(gg);
+
+    assert_int_equal(fc_llama_load(ctx, merged, NULL, &g), FC_OK);
+    gg = run(ctx, g, ids, 8, &n);
+    rel = max_rel(hf, gg, n);
+    printf("merged GGUF: %.3g\n", rel);
+    assert_true(rel <= REL_TOL);
+    fc_llama_free(g);
+    free(gg);
+
+    /* and back onto the Hugging Face model, rows as they are */
+    m = load_hf(ctx, "llama_tied", NULL);
+    assert_int_equal(fc_lora_load(ctx, m, ad, &l), FC_OK);
+    gg = run(ctx, m, ids, 8, &n);
+    assert_true(max_rel(hf, gg, n) <= 1e-6);
+    fc_lora_free(l);
+    fc_llama_free(m);
+    free(gg);
+    free(hf);
+    unlink(ad);
+    unlink(base);
+    unlink(merged);
+    fc_ctx_free(ctx);
+}
+
 /* Loading the sharded bf16 checkpoint (JSON and shard reads through the
  * sweep's allocator: FC_IO_NO_MMAP) and running it, every allocation
  * failed in turn. */
@@ -672,6 +764,7 @@ int main(void) {
         cmocka_unit_test(test_llama_hf_bad_shards),
         cmocka_unit_test(test_llama_hf_gguf_variants),
         cmocka_unit_test(test_llama_hf_new_archs),
+        cmocka_unit_test(test_llama_hf_lora_row_order),
         cmocka_unit_test(test_llama_hf_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
