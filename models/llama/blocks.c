@@ -92,29 +92,23 @@ fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b) {
     return fc_swiglu(ctx, a, b);
 }
 
-/* An additive [T, S] mask hiding, for query i (at position i + S - T),
- * the keys more than window - 1 positions back; NULL (and no error) when
- * no key is that far back, so the plain causal op runs. */
-static fc_tensor *window_mask(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, int64_t window,
-                              bool *failed) {
-    *failed = false;
-    if (window <= 0 || S - 1 < window) return NULL;
+fc_status fc__llama_window_mask(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, int64_t window,
+                                fc_tensor **out) {
+    *out = NULL;
+    if (window <= 0 || S - 1 < window) return FC_OK;
     float *v = malloc(sizeof *v * (size_t)(T * S));
-    if (!v) {
-        *failed = true;
-        fc_ctx_fail(ctx, FC_ERR_OOM, "llama attention: out of memory for a %lld x %lld mask",
-                    (long long)T, (long long)S);
-        return NULL;
-    }
+    if (!v)
+        return fc_ctx_fail(ctx, FC_ERR_OOM, "llama attention: out of memory for a %lld x %lld mask",
+                           (long long)T, (long long)S);
     for (int64_t i = 0; i < T; i++)
         for (int64_t j = 0; j < S; j++)
             v[i * S + j] = i + (S - T) - j >= window ? -INFINITY : 0.0f;
     fc_tensor *m = fc_tensor_from_data(ctx, FC_F32, (int64_t[]){T, S}, 2, v);
     free(v);
-    fc_tensor *y = m && dt != FC_F32 ? fc_to(ctx, m, dt) : fc_retain(m);
+    *out = m && dt != FC_F32 ? fc_to(ctx, m, dt) : fc_retain(m);
     fc_release(m);
-    if (!y) *failed = true;
-    return y;
+    if (!*out) return fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
+    return FC_OK;
 }
 
 /* k and v may be views of the cache (the positions written so far): the
@@ -122,18 +116,11 @@ static fc_tensor *window_mask(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, in
  * without a per-group copy. Causal with S >= T aligns the last query with
  * the last key, so a decode step (T = 1) sees the whole cache. */
 fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v) {
-    return fc__llama_attention_window(ctx, q, k, v, 0);
+    return fc__llama_attention_masked(ctx, q, k, v, NULL);
 }
 
-fc_tensor *fc__llama_attention_window(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
-                                      int64_t window) {
+fc_tensor *fc__llama_attention_masked(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
+                                      fc_tensor *mask) {
     fc_attention_opts o = {.causal = true, .scale = 0.0};
-    if (!q || !k || !v || window <= 0) return fc_attention(ctx, q, k, v, NULL, &o);
-    bool failed;
-    fc_tensor *mask = window_mask(ctx, fc_tensor_dtype(q), fc_tensor_shape(q)[2],
-                                  fc_tensor_shape(k)[2], window, &failed);
-    if (failed) return NULL;
-    fc_tensor *y = fc_attention(ctx, q, k, v, mask, &o);
-    fc_release(mask);
-    return y;
+    return fc_attention(ctx, q, k, v, mask, &o);
 }

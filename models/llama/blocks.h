@@ -33,12 +33,18 @@ fc_tensor *fc__llama_rope_factors(fc_ctx *ctx, fc_tensor *x, fc_rope_mode mode, 
 fc_tensor *fc__llama_swiglu(fc_ctx *ctx, fc_tensor *a, fc_tensor *b);
 /* q [B, Hq, T, D], k, v [B, Hkv, S, D], any strided views (Hkv divides Hq;
  * query head h reads kv head h / (Hq / Hkv), in place); causal: query i
- * sees keys j <= i + (S - T); scale 1/sqrt(D). _window with window > 0 also hides the
- * keys j <= i + (S - T) - window (sliding-window attention, through an
- * additive [T, S] mask made only when some key is out of the window).
- * Returns [B, Hq, T, D], the transposed view of a contiguous [B, T, Hq, D]. */
+ * sees keys j <= i + (S - T); scale 1/sqrt(D). Returns [B, Hq, T, D], the
+ * transposed view of a contiguous [B, T, Hq, D]. */
 fc_tensor *fc__llama_attention(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v);
-fc_tensor *fc__llama_attention_window(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
-                                      int64_t window);
+/* The same plus an additive mask ([T, S], NULL for none). */
+fc_tensor *fc__llama_attention_masked(fc_ctx *ctx, fc_tensor *q, fc_tensor *k, fc_tensor *v,
+                                      fc_tensor *mask);
+/* Sliding-window attention's mask for T queries (the last at position
+ * S - 1) over S keys: -inf where query i is window or more positions past
+ * key j, else 0, of dtype dt; made once per forward, shared by the
+ * layers. *out is NULL (and FC_OK) when window <= 0 or no key is that far
+ * back, so the plain causal op runs; FC_ERR_OOM (recorded) otherwise. */
+fc_status fc__llama_window_mask(fc_ctx *ctx, fc_dtype dt, int64_t T, int64_t S, int64_t window,
+                                fc_tensor **out);
 
 #endif

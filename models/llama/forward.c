@@ -121,7 +121,7 @@ static fc_tensor *cache_append(fc_ctx *ctx, fc_tensor *c, fc_tensor *x, int64_t 
 }
 
 static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_llama_cache *cache,
-                        int64_t pos0) {
+                        int64_t pos0, fc_tensor *mask) {
     const llama_layer *L = &m->layers[l];
     const fc_llama_config *c = &m->cfg;
     const int64_t *s = fc_tensor_shape(x);
@@ -136,8 +136,8 @@ static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_ll
         k = cache_append(ctx, cache->k[l], k, pos0, T);
         v = cache_append(ctx, cache->v[l], v, pos0, T);
     }
-    fc_tensor *a = fc_permute(ctx, fc__llama_attention_window(ctx, q, k, v, c->sliding_window),
-                              (const int[]){0, 2, 1, 3});
+    fc_tensor *a =
+        fc_permute(ctx, fc__llama_attention_masked(ctx, q, k, v, mask), (const int[]){0, 2, 1, 3});
     a = fc_reshape(ctx, a, (int64_t[]){B, T, c->n_heads * m->head_dim}, 3);
     x = fc_add(ctx, x, proj(ctx, m, l, LORA_O, a, L->wo, NULL));
     h = norm(ctx, x, L->ffn_norm, c->rms_eps);
@@ -167,11 +167,14 @@ fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_c
                     (long long)B, (long long)cache->batch);
         goto done;
     }
+    /* the sliding window's mask, one for every layer (NULL: none needed) */
+    fc_tensor *mask = NULL;
+    if (fc__llama_window_mask(ctx, FC_F32, T, pos0 + T, m->cfg.sliding_window, &mask)) goto done;
     fc_tensor *e = fc_embedding(ctx, m->tok_embd, ids);
     fc_tensor *x = e && fc_tensor_dtype(e) != FC_F32 ? fc_to(ctx, e, FC_F32) : e;
     for (int64_t l = 0; x && l < m->cfg.n_layers; l++) {
         fc_scope_begin(ctx);
-        fc_tensor *nx = fc_keep(block(ctx, m, l, x, cache, pos0));
+        fc_tensor *nx = fc_keep(block(ctx, m, l, x, cache, pos0, mask));
         fc_scope_end(ctx);
         if (l > 0) fc_release(x); /* kept by the previous layer: ours */
         x = nx;

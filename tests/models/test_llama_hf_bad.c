@@ -333,16 +333,16 @@ static void test_llama_hf_bad_shards(void **st) {
     free(config);
 }
 
-/* Loading the sharded bf16 checkpoint (JSON and shard reads through the
- * sweep's allocator: FC_IO_NO_MMAP) and running it, every allocation
+/* Loading a checkpoint (JSON and shard reads through the
+ * sweep's allocator: FC_IO_NO_MMAP) and running n_ids tokens, every allocation
  * failed in turn. */
-static fc_status oom_load_forward(fc_ctx *ctx) {
+static fc_status oom_run(fc_ctx *ctx, const char *dir, int64_t n_ids) {
     fc_llama *m = NULL;
     fc_llama_load_opts o = {.io_flags = FC_IO_NO_MMAP, .allocator = oom_sweep_allocator()};
-    fc_status st = fc_llama_load_hf(ctx, DATA "/hf/llama3_sharded", &o, &m);
+    fc_status st = fc_llama_load_hf(ctx, dir, &o, &m);
     if (st) return st;
-    int32_t ids[3] = {5, 1, 7};
-    fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, 3}, 2, ids);
+    int32_t ids[8] = {5, 1, 7, 2, 9, 4, 3, 8};
+    fc_tensor *t = fc_tensor_from_data(ctx, FC_I32, (int64_t[]){1, n_ids}, 2, ids);
     fc_tensor *y = fc_llama_forward(ctx, m, t);
     st = y ? FC_OK : fc_ctx_status(ctx);
     fc_release(y);
@@ -351,12 +351,19 @@ static fc_status oom_load_forward(fc_ctx *ctx) {
     return st;
 }
 
+static fc_status oom_sharded(fc_ctx *ctx) { return oom_run(ctx, DATA "/hf/llama3_sharded", 3); }
+/* 8 positions past a window of 4: the window's mask is made */
+static fc_status oom_window(fc_ctx *ctx) { return oom_run(ctx, DATA "/hf/mistral", 8); }
+
 static void test_llama_hf_oom_sweep(void **st) {
     (void)st;
-    oom_scenario s = {"llama_hf load + forward", oom_load_forward};
-    oom_result r = oom_sweep(&s);
-    printf("oom sweep: %ld failing runs, completes at N=%ld\n", r.failures, r.largest_n);
-    assert_true(r.failures > 10);
+    const oom_scenario s[2] = {{"llama_hf sharded llama3 load + forward", oom_sharded},
+                               {"llama_hf mistral load + windowed forward", oom_window}};
+    for (int i = 0; i < 2; i++) {
+        oom_result r = oom_sweep(&s[i]);
+        printf("%s: %ld failing runs, completes at N=%ld\n", s[i].name, r.failures, r.largest_n);
+        assert_true(r.failures > 10);
+    }
 }
 
 int main(void) {
