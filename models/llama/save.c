@@ -205,14 +205,10 @@ static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
     struct {
         const char *key;
         int64_t v;
-    } ints[] = {{"context_length", c->context},
-                {"embedding_length", c->dim},
-                {"block_count", c->n_layers},
-                {"feed_forward_length", c->ff_dim},
-                {"attention.head_count", c->n_heads},
-                {"attention.head_count_kv", c->n_kv_heads},
-                {"rope.dimension_count", c->rope_dims},
-                {"vocab_size", c->vocab}};
+    } ints[] = {{"context_length", c->context},         {"embedding_length", c->dim},
+                {"block_count", c->n_layers},           {"feed_forward_length", c->ff_dim},
+                {"attention.head_count", c->n_heads},   {"attention.head_count_kv", c->n_kv_heads},
+                {"rope.dimension_count", c->rope_dims}, {"vocab_size", c->vocab}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         const char *key = akey(a, arch, ints[i].key);
         /* u32, llama.cpp's type for these keys, when it holds the value;
@@ -239,9 +235,8 @@ static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
         kv[n++] = (fc_gguf_kv){.key = akey(a, arch, fl[i].key), .type = FC_GGUF_F32, .data = p};
     }
     if (c->rope_scale != 1.0)
-        kv[n++] = (fc_gguf_kv){.key = akey(a, arch, "rope.scaling.type"),
-                               .type = FC_GGUF_STRING,
-                               .data = "linear"};
+        kv[n++] = (fc_gguf_kv){
+            .key = akey(a, arch, "rope.scaling.type"), .type = FC_GGUF_STRING, .data = "linear"};
     /* no vocabulary: llama.cpp's loader requires the key, and takes ids as
      * they are with "none" */
     kv[n++] = (fc_gguf_kv){.key = "tokenizer.ggml.model", .type = FC_GGUF_STRING, .data = "none"};
@@ -267,8 +262,8 @@ static fc_status layout_check(fc_ctx *ctx, const fc_llama *m, const char *op, bo
         return fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
                            "%s: rope_mode %d with %lld of %lld dims rotated has no GGUF '%s' "
                            "layout",
-                           op, (int)c->rope_mode, (long long)c->rope_dims,
-                           (long long)m->head_dim, a->gguf_save);
+                           op, (int)c->rope_mode, (long long)c->rope_dims, (long long)m->head_dim,
+                           a->gguf_save);
     *permute = true;
     return FC_OK;
 }
