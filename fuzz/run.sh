@@ -8,9 +8,11 @@
 # Targets: fuzz_safetensors and fuzz_gguf (the byte-level readers, built
 # from their sources), fuzz_checkpoint (fc_checkpoint_load) and fuzz_api
 # (random programs of public API calls, misuse included), fuzz_llama (the
-# Llama model loader of models/, fc_llama_from_gguf, with a forward) and
+# Llama model loader of models/, fc_llama_from_gguf, with a forward),
+# fuzz_llama_hf (fc_llama_load_hf: fuzzed config.json and shard index over
+# the fixtures' weights) and
 # fuzz_tokenizer (GGUF tokenizers read from fuzzed files, and fuzzed text
-# through the fixture tokenizers, which must round-trip), the last four
+# through the fixture tokenizers, which must round-trip), the last five
 # linked against the whole library built with clang into $FUZZ_WORK/lib
 # (default build-fuzz/ in this checkout): the first run configures and
 # builds it, later runs rebuild what changed; a build directory configured
@@ -61,7 +63,7 @@ fi
 SECS="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api llama tokenizer)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf checkpoint api llama llama_hf tokenizer)
 
 # The byte-level readers need only the core layer; tensor_io.c and
 # checkpoint.c are the exec-level API on top and are left out.
@@ -75,10 +77,11 @@ for target in "${TARGETS[@]}"; do
   if [ "$target" = checkpoint ] || [ "$target" = api ]; then
     build_lib
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
-  elif [ "$target" = llama ] || [ "$target" = tokenizer ]; then
+  elif [ "$target" = llama ] || [ "$target" = llama_hf ] || [ "$target" = tokenizer ]; then
     build_lib
-    "$CC_" "${FLAGS[@]}" -Imodels/include -Imodels "fuzz/fuzz_$target.c" "models/$target"/*.c \
-      "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
+    # models/llama reads config.json with models/json (hf.c)
+    "$CC_" "${FLAGS[@]}" -Imodels/include -Imodels "fuzz/fuzz_$target.c" \
+      "models/${target%_hf}"/*.c models/json/*.c "$WORK/lib/libfucina.a" -lm -lpthread -o "$bin"
   else
     "$CC_" "${FLAGS[@]}" "fuzz/fuzz_$target.c" "${SRCS[@]}" -lm -o "$bin"
   fi

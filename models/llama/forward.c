@@ -15,7 +15,9 @@
  * call only (products need one dtype), and freed after it. The cache holds
  * f32 keys and values at their positions; a cached step writes its rows
  * in place (no grad: the cache is for inference) and attends to the rows
- * 0 .. len + T - 1. With an adapter attached (fucina/lora.h), each of
+ * 0 .. len + T - 1. The architecture's differences (arch.c) reach the
+ * block as data: q/k/v biases where the layer has them, the rope pairing
+ * and factors, the attention window. With an adapter attached (fucina/lora.h), each of
  * the seven projections adds its low-rank term (proj). */
 #include <stdlib.h>
 #include <string.h>
@@ -66,18 +68,23 @@ static fc_tensor *as_f32(fc_ctx *ctx, fc_tensor *w) {
     return dt == FC_F16 || dt == FC_BF16 ? fc_to(ctx, w, FC_F32) : fc_retain(w);
 }
 
-static fc_tensor *lin(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) {
-    fc_tensor *wf = as_f32(ctx, w);
-    fc_tensor *y = fc_linear(ctx, x, wf, NULL);
+/* x W^T (+ b when b is not NULL). */
+static fc_tensor *lin_b(fc_ctx *ctx, fc_tensor *x, fc_tensor *w, fc_tensor *b) {
+    fc_tensor *wf = as_f32(ctx, w), *bf = b ? as_f32(ctx, b) : NULL;
+    fc_tensor *y = fc_linear(ctx, x, wf, bf);
     fc_release(wf);
+    fc_release(bf);
     return y;
 }
 
-/* Projection slot (enum lora_slot) of layer l: x W^T, plus the attached
- * adapter's term when it targets this projection (lora.c). */
+static fc_tensor *lin(fc_ctx *ctx, fc_tensor *x, fc_tensor *w) { return lin_b(ctx, x, w, NULL); }
+
+/* Projection slot (enum lora_slot) of layer l: x W^T (+ the arch's bias),
+ * plus the attached adapter's term when it targets this projection
+ * (lora.c). */
 static fc_tensor *proj(fc_ctx *ctx, const fc_llama *m, int64_t l, int slot, fc_tensor *x,
-                       fc_tensor *w) {
-    fc_tensor *y = lin(ctx, x, w);
+                       fc_tensor *w, fc_tensor *b) {
+    fc_tensor *y = lin_b(ctx, x, w, b);
     return m->lora ? fc__lora_add(ctx, m->lora, l, slot, x, y) : y;
 }
 
@@ -95,8 +102,12 @@ static fc_tensor *heads(fc_ctx *ctx, const fc_llama *m, fc_tensor *y, int64_t n_
     if (!s) return NULL;
     fc_tensor *h = fc_reshape(ctx, y, (int64_t[]){s[0], s[1], n_heads, m->head_dim}, 4);
     if (!rope) return fc_permute(ctx, h, (const int[]){0, 2, 1, 3});
-    fc_tensor *r =
-        fc__llama_rope(ctx, h, m->cfg.rope_dims, m->cfg.rope_base, m->cfg.rope_scale, pos0);
+    const fc_llama_config *c = &m->cfg;
+    fc_tensor *r = m->rope_freqs
+                       ? fc__llama_rope_factors(ctx, h, c->rope_mode, c->rope_dims, c->rope_base,
+                                                c->rope_scale, fc_tensor_data(m->rope_freqs), pos0)
+                       : fc__llama_rope_mode(ctx, h, c->rope_mode, c->rope_dims, c->rope_base,
+                                             c->rope_scale, pos0);
     return fc_permute(ctx, r, (const int[]){0, 2, 1, 3});
 }
 
@@ -110,26 +121,29 @@ static fc_tensor *cache_append(fc_ctx *ctx, fc_tensor *c, fc_tensor *x, int64_t 
 }
 
 static fc_tensor *block(fc_ctx *ctx, fc_llama *m, int64_t l, fc_tensor *x, fc_llama_cache *cache,
-                        int64_t pos0) {
+                        int64_t pos0, fc_tensor *mask) {
     const llama_layer *L = &m->layers[l];
     const fc_llama_config *c = &m->cfg;
     const int64_t *s = fc_tensor_shape(x);
     int64_t B = s[0], T = s[1];
     fc_tensor *h = norm(ctx, x, L->attn_norm, c->rms_eps);
-    fc_tensor *q = heads(ctx, m, proj(ctx, m, l, LORA_Q, h, L->wq), c->n_heads, true, pos0);
-    fc_tensor *k = heads(ctx, m, proj(ctx, m, l, LORA_K, h, L->wk), c->n_kv_heads, true, pos0);
-    fc_tensor *v = heads(ctx, m, proj(ctx, m, l, LORA_V, h, L->wv), c->n_kv_heads, false, pos0);
+    fc_tensor *q = heads(ctx, m, proj(ctx, m, l, LORA_Q, h, L->wq, L->bq), c->n_heads, true, pos0);
+    fc_tensor *k =
+        heads(ctx, m, proj(ctx, m, l, LORA_K, h, L->wk, L->bk), c->n_kv_heads, true, pos0);
+    fc_tensor *v =
+        heads(ctx, m, proj(ctx, m, l, LORA_V, h, L->wv, L->bv), c->n_kv_heads, false, pos0);
     if (cache) {
         k = cache_append(ctx, cache->k[l], k, pos0, T);
         v = cache_append(ctx, cache->v[l], v, pos0, T);
     }
-    fc_tensor *a = fc_permute(ctx, fc__llama_attention(ctx, q, k, v), (const int[]){0, 2, 1, 3});
+    fc_tensor *a =
+        fc_permute(ctx, fc__llama_attention_masked(ctx, q, k, v, mask), (const int[]){0, 2, 1, 3});
     a = fc_reshape(ctx, a, (int64_t[]){B, T, c->n_heads * m->head_dim}, 3);
-    x = fc_add(ctx, x, proj(ctx, m, l, LORA_O, a, L->wo));
+    x = fc_add(ctx, x, proj(ctx, m, l, LORA_O, a, L->wo, NULL));
     h = norm(ctx, x, L->ffn_norm, c->rms_eps);
-    fc_tensor *f = fc__llama_swiglu(ctx, proj(ctx, m, l, LORA_GATE, h, L->w_gate),
-                                    proj(ctx, m, l, LORA_UP, h, L->w_up));
-    return fc_add(ctx, x, proj(ctx, m, l, LORA_DOWN, f, L->w_down));
+    fc_tensor *f = fc__llama_swiglu(ctx, proj(ctx, m, l, LORA_GATE, h, L->w_gate, NULL),
+                                    proj(ctx, m, l, LORA_UP, h, L->w_up, NULL));
+    return fc_add(ctx, x, proj(ctx, m, l, LORA_DOWN, f, L->w_down, NULL));
 }
 
 fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_cache *cache,
@@ -153,11 +167,14 @@ fc_tensor *fc__llama_run(fc_ctx *ctx, fc_llama *m, fc_tensor *ids_in, fc_llama_c
                     (long long)B, (long long)cache->batch);
         goto done;
     }
+    /* the sliding window's mask, one for every layer (NULL: none needed) */
+    fc_tensor *mask = NULL;
+    if (fc__llama_window_mask(ctx, FC_F32, T, pos0 + T, m->cfg.sliding_window, &mask)) goto done;
     fc_tensor *e = fc_embedding(ctx, m->tok_embd, ids);
     fc_tensor *x = e && fc_tensor_dtype(e) != FC_F32 ? fc_to(ctx, e, FC_F32) : e;
     for (int64_t l = 0; x && l < m->cfg.n_layers; l++) {
         fc_scope_begin(ctx);
-        fc_tensor *nx = fc_keep(block(ctx, m, l, x, cache, pos0));
+        fc_tensor *nx = fc_keep(block(ctx, m, l, x, cache, pos0, mask));
         fc_scope_end(ctx);
         if (l > 0) fc_release(x); /* kept by the previous layer: ours */
         x = nx;

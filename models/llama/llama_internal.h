@@ -14,7 +14,28 @@ typedef struct llama_layer {
     fc_tensor *attn_norm, *wq, *wk, *wv,
         *wo; /* norm [D]; wq [H*hd, D]; wk, wv [Hkv*hd, D]; wo [D, H*hd] */
     fc_tensor *ffn_norm, *w_gate, *w_up, *w_down; /* gate, up [F, D]; down [D, F] */
+    fc_tensor *bq, *bk, *bv; /* [H*hd], [Hkv*hd]: the arch's q/k/v biases, or NULL */
 } llama_layer;
+
+/* One row of the architecture table (arch.c): what an architecture changes
+ * in the one block of forward.c, and how its files name it. */
+typedef struct llama_arch {
+    fc_llama_arch id;
+    const char *gguf;       /* general.architecture and key prefix; NULL: not a GGUF name */
+    const char *gguf_save;  /* the architecture a GGUF of it is written as */
+    const char *hf;         /* config.json model_type */
+    fc_rope_mode gguf_rope; /* the rope layout of its GGUF weights */
+    bool qkv_bias;          /* attn_q/k/v carry biases */
+    bool window;            /* config.json's sliding_window applies */
+} llama_arch;
+
+const llama_arch *fc__llama_arch(fc_llama_arch id);
+/* By GGUF name (n bytes, not NUL-terminated) or config.json model_type;
+ * NULL when unknown. */
+const llama_arch *fc__llama_arch_gguf(const char *s, size_t n);
+const llama_arch *fc__llama_arch_hf(const char *s);
+/* The names of the architectures (for messages), "a, b, c". */
+const char *fc__llama_arch_list(bool hf);
 
 struct fc_llama {
     fc_ctx *ctx;
@@ -22,9 +43,11 @@ struct fc_llama {
     int64_t head_dim;
     fc_gguf_file *file; /* NULL for fc_llama_new */
     int64_t n_tensors;
-    char **names;                            /* n_tensors NUL-terminated copies */
-    fc_tensor **tensors;                     /* n_tensors owned references */
+    char **names;        /* n_tensors NUL-terminated copies */
+    fc_tensor **tensors; /* n_tensors owned references */
+    char **src_names;    /* NULL, or the checkpoint's own names (Hugging Face), beside names */
     fc_tensor *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
+    fc_tensor *rope_freqs;                   /* cfg.rope_freqs: [rope_dims / 2] f32, or NULL */
     llama_layer *layers;                     /* cfg.n_layers */
     struct fc_lora *lora;                    /* the attached adapter (borrowed; lora.c), or NULL */
 };
@@ -44,6 +67,27 @@ static inline bool llama_mad(int64_t a, int64_t b, int64_t c, int64_t *out) {
     *out = a * b + c;
     return true;
 }
+
+/* ---- shared by the loaders (model.c) ---- */
+/* A normal, finite f32 > 0: the range every float hyper-parameter keeps. */
+bool fc__llama_float_ok(double v);
+/* The model shell for cfg with room for n_tensors (malloc'd tables); NULL
+ * when out of memory. */
+fc_llama *fc__llama_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_tensors);
+/* Appends (name, t) taking t's reference (released on failure); src (NULL
+ * allowed) is the checkpoint's own name, kept in src_names. */
+fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src, fc_tensor *t);
+/* The divisions between the sizes; key names for the messages. */
+typedef struct llama_key_names {
+    const char *dim, *heads, *kv_heads, *rope_dims;
+} llama_key_names;
+fc_status fc__llama_check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status code,
+                                const llama_key_names *k);
+/* Points the model's fields at its tensors, checking each against cfg. */
+fc_status fc__llama_bind_all(fc_ctx *ctx, fc_llama *m);
+/* The Hugging Face name of GGUF tensor name gguf into buf (hf.c); false
+ * when it has none. */
+bool fc__llama_hf_name(const char *gguf, char *buf, size_t cap);
 
 /* Checks ids (any integer dtype, [B, T] or [T]) against the vocabulary and
  * reads them as i64 into a new tensor [B, T]. NULL with the error recorded. */

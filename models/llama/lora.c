@@ -126,6 +126,7 @@ fc_status fc__lora_alloc(fc_ctx *ctx, fc_llama *m, const fc_lora_config *cfg, co
     l->n_layers = n_layers;
     l->n_heads = m->cfg.n_heads;
     l->n_kv_heads = m->cfg.n_kv_heads;
+    l->permute_qk = m->cfg.rope_mode == FC_ROPE_NORM;
     l->n_params = n;
     /* the names now, so a half-made adapter is never listed without them */
     int64_t i = 0;

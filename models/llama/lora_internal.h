@@ -25,6 +25,11 @@ struct fc_lora {
     double scale;                /* alpha / rank */
     int64_t n_layers;            /* the model's, kept for a model freed first */
     int64_t n_heads, n_kv_heads; /* for the q/k row order */
+    /* the model's q/k rows are llama.cpp's permutation of Hugging Face's
+     * (adjacent-pair rope, FC_ROPE_NORM), so PEFT's lora_B rows are
+     * permuted on reading and writing; false for a rotate-half model (a
+     * Hugging Face checkpoint, GGUF qwen2), whose rows are PEFT's own */
+    bool permute_qk;
     bool training;
     int64_t n_params;
     fc_tensor **params; /* n_params owned references */

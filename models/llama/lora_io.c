@@ -57,8 +57,9 @@ fc_status fc_lora_save(fc_ctx *ctx, const fc_lora *l, const char *path) {
             i++;
             fc_tensor *b = l->params[i];
             int64_t heads = s == LORA_Q ? l->n_heads : l->n_kv_heads;
-            ts[i] = s == LORA_Q || s == LORA_K ? fc__lora_permute_rows(ctx, b, heads, true)
-                                               : fc_retain(b);
+            ts[i] = l->permute_qk && (s == LORA_Q || s == LORA_K)
+                        ? fc__lora_permute_rows(ctx, b, heads, true)
+                        : fc_retain(b);
             if (!ts[i] && !st) st = fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
             i++;
         }
@@ -323,7 +324,7 @@ static fc_tensor *load_one(fc_ctx *ctx, const fc_lora *l, const fc_st_file *f, i
     fc_scope_begin(ctx);
     fc_tensor *t = fc_safetensors_load(ctx, f, info.name, FC_IO_COPY);
     if (t && fc_tensor_dtype(t) != FC_F32) t = fc_to(ctx, t, FC_F32);
-    if (is_b && (s == LORA_Q || s == LORA_K))
+    if (is_b && l->permute_qk && (s == LORA_Q || s == LORA_K))
         t = fc__lora_permute_rows(ctx, t, s == LORA_Q ? l->n_heads : l->n_kv_heads, false);
     fc_keep(t);
     fc_scope_end(ctx);

@@ -114,81 +114,93 @@ static bool string_is(const fc_gguf_value *v, const char *want) {
     return n == strlen(want) && memcmp(s, want, n) == 0;
 }
 
-/* The keys a Llama file must carry, into cfg (vocab and tied_output come
- * from the tensors). */
-static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *cfg) {
+/* "<arch>.<suffix>" into buf (the keys llama.cpp writes per architecture). */
+static const char *akey(char *buf, size_t cap, const llama_arch *a, const char *suffix) {
+    snprintf(buf, cap, "%s.%s", a->gguf, suffix);
+    return buf;
+}
+
+/* The keys a Llama-family file must carry, into cfg (vocab and
+ * tied_output come from the tensors). */
+static fc_status read_keys(fc_ctx *ctx, const fc_gguf_file *f, fc_llama_config *cfg,
+                           const llama_arch **arch_out) {
     const fc_gguf_value *arch = fc_gguf_kv_find(f, "general.architecture");
     if (!arch)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is missing", OP);
-    if (!string_is(arch, "llama")) {
-        const char *s = "";
-        size_t n = 0;
-        if (fc_gguf_value_string(arch, &s, &n) != FC_OK)
-            return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is not a string",
-                               OP);
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                           "%s: general.architecture '%.*s' is not supported (only 'llama')", OP,
-                           (int)(n > 64 ? 64 : n), s);
-    }
+    const char *as = "";
+    size_t an = 0;
+    if (fc_gguf_value_string(arch, &as, &an) != FC_OK)
+        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: key 'general.architecture' is not a string",
+                           OP);
+    const llama_arch *a = fc__llama_arch_gguf(as, an);
+    if (!a)
+        return fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
+                           "%s: general.architecture '%.*s' is not supported (only %s)", OP,
+                           (int)(an > 64 ? 64 : an), as, fc__llama_arch_list(false));
+    *arch_out = a;
+    cfg->arch = a->id;
+    cfg->rope_mode = a->gguf_rope;
+    char k[9][96];
     fc_status st;
-    if ((st = key_int(ctx, f, "llama.block_count", true, 0, &cfg->n_layers)) ||
-        (st = key_int(ctx, f, "llama.embedding_length", true, 0, &cfg->dim)) ||
-        (st = key_int(ctx, f, "llama.attention.head_count", true, 0, &cfg->n_heads)) ||
-        (st = key_int(ctx, f, "llama.attention.head_count_kv", false, cfg->n_heads,
+    if ((st = key_int(ctx, f, akey(k[0], 96, a, "block_count"), true, 0, &cfg->n_layers)) ||
+        (st = key_int(ctx, f, akey(k[1], 96, a, "embedding_length"), true, 0, &cfg->dim)) ||
+        (st = key_int(ctx, f, akey(k[2], 96, a, "attention.head_count"), true, 0, &cfg->n_heads)) ||
+        (st = key_int(ctx, f, akey(k[3], 96, a, "attention.head_count_kv"), false, cfg->n_heads,
                       &cfg->n_kv_heads)) ||
-        (st = key_int(ctx, f, "llama.feed_forward_length", true, 0, &cfg->ff_dim)) ||
-        (st = key_int(ctx, f, "llama.context_length", true, 0, &cfg->context)) ||
-        (st = key_int(ctx, f, "llama.rope.dimension_count", false, 0, &cfg->rope_dims)) ||
-        (st = key_float(ctx, f, "llama.rope.freq_base", 10000.0, &cfg->rope_base)) ||
-        (st = key_float(ctx, f, "llama.attention.layer_norm_rms_epsilon", 1e-5, &cfg->rms_eps)))
+        (st = key_int(ctx, f, akey(k[4], 96, a, "feed_forward_length"), true, 0, &cfg->ff_dim)) ||
+        (st = key_int(ctx, f, akey(k[5], 96, a, "context_length"), true, 0, &cfg->context)) ||
+        (st = key_int(ctx, f, akey(k[6], 96, a, "rope.dimension_count"), false, 0,
+                      &cfg->rope_dims)) ||
+        (st = key_float(ctx, f, akey(k[7], 96, a, "rope.freq_base"), 10000.0, &cfg->rope_base)) ||
+        (st = key_float(ctx, f, akey(k[8], 96, a, "attention.layer_norm_rms_epsilon"), 1e-5,
+                        &cfg->rms_eps)))
         return st;
     /* Variants of the architecture this model does not compute: refused
      * by name rather than run with a wrong result. */
     int64_t n;
-    if ((st = key_int_min(ctx, f, "llama.expert_count", false, 0, 0, &n))) return st;
+    if ((st = key_int_min(ctx, f, akey(k[0], 96, a, "expert_count"), false, 0, 0, &n))) return st;
     if (n > 0)
         return fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                           "%s: llama.expert_count = %lld: mixture-of-experts blocks are not "
-                           "supported",
-                           OP, (long long)n);
-    if (fc_gguf_find(f, "rope_freqs.weight") >= 0)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                           "%s: tensor 'rope_freqs.weight' (per-frequency rope factors, Llama "
-                           "3.1's rope scaling) is not supported",
-                           OP);
+                           "%s: %s = %lld: mixture-of-experts blocks are not supported", OP, k[0],
+                           (long long)n);
+    /* Llama 3.1's rope scaling, as llama.cpp's converter writes it: the
+     * per-frequency factors as a tensor (bound and checked in bind_all). */
+    cfg->rope_freqs = fc_gguf_find(f, "rope_freqs.weight") >= 0;
     cfg->rope_scale = 1.0;
-    const fc_gguf_value *stype = fc_gguf_kv_find(f, "llama.rope.scaling.type");
+    const fc_gguf_value *stype = fc_gguf_kv_find(f, akey(k[1], 96, a, "rope.scaling.type"));
     if (stype && !string_is(stype, "none")) {
-        if (!string_is(stype, "linear"))
-            return fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                               "%s: llama.rope.scaling.type other than 'none' or 'linear' is not "
-                               "supported",
-                               OP);
+        if (!string_is(stype, "linear")) {
+            const char *ts = "";
+            size_t tn = 0;
+            bool is_str = fc_gguf_value_string(stype, &ts, &tn) == FC_OK;
+            return fc_ctx_fail(ctx, is_str ? FC_ERR_UNSUPPORTED : FC_ERR_FORMAT,
+                               "%s: %s '%.*s' is not supported (only 'none' or 'linear'; Llama "
+                               "3.1's scaling is a rope_freqs.weight tensor)",
+                               OP, k[1], (int)(tn > 64 ? 64 : tn), is_str ? ts : "(not a string)");
+        }
         double factor;
-        if ((st = key_float(ctx, f, "llama.rope.scaling.factor", 1.0, &factor))) return st;
+        if ((st = key_float(ctx, f, akey(k[2], 96, a, "rope.scaling.factor"), 1.0, &factor)))
+            return st;
         cfg->rope_scale = 1.0 / factor;
     }
     return FC_OK;
 }
 
-/* The divisions between sizes; the names are the keys' (for a file) or the
- * config's fields (for fc_llama_new). */
-static fc_status check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status code, bool keys) {
-    const char *k_dim = keys ? "llama.embedding_length" : "dim";
-    const char *k_h = keys ? "llama.attention.head_count" : "n_heads";
-    const char *k_kv = keys ? "llama.attention.head_count_kv" : "n_kv_heads";
-    const char *k_rope = keys ? "llama.rope.dimension_count" : "rope_dims";
+bool fc__llama_float_ok(double v) { return float_in_range(v); }
+
+fc_status fc__llama_check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status code,
+                                const llama_key_names *k) {
     if (c->dim % c->n_heads)
-        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k_h,
-                           (long long)c->n_heads, k_dim, (long long)c->dim);
+        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k->heads,
+                           (long long)c->n_heads, k->dim, (long long)c->dim);
     if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads)
-        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k_kv,
-                           (long long)c->n_kv_heads, k_h, (long long)c->n_heads);
+        return fc_ctx_fail(ctx, code, "%s: %s = %lld does not divide %s = %lld", OP, k->kv_heads,
+                           (long long)c->n_kv_heads, k->heads, (long long)c->n_heads);
     int64_t hd = c->dim / c->n_heads;
     if (c->rope_dims < 1 || c->rope_dims % 2 || c->rope_dims > hd)
         return fc_ctx_fail(ctx, code,
                            "%s: %s = %lld must be even, positive and at most the head size %lld",
-                           OP, k_rope, (long long)c->rope_dims, (long long)hd);
+                           OP, k->rope_dims, (long long)c->rope_dims, (long long)hd);
     return FC_OK;
 }
 
@@ -198,11 +210,12 @@ static fc_status check_sizes(fc_ctx *ctx, const fc_llama_config *c, fc_status co
  * sizes. *n_tensors gets the table's length. */
 static fc_status check_totals(fc_ctx *ctx, const fc_llama_config *c, int64_t *n_tensors) {
     int64_t D = c->dim, hd = D / c->n_heads, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    if (!llama_mad(9, c->n_layers, 3, n_tensors))
+    int64_t per = fc__llama_arch(c->arch)->qkv_bias ? 12 : 9;
+    if (!llama_mad(per, c->n_layers, 3, n_tensors))
         return fc_ctx_fail(ctx, FC_ERR_OVERFLOW,
-                           "%s_new: n_layers = %lld: its 9 tensors a layer overflow the tensor "
+                           "%s_new: n_layers = %lld: its %lld tensors a layer overflow the tensor "
                            "count",
-                           OP, (long long)c->n_layers);
+                           OP, (long long)c->n_layers, (long long)per);
     /* a layer: two norms [D], wq and wo D x qd, wk and wv D x kvd, the
      * three feed-forward weights D x ff_dim */
     int64_t D2 = 0, layer = 0;
@@ -248,13 +261,24 @@ static void shape_str(const int64_t *s, int rank, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
+/* The name a message shows for GGUF name: the checkpoint's own for a
+ * Hugging Face model (the one its user knows), else name itself. */
+static const char *shown(const fc_llama *m, const char *name, char *buf, size_t cap) {
+    if (!m->src_names) return name;
+    for (int64_t i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->names[i], name) == 0) return m->src_names[i] ? m->src_names[i] : name;
+    return fc__llama_hf_name(name, buf, cap) ? buf : name;
+}
+
 /* The tensor name must exist with shape {d0[, d1]} (rank 1 when d1 == 0).
  * Matrices must be something fc_linear / fc_embedding can read; norms a
  * float dtype. */
 static fc_status bind(fc_ctx *ctx, const fc_llama *m, const char *name, int64_t d0, int64_t d1,
                       fc_tensor **out) {
     fc_tensor *t = find(m, name);
-    if (!t) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor '%s' is missing", OP, name);
+    char hf[96];
+    const char *nm = shown(m, name, hf, sizeof hf);
+    if (!t) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor '%s' is missing", OP, nm);
     int rank = d1 ? 2 : 1;
     int64_t want[2] = {d0, d1};
     const int64_t *s = fc_tensor_shape(t);
@@ -263,42 +287,63 @@ static fc_status bind(fc_ctx *ctx, const fc_llama *m, const char *name, int64_t 
         char got[96], exp[64];
         shape_str(s, fc_tensor_rank(t), got, sizeof got);
         shape_str(want, rank, exp, sizeof exp);
-        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                           "%s: tensor '%s' has shape %s, the keys give %s (ggml order reversed)",
-                           OP, name, got, exp);
+        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: tensor '%s' has shape %s, %s %s%s", OP,
+                           nm, got, m->src_names ? "config.json gives" : "the keys give", exp,
+                           m->src_names ? "" : " (ggml order reversed)");
     }
     fc_dtype dt = fc_tensor_dtype(t);
     bool usable = dt == FC_F32 || dt == FC_F16 || dt == FC_BF16 ||
                   (rank == 2 && fc_dtype_supports_quantized_matmul_rhs(dt));
     if (!usable)
         return fc_ctx_fail(ctx, FC_ERR_DTYPE, "%s: tensor '%s' has dtype %s, which a %s cannot use",
-                           OP, name, fc_dtype_name(dt), rank == 2 ? "product" : "norm");
+                           OP, nm, fc_dtype_name(dt), rank == 2 ? "product" : "norm");
     *out = t;
     return FC_OK;
 }
 
-/* Points the model's fields at its tensors, checking each. */
-static fc_status bind_all(fc_ctx *ctx, fc_llama *m) {
+fc_status fc__llama_bind_all(fc_ctx *ctx, fc_llama *m) {
     const fc_llama_config *c = &m->cfg;
+    const llama_arch *a = fc__llama_arch(c->arch);
     int64_t hd = m->head_dim, D = c->dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    char hf[96];
     fc_tensor *embd = find(m, "token_embd.weight");
-    if (!embd)
-        return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing", OP);
+    const char *en = shown(m, "token_embd.weight", hf, sizeof hf);
+    if (!embd) return fc_ctx_fail(ctx, FC_ERR_FORMAT, "%s: tensor '%s' is missing", OP, en);
     int64_t vocab = fc_tensor_rank(embd) == 2 ? fc_tensor_shape(embd)[0] : 0;
-    if (c->vocab && c->vocab != vocab)
-        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH,
-                           "%s: tensor 'token_embd.weight' has %lld rows, llama.vocab_size is %lld",
-                           OP, (long long)vocab, (long long)c->vocab);
+    if (c->vocab && c->vocab != vocab) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.vocab_size", a->gguf ? a->gguf : a->gguf_save);
+        return fc_ctx_fail(ctx, FC_ERR_SHAPE_MISMATCH, "%s: tensor '%s' has %lld rows, %s is %lld",
+                           OP, en, (long long)vocab,
+                           m->src_names ? "config.json's vocab_size" : key, (long long)c->vocab);
+    }
     fc_status st;
     if ((st = bind(ctx, m, "token_embd.weight", vocab > 0 ? vocab : 1, D, &m->tok_embd)) ||
         (st = bind(ctx, m, "output_norm.weight", D, 0, &m->out_norm)))
         return st;
     m->cfg.vocab = vocab;
-    m->cfg.tied_output = find(m, "output.weight") == NULL;
+    if (!m->src_names) m->cfg.tied_output = find(m, "output.weight") == NULL;
     if (m->cfg.tied_output)
         m->output = m->tok_embd;
     else if ((st = bind(ctx, m, "output.weight", vocab, D, &m->output)))
         return st;
+    m->rope_freqs = NULL;
+    if (c->rope_freqs) {
+        if ((st = bind(ctx, m, "rope_freqs.weight", c->rope_dims / 2, 0, &m->rope_freqs)))
+            return st;
+        if (fc_tensor_dtype(m->rope_freqs) != FC_F32 || !fc_tensor_is_contiguous(m->rope_freqs))
+            return fc_ctx_fail(ctx, FC_ERR_DTYPE,
+                               "%s: tensor 'rope_freqs.weight' has dtype %s, not f32", OP,
+                               fc_dtype_name(fc_tensor_dtype(m->rope_freqs)));
+        const float *ff = fc_tensor_data(m->rope_freqs);
+        for (int64_t i = 0; ff && i < c->rope_dims / 2; i++)
+            if (!float_in_range(ff[i]))
+                return fc_ctx_fail(ctx, FC_ERR_FORMAT,
+                                   "%s: rope_freqs.weight[%lld] = %g must be finite and in "
+                                   "[%g, %g]",
+                                   OP, (long long)i, (double)ff[i], (double)FLT_MIN,
+                                   (double)FLT_MAX);
+    }
     for (int64_t l = 0; l < c->n_layers; l++) {
         llama_layer *L = &m->layers[l];
         struct {
@@ -306,19 +351,23 @@ static fc_status bind_all(fc_ctx *ctx, fc_llama *m) {
             int64_t d0, d1;
             fc_tensor **slot;
         } want[] = {
-            {"attn_norm", D, 0, &L->attn_norm},
-            {"attn_q", qd, D, &L->wq},
-            {"attn_k", kvd, D, &L->wk},
-            {"attn_v", kvd, D, &L->wv},
-            {"attn_output", D, qd, &L->wo},
-            {"ffn_norm", D, 0, &L->ffn_norm},
-            {"ffn_gate", c->ff_dim, D, &L->w_gate},
-            {"ffn_up", c->ff_dim, D, &L->w_up},
-            {"ffn_down", D, c->ff_dim, &L->w_down},
+            {"attn_norm.weight", D, 0, &L->attn_norm},
+            {"attn_q.weight", qd, D, &L->wq},
+            {"attn_k.weight", kvd, D, &L->wk},
+            {"attn_v.weight", kvd, D, &L->wv},
+            {"attn_output.weight", D, qd, &L->wo},
+            {"ffn_norm.weight", D, 0, &L->ffn_norm},
+            {"ffn_gate.weight", c->ff_dim, D, &L->w_gate},
+            {"ffn_up.weight", c->ff_dim, D, &L->w_up},
+            {"ffn_down.weight", D, c->ff_dim, &L->w_down},
+            {"attn_q.bias", qd, 0, &L->bq},
+            {"attn_k.bias", kvd, 0, &L->bk},
+            {"attn_v.bias", kvd, 0, &L->bv},
         };
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        size_t n = sizeof want / sizeof want[0] - (a->qkv_bias ? 0 : 3);
+        for (size_t i = 0; i < n; i++) {
             char name[64];
-            snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, want[i].suffix);
+            snprintf(name, sizeof name, "blk.%lld.%s", (long long)l, want[i].suffix);
             if ((st = bind(ctx, m, name, want[i].d0, want[i].d1, want[i].slot))) return st;
         }
     }
@@ -327,7 +376,7 @@ static fc_status bind_all(fc_ctx *ctx, fc_llama *m) {
 
 /* ---- construction ------------------------------------------------------------- */
 
-static fc_llama *model_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_tensors) {
+fc_llama *fc__llama_alloc(fc_ctx *ctx, const fc_llama_config *cfg, int64_t n_tensors) {
     fc_llama *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->ctx = ctx;
@@ -353,29 +402,45 @@ void fc_llama_free(fc_llama *m) {
     for (int64_t i = 0; i < m->n_tensors; i++) {
         fc_release(m->tensors[i]);
         free(m->names[i]);
+        if (m->src_names) free(m->src_names[i]);
     }
     free(m->names);
+    free(m->src_names);
     free(m->tensors);
     free(m->layers);
     fc_gguf_close(m->file);
     free(m);
 }
 
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
 /* Appends (name, t) to the table, taking t's reference (released on
  * failure) out of any scope the caller has open (fc_keep): the model
  * outlives that scope, and its fc_llama_free is the one release. */
-static fc_status add_tensor(fc_ctx *ctx, fc_llama *m, const char *name, fc_tensor *t) {
+fc_status fc__llama_add(fc_ctx *ctx, fc_llama *m, const char *name, const char *src, fc_tensor *t) {
     if (!t) return fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
-    size_t n = strlen(name) + 1;
-    char *copy = malloc(n);
+    char *copy = dup_str(name), *src_copy = NULL;
+    if (copy && src && m->src_names && !(src_copy = dup_str(src))) {
+        free(copy);
+        copy = NULL;
+    }
     if (!copy) {
         fc_release(t);
         return fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for tensor names", OP);
     }
-    memcpy(copy, name, n);
+    if (m->src_names) m->src_names[m->n_tensors] = src_copy;
     m->names[m->n_tensors] = copy;
     m->tensors[m->n_tensors++] = fc_keep(t);
     return FC_OK;
+}
+
+static fc_status add_tensor(fc_ctx *ctx, fc_llama *m, const char *name, fc_tensor *t) {
+    return fc__llama_add(ctx, m, name, NULL, t);
 }
 
 fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts *opts,
@@ -384,8 +449,10 @@ fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_load_opts 
     if (!ctx) return FC_ERR_NULL_ARG;
     if (!path || !out) return fc_ctx_fail(ctx, FC_ERR_NULL_ARG, "%s: NULL path or out", OP);
     char err[256];
-    fc_io_opts io = {
-        .flags = opts ? opts->io_flags & FC_IO_NO_MMAP : 0, .errbuf = err, .errcap = sizeof err};
+    fc_io_opts io = {.allocator = opts ? opts->allocator : NULL,
+                     .flags = opts ? opts->io_flags & FC_IO_NO_MMAP : 0,
+                     .errbuf = err,
+                     .errcap = sizeof err};
     fc_gguf_file *f = NULL;
     fc_status st = fc_gguf_open(path, &io, &f);
     if (st) return fc_ctx_fail(ctx, st, "%s: %s", OP, err);
@@ -406,13 +473,18 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     fc_llama_load_opts o = opts ? *opts : (fc_llama_load_opts){0};
     fc_llama_config cfg = {0};
     fc_status st;
-    if ((st = read_keys(ctx, f, &cfg))) goto fail_file;
-    const fc_gguf_value *vs = fc_gguf_kv_find(f, "llama.vocab_size");
-    if (vs && (st = key_int(ctx, f, "llama.vocab_size", true, 0, &cfg.vocab))) goto fail_file;
+    const llama_arch *a = NULL;
+    if ((st = read_keys(ctx, f, &cfg, &a))) goto fail_file;
+    char kb[5][96];
+    const fc_gguf_value *vs = fc_gguf_kv_find(f, akey(kb[0], 96, a, "vocab_size"));
+    if (vs && (st = key_int(ctx, f, kb[0], true, 0, &cfg.vocab))) goto fail_file;
     if (!cfg.rope_dims) cfg.rope_dims = cfg.dim / cfg.n_heads;
-    if ((st = check_sizes(ctx, &cfg, FC_ERR_FORMAT, true))) goto fail_file;
-    static const char *const head_keys[2] = {"llama.attention.key_length",
-                                             "llama.attention.value_length"};
+    llama_key_names kn = {
+        akey(kb[1], 96, a, "embedding_length"), akey(kb[2], 96, a, "attention.head_count"),
+        akey(kb[3], 96, a, "attention.head_count_kv"), akey(kb[4], 96, a, "rope.dimension_count")};
+    if ((st = fc__llama_check_sizes(ctx, &cfg, FC_ERR_FORMAT, &kn))) goto fail_file;
+    const char *head_keys[2] = {akey(kb[1], 96, a, "attention.key_length"),
+                                akey(kb[2], 96, a, "attention.value_length")};
     for (int i = 0; i < 2; i++) {
         int64_t len;
         if (!fc_gguf_kv_find(f, head_keys[i])) continue;
@@ -431,13 +503,13 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
     if (cfg.n_layers > fc_gguf_tensor_count(f)) {
         int64_t need = INT64_MAX;
         bool fits = llama_mad(9, cfg.n_layers, 2, &need);
-        st = fc_ctx_fail(ctx, FC_ERR_FORMAT,
-                         "%s: llama.block_count = %lld needs %s%lld tensors, the file has %lld", OP,
-                         (long long)cfg.n_layers, fits ? "" : "more than ", (long long)need,
-                         (long long)fc_gguf_tensor_count(f));
+        st = fc_ctx_fail(
+            ctx, FC_ERR_FORMAT, "%s: %s = %lld needs %s%lld tensors, the file has %lld", OP,
+            akey(kb[0], 96, a, "block_count"), (long long)cfg.n_layers, fits ? "" : "more than ",
+            (long long)need, (long long)fc_gguf_tensor_count(f));
         goto fail_file;
     }
-    fc_llama *m = model_alloc(ctx, &cfg, fc_gguf_tensor_count(f));
+    fc_llama *m = fc__llama_alloc(ctx, &cfg, fc_gguf_tensor_count(f));
     if (!m) {
         st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory", OP);
         goto fail_file;
@@ -454,7 +526,7 @@ fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_o
         }
         if ((st = add_tensor(ctx, m, info.name, t))) break;
     }
-    if (!st) st = bind_all(ctx, m);
+    if (!st) st = fc__llama_bind_all(ctx, m);
     if (st) {
         fc_llama_free(m);
         return st;
@@ -500,11 +572,20 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
                            "%s_new: rope_scale = %g must be > 0, with its inverse (the rope "
                            "scaling factor) finite and in [%g, %g] (0 means 1)",
                            OP, c.rope_scale, (double)FLT_MIN, (double)FLT_MAX);
-    fc_status st = check_sizes(ctx, &c, FC_ERR_INVALID_ARG, false);
+    const llama_arch *a = fc__llama_arch(c.arch);
+    if (!a || (unsigned)c.rope_mode >= FC_ROPE_MODE_COUNT || c.sliding_window < 0 || c.rope_freqs)
+        return fc_ctx_fail(
+            ctx, FC_ERR_INVALID_ARG,
+            "%s_new: arch = %d (of %d), rope_mode = %d (of %d), sliding_window = "
+            "%lld (>= 0) or rope_freqs = %d (a loader's: false here) is out of range",
+            OP, (int)c.arch, (int)FC_LLAMA_ARCH_COUNT, (int)c.rope_mode, (int)FC_ROPE_MODE_COUNT,
+            (long long)c.sliding_window, (int)c.rope_freqs);
+    static const llama_key_names names = {"dim", "n_heads", "n_kv_heads", "rope_dims"};
+    fc_status st = fc__llama_check_sizes(ctx, &c, FC_ERR_INVALID_ARG, &names);
     if (st) return st;
     int64_t n = 0;
     if ((st = check_totals(ctx, &c, &n))) return st;
-    fc_llama *m = model_alloc(ctx, &c, n);
+    fc_llama *m = fc__llama_alloc(ctx, &c, n);
     if (!m) return fc_ctx_fail(ctx, FC_ERR_OOM, "%s_new: out of memory", OP);
     int64_t hd = m->head_dim, D = c.dim;
     const double std = 0.02;
@@ -532,6 +613,17 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
             if (t && !w[i].d1 && (st = fc_requires_grad(t, true))) fc_release(t);
             if (!st) st = add_tensor(ctx, m, name, t);
         }
+        /* the arch's q/k/v biases, zero (as PyTorch's nn.Linear is not:
+         * a fresh model starts as the plain block) */
+        static const char *const bias[3] = {"attn_q", "attn_k", "attn_v"};
+        for (int i = 0; !st && a->qkv_bias && i < 3; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%lld.%s.bias", (long long)l, bias[i]);
+            fc_tensor *t =
+                fc_zeros(ctx, FC_F32, (int64_t[]){(i ? c.n_kv_heads : c.n_heads) * hd}, 1);
+            if (t && (st = fc_requires_grad(t, true))) fc_release(t);
+            if (!st) st = add_tensor(ctx, m, name, t);
+        }
     }
     if (!st) {
         fc_tensor *t = fc_ones(ctx, FC_F32, (int64_t[]){D}, 1);
@@ -541,7 +633,7 @@ fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg_in, fc_llama **ou
     if (!st && !c.tied_output)
         st = add_tensor(ctx, m, "output.weight",
                         fc_param_randn(ctx, FC_F32, (int64_t[]){c.vocab, D}, 2, std));
-    if (!st) st = bind_all(ctx, m);
+    if (!st) st = fc__llama_bind_all(ctx, m);
     if (st) {
         fc_llama_free(m);
         return st;

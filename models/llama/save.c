@@ -6,6 +6,10 @@
  * order, so a round trip keeps them all, tokenizer arrays included. A
  * model without a file gets the keys its config implies.
  *
+ * A Hugging Face checkpoint (rotate-half rope over unpermuted Q/K rows)
+ * written as GGUF "llama" gets llama.cpp converter's row permutation, so
+ * the file means the same under adjacent-pair rope; "qwen2" keeps the rows.
+ *
  * Tensors: each is converted on its own (a block dtype quantizes from a
  * transient f32 copy of that one tensor, released at once); the converted
  * tensors are then written in the model's order by fc_gguf_save.
@@ -13,6 +17,7 @@
  * fc__llama_save is the same with a seam for fc_lora_merge_save: a
  * callback may hand a substitute f32 value for a tensor, which is then
  * converted as the tensor itself would be and released at once. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,52 +188,112 @@ static void value_to_kv(arena *a, const fc_gguf_value *v, fc_gguf_kv *kv) {
     }
 }
 
-/* The keys of a model made by fc_llama_new. */
+/* "<arch>.<suffix>", kept in the arena. */
+static const char *akey(arena *a, const char *arch, const char *suffix) {
+    size_t n = strlen(arch) + strlen(suffix) + 2;
+    char *k = arena_alloc(a, n);
+    if (k) snprintf(k, n, "%s.%s", arch, suffix);
+    return k ? k : "";
+}
+
+/* The keys of a model without a file (fc_llama_new, a Hugging Face
+ * checkpoint), under the architecture its table row is written as. */
 static int64_t config_kvs(arena *a, const fc_llama_config *c, fc_gguf_kv *kv) {
+    const char *arch = fc__llama_arch(c->arch)->gguf_save;
     int64_t n = 0;
-    kv[n++] = (fc_gguf_kv){.key = "general.architecture", .type = FC_GGUF_STRING, .data = "llama"};
+    kv[n++] = (fc_gguf_kv){.key = "general.architecture", .type = FC_GGUF_STRING, .data = arch};
     struct {
         const char *key;
         int64_t v;
-    } ints[] = {{"llama.context_length", c->context},
-                {"llama.embedding_length", c->dim},
-                {"llama.block_count", c->n_layers},
-                {"llama.feed_forward_length", c->ff_dim},
-                {"llama.attention.head_count", c->n_heads},
-                {"llama.attention.head_count_kv", c->n_kv_heads},
-                {"llama.rope.dimension_count", c->rope_dims},
-                {"llama.vocab_size", c->vocab}};
+    } ints[] = {{"context_length", c->context},         {"embedding_length", c->dim},
+                {"block_count", c->n_layers},           {"feed_forward_length", c->ff_dim},
+                {"attention.head_count", c->n_heads},   {"attention.head_count_kv", c->n_kv_heads},
+                {"rope.dimension_count", c->rope_dims}, {"vocab_size", c->vocab}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        const char *key = akey(a, arch, ints[i].key);
         /* u32, llama.cpp's type for these keys, when it holds the value;
          * u64 rather than a truncated u32 when not (every size is >= 1) */
         if (ints[i].v <= UINT32_MAX) {
             uint32_t *p = arena_alloc(a, sizeof *p);
             if (p) *p = (uint32_t)ints[i].v;
-            kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U32, .data = p};
+            kv[n++] = (fc_gguf_kv){.key = key, .type = FC_GGUF_U32, .data = p};
         } else {
             uint64_t *p = arena_alloc(a, sizeof *p);
             if (p) *p = (uint64_t)ints[i].v;
-            kv[n++] = (fc_gguf_kv){.key = ints[i].key, .type = FC_GGUF_U64, .data = p};
+            kv[n++] = (fc_gguf_kv){.key = key, .type = FC_GGUF_U64, .data = p};
         }
     }
     struct {
         const char *key;
         double v;
-    } fl[] = {{"llama.rope.freq_base", c->rope_base},
-              {"llama.attention.layer_norm_rms_epsilon", c->rms_eps},
-              {"llama.rope.scaling.factor", 1.0 / c->rope_scale}};
+    } fl[] = {{"rope.freq_base", c->rope_base},
+              {"attention.layer_norm_rms_epsilon", c->rms_eps},
+              {"rope.scaling.factor", 1.0 / c->rope_scale}};
     for (size_t i = 0; i < (c->rope_scale != 1.0 ? 3u : 2u); i++) {
         float *p = arena_alloc(a, sizeof *p);
         if (p) *p = (float)fl[i].v;
-        kv[n++] = (fc_gguf_kv){.key = fl[i].key, .type = FC_GGUF_F32, .data = p};
+        kv[n++] = (fc_gguf_kv){.key = akey(a, arch, fl[i].key), .type = FC_GGUF_F32, .data = p};
     }
     if (c->rope_scale != 1.0)
         kv[n++] = (fc_gguf_kv){
-            .key = "llama.rope.scaling.type", .type = FC_GGUF_STRING, .data = "linear"};
+            .key = akey(a, arch, "rope.scaling.type"), .type = FC_GGUF_STRING, .data = "linear"};
     /* no vocabulary: llama.cpp's loader requires the key, and takes ids as
      * they are with "none" */
     kv[n++] = (fc_gguf_kv){.key = "tokenizer.ggml.model", .type = FC_GGUF_STRING, .data = "none"};
     return n;
+}
+
+/* Whether a model without a file can be written as its GGUF
+ * architecture, and whether its Q/K rows need llama.cpp's permutation
+ * (a rotate-half model, a Hugging Face checkpoint, written for an
+ * adjacent-pair architecture): the error recorded when it cannot. */
+static fc_status layout_check(fc_ctx *ctx, const fc_llama *m, const char *op, bool *permute) {
+    const fc_llama_config *c = &m->cfg;
+    const llama_arch *a = fc__llama_arch(c->arch);
+    *permute = false;
+    if (m->file) return FC_OK;
+    if (c->sliding_window > 0 && c->sliding_window < c->context)
+        return fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
+                           "%s: sliding_window = %lld below the context %lld: GGUF '%s' has no "
+                           "window llama.cpp would apply",
+                           op, (long long)c->sliding_window, (long long)c->context, a->gguf_save);
+    if (c->rope_mode == a->gguf_rope) return FC_OK;
+    if (c->rope_mode != FC_ROPE_NEOX || c->rope_dims != m->head_dim)
+        return fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
+                           "%s: rope_mode %d with %lld of %lld dims rotated has no GGUF '%s' "
+                           "layout",
+                           op, (int)c->rope_mode, (long long)c->rope_dims, (long long)m->head_dim,
+                           a->gguf_save);
+    *permute = true;
+    return FC_OK;
+}
+
+/* The head count of name when it is a Q or K weight (rows to permute),
+ * else 0. */
+static int64_t qk_heads(const fc_llama *m, const char *name) {
+    const char *p = strncmp(name, "blk.", 4) == 0 ? strchr(name + 4, '.') : NULL;
+    if (!p) return 0;
+    if (strcmp(p, ".attn_q.weight") == 0) return m->cfg.n_heads;
+    if (strcmp(p, ".attn_k.weight") == 0) return m->cfg.n_kv_heads;
+    return 0;
+}
+
+/* llama.cpp's convert permutation of Q/K rows: within each head, the
+ * rotate-half pair (i, i + hd/2) moves to the adjacent pair (2i, 2i + 1),
+ * so adjacent-pair rope over the result computes rotate-half rope over
+ * w: row (h, i, j) of the result is row (h, j, i) of w viewed as
+ * [heads, 2, hd/2, in]. A new reference. */
+static fc_tensor *permute_rows(fc_ctx *ctx, fc_tensor *w, int64_t heads) {
+    const int64_t *s = fc_tensor_shape(w);
+    int64_t rows = s[0], cols = s[1], hd = rows / heads;
+    fc_tensor *v = fc_reshape(ctx, w, (int64_t[]){heads, 2, hd / 2, cols}, 4);
+    fc_tensor *p = fc_permute(ctx, v, (const int[]){0, 2, 1, 3});
+    fc_tensor *c = fc_contiguous(ctx, p);
+    fc_tensor *y = fc_reshape(ctx, c, (int64_t[]){rows, cols}, 2);
+    fc_release(v);
+    fc_release(p);
+    fc_release(c);
+    return y;
 }
 
 /* kvs[0, n) with extra[0, n_extra) laid over it: a key already there takes
@@ -407,6 +472,8 @@ fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
         st = fc_ctx_fail(ctx, FC_ERR_OOM, "%s: out of memory for the metadata", op);
         goto done;
     }
+    bool permute = false;
+    if ((st = layout_check(ctx, m, op, &permute))) goto done;
     fc_no_grad_begin(ctx);
     for (int64_t i = 0; i < m->n_tensors && !st; i++) {
         /* the dtype is the model tensor's choice; a substitute (f32, the
@@ -414,7 +481,19 @@ fc_status fc__llama_save(fc_ctx *ctx, const fc_llama *m, const char *path,
         fc_dtype want = target_dtype(ctx, op, &o, m->names[i], m->tensors[i]);
         fc_tensor *sub = NULL;
         if (want != FC_DTYPE_COUNT && subst && (st = subst(ctx, m, i, user, &sub))) break;
-        out[i] = want == FC_DTYPE_COUNT ? NULL : convert(ctx, sub ? sub : m->tensors[i], want);
+        fc_tensor *src = sub ? sub : m->tensors[i];
+        int64_t heads = permute ? qk_heads(m, m->names[i]) : 0;
+        if (heads && fc_dtype_is_block(fc_tensor_dtype(src))) {
+            st = fc_ctx_fail(ctx, FC_ERR_UNSUPPORTED,
+                             "%s: tensor '%s' (%s): rows of a block dtype cannot be permuted", op,
+                             m->names[i], fc_dtype_name(fc_tensor_dtype(src)));
+            fc_release(sub);
+            break;
+        }
+        fc_tensor *perm = heads && want != FC_DTYPE_COUNT ? permute_rows(ctx, src, heads) : NULL;
+        out[i] = want == FC_DTYPE_COUNT || (heads && !perm) ? NULL
+                                                            : convert(ctx, perm ? perm : src, want);
+        fc_release(perm);
         fc_release(sub); /* one transient copy at a time */
         if (!out[i]) st = fc_ctx_status(ctx) ? fc_ctx_status(ctx) : FC_ERR_OOM;
     }

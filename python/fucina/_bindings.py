@@ -405,6 +405,7 @@ SIGNATURES = [
 MODEL_SIGNATURES = [
     ('fc_llama_load', 'c_int', ['c_void_p', 'c_char_p', 'c_void_p', 'POINTER(c_void_p)'], 'llama.h'),
     ('fc_llama_from_gguf', 'c_int', ['c_void_p', 'c_void_p', 'c_void_p', 'POINTER(c_void_p)'], 'llama.h'),
+    ('fc_llama_load_hf', 'c_int', ['c_void_p', 'c_char_p', 'c_void_p', 'POINTER(c_void_p)'], 'llama.h'),
     ('fc_llama_new', 'c_int', ['c_void_p', 'c_void_p', 'POINTER(c_void_p)'], 'llama.h'),
     ('fc_llama_free', None, ['c_void_p'], 'llama.h'),
     ('fc_llama_get_config', 'c_void_p', ['c_void_p'], 'llama.h'),
@@ -499,8 +500,8 @@ STRUCTS = [
     ('fc_profile_event', [('name', 'c_char*48'), ('phase', 'c_int'), ('start_ns', 'c_int64'), ('dur_ns', 'c_int64'), ('flops', 'c_int64'), ('bytes', 'c_int64')]),
     ('fc_ctx_opts', [('threads', 'c_int'), ('backend', 'c_int'), ('disable_pool', 'c_bool'), ('seed', 'c_uint64'), ('allocator', 'c_void_p'), ('check_finite', 'c_bool')]),
     ('fc_ctx_stats', [('bytes_live', 'c_int64'), ('bytes_peak', 'c_int64'), ('pool_bytes', 'c_int64'), ('pool_hits', 'c_uint64'), ('pool_misses', 'c_uint64'), ('alloc_calls', 'c_uint64'), ('free_calls', 'c_uint64'), ('tensors_live', 'c_int64')]),
-    ('fc_llama_config', [('n_layers', 'c_int64'), ('dim', 'c_int64'), ('n_heads', 'c_int64'), ('n_kv_heads', 'c_int64'), ('ff_dim', 'c_int64'), ('vocab', 'c_int64'), ('context', 'c_int64'), ('rope_dims', 'c_int64'), ('rope_base', 'c_double'), ('rope_scale', 'c_double'), ('rms_eps', 'c_double'), ('tied_output', 'c_bool')]),
-    ('fc_llama_load_opts', [('io_flags', 'c_uint'), ('trainable', 'c_bool')]),
+    ('fc_llama_config', [('n_layers', 'c_int64'), ('dim', 'c_int64'), ('n_heads', 'c_int64'), ('n_kv_heads', 'c_int64'), ('ff_dim', 'c_int64'), ('vocab', 'c_int64'), ('context', 'c_int64'), ('rope_dims', 'c_int64'), ('rope_base', 'c_double'), ('rope_scale', 'c_double'), ('rms_eps', 'c_double'), ('tied_output', 'c_bool'), ('arch', 'c_int'), ('rope_mode', 'c_int'), ('sliding_window', 'c_int64'), ('rope_freqs', 'c_bool')]),
+    ('fc_llama_load_opts', [('io_flags', 'c_uint'), ('trainable', 'c_bool'), ('allocator', 'c_void_p')]),
     ('fc_llama_sample_opts', [('temperature', 'c_double'), ('top_k', 'c_int64'), ('top_p', 'c_double'), ('seed', 'c_uint64')]),
     ('fc_llama_save_opts', [('dtype', 'c_int'), ('fallback', 'c_int'), ('pick', 'c_void_p'), ('user', 'c_void_p'), ('kvs', 'c_void_p'), ('n_kvs', 'c_int64')]),
     ('fc_lora_config', [('rank', 'c_int64'), ('alpha', 'c_double'), ('dropout', 'c_double'), ('targets', 'c_uint')]),

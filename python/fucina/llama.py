@@ -153,6 +153,22 @@ class Model:
         ctx.check(ml.fc_llama_load(ctx._h, path.encode(), ctypes.byref(opts), ctypes.byref(h)))
         return cls(h.value, ctx)
 
+    @classmethod
+    def load_hf(cls, directory, ctx=None, trainable=False, no_mmap=False):
+        """Reads a Hugging Face checkpoint directory (config.json and
+        model.safetensors or its shards; fc_llama_load_hf). The tokenizer
+        (tokenizer.json) is not read here."""
+        ctx = _ctx_of(ctx)
+        if not isinstance(directory, str):
+            raise TypeError("Model.load_hf: directory must be a str")
+        ml = models_lib()
+        opts = STRUCT["fc_llama_load_opts"](io_flags=1 if no_mmap else 0,
+                                            trainable=bool(trainable))
+        h = ctypes.c_void_p()
+        ctx.check(ml.fc_llama_load_hf(ctx._h, directory.encode(), ctypes.byref(opts),
+                                      ctypes.byref(h)))
+        return cls(h.value, ctx)
+
     @property
     def handle(self):
         if not self._h:

@@ -42,6 +42,24 @@ def test_logits_and_greedy_tokens_match_pytorch(model):
     assert a == model.generate(ids[0], 6, temperature=0.8, top_k=20, seed=5)
 
 
+@pytest.mark.parametrize("name", ["llama_tied", "llama3_sharded", "qwen2", "mistral"])
+def test_hf_checkpoints_match_pytorch_float64(ctx, name):
+    d = os.path.join(DATA, "hf", name)
+    try:
+        m = llama.Model.load_hf(d, ctx=ctx)
+    except ImportError as e:
+        pytest.skip(str(e))
+    lines = dict(l.split(" ", 1) for l in open(os.path.join(d, "reference.txt")).read().splitlines())
+    prompt = [int(t) for t in lines["prompt"].split()]
+    ref = np.fromfile(os.path.join(d, "reference.f64"), dtype="<f8").reshape(len(prompt), -1)
+    logits = m.forward([prompt]).numpy()[0]
+    assert np.max(np.abs(logits - ref)) <= 1e-5 * np.max(np.abs(ref))
+    n = int(lines["greedy_prompt"])
+    greedy = [int(t) for t in lines["greedy"].split()]
+    assert m.generate(prompt[:n], len(greedy)) == greedy
+    m.close()
+
+
 def test_model_errors(ctx, model):
     with pytest.raises(fc.IndexRangeError):
         model.forward([[0, 1, 500]])

@@ -158,7 +158,7 @@ static void test_llama_bad_architecture(void **st) {
     spec s;
     valid(&s);
     s.kv[0].data = "gpt2";
-    expect(&s, FC_ERR_FORMAT, "general.architecture 'gpt2' is not supported");
+    expect(&s, FC_ERR_UNSUPPORTED, "general.architecture 'gpt2' is not supported");
     valid(&s);
     drop_key(&s, "general.architecture");
     expect(&s, FC_ERR_FORMAT, "'general.architecture' is missing");
@@ -191,7 +191,7 @@ static void test_llama_bad_keys(void **st) {
     expect(&s, FC_ERR_FORMAT, "'llama.rope.freq_base'");
     valid(&s);
     add_str(&s, "llama.rope.scaling.type", "yarn");
-    expect(&s, FC_ERR_FORMAT, "llama.rope.scaling.type");
+    expect(&s, FC_ERR_UNSUPPORTED, "llama.rope.scaling.type 'yarn' is not supported");
     valid(&s);
     add_u32(&s, "llama.rope.dimension_count", 3);
     expect(&s, FC_ERR_FORMAT, "llama.rope.dimension_count = 3 must be even");
@@ -212,8 +212,13 @@ static void test_llama_bad_unsupported_variants(void **st) {
     add_u32(&s, "llama.expert_count", 0);
     expect(&s, FC_OK, NULL);
     valid(&s);
+    /* Llama 3.1's per-frequency factors: one per rotated pair, f32 */
+    add_tensor(&s, "rope_freqs.weight", 3, 0);
+    expect(&s, FC_ERR_SHAPE_MISMATCH,
+           "tensor 'rope_freqs.weight' has shape [3], the keys give [2]");
+    valid(&s);
     add_tensor(&s, "rope_freqs.weight", 2, 0);
-    expect(&s, FC_ERR_FORMAT, "tensor 'rope_freqs.weight'");
+    expect(&s, FC_ERR_FORMAT, "rope_freqs.weight[0] = 0 must be finite");
     valid(&s);
     add_u32(&s, "llama.attention.key_length", 8);
     expect(&s, FC_ERR_FORMAT, "llama.attention.key_length = 8 differs from the head size 4");

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* fucina/llama.h - Llama-architecture models from GGUF files (fucina_models).
+/* fucina/llama.h - Llama-family models (llama, qwen2, mistral) from GGUF
+ * files or Hugging Face checkpoints (fucina_models).
  *
- * A model is built from a GGUF file whose general.architecture is "llama":
- * its sizes come from the llama.* keys, its weights from the standard
- * tensor names (token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v /
- * attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, and
- * output, which when absent is tied to token_embd).
+ * A model is built from a GGUF file whose general.architecture is "llama"
+ * or "qwen2": its sizes come from the <arch>.* keys, its weights from the
+ * standard tensor names (token_embd, blk.N.attn_norm / attn_q / attn_k /
+ * attn_v / attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down,
+ * blk.N.attn_q / attn_k / attn_v biases for qwen2, output_norm, and
+ * output, which when absent is tied to token_embd, and rope_freqs for
+ * Llama 3.1's rope scaling); or from a Hugging Face directory
+ * (fc_llama_load_hf), whose tensors get the same names. The architectures
+ * differ only as the table of models/llama/arch.c says: biases, the rope
+ * pairing, the attention window.
  *
  * Weights. Block-quantized tensors stay quantized and memory-mapped (the
  * products read them quantized, rounding the activations to 8-bit blocks
@@ -49,8 +55,18 @@
 extern "C" {
 #endif
 
-/* The sizes of a model (from the file's llama.* keys, or given to
- * fc_llama_new). */
+/* The Llama-family architectures: one block implementation, and a table
+ * of what differs (models/llama/arch.c). */
+typedef enum fc_llama_arch {
+    FC_LLAMA_ARCH_LLAMA = 0, /* GGUF "llama", config.json model_type "llama" */
+    FC_LLAMA_ARCH_QWEN2,     /* q/k/v biases; GGUF "qwen2", config.json "qwen2" */
+    FC_LLAMA_ARCH_MISTRAL,   /* config.json "mistral": sliding-window attention
+                              * (llama.cpp writes these as GGUF "llama") */
+    FC_LLAMA_ARCH_COUNT
+} fc_llama_arch;
+
+/* The sizes of a model (from the file's llama.* keys, or config.json, or
+ * given to fc_llama_new). */
 typedef struct fc_llama_config {
     int64_t n_layers;   /* llama.block_count */
     int64_t dim;        /* llama.embedding_length */
@@ -64,6 +80,23 @@ typedef struct fc_llama_config {
     double rope_scale;  /* 1 / llama.rope.scaling.factor when linear (absent: 1) */
     double rms_eps;     /* llama.attention.layer_norm_rms_epsilon (absent: 1e-5) */
     bool tied_output;   /* no "output" tensor: logits use token_embd */
+    /* The fields below are zero for a GGUF "llama" model (and the
+     * defaults of fc_llama_new). */
+    fc_llama_arch arch; /* general.architecture / config.json model_type */
+    /* How rope pairs a head's dims: FC_ROPE_NORM (adjacent pairs) for
+     * GGUF "llama", whose Q/K rows llama.cpp's converter permuted;
+     * FC_ROPE_NEOX (rotate-half, (i, i + n_rot/2)) for Hugging Face
+     * checkpoints, read unpermuted, and GGUF "qwen2". */
+    fc_rope_mode rope_mode;
+    /* > 0: the query at position p sees the keys at p - sliding_window + 1
+     * .. p only (Mistral); 0: every earlier key. */
+    int64_t sliding_window;
+    /* Per-frequency rope factors (tensor "rope_freqs.weight", f32
+     * [rope_dims / 2]): pair i turns at angle pos * rope_scale *
+     * rope_base^(-2i / rope_dims) / factor[i], llama.cpp's form of Llama
+     * 3.1's "llama3" rope scaling. Set by the loaders; fc_llama_new
+     * refuses true. */
+    bool rope_freqs;
 } fc_llama_config;
 
 /* A Llama-architecture model: its config, its weights and their names. */
@@ -73,13 +106,16 @@ typedef struct fc_llama fc_llama;
 typedef struct fc_llama_load_opts {
     unsigned io_flags; /* FC_IO_NO_MMAP to read the file instead of mapping it */
     bool trainable;    /* f32 tensors become writable parameters requiring grad */
+    /* NULL: fc_default_allocator(). fc_llama_load_hf reads config.json,
+     * the shard index and (with FC_IO_NO_MMAP) the shards through it. */
+    const fc_allocator *allocator;
 } fc_llama_load_opts;
 
 /* Reads path (opts NULL allowed: mapped, frozen). On success *out is a new
  * model to be freed with fc_llama_free; on failure *out is NULL, nothing is
  * leaked and the error is in ctx. Errors: FC_ERR_NULL_ARG; the GGUF
- * reader's (FC_ERR_IO, FC_ERR_FORMAT, ...); FC_ERR_FORMAT for an
- * architecture other than "llama", a missing key, a size key that is not
+ * reader's (FC_ERR_IO, FC_ERR_FORMAT, ...); FC_ERR_FORMAT for a missing
+ * key, a size key that is not
  * of a GGUF integer type (bool is not one) or is < 1 or above INT64_MAX,
  * a float key (llama.rope.freq_base, llama.attention.layer_norm_rms_epsilon,
  * llama.rope.scaling.factor) that is not of a number type or not a finite
@@ -89,9 +125,12 @@ typedef struct fc_llama_load_opts {
  * heads into heads), an odd or too large rope dimension count, a block
  * count above the file's tensor count (checked before anything is sized
  * by it), and
- * for variants this model does not compute (llama.expert_count > 0, a
- * rope_freqs.weight tensor, key or value lengths other than the head
- * size, rope scaling other than linear); FC_ERR_SHAPE_MISMATCH for a
+ * for variants this model does not compute (<arch>.expert_count > 0, key
+ * or value lengths other than the head size); FC_ERR_UNSUPPORTED for an
+ * architecture other than "llama" or "qwen2" and a rope scaling type other
+ * than none or linear (yarn, ...: Llama 3.1's is the rope_freqs.weight
+ * tensor, which must be f32 [rope_dims / 2] of finite normal values);
+ * FC_ERR_SHAPE_MISMATCH for a
  * tensor whose shape is not what the keys give (the message names the
  * tensor, both shapes); FC_ERR_DTYPE for a weight whose dtype a product
  * cannot take; FC_ERR_OOM. */
@@ -102,6 +141,50 @@ FC_API fc_status fc_llama_load(fc_ctx *ctx, const char *path, const fc_llama_loa
  * (NULL f is FC_ERR_NULL_ARG). opts->io_flags is not used. */
 FC_API fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama_load_opts *opts,
                                     fc_llama **out);
+/* Reads a Hugging Face checkpoint directory: dir/config.json and the
+ * weights, dir/model.safetensors or, when dir/model.safetensors.index.json
+ * exists, the shards its "weight_map" names (each opened once). The
+ * tokenizer (dir/tokenizer.json) is not read here: it is models/tokenizer's
+ * to load, beside this call.
+ *
+ * config.json: model_type "llama", "qwen2" or "mistral"; hidden_size,
+ * num_hidden_layers, num_attention_heads, intermediate_size, vocab_size,
+ * max_position_embeddings (required), num_key_value_heads, rms_norm_eps
+ * (absent: 1e-6), rope_theta (10000), tie_word_embeddings (false),
+ * rope_scaling (null, or rope_type / type "default", "linear" with factor,
+ * "llama3" with factor, low_freq_factor, high_freq_factor and
+ * original_max_position_embeddings), sliding_window (mistral: null or the
+ * window), head_dim (when present, hidden_size / num_attention_heads),
+ * hidden_act ("silu"). Keys that do not change the forward (token ids,
+ * dtypes, dropout, versions) are ignored; any other key is refused, so a
+ * variant is never run as if it were the plain model.
+ *
+ * Weights: the Hugging Face names (model.embed_tokens.weight,
+ * model.layers.N.self_attn.q_proj.weight / .bias, ..., lm_head.weight)
+ * become the GGUF names fc_llama_tensor knows (token_embd.weight,
+ * blk.N.attn_q.weight / .bias, ..., output.weight), in the files' order;
+ * a "llama3" rope scaling adds rope_freqs.weight (the factors, computed
+ * here). Q and K keep their rows as the checkpoint has them: the model
+ * uses rotate-half rope (rope_mode FC_ROPE_NEOX), which is what the
+ * checkpoint was trained with, so f32, f16 and bf16 weights stay mapped,
+ * zero-copy (opts->trainable copies the f32 ones, as fc_llama_load does).
+ * rotary_emb.inv_freq buffers of old checkpoints are skipped.
+ *
+ * Errors (each message names the key, tensor or file): FC_ERR_NULL_ARG;
+ * FC_ERR_IO for a file that cannot be read (config.json, the weights);
+ * the JSON and safetensors readers' (FC_ERR_FORMAT, FC_ERR_DATA_LENGTH,
+ * ...); FC_ERR_UNSUPPORTED for a model_type, rope scaling type (yarn,
+ * dynamic, longrope, ...), hidden_act or key this model does not compute;
+ * FC_ERR_FORMAT for a missing or mistyped key (sizes must be integers >= 1,
+ * floats finite normal f32 > 0), sizes that do not divide (heads into
+ * hidden_size, kv heads into heads), a tensor no file has, a tensor of an
+ * unknown name, a weight_map entry whose shard lacks it, and shards that
+ * overlap (a tensor in two of them); FC_ERR_SHAPE_MISMATCH for a tensor
+ * whose shape is not what config.json gives, vocab_size included;
+ * FC_ERR_DTYPE as fc_llama_load; FC_ERR_OOM. On failure *out is NULL and
+ * nothing is leaked. */
+FC_API fc_status fc_llama_load_hf(fc_ctx *ctx, const char *dir, const fc_llama_load_opts *opts,
+                                  fc_llama **out);
 /* Random-initialised f32 model (normal weights of std 0.02, norm weights 1)
  * requiring grad, from the ctx RNG, for training from scratch. cfg->vocab,
  * dim, n_heads, n_layers, ff_dim and context must be >= 1, with the
@@ -114,8 +197,11 @@ FC_API fc_status fc_llama_from_gguf(fc_ctx *ctx, fc_gguf_file *f, const fc_llama
  * the embeddings' or the whole model's bytes pass INT64_MAX, checked
  * before anything is allocated; a single weight of more elements than a
  * tensor may hold is the tensor constructors' FC_ERR_OVERFLOW; FC_ERR_OOM.
- * The model has no file (fc_llama_gguf is NULL); fc_llama_save writes its
- * config as llama.* keys. */
+ * cfg->arch (a valid fc_llama_arch; qwen2 adds zero q/k/v biases, 12
+ * tensors a layer), rope_mode (a valid fc_rope_mode) and sliding_window
+ * (>= 0) are taken as given; rope_freqs must be false (FC_ERR_INVALID_ARG
+ * otherwise). The model has no file (fc_llama_gguf is NULL); fc_llama_save
+ * writes its config as <arch>.* keys. */
 FC_API fc_status fc_llama_new(fc_ctx *ctx, const fc_llama_config *cfg, fc_llama **out);
 /* Frees the model and releases its tensors (tensors the caller retained
  * stay valid, and keep the file mapping alive). NULL is a harmless no-op.
@@ -244,6 +330,13 @@ FC_API fc_llama_save_opts fc_llama_save_opts_default(void);
  * says (any dtype with a ggml type; a block dtype quantizes from a
  * transient f32 copy of that one tensor; the converted tensors are held
  * until the file is written).
+ * A model without a file (fc_llama_new, fc_llama_load_hf) is written as
+ * GGUF "llama" (llama and mistral) or "qwen2"; a rotate-half model written
+ * as "llama" (a Hugging Face checkpoint) gets its attn_q / attn_k rows
+ * permuted as llama.cpp's converter does, so that adjacent-pair rope over
+ * the file computes what the checkpoint does (FC_ERR_UNSUPPORTED when
+ * that cannot be: a block-quantized Q/K, partial rotary dims, or a
+ * sliding window below the context, which GGUF "llama" does not carry).
  * opts NULL: as default. Errors: FC_ERR_INVALID_ARG for n_kvs < 0, or
  * kvs NULL with n_kvs > 0; FC_ERR_OVERFLOW for an n_kvs whose key table
  * would not fit in memory's address range; the writer's (FC_ERR_IO, FC_ERR_DTYPE for

@@ -39,6 +39,8 @@
  * Hugging Face model: GGUF files from llama.cpp's converter hold the rows of
  * the query and key projections permuted within each head, so the q_proj
  * and k_proj lora_B rows are written un-permuted, and read back permuted.
+ * A model whose rows are already Hugging Face's (rotate-half rope:
+ * fc_llama_load_hf, GGUF qwen2) reads and writes them as they are.
  * The metadata holds PEFT's adapter_config values as strings: "format"
  * "pt", "peft_type" "LORA", "task_type" "CAUSAL_LM", "r", "lora_alpha",
  * "lora_dropout", "target_modules" (a JSON list such as
