@@ -161,7 +161,11 @@
     /* pooling (src/ops/pool.c) */                      \
     X(max_pool2d,        pool,       pool, GRAD,    CONST)  \
     X(avg_pool2d,        pool,       pool, GRAD,    CONST)  \
-    X(adaptive_avg_pool2d, pool,     pool, GRAD,    CONST)
+    X(adaptive_avg_pool2d, pool,     pool, GRAD,    CONST)  \
+    /* Einstein summation, lowered to recorded ops (src/ops/einsum.c) */ \
+    X(einsum,            einsum,     ops,  GRAD,    CURVED) \
+    /* resampling (src/ops/interpolate.c) */            \
+    X(interpolate,       interpolate, ops, GRAD,    CONST)
 /* clang-format on */
 
 #endif /* FUCINA_OPS_OP_LIST_H */
