@@ -56,17 +56,16 @@ static int label_id(char c) {
     return -1;
 }
 
-static char label_char(int id, char *buf) {
+/* The letter of a label id; 0 for an ellipsis dim. */
+static char label_char(int id) {
     if (id < 26) return (char)('A' + id);
     if (id < EIN_LETTERS) return (char)('a' + id - 26);
-    snprintf(buf, 16, "...%d", id - EIN_LETTERS);
     return 0;
 }
 
 /* "label 'i'" or "ellipsis dim 1", for messages */
 static const char *label_name(int id, char *buf, size_t cap) {
-    char tmp[16];
-    char c = label_char(id, tmp);
+    char c = label_char(id);
     if (c)
         snprintf(buf, cap, "label '%c'", c);
     else
@@ -228,11 +227,10 @@ static fc_status parse(fc_ctx *ctx, const char *eq, fc_tensor *const *xs, int n,
             if (j == nolet) break;
             int id = olet[j];
             if (!sp->uses[id]) {
-                char tmp[16];
                 return fc__fail(ctx, FC_ERR_INVALID_ARG,
                                 "einsum: \"%s\": position %zu: output subscript '%c' is in no "
                                 "operand",
-                                eq, oat[j], label_char(id, tmp));
+                                eq, oat[j], label_char(id));
             }
             sp->out[sp->nout++] = id;
         }
