@@ -36,6 +36,8 @@ FAMILIES = {
     "conv": "Convolutions",
     "matmul": "Matrix products",
     "pool": "Pooling",
+    "einsum": "Einstein summation (lowered to recorded ops)",
+    "interpolate": "Resampling",
 }
 GRAD = {"GRAD": "yes", "NOGRAD": "none (integer or bool result)",
         "INPLACE": "refused (in-place; inputs must not require grad)"}

@@ -455,6 +455,68 @@ FC_API fc_tensor *fc_tril(fc_ctx *ctx, fc_tensor *x, int64_t k);
  * Gradient: g through the same mask and scale. */
 FC_API fc_tensor *fc_dropout(fc_ctx *ctx, fc_tensor *x, double p, bool training);
 
+/* ---- Einstein summation (src/ops/einsum.c) -------------------------------------------- */
+/* PyTorch's einsum over n operands: equation holds one subscript term per
+ * operand, comma-separated, then optionally "->" and the output's term.
+ * A term is letters (a-z, A-Z, each one axis) and at most one "..." (the
+ * axes no letter names; the operands' ellipsis dims broadcast, aligned
+ * right); spaces are ignored. A letter repeated in one operand takes the
+ * diagonal; letters not in the output are summed; sizes of one label must
+ * match or be 1 (broadcast). Without "->" the output is the ellipsis dims
+ * then every letter that appears once, upper case before lower case, each
+ * alphabetically. The operands are contracted pairwise, left to right. The
+ * result is lowered to recorded ops (permute, reshape, slice, expand, sum,
+ * matmul), which give the gradient to every order; a result with no axes
+ * has shape [1] (there are no rank-0 tensors). Borrows equation and every
+ * xs[i]; returns a new tensor (or view), or NULL with the error recorded:
+ * FC_ERR_NULL_ARG for a NULL equation, xs or entry; FC_ERR_CONTEXT;
+ * FC_ERR_INVALID_ARG for n outside 1..64, a term count that differs from
+ * n, a character that is not a subscript, a second "...", an output letter
+ * repeated or in no operand (messages name the string and the position);
+ * FC_ERR_DTYPE unless all operands share one float dtype; FC_ERR_RANK when
+ * an operand's rank differs from its term's letters (without "...") or the
+ * output or an intermediate product would pass FC_MAX_RANK axes;
+ * FC_ERR_SHAPE_MISMATCH when a label's sizes disagree (naming the label,
+ * the operand and both sizes). */
+FC_API fc_tensor *fc_einsum(fc_ctx *ctx, const char *equation, fc_tensor *const *xs, int n);
+
+/* ---- resampling (src/ops/interpolate.c) ------------------------------------------------ */
+/* How fc_interpolate computes an output element from its source. */
+typedef enum fc_interp_mode {
+    FC_INTERP_NEAREST = 0, /* PyTorch's "nearest": source floor(i * in / out) */
+    FC_INTERP_LINEAR = 1,  /* "linear" for [N, C, W], "bilinear" for [N, C, H, W] */
+    FC_INTERP_MODE_COUNT
+} fc_interp_mode;
+
+/* Zero means default: mode nearest; exactly one of size and scale is set.
+ * For [N, C, H, W] size and scale are (H, W); for [N, C, W] only entry 0
+ * is used and entry 1 must be 0. */
+typedef struct fc_interpolate_opts {
+    fc_interp_mode mode;
+    int64_t size[2];    /* the output's spatial sizes, each in [1, 2^31 - 1] */
+    double scale[2];    /* scale factors: out = floor(in * scale), each > 0 */
+    bool align_corners; /* linear only: the corner samples line up */
+} fc_interpolate_opts;
+
+/* torch.nn.functional.interpolate of x, [N, C, W] or [N, C, H, W], in
+ * mode nearest or linear (bilinear in 2-d) with align_corners true or
+ * false. With a scale factor the source coordinates use 1 / scale, not the
+ * size ratio, as PyTorch does when recompute_scale_factor is not set
+ * (align_corners uses (in - 1) / (out - 1) either way). Nearest takes
+ * source index min(floor(i * s), in - 1) with s computed in float, as
+ * PyTorch. Float dtypes (f16 and bf16 computed in f32); the result is a
+ * new contiguous tensor of x's dtype. Gradient: the transpose of the
+ * resampling (a scatter-add of the weights), itself recorded under
+ * create_graph, so every order is available (higher ones are zero).
+ * Borrows x and opts; returns a new reference, or NULL with the error
+ * recorded: FC_ERR_NULL_ARG (x, opts), FC_ERR_CONTEXT, FC_ERR_RANK (rank
+ * not 3 or 4), FC_ERR_DTYPE (not a float dtype), FC_ERR_INVALID_ARG (mode
+ * out of range, align_corners with nearest, both or neither of size and
+ * scale, a size outside [1, 2^31 - 1], a scale not finite and > 0, entry
+ * 1 set for 3-d input), FC_ERR_INVALID_SHAPE (a scale that leaves an
+ * axis empty), FC_ERR_OVERFLOW (an output too large). */
+FC_API fc_tensor *fc_interpolate(fc_ctx *ctx, fc_tensor *x, const fc_interpolate_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -164,7 +164,11 @@
     X(avg_pool2d,        pool,       pool, GRAD,    CONST)  \
     X(adaptive_avg_pool2d, pool,     pool, GRAD,    CONST)  \
     X(max_pool3d,        pool,       pool, GRAD,    CONST)  \
-    X(avg_pool3d,        pool,       pool, GRAD,    CONST)
+    X(avg_pool3d,        pool,       pool, GRAD,    CONST)  \
+    /* Einstein summation, lowered to recorded ops (src/ops/einsum.c) */ \
+    X(einsum,            einsum,     ops,  GRAD,    CURVED) \
+    /* resampling (src/ops/interpolate.c) */            \
+    X(interpolate,       interpolate, ops, GRAD,    CONST)
 /* clang-format on */
 
 #endif /* FUCINA_OPS_OP_LIST_H */

@@ -239,6 +239,21 @@ static fc_tensor *op_avg_pool3d(fc_ctx *ctx, fc_tensor *const *x) {
     fc_pool3d_opts o = {.kernel = {2, 2, 2}, .stride = {1, 1, 2}, .padding = {1, 0, 1}};
     return fc_avg_pool3d(ctx, fc_reshape(ctx, x[0], (int64_t[]){1, 2, 3, 4, 3}, 5), &o);
 }
+/* einsum (lowered to recorded ops) and interpolate (src/ops/interpolate.c) */
+static fc_tensor *op_einsum(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_einsum(ctx, "iij,jk->ik", x, 2);
+}
+static fc_tensor *op_einsum3(fc_ctx *ctx, fc_tensor *const *x) {
+    return fc_einsum(ctx, "bi,bj,bk->bik", x, 3);
+}
+static fc_tensor *op_bilinear(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_interpolate_opts o = {.mode = FC_INTERP_LINEAR, .size = {5, 3}};
+    return fc_interpolate(ctx, x[0], &o);
+}
+static fc_tensor *op_nearest1d(fc_ctx *ctx, fc_tensor *const *x) {
+    fc_interpolate_opts o = {.scale = {1.7}};
+    return fc_interpolate(ctx, x[0], &o);
+}
 static fc_tensor *op_rope(fc_ctx *ctx, fc_tensor *const *x) {
     fc_rope_opts o = {.mode = FC_ROPE_NEOX, .n_dims = 4, .freq_base = 50.0, .pos_offset = 1};
     return fc_rope(ctx, x[0], &o);
@@ -428,6 +443,13 @@ static const tcase cases[] = {
      {{1, 2, 12, 3}}, -1, 1, 0, 0},
     {"avg_pool3d", "avg_pool2d_backward pool_lin_backward", op_avg_pool3d, 1, {4},
      {{1, 2, 12, 3}}, -1, 1, 0, 0},
+    /* src/ops/einsum.c (lowered: the rules are the lowered ops'), interpolate.c */
+    {"einsum", "window_backward reshape_backward permute_backward matmul_backward", op_einsum, 2,
+     {3, 2}, {{3, 3, 2}, {2, 4}}, -1, 1, 0, 0},
+    {"einsum3", "expand_backward reshape_backward permute_backward matmul_backward", op_einsum3, 3,
+     {2, 2, 2}, {{2, 3}, {2, 2}, {2, 2}}, -1, 1, 0, 0},
+    {"interpolate", "interp_backward", op_bilinear, 1, {4}, {{1, 2, 3, 4}}, -1, 1, 0, 0},
+    {"interpolate_nearest", "interp_backward", op_nearest1d, 1, {3}, {{1, 2, 5}}, -1, 1, 0, 0},
     /* src/ops/rope.c, attention.c */
     {"rope", "rope_backward", op_rope, 1, {3}, {{3, 2, 6}}, -1, 1, 0, 0},
     {"attention_causal", "attention_backward attention_graph", op_attention, 3, {4, 4, 4},
